@@ -1,0 +1,85 @@
+// Runs before `npm install` may have happened: Node builtins only.
+import { spawn, spawnSync } from 'node:child_process';
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const [command, ...args] = process.argv.slice(2);
+const commands = {
+  serve: ['bin/jetcron.mjs', 'serve'],
+  test: ['scripts/run-tests.mjs'],
+  bench: ['--import', 'tsx', 'bench/run.ts'],
+};
+
+if (!command || !(command in commands)) {
+  console.error('usage: node scripts/bootstrap.mjs serve|test|bench [args...]');
+  process.exit(2);
+}
+
+ensureDependencies();
+if (!(command === 'serve' && process.env.NATS_URL)) ensureNatsServer();
+runAndExit([...commands[command], ...args]);
+
+function ensureDependencies() {
+  const lock = path.join(root, 'package-lock.json');
+  const installed = path.join(root, 'node_modules', '.package-lock.json');
+  const hasLock = existsSync(lock);
+  const stale = !existsSync(installed) || (hasLock && statSync(lock).mtimeMs > statSync(installed).mtimeMs);
+  if (!stale) return;
+  const npmArgs = hasLock ? ['ci', '--no-audit', '--no-fund'] : ['install', '--no-audit', '--no-fund'];
+  console.error(`bootstrap: npm ${npmArgs.join(' ')}`);
+  run('npm', npmArgs);
+}
+
+function ensureNatsServer() {
+  if (findNatsServer()) return;
+  const isRoot = process.getuid?.() === 0;
+  if (isRoot && existsSync('/etc/debian_version')) {
+    console.error('bootstrap: nats-server not found, installing it with apt-get');
+    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+    run('apt-get', ['update'], env);
+    run('apt-get', ['install', '-y', 'nats-server'], env);
+    if (findNatsServer()) return;
+  }
+  console.error('nats-server not found: install it with `sudo apt-get install -y nats-server` (Debian/Ubuntu) or from https://nats.io');
+  process.exit(1);
+}
+
+function findNatsServer() {
+  const dirs = (process.env.PATH ?? '').split(path.delimiter).filter(Boolean);
+  return [...dirs.map((dir) => path.join(dir, 'nats-server')), '/usr/sbin/nats-server'].find((file) => {
+    try {
+      accessSync(file, constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
+
+function run(file, fileArgs, env = process.env) {
+  const result = spawnSync(file, fileArgs, { cwd: root, stdio: 'inherit', env });
+  if (result.error) {
+    console.error(`bootstrap: cannot run ${file}: ${result.error.message}`);
+    process.exit(1);
+  }
+  if (result.status !== 0) {
+    console.error(`bootstrap: ${file} ${fileArgs.join(' ')} failed`);
+    process.exit(result.status ?? 1);
+  }
+}
+
+function runAndExit(nodeArgs) {
+  const child = spawn(process.execPath, nodeArgs, { cwd: root, stdio: 'inherit' });
+  const forward = (signal) => child.kill(signal);
+  for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, forward);
+  child.on('error', (err) => {
+    console.error(`bootstrap: ${err.message}`);
+    process.exit(1);
+  });
+  child.on('exit', (code, signal) => {
+    process.exit(code ?? 128 + (os.constants.signals[signal] ?? 1));
+  });
+}

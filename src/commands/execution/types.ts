@@ -1,0 +1,58 @@
+import type { CallbackJob } from '../../dispatchers/job.ts';
+import type { Envelope } from '../../events/envelope.ts';
+
+export type ExecutionStatus = 'pending' | 'running' | 'success' | 'failed' | 'timeout' | 'cancelled';
+export type SourceType = 'task' | 'schedule' | 'endpoint';
+
+export interface ExecutionSource {
+  type: SourceType;
+  id: string;
+  name: string;
+}
+
+export interface SentRequest {
+  method: string;
+  url: string;
+  /** As sent; secret-looking values masked as "***". */
+  headers: Record<string, string>;
+  body: string | null;
+}
+
+export interface AttemptResult {
+  execution_id: string;
+  source: ExecutionSource;
+  attempt: number;
+  status: 'success' | 'failed' | 'timeout';
+  status_code: number | null;
+  error_message: string | null;
+  scheduled_for: string;
+  started_at: string;
+  finished_at: string;
+  duration_ms: number;
+  request: SentRequest;
+  response_body: string | null;
+  response_truncated: boolean;
+  response_headers: Record<string, string> | null;
+  script_logs: string[];
+  /** Set when another attempt will follow; the execution stays pending until then. */
+  next_attempt_at: string | null;
+  callback_url: string | null;
+}
+
+export type ExecutionEvent =
+  | Envelope<'AttemptStarted', { execution_id: string; source: ExecutionSource; attempt: number; started_at: string; scheduled_for: string }>
+  | Envelope<'AttemptFinished', AttemptResult>
+  | Envelope<'ExecutionCancelled', { execution_id: string; source: ExecutionSource; reason: string }>
+  | Envelope<
+      'CallbackAttempted',
+      {
+        execution_id: string;
+        url: string;
+        attempt: number;
+        status_code: number | null;
+        error_message: string | null;
+        next_attempt_at: string | null;
+        /** The delivery as sent, so a retry sends the same body. */
+        job: CallbackJob;
+      }
+    >;

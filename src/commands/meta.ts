@@ -1,0 +1,9 @@
+/** What a decider needs from the outside world, passed in so deciders stay pure. */
+export interface CommandMeta {
+  now: string;
+  nowMs: number;
+  eventId: string;
+  /** JETCRON_TIME_SCALE applied to service-counted waits. */
+  scaleWait(ms: number): number;
+  newId(prefix: 'tsk' | 'exe'): string;
+}

@@ -1,0 +1,101 @@
+import { notFound, unprocessable } from '../../lib/errors.ts';
+import { parseDuration } from '../../lib/duration.ts';
+import type { CommandMeta } from '../meta.ts';
+import { TASK_DEFAULTS, type Task, type TaskCommand, type TaskEvent, type TaskInput, type TaskSpec } from './types.ts';
+
+export function evolveTask(_state: Task | null, event: TaskEvent): Task | null {
+  return event.type === 'TaskDeleted' ? null : event.data.task;
+}
+
+/** When the task's first execution is due: run_at, else now + delay (scaled), else now. */
+export function firstRunAt(spec: Pick<TaskSpec, 'delay' | 'run_at'>, meta: CommandMeta): string {
+  if (spec.run_at) return new Date(spec.run_at).toISOString();
+  if (spec.delay) {
+    const ms = parseDuration(spec.delay);
+    if (ms === undefined) throw unprocessable('delay must be a number followed by s, m, h or d', 'delay');
+    return new Date(meta.nowMs + meta.scaleWait(ms)).toISOString();
+  }
+  return meta.now;
+}
+
+/** Rules that span fields; single-field rules live in the JSON Schema. */
+export function checkTaskRules(spec: TaskSpec, input: TaskInput): void {
+  if (input.delay != null && input.run_at != null) {
+    throw unprocessable('send either delay or run_at, not both', 'run_at');
+  }
+  const debounceFields = [spec.debounce, spec.debounce_key, spec.lane].filter((v) => v != null && v !== '').length;
+  if ((spec.debounce || spec.debounce_key) && debounceFields < 3) {
+    const missing = !spec.debounce ? 'debounce' : !spec.debounce_key ? 'debounce_key' : 'lane';
+    throw unprocessable('debounce, debounce_key and lane must be sent together', missing);
+  }
+  if (spec.expected_status_codes) {
+    for (const part of spec.expected_status_codes.split(',')) {
+      const code = Number(part.trim());
+      if (!Number.isInteger(code) || code < 100 || code > 599) {
+        throw unprocessable('expected_status_codes must be comma-separated HTTP status codes', 'expected_status_codes');
+      }
+    }
+  }
+}
+
+function defaultName(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.host}${u.pathname === '/' ? '' : u.pathname}`.slice(0, 255);
+  } catch {
+    return url.slice(0, 255);
+  }
+}
+
+export function decideTask(command: TaskCommand, state: Task | null, meta: CommandMeta): TaskEvent {
+  const base = { id: meta.eventId, at: meta.now };
+  if (command.type === 'CreateTask') {
+    const input = command.input;
+    const spec: TaskSpec = { ...TASK_DEFAULTS, name: input.name ?? defaultName(input.url), ...stripUndefined(input), url: input.url };
+    checkTaskRules(spec, input);
+    const execution = { id: meta.newId('exe'), scheduled_for: firstRunAt(spec, meta), callback_url: null };
+    const task: Task = {
+      ...spec,
+      id: meta.newId('tsk'),
+      org_id: command.orgId,
+      created_at: meta.now,
+      updated_at: meta.now,
+      pending_execution: execution,
+    };
+    return { ...base, type: 'TaskCreated', org_id: task.org_id, data: { task, execution } };
+  }
+  if (!state) throw notFound('Task not found');
+  const org_id = state.org_id;
+  switch (command.type) {
+    case 'UpdateTask': {
+      const input = stripUndefined(command.input);
+      const spec: TaskSpec = { ...state, ...input };
+      // A new delay or run_at replaces the other one.
+      if (input.delay != null && input.run_at === undefined) spec.run_at = null;
+      if (input.run_at != null && input.delay === undefined) spec.delay = null;
+      checkTaskRules(spec, input);
+      let pending = state.pending_execution;
+      if (pending && ('delay' in input || 'run_at' in input)) {
+        pending = { ...pending, scheduled_for: firstRunAt(spec, meta) };
+      }
+      const task: Task = { ...state, ...spec, updated_at: meta.now, pending_execution: pending };
+      return { ...base, org_id, type: 'TaskUpdated', data: { task, changed: Object.keys(input) } };
+    }
+    case 'DeleteTask':
+      return { ...base, org_id, type: 'TaskDeleted', data: { task: { ...state, updated_at: meta.now } } };
+    case 'TriggerTask': {
+      const execution = { id: meta.newId('exe'), scheduled_for: meta.now, callback_url: command.callbackUrl };
+      return { ...base, org_id, type: 'TaskTriggered', data: { task: state, execution } };
+    }
+    default: {
+      const never: never = command;
+      throw new Error(`unknown command ${(never as { type: string }).type}`);
+    }
+  }
+}
+
+function stripUndefined<T extends object>(input: T): Partial<T> {
+  const out: Partial<T> = {};
+  for (const [k, v] of Object.entries(input)) if (v !== undefined) (out as Record<string, unknown>)[k] = v;
+  return out;
+}

@@ -1,0 +1,33 @@
+import { SUBJECTS } from '../../../streams/definitions.ts';
+import { ID_PATTERN } from '../../lib/ids.ts';
+import { notFound } from '../../lib/errors.ts';
+import { commandMeta, execute, type CommandDeps, type Decided } from '../execute.ts';
+import { decideTask, evolveTask } from './decide.ts';
+import type { Task, TaskCommand, TaskEvent, TaskInput } from './types.ts';
+
+type Result = Decided<Task, TaskEvent>;
+
+function run(deps: CommandDeps, orgId: string, taskId: string, command: TaskCommand): Promise<Result> {
+  if (!ID_PATTERN.test(taskId) || !taskId.startsWith('tsk_')) throw notFound('Task not found');
+  return execute(deps, SUBJECTS.task(orgId, taskId), command, decideTask, (s, e) => scoped(orgId, evolveTask(s, e)));
+}
+
+// A task id of another organization lives under that organization's subject, so it
+// is simply not found here; the check guards against a forged subject too.
+function scoped(orgId: string, task: Task | null): Task | null {
+  return task && task.org_id === orgId ? task : null;
+}
+
+export async function createTask(deps: CommandDeps, orgId: string, input: TaskInput & { url: string }): Promise<Result> {
+  // A new id cannot conflict, so there is nothing to load; expectedSeq 0 still guards it.
+  const event = decideTask({ type: 'CreateTask', orgId, input }, null, commandMeta(deps.clock));
+  const task = evolveTask(null, event)!;
+  const seq = await deps.store.append(SUBJECTS.task(orgId, task.id), event, 0);
+  return { event, state: task, seq };
+}
+
+export const updateTask = (deps: CommandDeps, orgId: string, id: string, input: TaskInput) =>
+  run(deps, orgId, id, { type: 'UpdateTask', input });
+export const deleteTask = (deps: CommandDeps, orgId: string, id: string) => run(deps, orgId, id, { type: 'DeleteTask' });
+export const triggerTask = (deps: CommandDeps, orgId: string, id: string, callbackUrl: string | null) =>
+  run(deps, orgId, id, { type: 'TriggerTask', callbackUrl });

@@ -1,0 +1,82 @@
+import type { Envelope } from '../../events/envelope.ts';
+
+export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+export type HttpMethod = (typeof HTTP_METHODS)[number];
+
+/** The fields a user sets (create and update). */
+export interface TaskSpec {
+  name: string;
+  url: string;
+  method: HttpMethod;
+  headers: Record<string, string>;
+  /** A string, or a JSON object/array sent as its JSON text. */
+  body: string | Record<string, unknown> | unknown[] | null;
+  delay: string | null;
+  run_at: string | null;
+  timeout_ms: number;
+  retry_attempts: number;
+  callback_url: string | null;
+  lane: string | null;
+  enabled: boolean;
+  notify_on_failure: boolean | null;
+  notify_on_recovery: boolean | null;
+  expected_status_codes: string | null;
+  expected_body_pattern: string | null;
+  on_failure_url: string | null;
+  on_recovery_url: string | null;
+  script: string | null;
+  debounce: string | null;
+  debounce_key: string | null;
+}
+
+export interface PlannedExecution {
+  id: string;
+  scheduled_for: string;
+  /** Push-level callback of this execution; overrides the task's. */
+  callback_url: string | null;
+}
+
+export interface Task extends TaskSpec {
+  id: string;
+  org_id: string;
+  created_at: string;
+  updated_at: string;
+  /** The execution created with the task, until it first runs (then the scheduler owns it). */
+  pending_execution: PlannedExecution | null;
+}
+
+export type TaskEvent =
+  | Envelope<'TaskCreated', { task: Task; execution: PlannedExecution }>
+  | Envelope<'TaskUpdated', { task: Task; changed: string[] }>
+  | Envelope<'TaskDeleted', { task: Task }>
+  | Envelope<'TaskTriggered', { task: Task; execution: PlannedExecution }>;
+
+export type TaskInput = Partial<TaskSpec>;
+
+export type TaskCommand =
+  | { type: 'CreateTask'; orgId: string; input: TaskInput & { url: string } }
+  | { type: 'UpdateTask'; input: TaskInput }
+  | { type: 'DeleteTask' }
+  | { type: 'TriggerTask'; callbackUrl: string | null };
+
+export const TASK_DEFAULTS: Omit<TaskSpec, 'name' | 'url'> = {
+  method: 'POST',
+  headers: {},
+  body: null,
+  delay: null,
+  run_at: null,
+  timeout_ms: 30_000,
+  retry_attempts: 5,
+  callback_url: null,
+  lane: null,
+  enabled: true,
+  notify_on_failure: null,
+  notify_on_recovery: null,
+  expected_status_codes: null,
+  expected_body_pattern: null,
+  on_failure_url: null,
+  on_recovery_url: null,
+  script: null,
+  debounce: null,
+  debounce_key: null,
+};

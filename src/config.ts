@@ -1,0 +1,64 @@
+export const ALL_ROLES = ['api', 'projector', 'scheduler', 'dispatcher', 'notifier'] as const;
+export type Role = (typeof ALL_ROLES)[number];
+
+export interface Config {
+  natsUrl: string | undefined;
+  databaseUrl: string | undefined;
+  host: string;
+  port: number;
+  publicUrl: string | undefined;
+  dataDir: string;
+  roles: Set<Role>;
+  timeScale: number;
+  allowPrivateTargets: boolean;
+  streamReplicas: number;
+  rateLimitFree: number;
+  rateLimitPro: number;
+  smtpUrl: string | undefined;
+  timerPartitions: number;
+  dispatchConcurrency: number;
+}
+
+export class ConfigError extends Error {}
+
+function num(env: NodeJS.ProcessEnv, name: string, fallback: number, check: (n: number) => boolean): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || !check(n)) throw new ConfigError(`${name}=${raw} is not valid`);
+  return n;
+}
+
+export function parseRoles(text: string | undefined): Set<Role> {
+  if (!text) return new Set(ALL_ROLES);
+  const roles = new Set<Role>();
+  for (const part of text.split(',').map((s) => s.trim()).filter(Boolean)) {
+    if (!(ALL_ROLES as readonly string[]).includes(part)) {
+      throw new ConfigError(`unknown role "${part}"; roles are ${ALL_ROLES.join(',')}`);
+    }
+    roles.add(part as Role);
+  }
+  if (roles.size === 0) throw new ConfigError('--roles is empty');
+  return roles;
+}
+
+/** The only place that reads the environment; everything else gets values. */
+export function loadConfig(env: NodeJS.ProcessEnv, opts: { roles?: string; dataDir: string }): Config {
+  return {
+    natsUrl: env.NATS_URL || undefined,
+    databaseUrl: env.DATABASE_URL || undefined,
+    host: env.HOST || '127.0.0.1',
+    port: num(env, 'PORT', 8080, (n) => Number.isInteger(n) && n >= 0 && n < 65536),
+    publicUrl: env.PUBLIC_URL ? env.PUBLIC_URL.replace(/\/+$/, '') : undefined,
+    dataDir: opts.dataDir,
+    roles: parseRoles(opts.roles ?? env.JETCRON_ROLES),
+    timeScale: num(env, 'JETCRON_TIME_SCALE', 1, (n) => n > 0),
+    allowPrivateTargets: env.JETCRON_ALLOW_PRIVATE_TARGETS === '1' || env.JETCRON_ALLOW_PRIVATE_TARGETS === 'true',
+    streamReplicas: num(env, 'JETCRON_STREAM_REPLICAS', 1, (n) => [1, 3, 5].includes(n)),
+    rateLimitFree: num(env, 'JETCRON_RATE_LIMIT_FREE', 20, (n) => n >= 0),
+    rateLimitPro: num(env, 'JETCRON_RATE_LIMIT_PRO', 200, (n) => n >= 0),
+    smtpUrl: env.SMTP_URL || undefined,
+    timerPartitions: num(env, 'JETCRON_TIMER_PARTITIONS', 8, (n) => Number.isInteger(n) && n >= 1 && n <= 256),
+    dispatchConcurrency: num(env, 'JETCRON_DISPATCH_CONCURRENCY', 256, (n) => Number.isInteger(n) && n >= 1),
+  };
+}

@@ -1,0 +1,112 @@
+import { Migrator, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+
+// Forward-only and numbered. Kysely's Migrator takes a lock, so two processes
+// starting together run each migration once.
+const migrations: Record<string, Migration> = {
+  '0001_read_models': {
+    async up(db: Kysely<unknown>) {
+      await sql`
+        CREATE TABLE organizations (
+          id text PRIMARY KEY,
+          name text NOT NULL,
+          plan text NOT NULL,
+          webhook_secret text NOT NULL,
+          notification_email text,
+          notification_webhook_url text,
+          notify_on_failure boolean NOT NULL DEFAULT true,
+          notify_on_recovery boolean NOT NULL DEFAULT true,
+          created_at timestamptz NOT NULL,
+          updated_at timestamptz NOT NULL
+        );
+        CREATE TABLE api_keys (
+          public_id text PRIMARY KEY,
+          org_id text NOT NULL,
+          secret_hash text NOT NULL,
+          created_at timestamptz NOT NULL,
+          revoked_at timestamptz
+        );
+        CREATE TABLE tasks (
+          id text PRIMARY KEY,
+          org_id text NOT NULL,
+          doc jsonb NOT NULL,
+          lane text,
+          status text NOT NULL DEFAULT 'pending',
+          next_run_at timestamptz,
+          last_execution_id text,
+          created_at timestamptz NOT NULL,
+          updated_at timestamptz NOT NULL
+        );
+        CREATE INDEX tasks_org_created ON tasks (org_id, created_at DESC, id DESC);
+        CREATE TABLE executions (
+          id text PRIMARY KEY,
+          org_id text NOT NULL,
+          source_type text NOT NULL,
+          source_id text NOT NULL,
+          source_name text NOT NULL,
+          url text NOT NULL,
+          status text NOT NULL,
+          status_code integer,
+          error_message text,
+          attempt integer NOT NULL DEFAULT 0,
+          duration_ms integer,
+          scheduled_for timestamptz NOT NULL,
+          started_at timestamptz,
+          finished_at timestamptz,
+          callback_url text,
+          request jsonb,
+          response_body text,
+          response_truncated boolean NOT NULL DEFAULT false,
+          response_headers jsonb,
+          script_logs jsonb NOT NULL DEFAULT '[]',
+          created_at timestamptz NOT NULL,
+          updated_at timestamptz NOT NULL
+        );
+        CREATE INDEX executions_org_scheduled ON executions (org_id, scheduled_for DESC, id DESC);
+        CREATE INDEX executions_source_scheduled ON executions (source_id, scheduled_for DESC, id DESC);
+        CREATE INDEX tasks_last_execution ON tasks (last_execution_id);
+        CREATE TABLE execution_attempts (
+          execution_id text NOT NULL,
+          attempt integer NOT NULL,
+          status text NOT NULL,
+          status_code integer,
+          started_at timestamptz,
+          finished_at timestamptz,
+          duration_ms integer,
+          error_message text,
+          PRIMARY KEY (execution_id, attempt)
+        );
+        CREATE TABLE projection_checkpoints (
+          name text PRIMARY KEY,
+          seq bigint NOT NULL,
+          updated_at timestamptz NOT NULL DEFAULT now()
+        );
+      `.execute(db);
+    },
+  },
+};
+
+export const READ_MODEL_TABLES = [
+  'organizations',
+  'api_keys',
+  'tasks',
+  'executions',
+  'execution_attempts',
+  'projection_checkpoints',
+] as const;
+
+const provider: MigrationProvider = { getMigrations: async () => migrations };
+
+export async function migrate(db: Kysely<any>): Promise<void> {
+  const { error, results } = await new Migrator({ db, provider }).migrateToLatest();
+  if (error) {
+    const failed = results?.find((r) => r.status === 'Error');
+    throw new Error(`migration ${failed?.migrationName ?? '?'} failed: ${String((error as Error).message ?? error)}`);
+  }
+}
+
+/** Drops every read model and the migration history, for `projections rebuild`. */
+export async function dropReadModels(db: Kysely<any>): Promise<void> {
+  for (const table of [...READ_MODEL_TABLES, 'kysely_migration', 'kysely_migration_lock']) {
+    await sql`DROP TABLE IF EXISTS ${sql.table(table)} CASCADE`.execute(db);
+  }
+}

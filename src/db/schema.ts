@@ -1,0 +1,88 @@
+import type { ColumnType, Generated } from 'kysely';
+
+type Timestamp = ColumnType<Date, Date | string, Date | string>;
+type Json<T = unknown> = ColumnType<T, string, string>;
+
+export interface OrganizationsTable {
+  id: string;
+  name: string;
+  plan: string;
+  webhook_secret: string;
+  notification_email: string | null;
+  notification_webhook_url: string | null;
+  notify_on_failure: boolean;
+  notify_on_recovery: boolean;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface ApiKeysTable {
+  public_id: string;
+  org_id: string;
+  secret_hash: string;
+  created_at: Timestamp;
+  revoked_at: Timestamp | null;
+}
+
+export interface TasksTable {
+  id: string;
+  org_id: string;
+  doc: Json<Record<string, unknown>>;
+  lane: string | null;
+  status: string;
+  next_run_at: Timestamp | null;
+  last_execution_id: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface ExecutionsTable {
+  id: string;
+  org_id: string;
+  source_type: string;
+  source_id: string;
+  source_name: string;
+  url: string;
+  status: string;
+  status_code: number | null;
+  error_message: string | null;
+  attempt: number;
+  duration_ms: number | null;
+  scheduled_for: Timestamp;
+  started_at: Timestamp | null;
+  finished_at: Timestamp | null;
+  callback_url: string | null;
+  request: Json | null;
+  response_body: string | null;
+  response_truncated: boolean;
+  response_headers: Json | null;
+  script_logs: Json<string[]>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface ExecutionAttemptsTable {
+  execution_id: string;
+  attempt: number;
+  status: string;
+  status_code: number | null;
+  started_at: Timestamp | null;
+  finished_at: Timestamp | null;
+  duration_ms: number | null;
+  error_message: string | null;
+}
+
+export interface ProjectionCheckpointsTable {
+  name: string;
+  seq: ColumnType<string, number, number>;
+  updated_at: Generated<Date>;
+}
+
+export interface Database {
+  organizations: OrganizationsTable;
+  api_keys: ApiKeysTable;
+  tasks: TasksTable;
+  executions: ExecutionsTable;
+  execution_attempts: ExecutionAttemptsTable;
+  projection_checkpoints: ProjectionCheckpointsTable;
+}

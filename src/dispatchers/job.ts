@@ -1,0 +1,35 @@
+import type { ExecutionSource } from '../commands/execution/types.ts';
+
+/** One outbound HTTP attempt of an execution, as the DISPATCH stream carries it. */
+export interface AttemptJob {
+  kind: 'attempt';
+  org_id: string;
+  execution_id: string;
+  source: ExecutionSource;
+  attempt: number;
+  /** 1 + retry_attempts. */
+  max_attempts: number;
+  scheduled_for: string;
+  request: { url: string; method: string; headers: Record<string, string>; body: string | null; timeout_ms: number };
+  expected_status_codes: number[] | null;
+  expected_body_pattern: string | null;
+  /** Resolved: the execution's push-level callback, else the task's. */
+  callback_url: string | null;
+}
+
+/** One delivery try of an execution's completion callback. */
+export interface CallbackJob {
+  kind: 'callback';
+  org_id: string;
+  execution_id: string;
+  source: ExecutionSource;
+  url: string;
+  body: string;
+  attempt: number;
+}
+
+export type Job = AttemptJob | CallbackJob;
+
+export function jobMsgId(job: Job): string {
+  return `${job.execution_id}:${job.kind}:${job.attempt}`;
+}

@@ -1,0 +1,14 @@
+/** What every stored event looks like on the wire. `data` is the event's own body. */
+export interface Envelope<T extends string = string, D = unknown> {
+  type: T;
+  id: string;
+  at: string;
+  org_id: string;
+  data: D;
+}
+
+export interface StoredEvent<E extends Envelope = Envelope> {
+  event: E;
+  seq: number;
+  subject: string;
+}

@@ -1,0 +1,50 @@
+import { STREAMS } from '../../streams/definitions.ts';
+import { decodeJson, encodeJson } from '../lib/json.ts';
+import type { Nats } from '../nats/connection.ts';
+import type { Envelope, StoredEvent } from './envelope.ts';
+
+export class ConcurrencyError extends Error {
+  constructor(subject: string) {
+    super(`concurrent write on ${subject}`);
+    this.name = 'ConcurrencyError';
+  }
+}
+
+export interface EventStore {
+  /**
+   * Appends one event to its aggregate's subject. `expectedSeq` is the stream
+   * sequence of the last event the decision was based on (0 for a new aggregate);
+   * `Nats-Msg-Id` = event id makes a retried publish a no-op.
+   */
+  append(subject: string, event: Envelope, expectedSeq?: number): Promise<number>;
+  /** The aggregate's last event, or null when the subject has none. */
+  last<E extends Envelope>(subject: string): Promise<StoredEvent<E> | null>;
+}
+
+function isWrongLastSequence(err: unknown): boolean {
+  const e = err as { api_error?: { err_code?: number }; message?: string };
+  return e?.api_error?.err_code === 10071 || /wrong last sequence/i.test(String(e?.message));
+}
+
+export function createEventStore(nats: Nats): EventStore {
+  return {
+    async append(subject, event, expectedSeq) {
+      const opts = expectedSeq === undefined
+        ? { msgID: event.id }
+        : { msgID: event.id, expect: { lastSubjectSequence: expectedSeq } };
+      try {
+        const ack = await nats.js.publish(subject, encodeJson(event), opts);
+        return ack.seq;
+      } catch (err) {
+        if (isWrongLastSequence(err)) throw new ConcurrencyError(subject);
+        throw err;
+      }
+    },
+    async last<E extends Envelope>(subject: string) {
+      const msg = await nats.jsm.direct.getMessage(STREAMS.events.name, { last_by_subj: subject });
+      if (!msg) return null;
+      return { event: decodeJson<E>(msg.data), seq: msg.seq, subject: msg.subject };
+    },
+  };
+}
+

@@ -1,0 +1,30 @@
+import { randomBytes } from 'node:crypto';
+
+// Crockford-ish base32 without ambiguous letters; ids sort roughly by creation
+// time because the first 10 characters encode the millisecond clock.
+const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
+
+function encodeTime(ms: number): string {
+  let out = '';
+  let n = ms;
+  for (let i = 0; i < 10; i++) {
+    out = ALPHABET[n % 32] + out;
+    n = Math.floor(n / 32);
+  }
+  return out;
+}
+
+export function randomToken(length: number): string {
+  const bytes = randomBytes(length);
+  let out = '';
+  for (let i = 0; i < length; i++) out += ALPHABET[bytes[i]! % 32];
+  return out;
+}
+
+export type IdPrefix = 'org' | 'tsk' | 'sch' | 'mon' | 'ep' | 'exe' | 'evt' | 'png' | 'cmd' | 'ntf';
+
+export function newId(prefix: IdPrefix, nowMs = Date.now()): string {
+  return `${prefix}_${encodeTime(nowMs)}${randomToken(12)}`;
+}
+
+export const ID_PATTERN = /^[a-z]{2,3}_[0-9a-z]{10,40}$/;

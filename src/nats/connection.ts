@@ -1,0 +1,29 @@
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+
+export interface Nats {
+  nc: NatsConnection;
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+  close(): Promise<void>;
+}
+
+export async function connectNats(url: string, name: string): Promise<Nats> {
+  const nc = await connect({
+    servers: url.split(',').map((s) => s.trim()),
+    name,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 500,
+  });
+  const js = jetstream(nc, { timeout: 10_000 });
+  const jsm = await jetstreamManager(nc, { timeout: 10_000 });
+  return {
+    nc,
+    js,
+    jsm,
+    async close() {
+      if (nc.isClosed()) return;
+      await nc.drain().catch(() => nc.close());
+    },
+  };
+}

@@ -1,0 +1,124 @@
+import type { Task } from '../commands/task/types.ts';
+import type { JetcronEvent } from '../events/types.ts';
+import type { ProjectionBatch } from './batch.ts';
+
+/** The fields of a task the API returns as its definition (state bookkeeping removed). */
+export function taskDoc(task: Task): Record<string, unknown> {
+  const { pending_execution: _p, org_id: _o, ...doc } = task;
+  return doc;
+}
+
+function executionRow(task: Task, execution: { id: string; scheduled_for: string; callback_url: string | null }, at: string) {
+  return {
+    id: execution.id,
+    org_id: task.org_id,
+    source_type: 'task',
+    source_id: task.id,
+    source_name: task.name,
+    url: task.url,
+    status: 'pending',
+    attempt: 0,
+    scheduled_for: execution.scheduled_for,
+    callback_url: execution.callback_url,
+    script_logs: [],
+    response_truncated: false,
+    created_at: at,
+    updated_at: at,
+  };
+}
+
+export function applyEvent(batch: ProjectionBatch, event: JetcronEvent): void {
+  batch.size++;
+  switch (event.type) {
+    case 'OrganizationCreated':
+    case 'OrganizationPlanChanged':
+    case 'OrganizationSettingsUpdated':
+    case 'WebhookSecretRotated':
+      batch.orgs.set(event.data.organization.id, { ...event.data.organization });
+      return;
+    case 'ApiKeyCreated':
+    case 'ApiKeyRevoked':
+      batch.apiKeys.set(event.data.key.public_id, { ...event.data.key });
+      return;
+    case 'TaskCreated':
+    case 'TaskTriggered': {
+      const { task, execution } = event.data;
+      batch.patch(batch.tasks, task.id, {
+        id: task.id,
+        org_id: task.org_id,
+        doc: taskDoc(task),
+        lane: task.lane,
+        status: 'pending',
+        next_run_at: execution.scheduled_for,
+        last_execution_id: execution.id,
+        created_at: task.created_at,
+        updated_at: task.updated_at,
+      });
+      batch.newExecutions.set(execution.id, executionRow(task, execution, event.at));
+      return;
+    }
+    case 'TaskUpdated': {
+      const { task } = event.data;
+      batch.patch(batch.tasks, task.id, { id: task.id, org_id: task.org_id, doc: taskDoc(task), lane: task.lane, created_at: task.created_at, updated_at: task.updated_at });
+      // A new delay/run_at moves the not-yet-run execution; the status guard leaves a
+      // run that already started alone.
+      if (task.pending_execution && (event.data.changed.includes('delay') || event.data.changed.includes('run_at'))) {
+        batch.patchExecution(task.pending_execution.id, { scheduled_for: task.pending_execution.scheduled_for, updated_at: event.at });
+        batch.patch(batch.taskStatus, task.pending_execution.id, { last_execution_id: task.pending_execution.id, next_run_at: task.pending_execution.scheduled_for });
+      }
+      return;
+    }
+    case 'TaskDeleted':
+      batch.tasks.delete(event.data.task.id);
+      batch.deletedTasks.add(event.data.task.id);
+      return;
+    case 'AttemptStarted': {
+      const d = event.data;
+      batch.patchExecution(d.execution_id, { status: 'running', attempt: d.attempt, started_at: d.started_at, updated_at: event.at });
+      batch.patch(batch.taskStatus, d.execution_id, { last_execution_id: d.execution_id, status: 'running', next_run_at: null });
+      return;
+    }
+    case 'AttemptFinished': {
+      const d = event.data;
+      const status = d.next_attempt_at ? 'pending' : d.status;
+      batch.patchExecution(d.execution_id, {
+        status,
+        status_code: d.status_code,
+        error_message: d.error_message,
+        attempt: d.attempt,
+        duration_ms: d.duration_ms,
+        started_at: d.started_at,
+        finished_at: d.finished_at,
+        ...(d.next_attempt_at ? { scheduled_for: d.next_attempt_at } : {}),
+        request: d.request,
+        response_body: d.response_body,
+        response_truncated: d.response_truncated,
+        response_headers: d.response_headers,
+        script_logs: d.script_logs,
+        updated_at: event.at,
+      });
+      batch.attempts.set(`${d.execution_id}:${d.attempt}`, {
+        execution_id: d.execution_id,
+        attempt: d.attempt,
+        status: d.status,
+        status_code: d.status_code,
+        started_at: d.started_at,
+        finished_at: d.finished_at,
+        duration_ms: d.duration_ms,
+        error_message: d.error_message,
+      });
+      batch.patch(batch.taskStatus, d.execution_id, { last_execution_id: d.execution_id, status, next_run_at: d.next_attempt_at });
+      return;
+    }
+    case 'ExecutionCancelled':
+      batch.patchExecution(event.data.execution_id, { status: 'cancelled', updated_at: event.at });
+      batch.patch(batch.taskStatus, event.data.execution_id, { last_execution_id: event.data.execution_id, status: 'cancelled', next_run_at: null });
+      return;
+    case 'CallbackAttempted':
+      return;
+    default: {
+      const never: never = event;
+      void never;
+    }
+  }
+}

@@ -1,0 +1,85 @@
+import { sql, type Transaction } from 'kysely';
+import type { Database } from '../db/schema.ts';
+import { updateRows, upsertRows, type ColumnTypes, type Row } from './bulk-write.ts';
+
+const TS = 'timestamptz';
+const ORG_TYPES: ColumnTypes = {
+  id: 'text', name: 'text', plan: 'text', webhook_secret: 'text', notification_email: 'text',
+  notification_webhook_url: 'text', notify_on_failure: 'boolean', notify_on_recovery: 'boolean',
+  created_at: TS, updated_at: TS,
+};
+const KEY_TYPES: ColumnTypes = { public_id: 'text', org_id: 'text', secret_hash: 'text', created_at: TS, revoked_at: TS };
+const TASK_TYPES: ColumnTypes = {
+  id: 'text', org_id: 'text', doc: 'jsonb', lane: 'text', status: 'text', next_run_at: TS,
+  last_execution_id: 'text', created_at: TS, updated_at: TS,
+};
+export const EXECUTION_TYPES: ColumnTypes = {
+  id: 'text', org_id: 'text', source_type: 'text', source_id: 'text', source_name: 'text', url: 'text',
+  status: 'text', status_code: 'integer', error_message: 'text', attempt: 'integer', duration_ms: 'integer',
+  scheduled_for: TS, started_at: TS, finished_at: TS, callback_url: 'text', request: 'jsonb',
+  response_body: 'text', response_truncated: 'boolean', response_headers: 'jsonb', script_logs: 'jsonb',
+  created_at: TS, updated_at: TS,
+};
+const ATTEMPT_TYPES: ColumnTypes = {
+  execution_id: 'text', attempt: 'integer', status: 'text', status_code: 'integer', started_at: TS,
+  finished_at: TS, duration_ms: 'integer', error_message: 'text',
+};
+const TASK_STATUS_TYPES: ColumnTypes = { last_execution_id: 'text', status: 'text', next_run_at: TS };
+
+/**
+ * The changes of one batch of events, merged per row in memory and written in a
+ * few set-based statements: a projector keeps up with thousands of events per
+ * second without a round trip per event.
+ */
+export class ProjectionBatch {
+  readonly orgs = new Map<string, Row>();
+  readonly apiKeys = new Map<string, Row>();
+  readonly tasks = new Map<string, Row>();
+  readonly deletedTasks = new Set<string>();
+  /** Execution rows created in this batch. */
+  readonly newExecutions = new Map<string, Row>();
+  /** Changes to execution rows that already exist (or were created in this batch). */
+  readonly executionPatches = new Map<string, Row>();
+  readonly attempts = new Map<string, Row>();
+  /** Task status follows its latest execution: keyed by that execution id. */
+  readonly taskStatus = new Map<string, Row>();
+  size = 0;
+
+  patch(map: Map<string, Row>, id: string, row: Row): void {
+    const existing = map.get(id);
+    map.set(id, existing ? { ...existing, ...row } : row);
+  }
+
+  patchExecution(id: string, row: Row): void {
+    const created = this.newExecutions.get(id);
+    if (created) Object.assign(created, row);
+    else this.patch(this.executionPatches, id, { id, ...row });
+  }
+
+  async flush(trx: Transaction<Database>): Promise<void> {
+    if (this.orgs.size) await upsertRows(trx, 'organizations', 'id', [...this.orgs.values()], ORG_TYPES);
+    if (this.apiKeys.size) await upsertRows(trx, 'api_keys', 'public_id', [...this.apiKeys.values()], KEY_TYPES);
+    if (this.tasks.size) await upsertRows(trx, 'tasks', 'id', [...this.tasks.values()], TASK_TYPES);
+    if (this.newExecutions.size) {
+      await upsertRows(trx, 'executions', 'id', [...this.newExecutions.values()], EXECUTION_TYPES);
+    }
+    if (this.executionPatches.size) {
+      await updateRows(trx, 'executions', 'id', [...this.executionPatches.values()], EXECUTION_TYPES);
+    }
+    if (this.attempts.size) {
+      await upsertRows(trx, 'execution_attempts', ['execution_id', 'attempt'], [...this.attempts.values()], ATTEMPT_TYPES, {
+        table: 'executions',
+        column: 'execution_id',
+      });
+    }
+    if (this.taskStatus.size) {
+      await updateRows(trx, 'tasks', 'last_execution_id', [...this.taskStatus.values()], TASK_STATUS_TYPES);
+    }
+    if (this.deletedTasks.size) {
+      const ids = [...this.deletedTasks];
+      await sql`DELETE FROM execution_attempts a USING executions e WHERE a.execution_id = e.id AND e.source_id = ANY(${ids})`.execute(trx);
+      await sql`DELETE FROM executions WHERE source_id = ANY(${ids})`.execute(trx);
+      await sql`DELETE FROM tasks WHERE id = ANY(${ids})`.execute(trx);
+    }
+  }
+}

@@ -1,0 +1,65 @@
+import { sql } from 'kysely';
+import { SUBJECTS } from '../../streams/definitions.ts';
+import type { Db } from '../db/connect.ts';
+import type { Nats } from '../nats/connection.ts';
+import { readEvents } from '../nats/event-reader.ts';
+import { createLease, openLeaseBucket } from '../nats/lease.ts';
+import { applyEvent } from './apply-event.ts';
+import { ProjectionBatch } from './batch.ts';
+
+export const PROJECTOR_NAME = 'read_models_v1';
+
+export async function readCheckpoint(db: Db, name = PROJECTOR_NAME): Promise<number> {
+  const row = await db.selectFrom('projection_checkpoints').select('seq').where('name', '=', name).executeTakeFirst();
+  return row ? Number(row.seq) : 0;
+}
+
+/**
+ * Projects EVENTS into the Postgres read models. One active projector at a time
+ * (a KV lease) reads in stream order from the checkpoint kept in Postgres; each
+ * batch and its checkpoint commit in one transaction, so a crash replays at most
+ * the uncommitted batch and replays change nothing (rows are upserts of state).
+ */
+export function startProjector(deps: { nats: Nats; db: Db; owner: string; log: (m: string) => void }) {
+  const abort = new AbortController();
+  const done = (async () => {
+    const lease = createLease(await openLeaseBucket(deps.nats), 'projector', deps.owner);
+    while (!abort.signal.aborted) {
+      try {
+        await lease.acquire(abort.signal);
+      } catch {
+        break;
+      }
+      const run = new AbortController();
+      const stop = () => run.abort();
+      abort.signal.addEventListener('abort', stop, { once: true });
+      lease.onLost(stop);
+      try {
+        const from = (await readCheckpoint(deps.db)) + 1;
+        await readEvents(deps.nats, { startSeq: from, maxBatch: 2000, signal: run.signal, log: deps.log, name: 'projector' }, async (events) => {
+          const batch = new ProjectionBatch();
+          for (const e of events) applyEvent(batch, e.event);
+          const last = events[events.length - 1]!.seq;
+          await deps.db.transaction().execute(async (trx) => {
+            await batch.flush(trx);
+            await sql`INSERT INTO projection_checkpoints (name, seq) VALUES (${PROJECTOR_NAME}, ${last})
+              ON CONFLICT (name) DO UPDATE SET seq = GREATEST(projection_checkpoints.seq, EXCLUDED.seq), updated_at = now()`.execute(trx);
+          });
+          deps.nats.nc.publish(SUBJECTS.projected, String(last));
+        });
+      } catch (err) {
+        deps.log(`projector: ${(err as Error).message}; restarting`);
+        await new Promise((r) => setTimeout(r, 1000));
+      } finally {
+        abort.signal.removeEventListener('abort', stop);
+        await lease.release();
+      }
+    }
+  })();
+  return {
+    async stop() {
+      abort.abort();
+      await done;
+    },
+  };
+}

@@ -1,0 +1,211 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { accessSync, constants, readFileSync } from 'node:fs';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import net from 'node:net';
+import path from 'node:path';
+
+export interface EmbeddedNats {
+  url: string;
+  stop(): Promise<void>;
+}
+
+export interface EmbeddedNatsOptions {
+  dataDir: string;
+  host?: string;
+  preferredPort?: number;
+  log?: (line: string) => void;
+}
+
+const READY_TIMEOUT_MS = 15_000;
+const STOP_TIMEOUT_MS = 10_000;
+const START_ATTEMPTS = 3;
+
+export function findNatsServer(envPath = process.env.PATH ?? ''): string | undefined {
+  const candidates = [...envPath.split(path.delimiter).filter(Boolean).map((dir) => path.join(dir, 'nats-server')), '/usr/sbin/nats-server'];
+  return candidates.find((file) => {
+    try {
+      accessSync(file, constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
+
+export async function startEmbeddedNats(opts: EmbeddedNatsOptions): Promise<EmbeddedNats> {
+  const binary = findNatsServer();
+  if (!binary) {
+    throw new Error('nats-server not found: install it with `sudo apt-get install -y nats-server` (Debian/Ubuntu) or from https://nats.io');
+  }
+  const host = opts.host ?? '127.0.0.1';
+  const dataDir = path.resolve(opts.dataDir);
+  await mkdir(dataDir, { recursive: true });
+  await refuseIfAlreadyRunning(dataDir);
+
+  let port = await pickPort(host, opts.preferredPort ?? 4222);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await launch(binary, dataDir, host, port, opts.log ?? (() => {}));
+    } catch (err) {
+      // The probed port can be taken by someone else before nats-server binds it.
+      if (attempt >= START_ATTEMPTS || !(err instanceof PortInUseError)) throw err;
+      port = await pickPort(host, 0);
+    }
+  }
+}
+
+class PortInUseError extends Error {}
+
+async function launch(binary: string, dataDir: string, host: string, port: number, log: (line: string) => void): Promise<EmbeddedNats> {
+  const configFile = path.join(dataDir, 'nats-server.conf');
+  await writeFile(configFile, renderConfig(dataDir, host, port));
+
+  const child = spawn(binary, ['-c', configFile], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const tail: string[] = [];
+  const onOutput = (chunk: Buffer): void => {
+    for (const line of chunk.toString('utf8').split('\n')) {
+      if (!line) continue;
+      tail.push(line);
+      if (tail.length > 30) tail.shift();
+      log(line);
+    }
+  };
+  child.stdout?.on('data', onOutput);
+  child.stderr?.on('data', onOutput);
+  const exited = new Promise<void>((resolve) => {
+    child.once('close', () => resolve());
+    child.once('error', (err) => {
+      tail.push(String(err));
+      resolve();
+    });
+  });
+  const killOnExit = (): void => {
+    child.kill('SIGKILL');
+  };
+  process.on('exit', killOnExit);
+
+  const url = `nats://${urlHost(host)}:${port}`;
+  try {
+    await waitUntilListening(child, exited, urlHost(host), port);
+  } catch (err) {
+    process.off('exit', killOnExit);
+    await terminate(child, exited);
+    const output = tail.join('\n');
+    const message = `nats-server did not start on ${host}:${port}: ${(err as Error).message}\n${output}`;
+    throw /address already in use/i.test(output) ? new PortInUseError(message) : new Error(message);
+  }
+
+  const urlFile = path.join(dataDir, 'nats.url');
+  await writeFile(urlFile, `${url}\n`);
+  let stopping: Promise<void> | undefined;
+  return {
+    url,
+    stop() {
+      stopping ??= (async () => {
+        await terminate(child, exited);
+        process.off('exit', killOnExit);
+        // Another instance may have taken over the data dir's URL file meanwhile.
+        const current = await readFile(urlFile, 'utf8').catch(() => '');
+        if (current.trim() === url) await rm(urlFile, { force: true });
+      })();
+      return stopping;
+    },
+  };
+}
+
+function renderConfig(dataDir: string, host: string, port: number): string {
+  return [
+    `host: ${JSON.stringify(host)}`,
+    `port: ${port}`,
+    'max_payload: 8MB',
+    `pid_file: ${JSON.stringify(path.join(dataDir, 'nats.pid'))}`,
+    'jetstream {',
+    `  store_dir: ${JSON.stringify(path.join(dataDir, 'jetstream'))}`,
+    '}',
+    '',
+  ].join('\n');
+}
+
+// Two servers sharing one store_dir would corrupt it.
+async function refuseIfAlreadyRunning(dataDir: string): Promise<void> {
+  const pid = Number((await readFile(path.join(dataDir, 'nats.pid'), 'utf8').catch(() => '')).trim());
+  if (!Number.isInteger(pid) || pid <= 0 || !isAlive(pid)) return;
+  let comm = '';
+  try {
+    comm = readFileSync(`/proc/${pid}/comm`, 'utf8');
+  } catch {
+    comm = 'nats-server';
+  }
+  if (comm.includes('nats')) {
+    throw new Error(`a nats-server (pid ${pid}) is already running on ${dataDir}; stop it first`);
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function urlHost(host: string): string {
+  if (host === '0.0.0.0' || host === '') return '127.0.0.1';
+  if (host === '::') return '[::1]';
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+async function pickPort(host: string, preferred: number): Promise<number> {
+  try {
+    return await probe(host, preferred);
+  } catch {
+    return probe(host, 0);
+  }
+}
+
+function probe(host: string, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen({ host, port, exclusive: true }, () => {
+      const address = server.address();
+      const bound = typeof address === 'object' && address ? address.port : port;
+      server.close(() => resolve(bound));
+    });
+  });
+}
+
+async function waitUntilListening(child: ChildProcess, exited: Promise<void>, host: string, port: number): Promise<void> {
+  let gone = false;
+  void exited.then(() => (gone = true));
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    if (gone) throw new Error(`nats-server exited with code ${child.exitCode ?? child.signalCode}`);
+    if (await canConnect(host.replace(/^\[|\]$/g, ''), port)) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`timed out after ${READY_TIMEOUT_MS / 1000} s waiting for port ${port}`);
+}
+
+function canConnect(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host, port });
+    socket.setTimeout(1000);
+    const done = (ok: boolean): void => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+    socket.once('timeout', () => done(false));
+  });
+}
+
+async function terminate(child: ChildProcess, exited: Promise<void>): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);
+  await exited;
+  clearTimeout(timer);
+}

@@ -1,0 +1,67 @@
+import { createHash } from 'node:crypto';
+import { DeliverPolicy } from '@nats-io/jetstream';
+import { STREAMS, SUBJECTS } from '../../streams/definitions.ts';
+import type { Job } from '../dispatchers/job.ts';
+import { decodeJson, encodeJson } from '../lib/json.ts';
+import type { Nats } from '../nats/connection.ts';
+
+export type TimerValue =
+  | { state: 'armed'; due_at: number; job: Job }
+  | { state: 'paused'; job: Job };
+
+export interface StoredTimer {
+  subject: string;
+  seq: number;
+  value: TimerValue;
+}
+
+export function partitionOf(orgId: string, partitions: number): number {
+  return createHash('sha1').update(orgId).digest().readUInt32BE(0) % partitions;
+}
+
+/** Timers live under their source (task, schedule…) so deleting the source purges them all at once. */
+export function timerSubject(partition: number, sourceId: string, timerId: string): string {
+  return `${SUBJECTS.timer(partition, sourceId)}.${timerId}`;
+}
+
+export function createTimerStore(nats: Nats, partitions: number) {
+  const subjectFor = (job: Job) =>
+    timerSubject(partitionOf(job.org_id, partitions), job.source.id, job.kind === 'callback' ? `${job.execution_id}-cb` : job.execution_id);
+
+  return {
+    subjectFor,
+    async put(job: Job, value: TimerValue, expectedSeq?: number): Promise<void> {
+      await nats.js.publish(subjectFor(job), encodeJson(value), expectedSeq === undefined ? {} : { expect: { lastSubjectSequence: expectedSeq } });
+    },
+    async purgeSource(orgId: string, sourceId: string): Promise<void> {
+      await nats.jsm.streams.purge(STREAMS.timers.name, { filter: `${SUBJECTS.timer(partitionOf(orgId, partitions), sourceId)}.>` });
+    },
+    /** Current timers of one source (a few at most: its pending execution and retries). */
+    async listSource(orgId: string, sourceId: string): Promise<StoredTimer[]> {
+      const filter = `${SUBJECTS.timer(partitionOf(orgId, partitions), sourceId)}.>`;
+      const info = await nats.jsm.streams.info(STREAMS.timers.name, { subjects_filter: filter }).catch(() => null);
+      const subjects = Object.keys(info?.state.subjects ?? {});
+      const out: StoredTimer[] = [];
+      for (const subject of subjects) {
+        const msg = await nats.jsm.direct.getMessage(STREAMS.timers.name, { last_by_subj: subject }).catch(() => null);
+        if (msg) out.push({ subject, seq: msg.seq, value: decodeJson<TimerValue>(msg.data) });
+      }
+      return out;
+    },
+    async stillStored(seq: number): Promise<boolean> {
+      const msg = await nats.jsm.direct.getMessage(STREAMS.timers.name, { seq }).catch(() => null);
+      return msg !== null && msg.seq === seq;
+    },
+    async remove(seq: number): Promise<void> {
+      await nats.jsm.streams.deleteMessage(STREAMS.timers.name, seq, false).catch(() => {});
+    },
+    consumerFor(partition: number) {
+      return nats.js.consumers.get(STREAMS.timers.name, {
+        filter_subjects: SUBJECTS.timerPartition(partition),
+        deliver_policy: DeliverPolicy.LastPerSubject,
+      });
+    },
+  };
+}
+
+export type TimerStore = ReturnType<typeof createTimerStore>;

@@ -1,0 +1,169 @@
+import { Kvm } from '@nats-io/kv';
+import { KV_BUCKETS, SUBJECTS } from '../../streams/definitions.ts';
+import type { AttemptResult } from '../commands/execution/types.ts';
+import type { Task, TaskEvent } from '../commands/task/types.ts';
+import { evolveTask } from '../commands/task/decide.ts';
+import type { EventStore } from '../events/store.ts';
+import type { JetcronEvent } from '../events/types.ts';
+import { jobMsgId, type AttemptJob, type CallbackJob, type Job } from '../dispatchers/job.ts';
+import { encodeJson } from '../lib/json.ts';
+import type { Clock } from '../lib/clock.ts';
+import type { Nats } from '../nats/connection.ts';
+import { readEvents } from '../nats/event-reader.ts';
+import { createLease, openLeaseBucket } from '../nats/lease.ts';
+import { callbackBody } from './callback-body.ts';
+import { taskAttemptJob } from './task-jobs.ts';
+import type { TimerStore } from './timer-store.ts';
+
+const CHECKPOINT_KEY = 'translator';
+
+export interface TranslatorDeps {
+  nats: Nats;
+  store: EventStore;
+  timers: TimerStore;
+  clock: Clock;
+  owner: string;
+  log: (m: string) => void;
+}
+
+/**
+ * Turns events into work: a job on DISPATCH when it is due now, a timer in TIMERS
+ * when it is due later. Stateless apart from its checkpoint; every write is keyed
+ * (timer subjects hold one value, DISPATCH dedupes on job ids), so replaying the
+ * few events after the last checkpoint changes nothing.
+ */
+export function createTranslator(deps: TranslatorDeps) {
+  const dispatchNow = (job: Job) =>
+    deps.nats.js.publish(SUBJECTS.dispatch(job.org_id), encodeJson(job), { msgID: jobMsgId(job) });
+
+  const schedule = async (job: Job, dueAt: number, enabled = true) => {
+    if (!enabled) return deps.timers.put(job, { state: 'paused', job });
+    if (dueAt <= deps.clock.now()) return void (await dispatchNow(job));
+    return deps.timers.put(job, { state: 'armed', due_at: dueAt, job });
+  };
+
+  async function currentTask(orgId: string, taskId: string): Promise<Task | null> {
+    const last = await deps.store.last<TaskEvent>(SUBJECTS.task(orgId, taskId));
+    return last ? evolveTask(null, last.event) : null;
+  }
+
+  async function onTaskChanged(task: Task) {
+    // Re-point every pending timer of the task at its new definition.
+    for (const timer of await deps.timers.listSource(task.org_id, task.id)) {
+      const old = timer.value.job;
+      if (old.kind !== 'attempt') continue;
+      const planned = task.pending_execution?.id === old.execution_id && old.attempt === 1
+        ? task.pending_execution
+        : { id: old.execution_id, scheduled_for: old.scheduled_for, callback_url: old.callback_url };
+      const job: AttemptJob = { ...taskAttemptJob(task, planned, old.attempt), callback_url: old.callback_url ?? task.callback_url };
+      const dueAt = Date.parse(job.scheduled_for);
+      const value = task.enabled ? { state: 'armed' as const, due_at: dueAt, job } : { state: 'paused' as const, job };
+      await deps.timers.put(job, value, timer.seq).catch(() => {
+        // The timer fired or changed meanwhile; the run it started keeps the old definition.
+      });
+    }
+  }
+
+  async function onAttemptFinished(orgId: string, d: AttemptResult) {
+    if (d.next_attempt_at) {
+      if (d.source.type !== 'task') return;
+      const task = await currentTask(orgId, d.source.id);
+      if (!task) return;
+      const planned = { id: d.execution_id, scheduled_for: d.next_attempt_at, callback_url: d.callback_url };
+      const job = { ...taskAttemptJob(task, planned, d.attempt + 1), callback_url: d.callback_url };
+      await schedule(job, Date.parse(d.next_attempt_at), task.enabled);
+      return;
+    }
+    if (d.callback_url) {
+      const job: CallbackJob = {
+        kind: 'callback',
+        org_id: orgId,
+        execution_id: d.execution_id,
+        source: d.source,
+        url: d.callback_url,
+        body: callbackBody(d),
+        attempt: 1,
+      };
+      await dispatchNow(job);
+    }
+  }
+
+  async function handle(event: JetcronEvent): Promise<void> {
+    switch (event.type) {
+      case 'TaskCreated': {
+        const { task, execution } = event.data;
+        await schedule(taskAttemptJob(task, execution, 1), Date.parse(execution.scheduled_for), task.enabled);
+        return;
+      }
+      case 'TaskTriggered':
+        await dispatchNow(taskAttemptJob(event.data.task, event.data.execution, 1));
+        return;
+      case 'TaskUpdated':
+        await onTaskChanged(event.data.task);
+        return;
+      case 'TaskDeleted':
+        await deps.timers.purgeSource(event.org_id, event.data.task.id);
+        return;
+      case 'AttemptFinished':
+        await onAttemptFinished(event.org_id, event.data);
+        return;
+      case 'CallbackAttempted': {
+        const d = event.data;
+        if (!d.next_attempt_at) return;
+        const job: CallbackJob = { ...d.job, attempt: d.attempt + 1 };
+        await schedule(job, Date.parse(d.next_attempt_at));
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  return { handle };
+}
+
+export function startTranslator(deps: TranslatorDeps) {
+  const translator = createTranslator(deps);
+  const abort = new AbortController();
+  const done = (async () => {
+    const kv = await new Kvm(deps.nats.nc).open(KV_BUCKETS.checkpoints.name);
+    const lease = createLease(await openLeaseBucket(deps.nats), 'translator', deps.owner);
+    while (!abort.signal.aborted) {
+      try {
+        await lease.acquire(abort.signal);
+      } catch {
+        break;
+      }
+      const run = new AbortController();
+      const stop = () => run.abort();
+      abort.signal.addEventListener('abort', stop, { once: true });
+      lease.onLost(stop);
+      try {
+        const entry = await kv.get(CHECKPOINT_KEY);
+        const from = entry?.value.length ? Number(entry.string()) + 1 : 1;
+        await readEvents(deps.nats, { startSeq: from, maxBatch: 500, signal: run.signal, log: deps.log, name: 'translator' }, async (events) => {
+          // Events of different aggregates are independent; one aggregate's events keep their order.
+          const chains = new Map<string, Promise<void>>();
+          for (const e of events) {
+            const prev = chains.get(e.subject) ?? Promise.resolve();
+            chains.set(e.subject, prev.then(() => translator.handle(e.event)));
+          }
+          await Promise.all(chains.values());
+          await kv.put(CHECKPOINT_KEY, String(events[events.length - 1]!.seq));
+        });
+      } catch (err) {
+        deps.log(`translator: ${(err as Error).message}; restarting`);
+        await new Promise((r) => setTimeout(r, 1000));
+      } finally {
+        abort.signal.removeEventListener('abort', stop);
+        await lease.release();
+      }
+    }
+  })();
+  return {
+    async stop() {
+      abort.abort();
+      await done;
+    },
+  };
+}

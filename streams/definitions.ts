@@ -1,0 +1,89 @@
+/**
+ * Every stream, consumer and KV bucket jetcron uses, as plain data. `applyStreams`
+ * creates or updates them idempotently at start; docs/architecture.md describes
+ * each one and must stay in step with this file.
+ */
+import { DiscardPolicy, RetentionPolicy, StorageType } from '@nats-io/jetstream';
+
+const SECOND_NS = 1_000_000_000;
+const MINUTE_NS = 60 * SECOND_NS;
+const DAY_NS = 24 * 60 * MINUTE_NS;
+
+export const STREAMS = {
+  /** The event log: the source of truth. One subject per aggregate. */
+  events: {
+    name: 'EVENTS',
+    subjects: ['evt.>'],
+    retention: RetentionPolicy.Limits,
+    storage: StorageType.File,
+    discard: DiscardPolicy.Old,
+    max_age: 0,
+    duplicate_window: 10 * MINUTE_NS,
+    max_msg_size: 4 * 1024 * 1024,
+    allow_direct: true,
+  },
+  /** Outbound work that is due now: attempts and callbacks. Removed once acked. */
+  dispatch: {
+    name: 'DISPATCH',
+    subjects: ['dispatch.>'],
+    retention: RetentionPolicy.Workqueue,
+    storage: StorageType.File,
+    discard: DiscardPolicy.Old,
+    max_age: 0,
+    duplicate_window: 10 * MINUTE_NS,
+    max_msg_size: 4 * 1024 * 1024,
+  },
+  /**
+   * Pending timers, one subject per timer (`timer.<partition>.<id>`) holding only its
+   * latest value. A projection of EVENTS kept in JetStream so a restarted scheduler
+   * reloads exactly what is pending.
+   */
+  timers: {
+    name: 'TIMERS',
+    subjects: ['timer.>'],
+    retention: RetentionPolicy.Limits,
+    storage: StorageType.File,
+    discard: DiscardPolicy.Old,
+    max_msgs_per_subject: 1,
+    max_age: 0,
+    duplicate_window: 2 * MINUTE_NS,
+    max_msg_size: 4 * 1024 * 1024,
+    allow_direct: true,
+  },
+} as const;
+
+export const KV_BUCKETS = {
+  /** Single-owner leases: projector, translator, timer partitions. Entries expire unless renewed. */
+  leases: { name: 'leases', ttlMs: 15_000 },
+  /** Progress of consumers that keep their position outside Postgres (the translator). */
+  checkpoints: { name: 'checkpoints', ttlMs: 0 },
+  /** Idempotency-Key records, 24 h. */
+  idempotency: { name: 'idempotency', ttlMs: 24 * 3_600_000 },
+} as const;
+
+export const CONSUMERS = {
+  /** Shared by every dispatcher process; work is spread over them. */
+  dispatchers: {
+    stream: STREAMS.dispatch.name,
+    durable_name: 'dispatchers',
+    ack_wait: 60 * SECOND_NS,
+    max_ack_pending: 20_000,
+    max_deliver: -1,
+  },
+} as const;
+
+export const SUBJECTS = {
+  org: (org: string) => `evt.${org}.org`,
+  apiKey: (publicId: string) => `evt.apikey.${publicId}`,
+  task: (org: string, id: string) => `evt.${org}.task.${id}`,
+  execution: (org: string, id: string) => `evt.${org}.exec.${id}`,
+  dispatch: (org: string) => `dispatch.${org}.run`,
+  timer: (partition: number, id: string) => `timer.${partition}.${id}`,
+  timerPartition: (partition: number) => `timer.${partition}.>`,
+  /** Core NATS (not stored): the projector's progress, for read-your-writes. */
+  projected: 'jetcron.projected',
+  /** Core NATS: API processes announce themselves so each takes its share of the rate limit. */
+  apiPresence: 'jetcron.presence.api',
+} as const;
+
+export const DAY = DAY_NS;

@@ -1,0 +1,106 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { connect } from '@nats-io/transport-node';
+import pg from 'pg';
+import { startEmbeddedNats } from '../src/runtime/embedded-nats.ts';
+import { startEmbeddedPostgres } from '../src/runtime/embedded-postgres.ts';
+import { natsUrlFromDataDir } from '../src/runtime/find-nats-url.ts';
+import { createTestDatabase } from './support/postgres.ts';
+
+async function tempDir(t: { after(fn: () => Promise<void>): void }): Promise<string> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'jetcron-runtime-test-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+async function listen(port: number): Promise<net.Server> {
+  const server = net.createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', resolve);
+  });
+  return server;
+}
+
+function portOf(server: net.Server): number {
+  const address = server.address();
+  assert.ok(address && typeof address === 'object');
+  return address.port;
+}
+
+test('startEmbeddedNats records its URL, serves NATS, and is gone after stop', async (t) => {
+  const dataDir = await tempDir(t);
+  const nats = await startEmbeddedNats({ dataDir, preferredPort: 0 });
+  t.after(() => nats.stop());
+
+  assert.equal(natsUrlFromDataDir(dataDir), nats.url);
+  const nc = await connect({ servers: nats.url });
+  assert.equal(nc.info?.jetstream, true);
+  assert.equal(nc.info?.max_payload, 8 * 1024 * 1024);
+  await nc.close();
+
+  await nats.stop();
+  assert.equal(natsUrlFromDataDir(dataDir), undefined);
+  await assert.rejects(connect({ servers: nats.url, reconnect: false, timeout: 1000 }));
+});
+
+test('startEmbeddedNats picks another port when the preferred one is taken', async (t) => {
+  const dataDir = await tempDir(t);
+  const blocker = await listen(0);
+  t.after(() => new Promise<void>((resolve) => blocker.close(() => resolve())));
+  const taken = portOf(blocker);
+
+  const nats = await startEmbeddedNats({ dataDir, preferredPort: taken });
+  t.after(() => nats.stop());
+  assert.notEqual(new URL(nats.url).port, String(taken));
+  const nc = await connect({ servers: nats.url });
+  await nc.close();
+});
+
+test('createTestDatabase gives a queryable database that drop() removes', async () => {
+  const db = await createTestDatabase();
+  const name = new URL(db.url).pathname.slice(1);
+  const client = new pg.Client({ connectionString: db.url });
+  await client.connect();
+  const { rows } = await client.query<{ db: string }>('SELECT current_database() AS db');
+  assert.equal(rows[0]?.db, name);
+
+  // drop() must also cut connections that are still open.
+  client.on('error', () => {});
+  await db.drop();
+  await client.end().catch(() => {});
+
+  const admin = new pg.Client({ connectionString: new URL('/postgres', db.url).href });
+  await admin.connect();
+  const found = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+  await admin.end();
+  assert.equal(found.rowCount, 0);
+});
+
+test('startEmbeddedPostgres keeps its data across restarts on the same data dir', async (t) => {
+  const dataDir = await tempDir(t);
+  const first = await startEmbeddedPostgres({ dataDir });
+  try {
+    const client = new pg.Client({ connectionString: first.url });
+    await client.connect();
+    await client.query("CREATE TABLE survivor (id int); INSERT INTO survivor VALUES (42)");
+    await client.end();
+  } finally {
+    await first.stop();
+  }
+  assert.equal(existsSync(path.join(dataDir, 'postgres', 'postmaster.pid')), false);
+
+  const second = await startEmbeddedPostgres({ dataDir });
+  t.after(() => second.stop());
+  assert.equal(new URL(second.url).pathname, '/jetcron');
+  const client = new pg.Client({ connectionString: second.url });
+  await client.connect();
+  const { rows } = await client.query<{ id: number }>('SELECT id FROM survivor');
+  await client.end();
+  assert.deepEqual(rows, [{ id: 42 }]);
+});
