@@ -1,0 +1,130 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createApiKey, revokeApiKey } from '../commands/api-key/handlers.ts';
+import { changePlan, createOrganization } from '../commands/organization/handlers.ts';
+import type { Plan } from '../commands/organization/types.ts';
+import { ConfigError, loadConfig } from '../config.ts';
+import { createEventStore } from '../events/store.ts';
+import { createClock } from '../lib/clock.ts';
+import { ApiError } from '../lib/errors.ts';
+import { applyStreams } from '../nats/apply-streams.ts';
+import { connectNats } from '../nats/connection.ts';
+import { defaultDataDir } from '../runtime/data-dir.ts';
+import { natsUrlFromDataDir } from '../runtime/find-nats-url.ts';
+import { serve } from '../runtime/serve.ts';
+import { parseArgs } from './args.ts';
+import { rebuildProjections } from './rebuild.ts';
+
+const USAGE = `usage:
+  jetcron serve [--roles api,projector,scheduler,dispatcher,notifier]
+  jetcron org create --name NAME [--plan free|pro]
+  jetcron org plan --org ORG_ID --plan free|pro
+  jetcron key create --org ORG_ID
+  jetcron key revoke --key pk_…
+  jetcron projections rebuild`;
+
+class UsageError extends Error {}
+
+const log = (m: string) => process.stderr.write(`${new Date().toISOString()} ${m}\n`);
+
+function need(flags: Map<string, string>, name: string): string {
+  const v = flags.get(name);
+  if (!v || v === 'true') throw new UsageError(`--${name} is required`);
+  return v;
+}
+
+function plan(value: string): Plan {
+  if (value !== 'free' && value !== 'pro') throw new UsageError('--plan must be free or pro');
+  return value;
+}
+
+function natsUrl(dataDir: string): string {
+  return process.env.NATS_URL || natsUrlFromDataDir(dataDir) || 'nats://127.0.0.1:4222';
+}
+
+async function withStore<T>(dataDir: string, fn: (deps: { store: ReturnType<typeof createEventStore>; clock: ReturnType<typeof createClock> }) => Promise<T>) {
+  const nats = await connectNats(natsUrl(dataDir), 'jetcron cli');
+  try {
+    await applyStreams(nats, Number(process.env.JETCRON_STREAM_REPLICAS || 1));
+    return await fn({ store: createEventStore(nats), clock: createClock(1) });
+  } finally {
+    await nats.close();
+  }
+}
+
+async function runServe(flags: Map<string, string>, dataDir: string) {
+  const config = loadConfig(process.env, { roles: flags.get('roles'), dataDir });
+  const running = await serve(config, log);
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log(`${signal}: shutting down`);
+    running.stop().then(() => process.exit(0), (err: Error) => {
+      log(`shutdown failed: ${err.message}`);
+      process.exit(1);
+    });
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+async function main(argv: string[]): Promise<void> {
+  const { words, flags } = parseArgs(argv);
+  const dataDir = flags.get('data-dir') ?? defaultDataDir();
+  const [cmd, sub] = words;
+  const print = (obj: unknown): void => void process.stdout.write(`${JSON.stringify(obj)}\n`);
+  switch (`${cmd ?? ''} ${sub ?? ''}`.trim()) {
+    case 'serve':
+      return runServe(flags, dataDir);
+    case 'org create': {
+      const name = need(flags, 'name');
+      const p = plan(flags.get('plan') ?? 'free');
+      return withStore(dataDir, async (deps) => {
+        const org = await createOrganization(deps, name, p);
+        const key = await createApiKey(deps, org.state!.id);
+        print({ org_id: org.state!.id, api_key: key.apiKey, webhook_secret: org.state!.webhook_secret });
+      });
+    }
+    case 'org plan': {
+      const orgId = need(flags, 'org');
+      const p = plan(need(flags, 'plan'));
+      return withStore(dataDir, async (deps) => {
+        const org = await changePlan(deps, orgId, p);
+        print({ org_id: orgId, plan: org.state!.plan });
+      });
+    }
+    case 'key create': {
+      const orgId = need(flags, 'org');
+      return withStore(dataDir, async (deps) => print({ api_key: (await createApiKey(deps, orgId)).apiKey }));
+    }
+    case 'key revoke': {
+      const key = need(flags, 'key');
+      const publicId = key.split('.')[0]!;
+      return withStore(dataDir, async (deps) => {
+        const r = await revokeApiKey(deps, publicId);
+        print({ revoked: r.key.public_id, revoked_at: r.key.revoked_at });
+      });
+    }
+    case 'projections rebuild': {
+      const pgFile = join(dataDir, 'postgres.url');
+      const databaseUrl = process.env.DATABASE_URL || (existsSync(pgFile) ? readFileSync(pgFile, 'utf8').trim() : undefined);
+      return rebuildProjections({ natsUrl: natsUrl(dataDir), databaseUrl, dataDir, log, print });
+    }
+    default:
+      throw new UsageError(cmd ? `unknown command "${words.join(' ')}"` : 'no command given');
+  }
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  if (err instanceof UsageError) {
+    process.stderr.write(`jetcron: ${err.message}\n${USAGE}\n`);
+    process.exit(2);
+  }
+  if (err instanceof ApiError || err instanceof ConfigError) {
+    process.stderr.write(`jetcron: ${err.message}\n`);
+    process.exit(1);
+  }
+  process.stderr.write(`jetcron: ${(err as Error)?.stack ?? String(err)}\n`);
+  process.exit(1);
+});

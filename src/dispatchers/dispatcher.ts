@@ -1,0 +1,185 @@
+import type { JsMsg } from '@nats-io/jetstream';
+import { CONSUMERS, SUBJECTS } from '../../streams/definitions.ts';
+import type { AttemptResult, ExecutionEvent } from '../commands/execution/types.ts';
+import type { EventStore } from '../events/store.ts';
+import type { Clock } from '../lib/clock.ts';
+import { newId } from '../lib/ids.ts';
+import { decodeJson } from '../lib/json.ts';
+import type { Nats } from '../nats/connection.ts';
+import type { Directory } from '../nats/org-directory.ts';
+import type { AttemptJob, CallbackJob, Job } from './job.ts';
+import { classifyAttempt, maskHeaders } from './outcome.ts';
+import type { OutboundClient } from './outbound-client.ts';
+import { CALLBACK_RETRY_DELAYS_MS, taskRetryDelayMs } from './retry-schedule.ts';
+import { signedHeaders } from './signing.ts';
+
+export interface DispatcherDeps {
+  nats: Nats;
+  store: EventStore;
+  directory: Directory;
+  outbound: OutboundClient;
+  clock: Clock;
+  concurrency: number;
+  log: (m: string) => void;
+  onAttempt?: (job: Job, ms: number) => void;
+}
+
+const WORKING_EVERY_MS = 20_000;
+const CALLBACK_TIMEOUT_MS = 10_000;
+
+function envelope<T extends ExecutionEvent['type']>(type: T, orgId: string, data: Extract<ExecutionEvent, { type: T }>['data']) {
+  const at = new Date().toISOString();
+  return { type, id: newId('evt'), at, org_id: orgId, data } as Extract<ExecutionEvent, { type: T }>;
+}
+
+/**
+ * Runs jobs from DISPATCH: signs and sends the request, records the attempt as
+ * events and acks only after they are stored, so a crash re-runs the attempt
+ * with the same execution id. Event ids derive from (execution, attempt), so the
+ * re-run's events dedupe against the first run's when those were stored.
+ */
+export function startDispatcher(deps: DispatcherDeps) {
+  let inFlight = 0;
+  let slotFree: (() => void) | undefined;
+  let stopping = false;
+  const handedBack = new Set<JsMsg>();
+  const running = new Set<Promise<void>>();
+
+  async function sign(job: Job, body: string): Promise<Record<string, string>> {
+    const org = await deps.directory.organization(job.org_id);
+    if (!org) throw new Error(`organization ${job.org_id} not found`);
+    return signedHeaders({ secret: org.webhook_secret, taskId: job.source.id, executionId: job.execution_id, body, nowMs: deps.clock.now() });
+  }
+
+  async function runAttempt(job: AttemptJob): Promise<void> {
+    const startedAt = new Date();
+    const subject = SUBJECTS.execution(job.org_id, job.execution_id);
+    const started = envelope('AttemptStarted', job.org_id, {
+      execution_id: job.execution_id,
+      source: job.source,
+      attempt: job.attempt,
+      started_at: startedAt.toISOString(),
+      scheduled_for: job.scheduled_for,
+    });
+    started.id = `${job.execution_id}.${job.attempt}.started`;
+    const startedAck = deps.store.append(subject, started);
+    const body = job.request.body ?? '';
+    const headers = { ...job.request.headers, ...(await sign(job, body)) };
+    const result = await deps.outbound.send({
+      url: job.request.url,
+      method: job.request.method,
+      headers,
+      body: job.request.body ?? undefined,
+      timeoutMs: job.request.timeout_ms,
+    });
+    const now = deps.clock.now();
+    const outcome = classifyAttempt(job, result, now);
+    let nextAttemptAt: string | null = null;
+    if (outcome.retryable && job.attempt < job.max_attempts) {
+      const backoff = deps.clock.wait(taskRetryDelayMs(job.attempt));
+      const wait = Math.max(backoff, deps.clock.wait(outcome.retry_after_ms ?? 0));
+      nextAttemptAt = new Date(now + wait).toISOString();
+    }
+    const data: AttemptResult = {
+      execution_id: job.execution_id,
+      source: job.source,
+      attempt: job.attempt,
+      status: outcome.status,
+      status_code: outcome.status_code,
+      error_message: outcome.error_message,
+      scheduled_for: job.scheduled_for,
+      started_at: result.startedAt.toISOString(),
+      finished_at: new Date(result.startedAt.getTime() + result.durationMs).toISOString(),
+      duration_ms: Math.round(result.durationMs),
+      request: { method: job.request.method, url: job.request.url, headers: maskHeaders(headers), body: job.request.body },
+      response_body: result.kind === 'response' ? result.body : null,
+      response_truncated: result.kind === 'response' ? result.truncated : false,
+      response_headers: result.kind === 'response' ? result.headers : null,
+      script_logs: [],
+      next_attempt_at: nextAttemptAt,
+      callback_url: job.callback_url,
+    };
+    const finished = envelope('AttemptFinished', job.org_id, data);
+    finished.id = `${job.execution_id}.${job.attempt}.finished`;
+    await Promise.all([startedAck, deps.store.append(subject, finished)]);
+  }
+
+  async function runCallback(job: CallbackJob): Promise<void> {
+    const headers = { 'Content-Type': 'application/json', ...(await sign(job, job.body)) };
+    const result = await deps.outbound.send({ url: job.url, method: 'POST', headers, body: job.body, timeoutMs: CALLBACK_TIMEOUT_MS });
+    const ok = result.kind === 'response' && result.statusCode >= 200 && result.statusCode < 300;
+    const delay = CALLBACK_RETRY_DELAYS_MS[job.attempt - 1];
+    const event = envelope('CallbackAttempted', job.org_id, {
+      execution_id: job.execution_id,
+      url: job.url,
+      attempt: job.attempt,
+      status_code: result.kind === 'response' ? result.statusCode : null,
+      error_message: ok ? null : result.kind === 'response' ? `HTTP ${result.statusCode}` : result.message,
+      next_attempt_at: !ok && delay !== undefined ? new Date(deps.clock.now() + deps.clock.wait(delay)).toISOString() : null,
+      job,
+    });
+    event.id = `${job.execution_id}.cb${job.attempt}`;
+    await deps.store.append(SUBJECTS.execution(job.org_id, job.execution_id), event);
+  }
+
+  async function handle(msg: JsMsg): Promise<void> {
+    const job = decodeJson<Job>(msg.data);
+    const keepAlive = setInterval(() => msg.working(), WORKING_EVERY_MS);
+    const t0 = performance.now();
+    try {
+      if (job.kind === 'attempt') await runAttempt(job);
+      else await runCallback(job);
+      if (!handedBack.has(msg)) msg.ack();
+      deps.onAttempt?.(job, performance.now() - t0);
+    } catch (err) {
+      deps.log(`dispatcher: ${job.kind} ${job.execution_id}#${job.attempt} failed to record, will retry: ${(err as Error).message}`);
+      if (!handedBack.has(msg)) msg.nak(1000);
+    } finally {
+      clearInterval(keepAlive);
+      handedBack.delete(msg);
+    }
+  }
+
+  const inFlightMsgs = new Set<JsMsg>();
+  let stopPulling = () => {};
+  const done = (async () => {
+    const consumer = await deps.nats.js.consumers.get(CONSUMERS.dispatchers.stream, CONSUMERS.dispatchers.durable_name);
+    const messages = await consumer.consume({ max_messages: Math.min(deps.concurrency, 1000) });
+    stopPulling = () => void messages.close();
+    if (stopping) stopPulling();
+    for await (const msg of messages) {
+      if (stopping) {
+        msg.nak();
+        continue;
+      }
+      inFlight++;
+      inFlightMsgs.add(msg);
+      const p = handle(msg).finally(() => {
+        inFlight--;
+        inFlightMsgs.delete(msg);
+        running.delete(p);
+        slotFree?.();
+        slotFree = undefined;
+      });
+      running.add(p);
+      while (inFlight >= deps.concurrency) await new Promise<void>((r) => (slotFree = r));
+    }
+  })();
+
+  return {
+    /** Stops taking work; in-flight attempts get `graceMs` to finish, then go back to the stream. */
+    async stop(graceMs = 10_000) {
+      stopping = true;
+      stopPulling();
+      const all = Promise.all([...running]);
+      const timedOut = await Promise.race([all.then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), graceMs).unref())]);
+      if (timedOut) {
+        for (const msg of inFlightMsgs) {
+          handedBack.add(msg);
+          msg.nak();
+        }
+      }
+      await done.catch(() => {});
+    },
+  };
+}

@@ -1,0 +1,63 @@
+import express from 'express';
+import { sql } from 'kysely';
+import { notFound } from '../lib/errors.ts';
+import { authenticate, rateLimit } from './auth.ts';
+import type { ApiDeps } from './context.ts';
+import { errorMiddleware } from './errors.ts';
+import { openApiDocument } from './openapi.ts';
+import { executionRoutes } from './routes/executions.ts';
+import { organizationRoutes } from './routes/organization.ts';
+import { taskRoutes } from './routes/tasks.ts';
+
+async function healthy(deps: ApiDeps): Promise<boolean> {
+  const within = <T>(p: Promise<T>) => Promise.race([p, new Promise<never>((_, rej) => setTimeout(() => rej(new Error('timeout')), 2000).unref())]);
+  try {
+    await within(deps.nats.nc.flush());
+    await within(sql`SELECT 1`.execute(deps.db));
+    return !deps.nats.nc.isClosed();
+  } catch {
+    return false;
+  }
+}
+
+export function createApp(deps: ApiDeps, log: (m: string) => void) {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('trust proxy', 'loopback');
+
+  app.use((req, res, next) => {
+    const t0 = performance.now();
+    res.on('finish', () => {
+      const route = (req.route?.path as string | undefined) ?? 'unmatched';
+      deps.metrics.inc('jetcron_http_requests_total', 'HTTP requests answered', { method: req.method, route, status: res.statusCode });
+      deps.metrics.observe('jetcron_http_request_duration_seconds', 'HTTP request duration', (performance.now() - t0) / 1000, { method: req.method });
+    });
+    next();
+  });
+
+  app.get('/healthz', (_req, res, next) => {
+    healthy(deps).then((ok) => res.status(ok ? 200 : 503).json({ status: ok ? 'ok' : 'unavailable' }), next);
+  });
+  app.get('/metrics', (_req, res) => {
+    res.type('text/plain; version=0.0.4').send(deps.metrics.render());
+  });
+
+  const root = deps.config.publicUrl ?? `http://${deps.config.host}:${deps.config.port}`;
+  app.get('/api/v1/openapi.json', (_req, res) => void res.json(openApiDocument(`${root}/api/v1`)));
+
+  const api = express.Router();
+  // 1 MiB leaves room for a 256 KB task body plus the other fields; the body rule itself is checked per field.
+  api.use(express.json({ limit: '1mb', type: () => true, strict: false }));
+  api.use(authenticate(deps));
+  api.use(rateLimit(deps));
+  api.use(taskRoutes(deps));
+  api.use(executionRoutes(deps));
+  api.use(organizationRoutes(deps));
+  api.use((_req, _res, next) => next(notFound('Not found')));
+  app.use('/api/v1', api);
+
+  app.use((_req, res) => void res.status(404).json({ error: { message: 'Not found', field: null } }));
+  app.use(errorMiddleware(log));
+  return app;
+}

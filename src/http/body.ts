@@ -1,0 +1,30 @@
+import type { Request } from 'express';
+import { badRequest } from '../lib/errors.ts';
+
+/** The parsed JSON object of a request; 400 when it is not JSON or not an object. */
+export function jsonObject(req: Request, optional = false): Record<string, unknown> {
+  const length = Number(req.headers['content-length'] ?? 0);
+  const hasBody = length > 0 || req.headers['transfer-encoding'] !== undefined;
+  if (!hasBody) {
+    if (optional) return {};
+    throw badRequest('Request body is required (a JSON object)');
+  }
+  if (!req.is('application/json')) throw badRequest('Content-Type must be application/json');
+  const body: unknown = req.body;
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw badRequest('Request body must be a JSON object');
+  return body as Record<string, unknown>;
+}
+
+export function queryInt(req: Request, name: string, fallback: number): number {
+  const raw = req.query[name];
+  if (raw === undefined) return fallback;
+  if (typeof raw !== 'string' || !/^-?\d+$/.test(raw)) throw badRequest(`${name} must be an integer`, name);
+  return Number(raw);
+}
+
+export function queryString(req: Request, name: string): string | undefined {
+  const raw = req.query[name];
+  if (raw === undefined) return undefined;
+  if (typeof raw !== 'string') throw badRequest(`${name} must be a single string`, name);
+  return raw;
+}

@@ -1,0 +1,30 @@
+import type { Request, Response, NextFunction, RequestHandler } from 'express';
+import type { CommandDeps } from '../commands/execute.ts';
+import type { Config } from '../config.ts';
+import type { Db } from '../db/connect.ts';
+import type { Metrics } from '../lib/metrics.ts';
+import type { Nats } from '../nats/connection.ts';
+import type { Directory } from '../nats/org-directory.ts';
+import type { Watermark } from '../projections/watermark.ts';
+import type { RateLimiter } from './rate-limit.ts';
+
+export interface ApiDeps extends CommandDeps {
+  config: Config;
+  db: Db;
+  nats: Nats;
+  directory: Directory;
+  watermark: Watermark;
+  rateLimiter: RateLimiter;
+  metrics: Metrics;
+}
+
+export interface AuthedRequest extends Request {
+  orgId: string;
+}
+
+/** Express 4 does not catch rejected promises; route them to the error middleware. */
+export function handler(fn: (req: AuthedRequest, res: Response) => Promise<void>): RequestHandler {
+  return (req: Request, res: Response, next: NextFunction) => {
+    fn(req as AuthedRequest, res).catch(next);
+  };
+}

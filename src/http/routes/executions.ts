@@ -1,0 +1,58 @@
+import { Router, type Request } from 'express';
+import { parseDuration } from '../../lib/duration.ts';
+import { badRequest, notFound, unprocessable } from '../../lib/errors.ts';
+import { queryInt, queryString } from '../body.ts';
+import { handler, type ApiDeps } from '../context.ts';
+import { executionDetail, executionRow } from '../serializers.ts';
+
+const STATUSES = ['pending', 'running', 'success', 'failed', 'timeout', 'cancelled'];
+
+export function limitParam(req: Request): number {
+  const limit = queryInt(req, 'limit', 50);
+  if (limit < 1 || limit > 100) throw unprocessable('limit must be between 1 and 100', 'limit');
+  return limit;
+}
+
+/** An ISO timestamp, or a relative duration meaning that long before now. */
+function instant(req: Request, name: string, nowMs: number): Date | undefined {
+  const raw = queryString(req, name);
+  if (raw === undefined || raw === '') return undefined;
+  const rel = parseDuration(raw);
+  if (rel !== undefined) return new Date(nowMs - rel);
+  const t = Date.parse(raw);
+  if (!/^\d{4}-\d{2}-\d{2}/.test(raw) || Number.isNaN(t)) {
+    throw badRequest(`${name} must be an ISO 8601 timestamp or a duration such as 30m, 24h, 7d`, name);
+  }
+  return new Date(t);
+}
+
+export function executionRoutes(deps: ApiDeps): Router {
+  const r = Router();
+
+  r.get('/executions', handler(async (req, res) => {
+    const limit = limitParam(req);
+    const offset = queryInt(req, 'offset', 0);
+    if (offset < 0) throw unprocessable('offset must be 0 or more', 'offset');
+    const status = queryString(req, 'status');
+    if (status !== undefined && !STATUSES.includes(status)) throw unprocessable(`status must be one of ${STATUSES.join(', ')}`, 'status');
+    const since = instant(req, 'since', Date.now());
+    const until = instant(req, 'until', Date.now());
+    const taskId = queryString(req, 'task_id');
+    let q = deps.db.selectFrom('executions').selectAll().where('org_id', '=', req.orgId);
+    if (status) q = q.where('status', '=', status);
+    if (since) q = q.where('scheduled_for', '>=', since);
+    if (until) q = q.where('scheduled_for', '<=', until);
+    if (taskId) q = q.where('source_id', '=', taskId);
+    const rows = await q.orderBy('scheduled_for', 'desc').orderBy('id', 'desc').limit(limit + 1).offset(offset).execute();
+    res.json({ data: rows.slice(0, limit).map(executionRow), has_more: rows.length > limit, limit, offset });
+  }));
+
+  r.get('/executions/:id', handler(async (req, res) => {
+    const row = await deps.db.selectFrom('executions').selectAll().where('id', '=', req.params.id!).where('org_id', '=', req.orgId).executeTakeFirst();
+    if (!row) throw notFound('Execution not found');
+    const attempts = await deps.db.selectFrom('execution_attempts').selectAll().where('execution_id', '=', row.id).orderBy('attempt').execute();
+    res.json({ data: executionDetail(row, attempts) });
+  }));
+
+  return r;
+}

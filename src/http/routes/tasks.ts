@@ -1,0 +1,86 @@
+import { Router } from 'express';
+import { createTask, deleteTask, triggerTask, updateTask } from '../../commands/task/handlers.ts';
+import type { TaskInput } from '../../commands/task/types.ts';
+import { forbidden, notFound, unprocessable } from '../../lib/errors.ts';
+import { utf8Length } from '../../lib/json.ts';
+import { jsonObject } from '../body.ts';
+import { handler, type ApiDeps } from '../context.ts';
+import { createTaskSchema, triggerTaskSchema, updateTaskSchema } from '../schemas/task.ts';
+import { historyRow, taskResource } from '../serializers.ts';
+import { validate } from '../validate.ts';
+import { limitParam } from './executions.ts';
+
+export const MAX_BODY_BYTES = 262_144;
+
+function checkBodySize(body: unknown): void {
+  if (body == null) return;
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  if (utf8Length(text) > MAX_BODY_BYTES) throw unprocessable(`body is larger than ${MAX_BODY_BYTES} bytes (256 KB)`, 'body');
+}
+
+async function checkPlan(deps: ApiDeps, orgId: string, input: TaskInput): Promise<void> {
+  if (input.script == null) return;
+  const org = await deps.directory.organization(orgId);
+  if (org?.plan !== 'pro') throw forbidden('Lua scripts need the Pro plan', 'script');
+}
+
+export function taskRoutes(deps: ApiDeps): Router {
+  const r = Router();
+
+  const loadTask = async (orgId: string, id: string) => {
+    const row = await deps.db.selectFrom('tasks').selectAll().where('id', '=', id).where('org_id', '=', orgId).executeTakeFirst();
+    if (!row) throw notFound('Task not found');
+    return row;
+  };
+
+  r.get('/tasks', handler(async (req, res) => {
+    const rows = await deps.db.selectFrom('tasks').selectAll().where('org_id', '=', req.orgId)
+      .orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
+    res.json({ data: rows.map(taskResource) });
+  }));
+
+  r.get('/tasks/:id', handler(async (req, res) => {
+    res.json({ data: taskResource(await loadTask(req.orgId, req.params.id!)) });
+  }));
+
+  r.post('/tasks', handler(async (req, res) => {
+    const input = validate<TaskInput & { url: string }>(createTaskSchema, jsonObject(req));
+    checkBodySize(input.body);
+    await checkPlan(deps, req.orgId, input);
+    const { state, seq } = await createTask(deps, req.orgId, input);
+    await deps.watermark.waitFor(seq);
+    res.status(201).json({ data: taskResource(await loadTask(req.orgId, state!.id)) });
+  }));
+
+  r.put('/tasks/:id', handler(async (req, res) => {
+    const input = validate<TaskInput>(updateTaskSchema, jsonObject(req));
+    checkBodySize(input.body);
+    await checkPlan(deps, req.orgId, input);
+    const { seq } = await updateTask(deps, req.orgId, req.params.id!, input);
+    await deps.watermark.waitFor(seq);
+    res.json({ data: taskResource(await loadTask(req.orgId, req.params.id!)) });
+  }));
+
+  r.delete('/tasks/:id', handler(async (req, res) => {
+    const { seq } = await deleteTask(deps, req.orgId, req.params.id!);
+    await deps.watermark.waitFor(seq);
+    res.status(204).end();
+  }));
+
+  r.post('/tasks/:id/trigger', handler(async (req, res) => {
+    const input = validate<{ callback_url?: string }>(triggerTaskSchema, jsonObject(req, true));
+    const { event, seq } = await triggerTask(deps, req.orgId, req.params.id!, input.callback_url ?? null);
+    await deps.watermark.waitFor(seq);
+    const executionId = event.type === 'TaskTriggered' ? event.data.execution.id : null;
+    res.status(202).json({ data: { execution_id: executionId, status: 'pending' }, message: 'Execution queued' });
+  }));
+
+  r.get('/tasks/:id/executions', handler(async (req, res) => {
+    await loadTask(req.orgId, req.params.id!);
+    const rows = await deps.db.selectFrom('executions').selectAll().where('source_id', '=', req.params.id!)
+      .where('org_id', '=', req.orgId).orderBy('scheduled_for', 'desc').orderBy('id', 'desc').limit(limitParam(req)).execute();
+    res.json({ data: rows.map(historyRow) });
+  }));
+
+  return r;
+}

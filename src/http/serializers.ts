@@ -1,0 +1,82 @@
+import type { Selectable } from 'kysely';
+import type { ExecutionAttemptsTable, ExecutionsTable, OrganizationsTable, TasksTable } from '../db/schema.ts';
+
+const iso = (d: Date | string | null | undefined): string | null => (d == null ? null : new Date(d).toISOString());
+
+export function organizationResource(o: Selectable<OrganizationsTable>) {
+  return {
+    id: o.id,
+    name: o.name,
+    plan: o.plan,
+    webhook_secret: o.webhook_secret,
+    notification_email: o.notification_email,
+    notification_webhook_url: o.notification_webhook_url,
+    notify_on_failure: o.notify_on_failure,
+    notify_on_recovery: o.notify_on_recovery,
+    created_at: iso(o.created_at),
+    updated_at: iso(o.updated_at),
+  };
+}
+
+export function taskResource(t: Selectable<TasksTable>) {
+  return {
+    ...(t.doc as Record<string, unknown>),
+    id: t.id,
+    status: t.status,
+    next_run_at: iso(t.next_run_at),
+    last_execution_id: t.last_execution_id,
+    created_at: iso(t.created_at),
+    updated_at: iso(t.updated_at),
+  };
+}
+
+export function executionRow(e: Selectable<ExecutionsTable>) {
+  return {
+    id: e.id,
+    status: e.status,
+    status_code: e.status_code,
+    error_message: e.error_message,
+    attempt: e.attempt,
+    duration_ms: e.duration_ms,
+    scheduled_for: iso(e.scheduled_for),
+    started_at: iso(e.started_at),
+    finished_at: iso(e.finished_at),
+    task: { id: e.source_id, name: e.source_name, type: e.source_type, url: e.url },
+    created_at: iso(e.created_at),
+    updated_at: iso(e.updated_at),
+  };
+}
+
+export function historyRow(e: Selectable<ExecutionsTable>) {
+  return {
+    id: e.id,
+    status: e.status,
+    scheduled_for: iso(e.scheduled_for),
+    started_at: iso(e.started_at),
+    finished_at: iso(e.finished_at),
+    status_code: e.status_code,
+    duration_ms: e.duration_ms,
+    attempt: e.attempt,
+  };
+}
+
+export function executionDetail(e: Selectable<ExecutionsTable>, attempts: Selectable<ExecutionAttemptsTable>[]) {
+  return {
+    ...executionRow(e),
+    callback_url: e.callback_url,
+    request: e.request,
+    response_body: e.response_body,
+    response_truncated: e.response_truncated,
+    response_headers: e.response_headers,
+    script_logs: e.script_logs,
+    attempts: attempts.map((a) => ({
+      attempt: a.attempt,
+      status: a.status,
+      status_code: a.status_code,
+      started_at: iso(a.started_at),
+      finished_at: iso(a.finished_at),
+      duration_ms: a.duration_ms,
+      error_message: a.error_message,
+    })),
+  };
+}

@@ -1,0 +1,132 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import type { Server } from 'node:http';
+import { join } from 'node:path';
+import type { Config } from '../config.ts';
+import { connectDb } from '../db/connect.ts';
+import { migrate } from '../db/migrations.ts';
+import { createEventStore } from '../events/store.ts';
+import { startDispatcher } from '../dispatchers/dispatcher.ts';
+import { createOutboundClient } from '../dispatchers/outbound-client.ts';
+import { createApp } from '../http/app.ts';
+import { createRateLimiter } from '../http/rate-limit.ts';
+import { createClock } from '../lib/clock.ts';
+import { Metrics } from '../lib/metrics.ts';
+import { applyStreams } from '../nats/apply-streams.ts';
+import { connectNats } from '../nats/connection.ts';
+import { createDirectory } from '../nats/org-directory.ts';
+import { startProjector } from '../projections/projector.ts';
+import { createWatermark } from '../projections/watermark.ts';
+import { startScheduler } from '../scheduler/scheduler.ts';
+import { bootstrapFirstOrganization } from './first-organization.ts';
+import { startEmbeddedNats } from './embedded-nats.ts';
+import { startEmbeddedPostgres } from './embedded-postgres.ts';
+
+export interface Running {
+  url: string | undefined;
+  natsUrl: string;
+  databaseUrl: string;
+  stop(): Promise<void>;
+}
+
+type Stopper = () => Promise<void>;
+
+/** The composition root: every role the config names, in one process. */
+export async function serve(config: Config, log: (m: string) => void): Promise<Running> {
+  const stoppers: Stopper[] = [];
+  const stopAll = async () => {
+    for (const s of stoppers.reverse()) await s().catch((e: Error) => log(`shutdown: ${e.message}`));
+  };
+  try {
+    return await start(config, log, stoppers, stopAll);
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+}
+
+async function start(config: Config, log: (m: string) => void, stoppers: Stopper[], stopAll: () => Promise<void>): Promise<Running> {
+  const embedded = !config.natsUrl && !config.databaseUrl;
+  mkdirSync(config.dataDir, { recursive: true });
+  let natsUrl = config.natsUrl;
+  if (!natsUrl) {
+    const n = await startEmbeddedNats({ dataDir: config.dataDir, log });
+    stoppers.push(() => n.stop());
+    natsUrl = n.url;
+    log(`embedded nats-server at ${natsUrl}`);
+  }
+  let databaseUrl = config.databaseUrl;
+  if (!databaseUrl) {
+    const pg = await startEmbeddedPostgres({ dataDir: config.dataDir, log });
+    stoppers.push(() => pg.stop());
+    databaseUrl = pg.url;
+    writeFileSync(join(config.dataDir, 'postgres.url'), databaseUrl, { mode: 0o600 });
+    log('embedded Postgres started');
+  }
+
+  const instanceId = `${process.pid}-${randomBytes(4).toString('hex')}`;
+  const nats = await connectNats(natsUrl, `jetcron ${[...config.roles].join(',')} ${instanceId}`);
+  stoppers.push(() => nats.close());
+  await applyStreams(nats, config.streamReplicas);
+
+  const { db } = connectDb(databaseUrl, 20);
+  stoppers.push(() => db.destroy());
+  if (config.roles.has('api') || config.roles.has('projector')) await migrate(db);
+
+  const clock = createClock(config.timeScale);
+  const store = createEventStore(nats);
+  const directory = createDirectory(nats, store);
+  stoppers.push(async () => directory.close());
+  const metrics = new Metrics();
+
+  if (config.roles.has('projector')) {
+    const p = startProjector({ nats, db, owner: instanceId, log });
+    stoppers.push(() => p.stop());
+  }
+  if (config.roles.has('scheduler')) {
+    const s = await startScheduler({ nats, store, clock, owner: instanceId, partitions: config.timerPartitions, log });
+    stoppers.push(() => s.stop());
+  }
+  if (config.roles.has('dispatcher')) {
+    const outbound = createOutboundClient({ allowPrivateTargets: config.allowPrivateTargets });
+    stoppers.push(() => outbound.close());
+    const d = startDispatcher({
+      nats, store, directory, outbound, clock, concurrency: config.dispatchConcurrency, log,
+      onAttempt: (job, ms) => metrics.observe('jetcron_dispatch_seconds', 'Time to run and record one job', ms / 1000, { kind: job.kind }),
+    });
+    stoppers.push(() => d.stop());
+  }
+  if (config.roles.has('notifier')) {
+    log('notifier role: no notification channels are implemented in this version');
+  }
+
+  let url: string | undefined;
+  if (config.roles.has('api')) {
+    const watermark = await createWatermark(nats, db);
+    stoppers.push(async () => watermark.close());
+    const rateLimiter = createRateLimiter(nats, instanceId);
+    stoppers.push(async () => rateLimiter.close());
+    metrics.gauge('jetcron_projection_seq', 'Last stream sequence the read models include', () => watermark.seq);
+    metrics.gauge('jetcron_api_processes', 'API processes sharing the rate limit', () => rateLimiter.processCount());
+    const app = createApp({ config, db, nats, store, clock, directory, watermark, rateLimiter, metrics }, log);
+    const server: Server = await new Promise((resolve, reject) => {
+      const s = app.listen(config.port, config.host, () => resolve(s));
+      s.once('error', reject);
+    });
+    server.keepAliveTimeout = 65_000;
+    stoppers.push(() => new Promise<void>((r) => {
+      server.close(() => r());
+      server.closeIdleConnections();
+    }));
+    const addr = server.address();
+    const port = typeof addr === 'object' && addr ? addr.port : config.port;
+    url = `http://${config.host}:${port}`;
+    log(`jetcron API listening on ${url}/api/v1`);
+  }
+
+  if (embedded && config.roles.has('api')) {
+    await bootstrapFirstOrganization({ store, clock, dataDir: config.dataDir, db, baseUrl: `${url}/api/v1`, log });
+  }
+  return { url, natsUrl, databaseUrl, stop: stopAll };
+}
+

@@ -1,0 +1,80 @@
+/** A min-heap of due times with lazy deletion: an entry is live while its key still maps to its seq. */
+export class TimerHeap<T> {
+  private heap: Array<{ due: number; key: string; seq: number }> = [];
+  private live = new Map<string, { seq: number; due: number; value: T }>();
+
+  get size(): number {
+    return this.live.size;
+  }
+
+  set(key: string, seq: number, due: number, value: T): void {
+    this.live.set(key, { seq, due, value });
+    this.heap.push({ due, key, seq });
+    this.up(this.heap.length - 1);
+  }
+
+  delete(key: string): void {
+    this.live.delete(key);
+  }
+
+  peekDue(): number | undefined {
+    this.dropStale();
+    return this.heap[0]?.due;
+  }
+
+  /** Removes and returns every live entry due at or before `now`. */
+  popDue(now: number): Array<{ key: string; seq: number; value: T; due: number }> {
+    const out: Array<{ key: string; seq: number; value: T; due: number }> = [];
+    for (;;) {
+      this.dropStale();
+      const top = this.heap[0];
+      if (!top || top.due > now) return out;
+      this.pop();
+      const entry = this.live.get(top.key)!;
+      this.live.delete(top.key);
+      out.push({ key: top.key, seq: entry.seq, value: entry.value, due: entry.due });
+    }
+  }
+
+  private dropStale(): void {
+    for (;;) {
+      const top = this.heap[0];
+      if (!top) return;
+      const entry = this.live.get(top.key);
+      if (entry && entry.seq === top.seq) return;
+      this.pop();
+    }
+  }
+
+  private pop(): void {
+    const last = this.heap.pop()!;
+    if (this.heap.length) {
+      this.heap[0] = last;
+      this.down(0);
+    }
+  }
+
+  private up(i: number): void {
+    const h = this.heap;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (h[p]!.due <= h[i]!.due) return;
+      [h[p], h[i]] = [h[i]!, h[p]!];
+      i = p;
+    }
+  }
+
+  private down(i: number): void {
+    const h = this.heap;
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let m = i;
+      if (l < h.length && h[l]!.due < h[m]!.due) m = l;
+      if (r < h.length && h[r]!.due < h[m]!.due) m = r;
+      if (m === i) return;
+      [h[m], h[i]] = [h[i]!, h[m]!];
+      i = m;
+    }
+  }
+}

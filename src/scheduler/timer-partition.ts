@@ -1,0 +1,103 @@
+import { SUBJECTS } from '../../streams/definitions.ts';
+import { jobMsgId, type Job } from '../dispatchers/job.ts';
+import { decodeJson, encodeJson } from '../lib/json.ts';
+import type { Nats } from '../nats/connection.ts';
+import { createLease, type Lease } from '../nats/lease.ts';
+import type { KV } from '@nats-io/kv';
+import { TimerHeap } from './timer-heap.ts';
+import type { TimerStore, TimerValue } from './timer-store.ts';
+
+export interface PartitionDeps {
+  nats: Nats;
+  timers: TimerStore;
+  leases: KV;
+  owner: string;
+  log: (m: string) => void;
+}
+
+/**
+ * Owns one timer partition while it holds the partition's lease: loads the
+ * partition's pending timers (last value per subject), follows new ones live,
+ * and fires each when due by moving its job to DISPATCH and deleting that exact
+ * timer message. A timer replaced or purged meanwhile is skipped at fire time.
+ */
+export function runTimerPartition(partition: number, deps: PartitionDeps, signal: AbortSignal): Promise<void> {
+  const lease: Lease = createLease(deps.leases, `timers.${partition}`, deps.owner);
+  return (async () => {
+    while (!signal.aborted) {
+      try {
+        await lease.acquire(signal);
+      } catch {
+        return;
+      }
+      const run = new AbortController();
+      const stop = () => run.abort();
+      signal.addEventListener('abort', stop, { once: true });
+      lease.onLost(stop);
+      try {
+        await ownPartition(partition, deps, run.signal);
+      } catch (err) {
+        deps.log(`timers.${partition}: ${(err as Error).message}; restarting`);
+        await new Promise((r) => setTimeout(r, 1000));
+      } finally {
+        signal.removeEventListener('abort', stop);
+        await lease.release();
+      }
+    }
+  })();
+}
+
+async function ownPartition(partition: number, deps: PartitionDeps, signal: AbortSignal): Promise<void> {
+  const heap = new TimerHeap<Job>();
+  let timer: NodeJS.Timeout | undefined;
+  let firing = false;
+
+  const fire = async (job: Job, seq: number) => {
+    if (!(await deps.timers.stillStored(seq))) return;
+    await deps.nats.js.publish(SUBJECTS.dispatch(job.org_id), encodeJson(job), { msgID: jobMsgId(job) });
+    await deps.timers.remove(seq);
+  };
+
+  const arm = () => {
+    clearTimeout(timer);
+    const due = heap.peekDue();
+    if (due === undefined || signal.aborted) return;
+    timer = setTimeout(() => void tick(), Math.max(0, due - Date.now()));
+  };
+
+  const tick = async () => {
+    if (firing) return;
+    firing = true;
+    try {
+      const due = heap.popDue(Date.now());
+      const results = await Promise.allSettled(due.map((e) => fire(e.value, e.seq)));
+      results.forEach((r, i) => {
+        if (r.status === 'rejected') {
+          // Put it back: it stays stored, so trying again later is safe.
+          const e = due[i]!;
+          deps.log(`timers.${partition}: firing ${e.key} failed: ${(r.reason as Error).message}`);
+          heap.set(e.key, e.seq, Date.now() + 1000, e.value);
+        }
+      });
+    } finally {
+      firing = false;
+      arm();
+    }
+  };
+
+  const consumer = await deps.timers.consumerFor(partition);
+  const messages = await consumer.consume({ max_messages: 1000 });
+  const onAbort = () => void messages.close();
+  signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    for await (const m of messages) {
+      const value = decodeJson<TimerValue>(m.data);
+      if (value.state === 'armed') heap.set(m.subject, m.seq, value.due_at, value.job);
+      else heap.delete(m.subject);
+      if (!firing) arm();
+    }
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+    clearTimeout(timer);
+  }
+}
