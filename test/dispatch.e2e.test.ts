@@ -1,0 +1,103 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { verifySignature } from '../src/dispatchers/signing.ts';
+import { eventually, startTestService, type Api, type TestService } from './support/service.ts';
+import { startTarget } from './support/target.ts';
+
+// 1 service minute = 6 ms: the retry schedule (2, 4.5, 8 … minutes) runs in well under a second.
+const SCALE = 0.0001;
+
+describe('dispatch of one-time tasks', () => {
+  let svc: TestService;
+  let api: Api;
+  let secret: string;
+  before(async () => {
+    svc = await startTestService({ JETCRON_TIME_SCALE: String(SCALE) });
+    const org = await svc.createOrg();
+    api = org.api;
+    secret = (await api('GET', '/organization')).body.data.webhook_secret;
+  });
+  after(() => svc.stop());
+
+  const execution = async (id: string) => (await api('GET', `/executions/${id}`)).body.data;
+  const finished = (id: string, status = ['success', 'failed', 'timeout']) =>
+    eventually(async () => {
+      const e = await execution(id);
+      return status.includes(e.status) ? e : null;
+    });
+
+  test('an immediate task runs at once, signed, with its headers and JSON body', async () => {
+    const target = await startTarget();
+    try {
+      const res = await api('POST', '/tasks', { url: `${target.url}/hook?x=1`, headers: { 'X-Custom': 'yes' }, body: { hello: 'world' } });
+      assert.equal(res.status, 201);
+      const task = res.body.data;
+      const exe = await finished(task.last_execution_id);
+      assert.equal(exe.status, 'success');
+      assert.equal(exe.status_code, 200);
+      assert.equal(target.received.length, 1);
+      const got = target.received[0]!;
+      assert.equal(got.method, 'POST');
+      assert.equal(got.path, '/hook?x=1');
+      assert.equal(got.headers['x-custom'], 'yes');
+      assert.equal(got.headers['content-type'], 'application/json');
+      assert.equal(got.body, '{"hello":"world"}');
+      assert.equal(got.headers['x-jetcron-task-id'], task.id);
+      assert.equal(got.headers['x-jetcron-execution-id'], exe.id);
+      assert.ok(verifySignature({
+        secret,
+        signature: String(got.headers['x-jetcron-signature']),
+        timestamp: Number(got.headers['x-jetcron-timestamp']),
+        executionId: exe.id,
+        body: got.body,
+        nowMs: Date.now(),
+      }));
+      assert.equal(exe.response_body, 'ok');
+      assert.equal(exe.attempts.length, 1);
+      assert.equal(exe.request.headers['X-Custom'], 'yes');
+    } finally {
+      await target.close();
+    }
+  });
+
+  test('5xx is retried on the scaled schedule with the same execution id, then fails for good', async () => {
+    const target = await startTarget(() => ({ status: 503, body: 'down' }));
+    try {
+      const task = (await api('POST', '/tasks', { url: target.url, retry_attempts: 3 })).body.data;
+      const exe = await finished(task.last_execution_id, ['failed']);
+      assert.equal(exe.attempt, 4);
+      assert.equal(exe.attempts.length, 4);
+      assert.equal(target.received.length, 4);
+      const ids = new Set(target.received.map((r) => r.headers['x-jetcron-execution-id']));
+      assert.deepEqual([...ids], [exe.id]);
+      // Gaps follow (n+1)²/2 minutes × scale: 12, 27, 48 ms.
+      const gaps = target.received.slice(1).map((r, i) => r.at - target.received[i]!.at);
+      for (const [i, expectedMin] of [2, 4.5, 8].entries()) assert.ok(gaps[i]! >= expectedMin * 60_000 * SCALE - 5, `gap ${i} = ${gaps[i]}`);
+      const t = (await api('GET', `/tasks/${task.id}`)).body.data;
+      assert.equal(t.status, 'failed');
+    } finally {
+      await target.close();
+    }
+  });
+
+  test('a 4xx fails at once without retry; a later success of a retried run succeeds', async () => {
+    const target = await startTarget((req) => (req.path === '/bad' ? { status: 404 } : { status: 200 }));
+    try {
+      const bad = (await api('POST', '/tasks', { url: `${target.url}/bad` })).body.data;
+      const exe = await finished(bad.last_execution_id);
+      assert.equal(exe.status, 'failed');
+      assert.equal(exe.status_code, 404);
+      await new Promise((r) => setTimeout(r, 100));
+      assert.equal(target.received.filter((r) => r.path === '/bad').length, 1);
+
+      let calls = 0;
+      target.setResponder((req) => (req.path === '/flaky' ? { status: ++calls < 3 ? 500 : 200 } : { status: 200 }));
+      const flaky = (await api('POST', '/tasks', { url: `${target.url}/flaky` })).body.data;
+      const ok = await finished(flaky.last_execution_id, ['success']);
+      assert.equal(ok.attempt, 3);
+      assert.deepEqual(ok.attempts.map((a: { status: string }) => a.status), ['failed', 'failed', 'success']);
+    } finally {
+      await target.close();
+    }
+  });
+});

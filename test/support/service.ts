@@ -1,0 +1,129 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createApiKey } from '../../src/commands/api-key/handlers.ts';
+import { changePlan, createOrganization } from '../../src/commands/organization/handlers.ts';
+import { loadConfig } from '../../src/config.ts';
+import { createEventStore } from '../../src/events/store.ts';
+import { createClock } from '../../src/lib/clock.ts';
+import { connectNats } from '../../src/nats/connection.ts';
+import { serve, type Running } from '../../src/runtime/serve.ts';
+import { startTestNats } from './nats.ts';
+import { createTestDatabase } from './postgres.ts';
+
+export interface TestService {
+  url: string;
+  natsUrl: string;
+  databaseUrl: string;
+  /** A new organization with an API key; `plan` defaults to free. */
+  createOrg(plan?: 'free' | 'pro'): Promise<{ orgId: string; apiKey: string; api: Api }>;
+  restart(env?: Record<string, string>): Promise<void>;
+  /** Stops the service only (NATS and Postgres stay), for restart tests. */
+  stopService(): Promise<void>;
+  startService(env?: Record<string, string>): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export type Api = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => Promise<{ status: number; body: any; headers: Headers }>;
+
+const log = process.env.JETCRON_TEST_LOG ? (m: string) => process.stderr.write(`[svc] ${m}\n`) : () => {};
+
+export async function startTestService(env: Record<string, string> = {}): Promise<TestService> {
+  const nats = await startTestNats();
+  const db = await createTestDatabase();
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'jetcron-test-svc-'));
+  let running: Running | undefined;
+  let baseEnv = env;
+
+  const startService = async (extra: Record<string, string> = {}) => {
+    baseEnv = { ...baseEnv, ...extra };
+    const config = loadConfig(
+      {
+        NATS_URL: nats.url,
+        DATABASE_URL: db.url,
+        PORT: '0',
+        JETCRON_ALLOW_PRIVATE_TARGETS: '1',
+        JETCRON_RATE_LIMIT_FREE: '0',
+        JETCRON_RATE_LIMIT_PRO: '0',
+        ...baseEnv,
+      },
+      { dataDir },
+    );
+    running = await serve(config, log);
+    svc.url = running.url!;
+  };
+  const stopService = async () => {
+    await running?.stop();
+    running = undefined;
+  };
+
+  const svc: TestService = {
+    url: '',
+    natsUrl: nats.url,
+    databaseUrl: db.url,
+    startService,
+    stopService,
+    async restart(extra) {
+      await stopService();
+      await startService(extra);
+    },
+    async createOrg(plan = 'free') {
+      const conn = await connectNats(nats.url, 'test admin');
+      try {
+        const deps = { store: createEventStore(conn), clock: createClock(1) };
+        const org = await createOrganization(deps, `test-${Math.random().toString(36).slice(2, 8)}`, 'free');
+        if (plan === 'pro') await changePlan(deps, org.state!.id, 'pro');
+        const key = await createApiKey(deps, org.state!.id);
+        return { orgId: org.state!.id, apiKey: key.apiKey, api: apiClient(() => svc.url, key.apiKey) };
+      } finally {
+        await conn.close();
+      }
+    },
+    async stop() {
+      await stopService();
+      await db.drop();
+      await nats.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+  await startService();
+  return svc;
+}
+
+export function apiClient(base: () => string, apiKey: string | null): Api {
+  return async (method, p, body, headers = {}) => {
+    const res = await fetch(`${base()}/api/v1${p}`, {
+      method,
+      headers: {
+        ...(apiKey ? { Authorization: `Bearer ${apiKey}` } : {}),
+        ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}),
+        ...headers,
+      },
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : null;
+    } catch {
+      /* not JSON */
+    }
+    return { status: res.status, body: parsed, headers: res.headers };
+  };
+}
+
+/** Polls `fn` until it returns a truthy value or `timeoutMs` passes. */
+export async function eventually<T>(fn: () => Promise<T | undefined | null | false>, timeoutMs = 10_000, everyMs = 50): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms${last ? `: ${(last as Error).message}` : ''}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}

@@ -1,0 +1,48 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface ReceivedRequest {
+  at: number;
+  method: string;
+  path: string;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+export type Responder = (req: ReceivedRequest, index: number) => { status?: number; body?: string; headers?: Record<string, string>; delayMs?: number };
+
+/** A real HTTP server on 127.0.0.1 that records what it receives and answers as told. */
+export async function startTarget(responder: Responder = () => ({ status: 200, body: 'ok' })) {
+  const received: ReceivedRequest[] = [];
+  let respond = responder;
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const r: ReceivedRequest = { at: Date.now(), method: req.method!, path: req.url!, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
+      received.push(r);
+      const out = respond(r, received.length - 1);
+      const send = () => {
+        if (res.destroyed) return;
+        res.writeHead(out.status ?? 200, out.headers ?? {});
+        res.end(out.body ?? '');
+      };
+      if (out.delayMs) setTimeout(send, out.delayMs);
+      else send();
+    });
+  });
+  server.keepAliveTimeout = 1000;
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    received,
+    setResponder(fn: Responder) {
+      respond = fn;
+    },
+    close: () => new Promise<void>((r) => {
+      server.closeAllConnections();
+      server.close(() => r());
+    }),
+  };
+}
