@@ -47,17 +47,21 @@ export async function serve(config: Config, log: (m: string) => void): Promise<R
 
 async function start(config: Config, log: (m: string) => void, stoppers: Stopper[], stopAll: () => Promise<void>): Promise<Running> {
   const embedded = !config.natsUrl && !config.databaseUrl;
+  // The embedded servers are chatty; only their errors reach our log.
+  const serverLog = (m: string) => {
+    if (/\[(ERR|FTL)\]|\b(ERROR|FATAL|PANIC):/.test(m)) log(m);
+  };
   mkdirSync(config.dataDir, { recursive: true });
   let natsUrl = config.natsUrl;
   if (!natsUrl) {
-    const n = await startEmbeddedNats({ dataDir: config.dataDir, log });
+    const n = await startEmbeddedNats({ dataDir: config.dataDir, log: serverLog });
     stoppers.push(() => n.stop());
     natsUrl = n.url;
     log(`embedded nats-server at ${natsUrl}`);
   }
   let databaseUrl = config.databaseUrl;
   if (!databaseUrl) {
-    const pg = await startEmbeddedPostgres({ dataDir: config.dataDir, log });
+    const pg = await startEmbeddedPostgres({ dataDir: config.dataDir, log: serverLog });
     stoppers.push(() => pg.stop());
     databaseUrl = pg.url;
     writeFileSync(join(config.dataDir, 'postgres.url'), databaseUrl, { mode: 0o600 });

@@ -1,0 +1,89 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { rebuildProjections } from '../src/cli/rebuild.ts';
+import { eventually, startTestService, type Api, type TestService } from './support/service.ts';
+import { startTarget } from './support/target.ts';
+
+// 1 service minute = 60 ms.
+const SCALE = '0.001';
+
+describe('restart and replay', () => {
+  let svc: TestService;
+  let api: Api;
+  before(async () => {
+    svc = await startTestService({ JETCRON_TIME_SCALE: SCALE });
+    api = (await svc.createOrg()).api;
+  });
+  after(() => svc.stop());
+
+  test('delayed and retrying tasks pending across a restart still run, once each', async () => {
+    const calls = new Map<string, number>();
+    const target = await startTarget((req) => {
+      const n = (calls.get(req.path) ?? 0) + 1;
+      calls.set(req.path, n);
+      return { status: req.path.startsWith('/retry') && n <= 2 ? 500 : 200 };
+    });
+    try {
+      const delayed = [];
+      for (let i = 0; i < 5; i++) delayed.push((await api('POST', '/tasks', { url: `${target.url}/delayed/${i}`, delay: '15m' })).body.data);
+      const retrying = (await api('POST', '/tasks', { url: `${target.url}/retry` })).body.data;
+      await eventually(async () => calls.get('/retry') === 1);
+      assert.equal([...calls.keys()].filter((k) => k.startsWith('/delayed')).length, 0, 'delayed tasks ran too early');
+
+      await svc.stopService();
+      await new Promise((r) => setTimeout(r, 1200)); // every timer comes due while the service is down
+      await svc.startService();
+
+      for (const t of delayed) {
+        const exe = await eventually(async () => {
+          const e = (await api('GET', `/executions/${t.last_execution_id}`)).body.data;
+          return e.status === 'success' ? e : null;
+        });
+        assert.equal(exe.attempt, 1);
+      }
+      const r = await eventually(async () => {
+        const e = (await api('GET', `/executions/${retrying.last_execution_id}`)).body.data;
+        return e.status === 'success' ? e : null;
+      });
+      assert.equal(r.attempt, 3);
+      await new Promise((res) => setTimeout(res, 500));
+      for (let i = 0; i < 5; i++) assert.equal(calls.get(`/delayed/${i}`), 1, `delayed ${i} ran ${calls.get(`/delayed/${i}`)} times`);
+      assert.equal(calls.get('/retry'), 3);
+    } finally {
+      await target.close();
+    }
+  });
+
+  test('projections rebuild gives the same API answers', async () => {
+    const api = (await svc.createOrg()).api;
+    const target = await startTarget((req) => ({ status: req.path === '/fail' ? 400 : 200, body: 'body' }));
+    try {
+      for (let i = 0; i < 5; i++) await api('POST', '/tasks', { url: `${target.url}/${i % 2 ? 'fail' : 'ok'}`, name: `t${i}` });
+      const updated = (await api('POST', '/tasks', { url: `${target.url}/later`, delay: '1d' })).body.data;
+      await api('PUT', `/tasks/${updated.id}`, { name: 'renamed', headers: { 'X-A': 'b' } });
+      const gone = (await api('POST', '/tasks', { url: `${target.url}/gone`, delay: '1d' })).body.data;
+      await api('DELETE', `/tasks/${gone.id}`);
+      await eventually(async () => (await api('GET', '/executions?status=pending')).body.data.length === 1);
+
+      const snapshot = async () => {
+        const tasks = (await api('GET', '/tasks')).body.data;
+        const executions = (await api('GET', '/executions?limit=100')).body.data;
+        const details = [];
+        for (const e of executions) details.push((await api('GET', `/executions/${e.id}`)).body.data);
+        return { tasks, executions, details, org: (await api('GET', '/organization')).body.data };
+      };
+      const before = await snapshot();
+      assert.equal(before.tasks.length, 6);
+
+      await svc.stopService();
+      const printed: unknown[] = [];
+      await rebuildProjections({ natsUrl: svc.natsUrl, databaseUrl: svc.databaseUrl, dataDir: '/nonexistent', log: () => {}, print: (o) => printed.push(o) });
+      assert.equal((printed[0] as { rebuilt: boolean }).rebuilt, true);
+      await svc.startService();
+
+      assert.deepEqual(await snapshot(), before);
+    } finally {
+      await target.close();
+    }
+  });
+});
