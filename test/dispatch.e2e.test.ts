@@ -100,4 +100,45 @@ describe('dispatch of one-time tasks', () => {
       await target.close();
     }
   });
+
+  test('an attempt in flight is running, and a stop lets it finish and be recorded', async () => {
+    const target = await startTarget(() => ({ status: 200, delayMs: 1500 }));
+    try {
+      const task = (await api('POST', '/tasks', { url: target.url, retry_attempts: 0 })).body.data;
+      await eventually(async () => (await execution(task.last_execution_id)).status === 'running');
+      assert.equal((await api('GET', `/tasks/${task.id}`)).body.data.status, 'running');
+      await svc.stopService();
+      await svc.startService();
+      const exe = await finished(task.last_execution_id);
+      assert.equal(exe.status, 'success');
+      assert.equal(target.received.length, 1);
+    } finally {
+      await target.close();
+    }
+  });
+});
+
+describe('outbound SSRF guard (default settings)', () => {
+  let svc: TestService;
+  before(async () => {
+    svc = await startTestService({ JETCRON_ALLOW_PRIVATE_TARGETS: '0' });
+  });
+  after(() => svc.stop());
+
+  test('a loopback target is refused as a failed attempt with a clear message, and never called', async () => {
+    const target = await startTarget();
+    try {
+      const { api } = await svc.createOrg();
+      const task = (await api('POST', '/tasks', { url: `${target.url}/internal` })).body.data;
+      const exe = await eventually(async () => {
+        const e = (await api('GET', `/executions/${task.last_execution_id}`)).body.data;
+        return e.status === 'failed' ? e : null;
+      });
+      assert.match(exe.error_message, /refused/);
+      assert.equal(exe.attempt, 1, 'a refused target is not retried');
+      assert.equal(target.received.length, 0);
+    } finally {
+      await target.close();
+    }
+  });
 });

@@ -1,9 +1,10 @@
 import type { Selectable } from 'kysely';
+import type { Organization } from '../commands/organization/types.ts';
 import type { ExecutionAttemptsTable, ExecutionsTable, OrganizationsTable, TasksTable } from '../db/schema.ts';
 
 const iso = (d: Date | string | null | undefined): string | null => (d == null ? null : new Date(d).toISOString());
 
-export function organizationResource(o: Selectable<OrganizationsTable>) {
+export function organizationResource(o: Organization | Selectable<OrganizationsTable>) {
   return {
     id: o.id,
     name: o.name,

@@ -26,6 +26,10 @@ export function createDirectory(nats: Nats, store: EventStore) {
     },
   });
   return {
+    /** Our own writes update the cache at once instead of waiting for the subscription. */
+    remember(org: Organization): void {
+      orgs.set(org.id, org);
+    },
     async organization(orgId: string): Promise<Organization | null> {
       const cached = orgs.get(orgId);
       if (cached) return cached;

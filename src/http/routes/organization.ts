@@ -10,10 +10,12 @@ import { validate } from '../validate.ts';
 
 export function organizationRoutes(deps: ApiDeps): Router {
   const r = Router();
+  // Answered from the organization's event-carried state, so a key minted by the CLI a
+  // moment ago sees its organization before the projector has caught up.
   const load = async (orgId: string) => {
-    const row = await deps.db.selectFrom('organizations').selectAll().where('id', '=', orgId).executeTakeFirst();
-    if (!row) throw notFound('Organization not found');
-    return organizationResource(row);
+    const org = await deps.directory.organization(orgId);
+    if (!org) throw notFound('Organization not found');
+    return organizationResource(org);
   };
 
   r.get('/organization', handler(async (req, res) => {
@@ -22,16 +24,17 @@ export function organizationRoutes(deps: ApiDeps): Router {
 
   r.put('/organization', handler(async (req, res) => {
     const settings = validate<OrganizationSettings>(updateOrganizationSchema, jsonObject(req));
-    const { seq } = await updateSettings(deps, req.orgId, settings);
+    const { state, seq } = await updateSettings(deps, req.orgId, settings);
+    deps.directory.remember(state!);
     await deps.watermark.waitFor(seq);
-    res.json({ data: await load(req.orgId) });
+    res.json({ data: organizationResource(state!) });
   }));
 
   r.post('/organization/webhook-secret/rotate', handler(async (req, res) => {
-    const { seq } = await rotateWebhookSecret(deps, req.orgId);
+    const { state, seq } = await rotateWebhookSecret(deps, req.orgId);
+    deps.directory.remember(state!);
     await deps.watermark.waitFor(seq);
-    const org = await load(req.orgId);
-    res.json({ data: { webhook_secret: org.webhook_secret }, message: 'Webhook secret rotated' });
+    res.json({ data: { webhook_secret: state!.webhook_secret }, message: 'Webhook secret rotated' });
   }));
 
   return r;
