@@ -26,7 +26,14 @@ export function createRateLimiter(nats: Nats, instanceId: string) {
   const peers = new Map<string, number>([[instanceId, Date.now()]]);
   const buckets = new Map<string, Bucket>();
   const announce = () => nats.nc.publish(SUBJECTS.apiPresence, instanceId);
-  const sub = nats.nc.subscribe(SUBJECTS.apiPresence, { callback: (_e, m) => void peers.set(m.string(), Date.now()) });
+  const sub = nats.nc.subscribe(SUBJECTS.apiPresence, {
+    callback: (_e, m) => {
+      const id = m.string();
+      // A newcomer learns of us at once instead of at our next announcement.
+      if (!peers.has(id)) announce();
+      peers.set(id, Date.now());
+    },
+  });
   announce();
   const timer = setInterval(announce, PRESENCE_EVERY_MS);
   timer.unref();
