@@ -107,9 +107,16 @@ async function main(argv: string[]): Promise<void> {
       });
     }
     case 'projections rebuild': {
+      // A running embedded service leaves its URLs in the data directory; a stopped one does not.
       const pgFile = join(dataDir, 'postgres.url');
-      const databaseUrl = process.env.DATABASE_URL || (existsSync(pgFile) ? readFileSync(pgFile, 'utf8').trim() : undefined);
-      return rebuildProjections({ natsUrl: natsUrl(dataDir), databaseUrl, dataDir, log, print });
+      const runningPg = existsSync(pgFile) && existsSync(join(dataDir, 'nats.url')) ? readFileSync(pgFile, 'utf8').trim() : undefined;
+      return rebuildProjections({
+        natsUrl: process.env.NATS_URL || natsUrlFromDataDir(dataDir),
+        databaseUrl: process.env.DATABASE_URL || runningPg,
+        dataDir,
+        log,
+        print,
+      });
     }
     default:
       throw new UsageError(cmd ? `unknown command "${words.join(' ')}"` : 'no command given');

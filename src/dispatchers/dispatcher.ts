@@ -51,9 +51,22 @@ export function startDispatcher(deps: DispatcherDeps) {
     return signedHeaders({ secret: org.webhook_secret, taskId: job.source.id, executionId: job.execution_id, body, nowMs: deps.clock.now() });
   }
 
+  /** A job queued before its task was deleted must not run. */
+  async function sourceGone(job: AttemptJob): Promise<boolean> {
+    if (job.source.type !== 'task') return false;
+    const last = await deps.store.last(SUBJECTS.task(job.org_id, job.source.id));
+    return !last || last.event.type === 'TaskDeleted';
+  }
+
   async function runAttempt(job: AttemptJob): Promise<void> {
-    const startedAt = new Date();
     const subject = SUBJECTS.execution(job.org_id, job.execution_id);
+    if (await sourceGone(job)) {
+      const cancelled = envelope('ExecutionCancelled', job.org_id, { execution_id: job.execution_id, source: job.source, reason: 'task deleted' });
+      cancelled.id = `${job.execution_id}.cancelled`;
+      await deps.store.append(subject, cancelled);
+      return;
+    }
+    const startedAt = new Date();
     const started = envelope('AttemptStarted', job.org_id, {
       execution_id: job.execution_id,
       source: job.source,

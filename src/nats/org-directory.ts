@@ -25,6 +25,15 @@ export function createDirectory(nats: Nats, store: EventStore) {
       keys.set(e.data.key.public_id, e.data.key);
     },
   });
+  // Messages published while we were disconnected are lost to us: start afresh.
+  void (async () => {
+    for await (const status of nats.nc.status()) {
+      if (status.type === 'reconnect' || status.type === 'disconnect') {
+        orgs.clear();
+        keys.clear();
+      }
+    }
+  })().catch(() => {});
   return {
     /** Our own writes update the cache at once instead of waiting for the subscription. */
     remember(org: Organization): void {

@@ -63,8 +63,12 @@ export function applyEvent(batch: ProjectionBatch, event: JetcronEvent): void {
       // A new delay/run_at moves the not-yet-run execution; the status guard leaves a
       // run that already started alone.
       if (task.pending_execution && (event.data.changed.includes('delay') || event.data.changed.includes('run_at'))) {
-        batch.patchExecution(task.pending_execution.id, { scheduled_for: task.pending_execution.scheduled_for, updated_at: event.at });
-        batch.patch(batch.taskStatus, task.pending_execution.id, { last_execution_id: task.pending_execution.id, next_run_at: task.pending_execution.scheduled_for });
+        const id = task.pending_execution.id;
+        const created = batch.newExecutions.get(id);
+        if (created) created.scheduled_for = task.pending_execution.scheduled_for;
+        const taskRow = batch.tasks.get(task.id);
+        if (taskRow && taskRow.last_execution_id === id) taskRow.next_run_at = task.pending_execution.scheduled_for;
+        batch.reschedules.set(id, { task_id: task.id, scheduled_for: task.pending_execution.scheduled_for, at: event.at });
       }
       return;
     }

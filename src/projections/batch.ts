@@ -41,6 +41,8 @@ export class ProjectionBatch {
   /** Changes to execution rows that already exist (or were created in this batch). */
   readonly executionPatches = new Map<string, Row>();
   readonly attempts = new Map<string, Row>();
+  /** A not-yet-run execution moved by a task update: applied only while it has not started. */
+  readonly reschedules = new Map<string, { task_id: string; scheduled_for: string; at: string }>();
   /** Task status follows its latest execution: keyed by that execution id. */
   readonly taskStatus = new Map<string, Row>();
   size = 0;
@@ -74,6 +76,12 @@ export class ProjectionBatch {
     }
     if (this.taskStatus.size) {
       await updateRows(trx, 'tasks', 'last_execution_id', [...this.taskStatus.values()], TASK_STATUS_TYPES);
+    }
+    for (const [id, r] of this.reschedules) {
+      await sql`UPDATE executions SET scheduled_for = ${r.scheduled_for}, updated_at = ${r.at}
+        WHERE id = ${id} AND status = 'pending' AND attempt = 0`.execute(trx);
+      await sql`UPDATE tasks SET next_run_at = ${r.scheduled_for}
+        WHERE id = ${r.task_id} AND last_execution_id = ${id} AND status = 'pending'`.execute(trx);
     }
     if (this.deletedTasks.size) {
       const ids = [...this.deletedTasks];

@@ -14,6 +14,24 @@ export async function readCheckpoint(db: Db, name = PROJECTOR_NAME): Promise<num
   return row ? Number(row.seq) : 0;
 }
 
+/** Projects from the checkpoint until `signal` aborts; the caller holds the projector lease. */
+export async function runProjection(deps: { nats: Nats; db: Db; log: (m: string) => void }, signal: AbortSignal): Promise<void> {
+  const from = (await readCheckpoint(deps.db)) + 1;
+  await readEvents(deps.nats, { startSeq: from, maxBatch: 2000, signal, log: deps.log, name: 'projector' }, async (events) => {
+    const batch = new ProjectionBatch();
+    for (const e of events) applyEvent(batch, e.event);
+    const last = events[events.length - 1]!.seq;
+    await deps.db.transaction().execute(async (trx) => {
+      await batch.flush(trx);
+      await sql`INSERT INTO projection_checkpoints (name, seq) VALUES (${PROJECTOR_NAME}, ${last})
+        ON CONFLICT (name) DO UPDATE SET seq = GREATEST(projection_checkpoints.seq, EXCLUDED.seq), updated_at = now()`.execute(trx);
+    });
+    deps.nats.nc.publish(SUBJECTS.projected, String(last));
+  });
+}
+
+export const PROJECTOR_LEASE = 'projector';
+
 /**
  * Projects EVENTS into the Postgres read models. One active projector at a time
  * (a KV lease) reads in stream order from the checkpoint kept in Postgres; each
@@ -23,7 +41,7 @@ export async function readCheckpoint(db: Db, name = PROJECTOR_NAME): Promise<num
 export function startProjector(deps: { nats: Nats; db: Db; owner: string; log: (m: string) => void }) {
   const abort = new AbortController();
   const done = (async () => {
-    const lease = createLease(await openLeaseBucket(deps.nats), 'projector', deps.owner);
+    const lease = createLease(await openLeaseBucket(deps.nats), PROJECTOR_LEASE, deps.owner);
     while (!abort.signal.aborted) {
       try {
         await lease.acquire(abort.signal);
@@ -35,18 +53,7 @@ export function startProjector(deps: { nats: Nats; db: Db; owner: string; log: (
       abort.signal.addEventListener('abort', stop, { once: true });
       lease.onLost(stop);
       try {
-        const from = (await readCheckpoint(deps.db)) + 1;
-        await readEvents(deps.nats, { startSeq: from, maxBatch: 2000, signal: run.signal, log: deps.log, name: 'projector' }, async (events) => {
-          const batch = new ProjectionBatch();
-          for (const e of events) applyEvent(batch, e.event);
-          const last = events[events.length - 1]!.seq;
-          await deps.db.transaction().execute(async (trx) => {
-            await batch.flush(trx);
-            await sql`INSERT INTO projection_checkpoints (name, seq) VALUES (${PROJECTOR_NAME}, ${last})
-              ON CONFLICT (name) DO UPDATE SET seq = GREATEST(projection_checkpoints.seq, EXCLUDED.seq), updated_at = now()`.execute(trx);
-          });
-          deps.nats.nc.publish(SUBJECTS.projected, String(last));
-        });
+        await runProjection(deps, run.signal);
       } catch (err) {
         deps.log(`projector: ${(err as Error).message}; restarting`);
         await new Promise((r) => setTimeout(r, 1000));

@@ -159,8 +159,10 @@ function urlHost(host: string): string {
 async function pickPort(host: string, preferred: number): Promise<number> {
   try {
     return await probe(host, preferred);
-  } catch {
-    return probe(host, 0);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (preferred !== 0 && (code === 'EADDRINUSE' || code === 'EACCES')) return pickPort(host, 0);
+    throw new Error(`nats-server cannot listen on ${host}:${preferred}: ${(err as Error).message}`);
   }
 }
 

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { join } from 'node:path';
 import type { Config } from '../config.ts';
@@ -64,7 +64,9 @@ async function start(config: Config, log: (m: string) => void, stoppers: Stopper
     const pg = await startEmbeddedPostgres({ dataDir: config.dataDir, log: serverLog });
     stoppers.push(() => pg.stop());
     databaseUrl = pg.url;
-    writeFileSync(join(config.dataDir, 'postgres.url'), databaseUrl, { mode: 0o600 });
+    const pgUrlFile = join(config.dataDir, 'postgres.url');
+    writeFileSync(pgUrlFile, databaseUrl, { mode: 0o600 });
+    stoppers.push(async () => rmSync(pgUrlFile, { force: true }));
     log('embedded Postgres started');
   }
 

@@ -1,12 +1,13 @@
 import { SUBJECTS } from '../../../streams/definitions.ts';
 import { ApiError, notFound } from '../../lib/errors.ts';
+import { isOrgId } from '../organization/handlers.ts';
 import type { OrganizationEvent } from '../organization/types.ts';
 import { commandMeta, type CommandDeps } from '../execute.ts';
-import { generateApiKey, hashSecret } from './secret.ts';
+import { generateApiKey, hashSecret, PUBLIC_ID_PATTERN } from './secret.ts';
 import type { ApiKey, ApiKeyEvent } from './types.ts';
 
 export async function createApiKey(deps: CommandDeps, orgId: string): Promise<{ apiKey: string; key: ApiKey; seq: number }> {
-  if (!(await deps.store.last<OrganizationEvent>(SUBJECTS.org(orgId)))) {
+  if (!isOrgId(orgId) || !(await deps.store.last<OrganizationEvent>(SUBJECTS.org(orgId)))) {
     throw notFound(`organization ${orgId} not found`);
   }
   const meta = commandMeta(deps.clock);
@@ -24,6 +25,7 @@ export async function createApiKey(deps: CommandDeps, orgId: string): Promise<{ 
 }
 
 export async function revokeApiKey(deps: CommandDeps, publicId: string): Promise<{ key: ApiKey; seq: number }> {
+  if (!PUBLIC_ID_PATTERN.test(publicId)) throw notFound(`api key ${publicId} not found`);
   const subject = SUBJECTS.apiKey(publicId);
   const last = await deps.store.last<ApiKeyEvent>(subject);
   if (!last) throw notFound(`api key ${publicId} not found`);

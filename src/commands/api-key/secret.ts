@@ -7,6 +7,7 @@ export interface ParsedKey {
 }
 
 const KEY_PATTERN = /^(pk_[0-9a-z]{24})\.(sk_[0-9a-z]{40})$/;
+export const PUBLIC_ID_PATTERN = /^pk_[0-9a-z]{24}$/;
 
 export function generateApiKey(): { publicId: string; secret: string; full: string } {
   const publicId = `pk_${randomToken(24)}`;

@@ -1,12 +1,19 @@
 import { SUBJECTS } from '../../../streams/definitions.ts';
 import { generateWebhookSecret } from '../api-key/secret.ts';
-import { newId } from '../../lib/ids.ts';
+import { notFound } from '../../lib/errors.ts';
+import { ID_PATTERN, newId } from '../../lib/ids.ts';
 import { execute, type CommandDeps } from '../execute.ts';
 import { decideOrganization, evolveOrganization } from './decide.ts';
 import type { OrganizationCommand, OrganizationSettings, Plan } from './types.ts';
 
-const run = (deps: CommandDeps, orgId: string, command: OrganizationCommand) =>
-  execute(deps, SUBJECTS.org(orgId), command, decideOrganization, evolveOrganization);
+// An id goes into a NATS subject: `*` or `>` there would read and write some other
+// organization's events, so anything that is not an id is simply not found.
+export const isOrgId = (orgId: string) => ID_PATTERN.test(orgId) && orgId.startsWith('org_');
+
+const run = async (deps: CommandDeps, orgId: string, command: OrganizationCommand) => {
+  if (!isOrgId(orgId)) throw notFound(`organization ${orgId} not found`);
+  return execute(deps, SUBJECTS.org(orgId), command, decideOrganization, evolveOrganization);
+};
 
 export function createOrganization(deps: CommandDeps, name: string, plan: Plan) {
   const orgId = newId('org');

@@ -1,6 +1,7 @@
 import { Router } from 'express';
 import { createTask, deleteTask, triggerTask, updateTask } from '../../commands/task/handlers.ts';
-import type { TaskInput } from '../../commands/task/types.ts';
+import type { Task, TaskInput } from '../../commands/task/types.ts';
+import { taskDoc } from '../../projections/apply-event.ts';
 import { forbidden, notFound, unprocessable } from '../../lib/errors.ts';
 import { utf8Length } from '../../lib/json.ts';
 import { jsonObject } from '../body.ts';
@@ -33,6 +34,20 @@ export function taskRoutes(deps: ApiDeps): Router {
     return row;
   };
 
+  // Answers a write with the projected row; if the projector is behind (the wait timed
+  // out) the decided state stands in, so a stored write never answers 404.
+  const written = async (orgId: string, task: Task, seq: number) => {
+    const projected = await deps.watermark.waitFor(seq);
+    const row = await deps.db.selectFrom('tasks').selectAll().where('id', '=', task.id).where('org_id', '=', orgId).executeTakeFirst();
+    if (projected && row) return taskResource(row);
+    const pending = task.pending_execution;
+    return {
+      ...(row ? taskResource(row) : { status: 'pending', next_run_at: pending?.scheduled_for ?? null, last_execution_id: pending?.id ?? null }),
+      ...taskDoc(task),
+      id: task.id,
+    };
+  };
+
   r.get('/tasks', handler(async (req, res) => {
     const rows = await deps.db.selectFrom('tasks').selectAll().where('org_id', '=', req.orgId)
       .orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
@@ -48,17 +63,15 @@ export function taskRoutes(deps: ApiDeps): Router {
     checkBodySize(input.body);
     await checkPlan(deps, req.orgId, input);
     const { state, seq } = await createTask(deps, req.orgId, input);
-    await deps.watermark.waitFor(seq);
-    res.status(201).json({ data: taskResource(await loadTask(req.orgId, state!.id)) });
+    res.status(201).json({ data: await written(req.orgId, state!, seq) });
   }));
 
   r.put('/tasks/:id', handler(async (req, res) => {
     const input = validate<TaskInput>(updateTaskSchema, jsonObject(req));
     checkBodySize(input.body);
     await checkPlan(deps, req.orgId, input);
-    const { seq } = await updateTask(deps, req.orgId, req.params.id!, input);
-    await deps.watermark.waitFor(seq);
-    res.json({ data: taskResource(await loadTask(req.orgId, req.params.id!)) });
+    const { state, seq } = await updateTask(deps, req.orgId, req.params.id!, input);
+    res.json({ data: await written(req.orgId, state!, seq) });
   }));
 
   r.delete('/tasks/:id', handler(async (req, res) => {
