@@ -12,9 +12,20 @@ import { startEmbeddedPostgres } from '../src/runtime/embedded-postgres.ts';
 import { natsUrlFromDataDir } from '../src/runtime/find-nats-url.ts';
 import { createTestDatabase } from './support/postgres.ts';
 
-async function tempDir(t: { after(fn: () => Promise<void>): void }): Promise<string> {
+type TestContext = { after(fn: () => Promise<void>): void };
+
+// node:test runs after() hooks in registration order; cleanups must run in reverse.
+function cleanups(t: TestContext): (fn: () => Promise<unknown>) => void {
+  const stack: Array<() => Promise<unknown>> = [];
+  t.after(async () => {
+    for (const fn of stack.reverse()) await fn();
+  });
+  return (fn) => void stack.push(fn);
+}
+
+async function tempDir(defer: (fn: () => Promise<unknown>) => void): Promise<string> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'jetcron-runtime-test-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  defer(() => rm(dir, { recursive: true, force: true }));
   return dir;
 }
 
@@ -34,9 +45,10 @@ function portOf(server: net.Server): number {
 }
 
 test('startEmbeddedNats records its URL, serves NATS, and is gone after stop', async (t) => {
-  const dataDir = await tempDir(t);
+  const defer = cleanups(t);
+  const dataDir = await tempDir(defer);
   const nats = await startEmbeddedNats({ dataDir, preferredPort: 0 });
-  t.after(() => nats.stop());
+  defer(() => nats.stop());
 
   assert.equal(natsUrlFromDataDir(dataDir), nats.url);
   const nc = await connect({ servers: nats.url });
@@ -50,13 +62,14 @@ test('startEmbeddedNats records its URL, serves NATS, and is gone after stop', a
 });
 
 test('startEmbeddedNats picks another port when the preferred one is taken', async (t) => {
-  const dataDir = await tempDir(t);
+  const defer = cleanups(t);
+  const dataDir = await tempDir(defer);
   const blocker = await listen(0);
-  t.after(() => new Promise<void>((resolve) => blocker.close(() => resolve())));
+  defer(() => new Promise<void>((resolve) => blocker.close(() => resolve())));
   const taken = portOf(blocker);
 
   const nats = await startEmbeddedNats({ dataDir, preferredPort: taken });
-  t.after(() => nats.stop());
+  defer(() => nats.stop());
   assert.notEqual(new URL(nats.url).port, String(taken));
   const nc = await connect({ servers: nats.url });
   await nc.close();
@@ -83,7 +96,8 @@ test('createTestDatabase gives a queryable database that drop() removes', async 
 });
 
 test('startEmbeddedPostgres keeps its data across restarts on the same data dir', async (t) => {
-  const dataDir = await tempDir(t);
+  const defer = cleanups(t);
+  const dataDir = await tempDir(defer);
   const first = await startEmbeddedPostgres({ dataDir });
   try {
     const client = new pg.Client({ connectionString: first.url });
@@ -96,7 +110,7 @@ test('startEmbeddedPostgres keeps its data across restarts on the same data dir'
   assert.equal(existsSync(path.join(dataDir, 'postgres', 'postmaster.pid')), false);
 
   const second = await startEmbeddedPostgres({ dataDir });
-  t.after(() => second.stop());
+  defer(() => second.stop());
   assert.equal(new URL(second.url).pathname, '/jetcron');
   const client = new pg.Client({ connectionString: second.url });
   await client.connect();
