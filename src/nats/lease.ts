@@ -62,3 +62,37 @@ export function createLease(kv: KV, name: string, owner: string): Lease {
     },
   };
 }
+
+/**
+ * Runs `work` whenever we hold the lease: acquire, work until it ends, the lease
+ * is lost or `signal` aborts, release, and start over. A failing `work` is
+ * logged and restarted after a pause; resolves once `signal` aborts.
+ */
+export async function whileLeased(
+  lease: Lease,
+  signal: AbortSignal,
+  log: (m: string) => void,
+  work: (signal: AbortSignal) => Promise<void>,
+): Promise<void> {
+  let current: AbortController | undefined;
+  lease.onLost(() => current?.abort());
+  while (!signal.aborted) {
+    try {
+      await lease.acquire(signal);
+    } catch {
+      return;
+    }
+    const run = (current = new AbortController());
+    const stop = () => run.abort();
+    signal.addEventListener('abort', stop, { once: true });
+    try {
+      await work(run.signal);
+    } catch (err) {
+      log(`${lease.name}: ${(err as Error).message}; restarting`);
+      await new Promise((r) => setTimeout(r, 1000));
+    } finally {
+      signal.removeEventListener('abort', stop);
+      await lease.release();
+    }
+  }
+}

@@ -3,7 +3,7 @@ import { SUBJECTS } from '../../streams/definitions.ts';
 import type { Db } from '../db/connect.ts';
 import type { Nats } from '../nats/connection.ts';
 import { readEvents } from '../nats/event-reader.ts';
-import { createLease, openLeaseBucket } from '../nats/lease.ts';
+import { createLease, openLeaseBucket, whileLeased } from '../nats/lease.ts';
 import { applyEvent } from './apply-event.ts';
 import { ProjectionBatch } from './batch.ts';
 
@@ -42,26 +42,7 @@ export function startProjector(deps: { nats: Nats; db: Db; owner: string; log: (
   const abort = new AbortController();
   const done = (async () => {
     const lease = createLease(await openLeaseBucket(deps.nats), PROJECTOR_LEASE, deps.owner);
-    while (!abort.signal.aborted) {
-      try {
-        await lease.acquire(abort.signal);
-      } catch {
-        break;
-      }
-      const run = new AbortController();
-      const stop = () => run.abort();
-      abort.signal.addEventListener('abort', stop, { once: true });
-      lease.onLost(stop);
-      try {
-        await runProjection(deps, run.signal);
-      } catch (err) {
-        deps.log(`projector: ${(err as Error).message}; restarting`);
-        await new Promise((r) => setTimeout(r, 1000));
-      } finally {
-        abort.signal.removeEventListener('abort', stop);
-        await lease.release();
-      }
-    }
+    await whileLeased(lease, abort.signal, deps.log, (signal) => runProjection(deps, signal));
   })();
   return {
     async stop() {

@@ -2,7 +2,7 @@ import { SUBJECTS } from '../../streams/definitions.ts';
 import { jobMsgId, type Job } from '../dispatchers/job.ts';
 import { decodeJson, encodeJson } from '../lib/json.ts';
 import type { Nats } from '../nats/connection.ts';
-import { createLease, type Lease } from '../nats/lease.ts';
+import { createLease, whileLeased, type Lease } from '../nats/lease.ts';
 import type { KV } from '@nats-io/kv';
 import { TimerHeap } from './timer-heap.ts';
 import type { TimerStore, TimerValue } from './timer-store.ts';
@@ -23,28 +23,7 @@ export interface PartitionDeps {
  */
 export function runTimerPartition(partition: number, deps: PartitionDeps, signal: AbortSignal): Promise<void> {
   const lease: Lease = createLease(deps.leases, `timers.${partition}`, deps.owner);
-  return (async () => {
-    while (!signal.aborted) {
-      try {
-        await lease.acquire(signal);
-      } catch {
-        return;
-      }
-      const run = new AbortController();
-      const stop = () => run.abort();
-      signal.addEventListener('abort', stop, { once: true });
-      lease.onLost(stop);
-      try {
-        await ownPartition(partition, deps, run.signal);
-      } catch (err) {
-        deps.log(`timers.${partition}: ${(err as Error).message}; restarting`);
-        await new Promise((r) => setTimeout(r, 1000));
-      } finally {
-        signal.removeEventListener('abort', stop);
-        await lease.release();
-      }
-    }
-  })();
+  return whileLeased(lease, signal, deps.log, (run) => ownPartition(partition, deps, run));
 }
 
 async function ownPartition(partition: number, deps: PartitionDeps, signal: AbortSignal): Promise<void> {

@@ -10,7 +10,7 @@ import { encodeJson } from '../lib/json.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Nats } from '../nats/connection.ts';
 import { readEvents } from '../nats/event-reader.ts';
-import { createLease, openLeaseBucket } from '../nats/lease.ts';
+import { createLease, openLeaseBucket, whileLeased } from '../nats/lease.ts';
 import { callbackBody } from './callback-body.ts';
 import { taskAttemptJob } from './task-jobs.ts';
 import type { TimerStore } from './timer-store.ts';
@@ -128,37 +128,20 @@ export function startTranslator(deps: TranslatorDeps) {
   const done = (async () => {
     const kv = await new Kvm(deps.nats.nc).open(KV_BUCKETS.checkpoints.name);
     const lease = createLease(await openLeaseBucket(deps.nats), 'translator', deps.owner);
-    while (!abort.signal.aborted) {
-      try {
-        await lease.acquire(abort.signal);
-      } catch {
-        break;
-      }
-      const run = new AbortController();
-      const stop = () => run.abort();
-      abort.signal.addEventListener('abort', stop, { once: true });
-      lease.onLost(stop);
-      try {
-        const entry = await kv.get(CHECKPOINT_KEY);
-        const from = entry?.value.length ? Number(entry.string()) + 1 : 1;
-        await readEvents(deps.nats, { startSeq: from, maxBatch: 500, signal: run.signal, log: deps.log, name: 'translator' }, async (events) => {
-          // Events of different aggregates are independent; one aggregate's events keep their order.
-          const chains = new Map<string, Promise<void>>();
-          for (const e of events) {
-            const prev = chains.get(e.subject) ?? Promise.resolve();
-            chains.set(e.subject, prev.then(() => translator.handle(e.event)));
-          }
-          await Promise.all(chains.values());
-          await kv.put(CHECKPOINT_KEY, String(events[events.length - 1]!.seq));
-        });
-      } catch (err) {
-        deps.log(`translator: ${(err as Error).message}; restarting`);
-        await new Promise((r) => setTimeout(r, 1000));
-      } finally {
-        abort.signal.removeEventListener('abort', stop);
-        await lease.release();
-      }
-    }
+    await whileLeased(lease, abort.signal, deps.log, async (signal) => {
+      const entry = await kv.get(CHECKPOINT_KEY);
+      const from = entry?.value.length ? Number(entry.string()) + 1 : 1;
+      await readEvents(deps.nats, { startSeq: from, maxBatch: 500, signal, log: deps.log, name: 'translator' }, async (events) => {
+        // Events of different aggregates are independent; one aggregate's events keep their order.
+        const chains = new Map<string, Promise<void>>();
+        for (const e of events) {
+          const prev = chains.get(e.subject) ?? Promise.resolve();
+          chains.set(e.subject, prev.then(() => translator.handle(e.event)));
+        }
+        await Promise.all(chains.values());
+        await kv.put(CHECKPOINT_KEY, String(events[events.length - 1]!.seq));
+      });
+    });
   })();
   return {
     async stop() {
