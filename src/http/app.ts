@@ -47,10 +47,11 @@ export function createApp(deps: ApiDeps, log: (m: string) => void) {
   app.get('/api/v1/openapi.json', (_req, res) => void res.json(openApiDocument(`${root}/api/v1`)));
 
   const api = express.Router();
-  // 1 MiB leaves room for a 256 KB task body plus the other fields; the body rule itself is checked per field.
-  api.use(express.json({ limit: '1mb', type: () => true, strict: false }));
+  // Key and rate limit first: a stranger's or an over-limit body is never parsed.
   api.use(authenticate(deps));
   api.use(rateLimit(deps));
+  // 1 MiB leaves room for a 256 KB task body plus the other fields; the body rule itself is checked per field.
+  api.use(express.json({ limit: '1mb', type: () => true, strict: false }));
   api.use(taskRoutes(deps));
   api.use(executionRoutes(deps));
   api.use(organizationRoutes(deps));

@@ -19,6 +19,18 @@ function checkBodySize(body: unknown): void {
   if (utf8Length(text) > MAX_BODY_BYTES) throw unprocessable(`body is larger than ${MAX_BODY_BYTES} bytes (256 KB)`, 'body');
 }
 
+// The HTTP client frames the request itself and refuses these names, and a value it
+// cannot send fails every attempt: refuse both here, where the user can still fix them.
+const RESERVED_HEADER = /^(connection|content-length|expect|keep-alive|transfer-encoding|upgrade|x-jetcron-.*)$/i;
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+
+function checkHeaders(headers: Record<string, string> | undefined): void {
+  for (const [name, value] of Object.entries(headers ?? {})) {
+    if (RESERVED_HEADER.test(name)) throw unprocessable(`header ${name} is set by jetcron and cannot be configured`, `headers.${name}`);
+    if (!HEADER_VALUE.test(value)) throw unprocessable(`header ${name} must not contain line breaks or control characters`, `headers.${name}`);
+  }
+}
+
 async function checkPlan(deps: ApiDeps, orgId: string, input: TaskInput): Promise<void> {
   if (input.script == null) return;
   const org = await deps.directory.organization(orgId);
@@ -61,6 +73,7 @@ export function taskRoutes(deps: ApiDeps): Router {
   r.post('/tasks', handler(async (req, res) => {
     const input = validate<TaskInput & { url: string }>(createTaskSchema, jsonObject(req));
     checkBodySize(input.body);
+    checkHeaders(input.headers);
     await checkPlan(deps, req.orgId, input);
     const { state, seq } = await createTask(deps, req.orgId, input);
     res.status(201).json({ data: await written(req.orgId, state!, seq) });
@@ -69,6 +82,7 @@ export function taskRoutes(deps: ApiDeps): Router {
   r.put('/tasks/:id', handler(async (req, res) => {
     const input = validate<TaskInput>(updateTaskSchema, jsonObject(req));
     checkBodySize(input.body);
+    checkHeaders(input.headers);
     await checkPlan(deps, req.orgId, input);
     const { state, seq } = await updateTask(deps, req.orgId, req.params.id!, input);
     res.json({ data: await written(req.orgId, state!, seq) });
