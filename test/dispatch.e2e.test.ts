@@ -101,6 +101,26 @@ describe('dispatch of one-time tasks', () => {
     }
   });
 
+  test('updating a delayed task changes what its pending run sends, callback included', async () => {
+    const target = await startTarget();
+    try {
+      // 100 service minutes = 600 ms at this scale: time to update before it runs.
+      const task = (await api('POST', '/tasks', { url: `${target.url}/old`, delay: '100m', callback_url: `${target.url}/cb-old` })).body.data;
+      const put = await api('PUT', `/tasks/${task.id}`, { url: `${target.url}/new`, callback_url: `${target.url}/cb-new`, body: 'v2' });
+      assert.equal(put.status, 200);
+      await finished(task.last_execution_id);
+      await eventually(async () => target.received.some((r) => r.path === '/cb-new'));
+      const paths = target.received.map((r) => r.path);
+      assert.deepEqual(paths.filter((p) => p !== '/cb-new'), ['/new']);
+      assert.equal(target.received[0]!.body, 'v2');
+      const cb = JSON.parse(target.received.find((r) => r.path === '/cb-new')!.body);
+      assert.equal(cb.event, 'execution.completed');
+      assert.equal(cb.execution_id, task.last_execution_id);
+    } finally {
+      await target.close();
+    }
+  });
+
   test('an attempt in flight is running, and a stop lets it finish and be recorded', async () => {
     const target = await startTarget(() => ({ status: 200, delayMs: 1500 }));
     try {

@@ -11,9 +11,7 @@ import { applyStreams } from '../nats/apply-streams.ts';
 import { connectNats } from '../nats/connection.ts';
 import { defaultDataDir } from '../runtime/data-dir.ts';
 import { natsUrlFromDataDir } from '../runtime/find-nats-url.ts';
-import { serve } from '../runtime/serve.ts';
 import { parseArgs } from './args.ts';
-import { rebuildProjections } from './rebuild.ts';
 
 const USAGE = `usage:
   jetcron serve [--roles api,projector,scheduler,dispatcher,notifier]
@@ -54,6 +52,8 @@ async function withStore<T>(dataDir: string, fn: (deps: { store: ReturnType<type
 
 async function runServe(flags: Map<string, string>, dataDir: string) {
   const config = loadConfig(process.env, { roles: flags.get('roles'), dataDir });
+  // Loaded on demand: the admin commands should not pay for the whole service's modules.
+  const { serve } = await import('../runtime/serve.ts');
   const running = await serve(config, log);
   let stopping = false;
   const shutdown = (signal: string) => {
@@ -110,6 +110,7 @@ async function main(argv: string[]): Promise<void> {
       // A running embedded service leaves its URLs in the data directory; a stopped one does not.
       const pgFile = join(dataDir, 'postgres.url');
       const runningPg = existsSync(pgFile) && existsSync(join(dataDir, 'nats.url')) ? readFileSync(pgFile, 'utf8').trim() : undefined;
+      const { rebuildProjections } = await import('./rebuild.ts');
       return rebuildProjections({
         natsUrl: process.env.NATS_URL || natsUrlFromDataDir(dataDir),
         databaseUrl: process.env.DATABASE_URL || runningPg,

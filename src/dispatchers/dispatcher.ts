@@ -111,6 +111,7 @@ export function startDispatcher(deps: DispatcherDeps) {
       script_logs: [],
       next_attempt_at: nextAttemptAt,
       callback_url: job.callback_url,
+      push_callback_url: job.push_callback_url,
     };
     const finished = envelope('AttemptFinished', job.org_id, data);
     finished.id = `${job.execution_id}.${job.attempt}.finished`;

@@ -26,9 +26,15 @@ function isWrongLastSequence(err: unknown): boolean {
   return e?.api_error?.err_code === 10071 || /wrong last sequence/i.test(String(e?.message));
 }
 
+// Ids become subject tokens; a `*` or `>` from a careless caller would address other aggregates.
+function assertLiteral(subject: string): void {
+  if (/[*>\s]/.test(subject) || subject.split('.').some((t) => t === '')) throw new Error(`invalid subject ${JSON.stringify(subject)}`);
+}
+
 export function createEventStore(nats: Nats): EventStore {
   return {
     async append(subject, event, expectedSeq) {
+      assertLiteral(subject);
       const opts = expectedSeq === undefined
         ? { msgID: event.id }
         : { msgID: event.id, expect: { lastSubjectSequence: expectedSeq } };
@@ -41,6 +47,7 @@ export function createEventStore(nats: Nats): EventStore {
       }
     },
     async last<E extends Envelope>(subject: string) {
+      assertLiteral(subject);
       const msg = await nats.jsm.direct.getMessage(STREAMS.events.name, { last_by_subj: subject });
       if (!msg) return null;
       return { event: decodeJson<E>(msg.data), seq: msg.seq, subject: msg.subject };

@@ -54,8 +54,8 @@ export function createTranslator(deps: TranslatorDeps) {
       if (old.kind !== 'attempt') continue;
       const planned = task.pending_execution?.id === old.execution_id && old.attempt === 1
         ? task.pending_execution
-        : { id: old.execution_id, scheduled_for: old.scheduled_for, callback_url: old.callback_url };
-      const job: AttemptJob = { ...taskAttemptJob(task, planned, old.attempt), callback_url: old.callback_url ?? task.callback_url };
+        : { id: old.execution_id, scheduled_for: old.scheduled_for, callback_url: old.push_callback_url };
+      const job: AttemptJob = taskAttemptJob(task, planned, old.attempt);
       const dueAt = Date.parse(job.scheduled_for);
       const value = task.enabled ? { state: 'armed' as const, due_at: dueAt, job } : { state: 'paused' as const, job };
       await deps.timers.put(job, value, timer.seq).catch(() => {
@@ -69,8 +69,8 @@ export function createTranslator(deps: TranslatorDeps) {
       if (d.source.type !== 'task') return;
       const task = await currentTask(orgId, d.source.id);
       if (!task) return;
-      const planned = { id: d.execution_id, scheduled_for: d.next_attempt_at, callback_url: d.callback_url };
-      const job = { ...taskAttemptJob(task, planned, d.attempt + 1), callback_url: d.callback_url };
+      const planned = { id: d.execution_id, scheduled_for: d.next_attempt_at, callback_url: d.push_callback_url };
+      const job = taskAttemptJob(task, planned, d.attempt + 1);
       await schedule(job, Date.parse(d.next_attempt_at), task.enabled);
       return;
     }

@@ -37,6 +37,7 @@ export interface AttemptResult {
   /** Set when another attempt will follow; the execution stays pending until then. */
   next_attempt_at: string | null;
   callback_url: string | null;
+  push_callback_url: string | null;
 }
 
 export type ExecutionEvent =
