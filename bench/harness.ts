@@ -66,11 +66,10 @@ function hookExit(): void {
       }
     }
   });
+  // Interrupted: no graceful stops (a loaded service can take long to drain); the exit hook kills and removes everything.
   const onSignal = (sig: NodeJS.Signals) => {
-    console.error(`\nbench: ${sig}, cleaning up`);
-    const force = setTimeout(() => process.exit(130), 20_000);
-    force.unref();
-    void cleanupAll().finally(() => process.exit(130));
+    console.error(`\nbench: ${sig}, killing child processes and removing temporary files`);
+    process.exit(130);
   };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
@@ -129,7 +128,7 @@ export async function startSharedPostgres(): Promise<SharedPostgres> {
   const admin = new URL(server.url);
   admin.pathname = '/postgres';
   const adminUrl = admin.href;
-  const version = await withClient(adminUrl, async (c) => (await c.query<{ v: string }>('SHOW server_version')).rows[0]?.v ?? '?');
+  const version = await withClient(adminUrl, async (c) => (await c.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]?.v ?? '?');
   return {
     adminUrl,
     version,
@@ -234,12 +233,12 @@ export async function startTarget(): Promise<Target> {
       }
     });
   });
-  const ask = <T>(msg: Omit<TargetCommand, 'id'>): Promise<T> =>
+  const ask = <T>(msg: { cmd: 'reset' } | { cmd: 'stats'; arrivals: boolean }): Promise<T> =>
     new Promise<T>((resolve, reject) => {
       const id = nextId++;
       const t = setTimeout(() => (pending.delete(id), reject(new Error(`target did not answer ${msg.cmd}`))), 30_000);
       pending.set(id, (m) => (clearTimeout(t), resolve(m as T)));
-      child.send({ ...msg, id });
+      child.send({ ...msg, id } satisfies TargetCommand);
     });
   return {
     url: `http://127.0.0.1:${port}`,
@@ -292,10 +291,10 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
   const logFile = path.join(logDir, `${opts.name}.service.log`);
   const fd = openSync(logFile, 'w');
   const port = await freePort();
-  const nodeArgs = opts.cpuProfDir
-    ? ['--cpu-prof', `--cpu-prof-dir=${opts.cpuProfDir}`, `--cpu-prof-name=${opts.name}.service.cpuprofile`]
-    : [];
-  if (opts.cpuProfDir) mkdirSync(opts.cpuProfDir, { recursive: true });
+  // One profile per thread (tsx runs a loader thread too), so one directory per benchmark.
+  const profDir = opts.cpuProfDir ? path.join(opts.cpuProfDir, opts.name) : undefined;
+  const nodeArgs = profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [];
+  if (profDir) mkdirSync(profDir, { recursive: true });
   const child = spawn(process.execPath, [...nodeArgs, path.join(ROOT, 'bin', 'jetcron.mjs'), 'serve', '--data-dir', dir], {
     cwd: ROOT,
     env: {
@@ -307,6 +306,7 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
       JETCRON_ALLOW_PRIVATE_TARGETS: '1',
       JETCRON_RATE_LIMIT_FREE: '0',
       JETCRON_RATE_LIMIT_PRO: '0',
+      JETCRON_ROLES: '',
       ...opts.env,
     },
     stdio: ['ignore', fd, fd],
@@ -384,9 +384,9 @@ function ticksPerSecond(): number {
   return clkTck;
 }
 
-function readStat(pid: number): { ppid: number; ticks: number } | undefined {
+function readStat(pid: number, tid?: number): { ppid: number; ticks: number } | undefined {
   try {
-    const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const s = readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, 'utf8');
     const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
     // After "pid (comm) ": state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime
     return { ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) };
@@ -418,10 +418,14 @@ export interface CpuGroup {
   /** Root pid, resolved at sample time; undefined = skip. */
   pid: () => number | undefined;
   withDescendants: boolean;
+  /** Also report the root's main thread alone (a Node process's event loop; the rest is GC, JIT, libuv, loader threads). */
+  mainThread?: boolean;
 }
 
 export interface CpuRow {
   name: string;
+  /** A breakdown line of the row above it (e.g. its main thread). */
+  detail?: boolean;
   cpuSeconds: number;
   /** Percent of one core over the phase. */
   pctOfCore: number;
@@ -447,21 +451,34 @@ export function cpuPhase(groups: CpuGroup[]): () => CpuReport {
     }
     return out;
   };
+  const mainTicks = (g: CpuGroup): number | undefined => {
+    const pid = g.mainThread ? g.pid() : undefined;
+    return pid === undefined ? undefined : readStat(pid, pid)?.ticks;
+  };
   const t0 = hrMs();
   const before = processTable();
+  const mainBefore = groups.map(mainTicks);
   const m0 = machineTicks();
   return () => {
     const after = processTable();
+    const mainAfter = groups.map(mainTicks);
     const m1 = machineTicks();
     const wallSeconds = (hrMs() - t0) / 1000;
     const hz = ticksPerSecond();
-    const rows = groups.map((g) => {
+    const pct = (cpuSeconds: number) => (wallSeconds > 0 ? (100 * cpuSeconds) / wallSeconds : 0);
+    const rows: CpuRow[] = [];
+    groups.forEach((g, i) => {
       let ticks = 0;
       for (const pid of pidsOf(after, g)) ticks += after.get(pid)!.ticks - (before.get(pid)?.ticks ?? 0);
-      const cpuSeconds = ticks / hz;
-      return { name: g.name, cpuSeconds, pctOfCore: wallSeconds > 0 ? (100 * cpuSeconds) / wallSeconds : 0 };
+      rows.push({ name: g.name, cpuSeconds: ticks / hz, pctOfCore: pct(ticks / hz) });
+      const a = mainAfter[i];
+      const b = mainBefore[i];
+      if (a !== undefined && b !== undefined) rows.push({ name: '  of which its main thread (event loop)', detail: true, cpuSeconds: (a - b) / hz, pctOfCore: pct((a - b) / hz) });
     });
     const total = m1.total - m0.total;
+    const ours = rows.filter((r) => !r.detail).reduce((a, r) => a + r.cpuSeconds, 0);
+    const others = Math.max(0, (m1.busy - m0.busy) / hz - ours);
+    rows.push({ name: 'other processes on the machine', cpuSeconds: others, pctOfCore: wallSeconds > 0 ? (100 * others) / wallSeconds : 0 });
     return { wallSeconds, rows, machineBusyPct: total > 0 ? (100 * (m1.busy - m0.busy)) / total : 0 };
   };
 }

@@ -1,0 +1,191 @@
+/**
+ * Immediate tasks end to end: create N through the API as fast as 64 connections
+ * allow, and time from the first create until Postgres shows all N executions
+ * as success (polled every 50 ms), i.e. until the results are visible to users.
+ */
+import { hrMs, sleep } from './harness.ts';
+import { closedLoop } from './load.ts';
+import { countExecutions, executionStatuses, executionTimes, hrToWallOffset, stageTable, troubleNotes, withStack, type Benchmark, type Metric } from './stack.ts';
+import { fmt, summarize, type Table } from './stats.ts';
+
+const TASKS = 10_000;
+const CONCURRENCY = 64;
+const WARMUP = 300;
+const GOAL = 3_000;
+const POLL_MS = 50;
+const CREATE_MAX_MS = 120_000;
+/** After creates end: give up when the success count has not moved for this long. */
+const STALL_MS = 20_000;
+const DRAIN_MAX_MS = 150_000;
+
+export const dispatchThroughput: Benchmark = {
+  name: 'dispatch-throughput',
+  title: `${TASKS.toLocaleString('en-US')} immediate tasks created through the API (concurrency ${CONCURRENCY}) until every execution is recorded as success`,
+  run(ctx) {
+    return withStack(ctx, this.name, async (s) => {
+      const task = (id: string) => ({ url: `${s.target.url}/hit?id=${id}`, name: `dt-${id}`, body: { n: id }, retry_attempts: 0 });
+
+      // Warm-up: JIT, connection pools, consumers; its executions are the baseline.
+      await closedLoop({ concurrency: CONCURRENCY, maxCount: WARMUP, maxMs: 30_000, fn: (i) => s.api.createTask(task(`w${i}`)) });
+      const warmDeadline = Date.now() + 30_000;
+      let baseline = await countExecutions(s.db);
+      while (baseline < WARMUP && Date.now() < warmDeadline) {
+        await sleep(100);
+        baseline = await countExecutions(s.db);
+      }
+      await s.target.reset();
+      const warmOutcomes = s.api.outcomes.describe();
+      s.api.outcomes.byKey.clear();
+
+      // Samplers: Postgres success count every 50 ms, target arrivals every 250 ms.
+      const samples: { t: number; pg: number; created: number; target?: number }[] = [];
+      let created = 0;
+      let pgDone = baseline;
+      let pgCompleteAt: number | undefined;
+      let sampling = true;
+      const t0 = hrMs();
+      const pgPoller = (async () => {
+        while (sampling) {
+          const at = hrMs();
+          try {
+            pgDone = await countExecutions(s.db);
+          } catch {
+            /* keep polling */
+          }
+          samples.push({ t: at - t0, pg: pgDone - baseline, created });
+          if (pgCompleteAt === undefined && pgDone - baseline >= TASKS) pgCompleteAt = at;
+          await sleep(Math.max(0, POLL_MS - (hrMs() - at)));
+        }
+      })();
+      const targetSamples: { t: number; n: number }[] = [];
+      const targetPoller = (async () => {
+        while (sampling) {
+          const at = hrMs();
+          const st = await s.target.stats().catch(() => undefined);
+          if (st) targetSamples.push({ t: at - t0, n: st.unique });
+          await sleep(250);
+        }
+      })();
+
+      const cpuEnd = s.startCpuPhase();
+      const createMs: number[] = [];
+      const load = await closedLoop({
+        concurrency: CONCURRENCY,
+        maxCount: TASKS,
+        maxMs: CREATE_MAX_MS,
+        fn: async (i) => {
+          const r = await s.api.createTask(task(`d${i}`));
+          created++;
+          if (r.status === 201) createMs.push(r.ms);
+        },
+      });
+      const createEnd = hrMs();
+      const createdOk = s.api.outcomes.count('201');
+
+      // Drain: until every created task's execution is success, or progress stalls, or the time bound.
+      let lastProgress = hrMs();
+      let lastSeen = pgDone;
+      while (pgCompleteAt === undefined && hrMs() - createEnd < DRAIN_MAX_MS) {
+        await sleep(POLL_MS);
+        if (pgDone !== lastSeen) {
+          lastSeen = pgDone;
+          lastProgress = hrMs();
+        } else if (hrMs() - lastProgress > STALL_MS) {
+          break;
+        }
+        if (pgDone - baseline >= createdOk) break;
+      }
+      const cpu = cpuEnd();
+      sampling = false;
+      await Promise.all([pgPoller, targetPoller]);
+      const finalSuccess = (await countExecutions(s.db)) - baseline;
+      const statuses = await executionStatuses(s.db);
+      const st = await s.target.stats(true);
+      const ours = st.arrivals!.filter(([id]) => id.startsWith('d'));
+      const lastArrival = Math.max(...ours.map(([, hr]) => hr));
+      const firstArrival = Math.min(...ours.map(([, hr]) => hr));
+
+      const offset = hrToWallOffset();
+      const times = await executionTimes(s.db, 'dt-d');
+      const toDispatcher: number[] = [];
+      const toTarget: number[] = [];
+      const toFinished: number[] = [];
+      for (const [id, hr] of ours) {
+        const t = times.get(`dt-${id}`);
+        if (t?.startedAt == null) continue;
+        toDispatcher.push(t.startedAt - t.createdAt);
+        toTarget.push(hr + offset - t.startedAt);
+        if (t.finishedAt !== null) toFinished.push(t.finishedAt - t.startedAt);
+      }
+
+      const endAt = pgCompleteAt ?? (samples.at(-1)?.t ?? 0) + t0;
+      const e2eSeconds = (endAt - t0) / 1000;
+      const execRate = finalSuccess / e2eSeconds;
+      const createSeconds = (createEnd - t0) / 1000;
+      const createRate = createdOk / createSeconds;
+      const toTargetSeconds = (lastArrival - t0) / 1000;
+      const lat = summarize(createMs);
+      const ok = pgCompleteAt !== undefined && execRate >= GOAL;
+      const raw = ctx.rawRate;
+
+      const metrics: Metric[] = [
+        { label: 'tasks created (201)', value: `${fmt.int(createdOk)} of ${fmt.int(load.started)} sent` },
+        { label: 'create outcomes', value: s.api.outcomes.describe() },
+        { label: 'create phase', value: `${fmt.s(createSeconds)} → ${fmt.rate(createRate)}` },
+        { label: 'create latency p50 / p99 / max', value: `${fmt.ms(lat.p50)} / ${fmt.ms(lat.p99)} / ${fmt.ms(lat.max)}` },
+        { label: 'target received (distinct / duplicates)', value: `${fmt.int(ours.length)} / ${fmt.int(st.duplicates)}` },
+        { label: 'first create → first target arrival', value: fmt.ms(firstArrival - t0) },
+        { label: 'first create → last target arrival', value: `${fmt.s(toTargetSeconds)} → ${fmt.rate(ours.length / toTargetSeconds)}` },
+        { label: 'last target arrival → all success in Postgres', value: pgCompleteAt ? fmt.ms(pgCompleteAt - lastArrival) : 'never (see statuses)' },
+        { label: 'first create → all success in Postgres', value: pgCompleteAt ? fmt.s(e2eSeconds) : `not reached (${fmt.int(finalSuccess)} of ${fmt.int(createdOk)})` },
+        { label: 'executions/s (end to end)', value: fmt.rate(execRate), goal: `≥ ${fmt.int(GOAL)}/s`, ok },
+        { label: 'fraction of raw undici loop', value: raw ? fmt.frac(execRate / raw) : '–' },
+        { label: 'create requests/s, fraction of raw', value: raw ? fmt.frac(createRate / raw) : '–' },
+        { label: 'execution statuses in Postgres (incl. warm-up)', value: statuses },
+      ];
+      const notes = [
+        `warm-up: ${WARMUP} tasks first (outcomes ${warmOutcomes}), ${baseline} success before the measured run; counts above exclude them.`,
+        ...s.api.outcomes.examples,
+        ...troubleNotes(s.service),
+      ];
+      if (finalSuccess < createdOk) notes.push(`LOST/UNFINISHED: ${createdOk - finalSuccess} created tasks have no success execution in Postgres at the end.`);
+      if (ours.length < createdOk) notes.push(`target received only ${ours.length} of ${createdOk} created tasks' requests.`);
+
+      return {
+        name: this.name,
+        title: this.title,
+        metrics,
+        headline: [
+          { label: 'dispatch executions/s', value: fmt.rate(execRate), goal: `≥ ${fmt.int(GOAL)}/s`, ok },
+          { label: 'dispatch create-phase requests/s', value: fmt.rate(createRate) },
+        ],
+        tables: [
+          { title: 'Progress (cumulative, since the first create)', table: timeline(samples, targetSamples) },
+          {
+            title: 'Per execution (service timestamps from Postgres; ms resolution)',
+            table: stageTable([
+              { label: 'API decision → dispatcher start', values: toDispatcher },
+              { label: 'dispatcher start → target arrival', values: toTarget },
+              { label: 'dispatcher start → attempt finished', values: toFinished },
+            ]),
+          },
+        ],
+        cpu: { phase: 'first create → all success (or give-up)', report: cpu, units: { count: createdOk, what: 'task' } },
+        notes,
+      };
+    });
+  },
+};
+
+function timeline(samples: { t: number; pg: number; created: number }[], targetSamples: { t: number; n: number }[]): Table {
+  const rows: string[][] = [];
+  const end = samples.at(-1)?.t ?? 0;
+  const step = end > 30_000 ? Math.ceil(end / 30_000) * 1000 : 1000;
+  for (let t = step; t < end + step; t += step) {
+    const at = [...samples].reverse().find((x) => x.t <= t) ?? samples[0];
+    const tg = [...targetSamples].reverse().find((x) => x.t <= t);
+    if (!at) break;
+    rows.push([`${(Math.min(t, end) / 1000).toFixed(1)} s`, fmt.int(at.created), fmt.int(tg?.n ?? 0), fmt.int(at.pg)]);
+  }
+  return { headers: ['t', 'creates answered', 'target received', 'success in Postgres'], rows };
+}
