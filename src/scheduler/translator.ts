@@ -10,12 +10,14 @@ import { encodeJson } from '../lib/json.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Nats } from '../nats/connection.ts';
 import { readEvents } from '../nats/event-reader.ts';
+import { openCheckpoint } from '../nats/throttled-checkpoint.ts';
 import { createLease, openLeaseBucket, whileLeased } from '../nats/lease.ts';
 import { callbackBody } from './callback-body.ts';
 import { taskAttemptJob } from './task-jobs.ts';
 import type { TimerStore } from './timer-store.ts';
 
 const CHECKPOINT_KEY = 'translator';
+const CHECKPOINT_EVERY_MS = 250;
 
 export interface TranslatorDeps {
   nats: Nats;
@@ -129,18 +131,22 @@ export function startTranslator(deps: TranslatorDeps) {
     const kv = await new Kvm(deps.nats.nc).open(KV_BUCKETS.checkpoints.name);
     const lease = createLease(await openLeaseBucket(deps.nats), 'translator', deps.owner);
     await whileLeased(lease, abort.signal, deps.log, async (signal) => {
-      const entry = await kv.get(CHECKPOINT_KEY);
-      const from = entry?.value.length ? Number(entry.string()) + 1 : 1;
-      await readEvents(deps.nats, { startSeq: from, maxBatch: 500, signal, log: deps.log, name: 'translator' }, async (events) => {
-        // Events of different aggregates are independent; one aggregate's events keep their order.
-        const chains = new Map<string, Promise<void>>();
-        for (const e of events) {
-          const prev = chains.get(e.subject) ?? Promise.resolve();
-          chains.set(e.subject, prev.then(() => translator.handle(e.event)));
-        }
-        await Promise.all(chains.values());
-        await kv.put(CHECKPOINT_KEY, String(events[events.length - 1]!.seq));
-      });
+      const checkpoint = await openCheckpoint(kv, CHECKPOINT_KEY, CHECKPOINT_EVERY_MS);
+      try {
+        const opts = { startSeq: checkpoint.position + 1, maxBatch: 500, signal, log: deps.log, name: 'translator' };
+        await readEvents(deps.nats, opts, async (events) => {
+          // Events of different aggregates are independent; one aggregate's events keep their order.
+          const chains = new Map<string, Promise<void>>();
+          for (const e of events) {
+            const prev = chains.get(e.subject) ?? Promise.resolve();
+            chains.set(e.subject, prev.then(() => translator.handle(e.event)));
+          }
+          await Promise.all(chains.values());
+          await checkpoint.advance(events[events.length - 1]!.seq);
+        });
+      } finally {
+        await checkpoint.flush().catch(() => {});
+      }
     });
   })();
   return {

@@ -48,16 +48,14 @@ export function taskRoutes(deps: ApiDeps): Router {
 
   // Answers a write with the projected row; if the projector is behind (the wait timed
   // out) the decided state stands in, so a stored write never answers 404.
-  const written = async (orgId: string, task: Task, seq: number) => {
+  const written = async (orgId: string, task: Task, seq: number, created = false) => {
     const projected = await deps.watermark.waitFor(seq);
+    const pending = task.pending_execution;
+    // A new task's status is known without a read; an update keeps the projected status.
+    if (created) return { ...taskDoc(task), id: task.id, status: 'pending', next_run_at: pending?.scheduled_for ?? null, last_execution_id: pending?.id ?? null };
     const row = await deps.db.selectFrom('tasks').selectAll().where('id', '=', task.id).where('org_id', '=', orgId).executeTakeFirst();
     if (projected && row) return taskResource(row);
-    const pending = task.pending_execution;
-    return {
-      ...(row ? taskResource(row) : { status: 'pending', next_run_at: pending?.scheduled_for ?? null, last_execution_id: pending?.id ?? null }),
-      ...taskDoc(task),
-      id: task.id,
-    };
+    return { ...(row ? taskResource(row) : {}), ...taskDoc(task), id: task.id };
   };
 
   r.get('/tasks', handler(async (req, res) => {
@@ -76,7 +74,7 @@ export function taskRoutes(deps: ApiDeps): Router {
     checkHeaders(input.headers);
     await checkPlan(deps, req.orgId, input);
     const { state, seq } = await createTask(deps, req.orgId, input);
-    res.status(201).json({ data: await written(req.orgId, state!, seq) });
+    res.status(201).json({ data: await written(req.orgId, state!, seq, true) });
   }));
 
   r.put('/tasks/:id', handler(async (req, res) => {
