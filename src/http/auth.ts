@@ -1,9 +1,21 @@
 import type { NextFunction, Request, Response } from 'express';
 import { parseApiKey, secretMatches } from '../commands/api-key/secret.ts';
+import type { ApiKey } from '../commands/api-key/types.ts';
 import { ApiError } from '../lib/errors.ts';
 import type { ApiDeps, AuthedRequest } from './context.ts';
 
 const invalid = () => new ApiError(401, 'Invalid API key');
+
+// Secrets already checked against a key record: hashing once per record, not per request.
+// A revoked key arrives as a new record object, so it is checked (and refused) afresh.
+const verified = new WeakMap<ApiKey, string>();
+
+function matches(key: ApiKey, secret: string): boolean {
+  if (verified.get(key) === secret) return true;
+  if (!secretMatches(secret, key.secret_hash)) return false;
+  verified.set(key, secret);
+  return true;
+}
 
 /** Only the full `pk_….sk_…` key authenticates; the public part alone does not. */
 export function authenticate(deps: ApiDeps) {
@@ -13,7 +25,7 @@ export function authenticate(deps: ApiDeps) {
     const parsed = m ? parseApiKey(m[1]!) : null;
     if (!parsed) return next(new ApiError(401, header ? 'Invalid API key' : 'Missing API key: send Authorization: Bearer <API_KEY>'));
     deps.directory.apiKey(parsed.publicId).then((key) => {
-      if (!key || key.revoked_at || !secretMatches(parsed.secret, key.secret_hash)) return next(invalid());
+      if (!key || key.revoked_at || !matches(key, parsed.secret)) return next(invalid());
       (req as AuthedRequest).orgId = key.org_id;
       next();
     }, next);
