@@ -121,6 +121,19 @@ describe('dispatch of one-time tasks', () => {
     }
   });
 
+  test('a deleted delayed task never runs', async () => {
+    const target = await startTarget();
+    try {
+      const task = (await api('POST', '/tasks', { url: `${target.url}/deleted`, delay: '50m' })).body.data; // 300 ms
+      assert.equal((await api('DELETE', `/tasks/${task.id}`)).status, 204);
+      await new Promise((r) => setTimeout(r, 700));
+      assert.equal(target.received.length, 0);
+      assert.equal((await api('GET', `/executions/${task.last_execution_id}`)).status, 404);
+    } finally {
+      await target.close();
+    }
+  });
+
   test('an attempt in flight is running, and a stop lets it finish and be recorded', async () => {
     const target = await startTarget(() => ({ status: 200, delayMs: 1500 }));
     try {

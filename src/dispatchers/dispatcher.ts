@@ -26,6 +26,7 @@ export interface DispatcherDeps {
 
 const WORKING_EVERY_MS = 20_000;
 const CALLBACK_TIMEOUT_MS = 10_000;
+const QUEUED_CHECK_AFTER_MS = 250;
 
 function envelope<T extends ExecutionEvent['type']>(type: T, orgId: string, data: Extract<ExecutionEvent, { type: T }>['data']) {
   const at = new Date().toISOString();
@@ -51,9 +52,13 @@ export function startDispatcher(deps: DispatcherDeps) {
     return signedHeaders({ secret: org.webhook_secret, taskId: job.source.id, executionId: job.execution_id, body, nowMs: deps.clock.now() });
   }
 
-  /** A job queued before its task was deleted must not run. */
+  /**
+   * A job queued before its task was deleted must not run. Timers are purged with
+   * the task; what remains is a job that waited in DISPATCH, so only a job that has
+   * waited pays for the check (a round trip per attempt on the hot path otherwise).
+   */
   async function sourceGone(job: AttemptJob): Promise<boolean> {
-    if (job.source.type !== 'task') return false;
+    if (job.source.type !== 'task' || deps.clock.now() - Date.parse(job.scheduled_for) < QUEUED_CHECK_AFTER_MS) return false;
     const last = await deps.store.last(SUBJECTS.task(job.org_id, job.source.id));
     return !last || last.event.type === 'TaskDeleted';
   }
