@@ -175,3 +175,52 @@ describe('outbound SSRF guard (default settings)', () => {
     }
   });
 });
+
+describe('completion callbacks', () => {
+  let svc: TestService;
+  let api: Api;
+  // 5 s → 50 ms and 20 s → 200 ms.
+  const CB_SCALE = 0.01;
+  before(async () => {
+    svc = await startTestService({ JETCRON_TIME_SCALE: String(CB_SCALE) });
+    api = (await svc.createOrg()).api;
+  });
+  after(() => svc.stop());
+
+  test('a failing callback is retried 5 s then 20 s later (scaled), 3 tries in all, signed each time', async () => {
+    const target = await startTarget((req) => (req.path === '/cb' ? { status: 500 } : { status: 200 }));
+    try {
+      const task = (await api('POST', '/tasks', { url: `${target.url}/run`, callback_url: `${target.url}/cb` })).body.data;
+      await eventually(async () => target.received.filter((r) => r.path === '/cb').length === 3, 5000);
+      await new Promise((r) => setTimeout(r, 400));
+      const tries = target.received.filter((r) => r.path === '/cb');
+      assert.equal(tries.length, 3, 'no fourth try');
+      const gaps = [tries[1]!.at - tries[0]!.at, tries[2]!.at - tries[1]!.at];
+      assert.ok(gaps[0]! >= 5000 * CB_SCALE - 5 && gaps[0]! < 20000 * CB_SCALE, `first gap ${gaps[0]}`);
+      assert.ok(gaps[1]! >= 20000 * CB_SCALE - 5, `second gap ${gaps[1]}`);
+      for (const t of tries) {
+        assert.equal(t.headers['x-jetcron-execution-id'], task.last_execution_id);
+        assert.match(String(t.headers['x-jetcron-signature']), /^sha256=[0-9a-f]{64}$/);
+        assert.equal(t.body, tries[0]!.body, 'every try sends the same payload');
+      }
+      const payload = JSON.parse(tries[0]!.body);
+      assert.equal(payload.status, 'success');
+      assert.equal(payload.task_id, task.id);
+    } finally {
+      await target.close();
+    }
+  });
+
+  test('a callback that succeeds on the second try is not tried again', async () => {
+    let n = 0;
+    const target = await startTarget((req) => (req.path === '/cb2' ? { status: ++n === 1 ? 503 : 200 } : { status: 200 }));
+    try {
+      await api('POST', '/tasks', { url: `${target.url}/run2`, callback_url: `${target.url}/cb2` });
+      await eventually(async () => target.received.filter((r) => r.path === '/cb2').length === 2, 5000);
+      await new Promise((r) => setTimeout(r, 400));
+      assert.equal(target.received.filter((r) => r.path === '/cb2').length, 2);
+    } finally {
+      await target.close();
+    }
+  });
+});
