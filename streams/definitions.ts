@@ -50,6 +50,21 @@ export const STREAMS = {
     max_msg_size: 4 * 1024 * 1024,
     allow_direct: true,
   },
+  /**
+   * Lane queues: one subject per (organization, lane) holding the first attempts
+   * that are due, in the order they became due. The head runs; the rest wait.
+   */
+  lanes: {
+    name: 'LANES',
+    subjects: ['lane.>'],
+    retention: RetentionPolicy.Limits,
+    storage: StorageType.File,
+    discard: DiscardPolicy.Old,
+    max_age: 0,
+    duplicate_window: 10 * MINUTE_NS,
+    max_msg_size: 4 * 1024 * 1024,
+    allow_direct: true,
+  },
 } as const;
 
 export const KV_BUCKETS = {
@@ -57,6 +72,8 @@ export const KV_BUCKETS = {
   leases: { name: 'leases', ttlMs: 15_000 },
   /** Progress of consumers that keep their position outside Postgres (the translator). */
   checkpoints: { name: 'checkpoints', ttlMs: 0 },
+  /** The execution each lane is running (its head), keyed `<org>.<lane key>`; absent = idle. */
+  laneHeads: { name: 'lane-heads', ttlMs: 0 },
   /** Idempotency-Key records, 24 h. */
   idempotency: { name: 'idempotency', ttlMs: 24 * 3_600_000 },
 } as const;
@@ -78,6 +95,7 @@ export const SUBJECTS = {
   task: (org: string, id: string) => `evt.${org}.task.${id}`,
   execution: (org: string, id: string) => `evt.${org}.exec.${id}`,
   dispatch: (org: string) => `dispatch.${org}.run`,
+  lane: (org: string, laneKey: string) => `lane.${org}.${laneKey}`,
   timer: (partition: number, id: string) => `timer.${partition}.${id}`,
   timerPartition: (partition: number) => `timer.${partition}.>`,
   /** Core NATS (not stored): the projector's progress, for read-your-writes. */

@@ -15,6 +15,8 @@ export interface AttemptJob {
   expected_body_pattern: string | null;
   /** Resolved: the execution's push-level callback, else the task's. */
   callback_url: string | null;
+  /** The lane (within the organization) this execution holds while it runs; null = none. */
+  lane: string | null;
   /** The push-level callback alone, kept so a retry re-resolves against the task as it is then. */
   push_callback_url: string | null;
 }

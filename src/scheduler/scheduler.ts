@@ -2,6 +2,10 @@ import type { EventStore } from '../events/store.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Nats } from '../nats/connection.ts';
 import { openLeaseBucket } from '../nats/lease.ts';
+import { SUBJECTS } from '../../streams/definitions.ts';
+import { jobMsgId, type Job } from '../dispatchers/job.ts';
+import { encodeJson } from '../lib/json.ts';
+import { createLanes } from './lanes.ts';
 import { runTimerPartition } from './timer-partition.ts';
 import { createTimerStore } from './timer-store.ts';
 import { startTranslator } from './translator.ts';
@@ -16,11 +20,16 @@ export async function startScheduler(deps: {
   log: (m: string) => void;
 }) {
   const timers = createTimerStore(deps.nats, deps.partitions);
-  const translator = startTranslator({ ...deps, timers });
+  const lanes = await createLanes(deps.nats, deps.store);
+  const start = async (job: Job) => {
+    if (job.kind === 'attempt' && job.attempt === 1 && job.lane) return lanes.enqueue({ ...job, lane: job.lane });
+    await deps.nats.js.publish(SUBJECTS.dispatch(job.org_id), encodeJson(job), { msgID: jobMsgId(job) });
+  };
+  const translator = startTranslator({ ...deps, timers, lanes, start });
   const leases = await openLeaseBucket(deps.nats);
   const abort = new AbortController();
   const partitions = Array.from({ length: deps.partitions }, (_, p) =>
-    runTimerPartition(p, { nats: deps.nats, timers, leases, owner: deps.owner, log: deps.log }, abort.signal),
+    runTimerPartition(p, { timers, leases, start, owner: deps.owner, log: deps.log }, abort.signal),
   );
   return {
     async stop() {

@@ -38,5 +38,6 @@ export function taskAttemptJob(task: Task, execution: PlannedExecution, attempt:
     expected_body_pattern: task.expected_body_pattern || null,
     callback_url: execution.callback_url ?? task.callback_url,
     push_callback_url: execution.callback_url,
+    lane: task.lane || null,
   };
 }

@@ -1,15 +1,14 @@
-import { SUBJECTS } from '../../streams/definitions.ts';
-import { jobMsgId, type Job } from '../dispatchers/job.ts';
-import { decodeJson, encodeJson } from '../lib/json.ts';
-import type { Nats } from '../nats/connection.ts';
+import type { Job } from '../dispatchers/job.ts';
+import { decodeJson } from '../lib/json.ts';
 import { createLease, whileLeased, type Lease } from '../nats/lease.ts';
 import type { KV } from '@nats-io/kv';
 import { TimerHeap } from './timer-heap.ts';
 import type { TimerStore, TimerValue } from './timer-store.ts';
 
 export interface PartitionDeps {
-  nats: Nats;
   timers: TimerStore;
+  /** Puts a due job to work (DISPATCH or its lane). */
+  start: (job: Job) => Promise<void>;
   leases: KV;
   owner: string;
   log: (m: string) => void;
@@ -33,7 +32,7 @@ async function ownPartition(partition: number, deps: PartitionDeps, signal: Abor
 
   const fire = async (job: Job, seq: number) => {
     if (!(await deps.timers.stillStored(seq))) return;
-    await deps.nats.js.publish(SUBJECTS.dispatch(job.org_id), encodeJson(job), { msgID: jobMsgId(job) });
+    await deps.start(job);
     await deps.timers.remove(seq);
   };
 

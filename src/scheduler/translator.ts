@@ -1,12 +1,11 @@
 import { Kvm } from '@nats-io/kv';
 import { KV_BUCKETS, SUBJECTS } from '../../streams/definitions.ts';
-import type { AttemptResult } from '../commands/execution/types.ts';
+import type { AttemptResult, ExecutionEvent } from '../commands/execution/types.ts';
 import type { Task, TaskEvent } from '../commands/task/types.ts';
 import { evolveTask } from '../commands/task/decide.ts';
 import type { EventStore } from '../events/store.ts';
 import type { JetcronEvent } from '../events/types.ts';
-import { jobMsgId, type AttemptJob, type CallbackJob, type Job } from '../dispatchers/job.ts';
-import { encodeJson } from '../lib/json.ts';
+import type { AttemptJob, CallbackJob, Job } from '../dispatchers/job.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Nats } from '../nats/connection.ts';
 import { readEvents } from '../nats/event-reader.ts';
@@ -14,6 +13,7 @@ import { openCheckpoint } from '../nats/throttled-checkpoint.ts';
 import { createLease, openLeaseBucket, whileLeased } from '../nats/lease.ts';
 import { callbackBody } from './callback-body.ts';
 import { taskAttemptJob } from './task-jobs.ts';
+import type { Lanes } from './lanes.ts';
 import type { TimerStore } from './timer-store.ts';
 
 const CHECKPOINT_KEY = 'translator';
@@ -23,6 +23,9 @@ export interface TranslatorDeps {
   nats: Nats;
   store: EventStore;
   timers: TimerStore;
+  lanes: Lanes;
+  /** Puts a due job to work: DISPATCH, or its lane's queue for a lane's first attempt. */
+  start: (job: Job) => Promise<void>;
   clock: Clock;
   owner: string;
   log: (m: string) => void;
@@ -35,12 +38,11 @@ export interface TranslatorDeps {
  * few events after the last checkpoint changes nothing.
  */
 export function createTranslator(deps: TranslatorDeps) {
-  const dispatchNow = (job: Job) =>
-    deps.nats.js.publish(SUBJECTS.dispatch(job.org_id), encodeJson(job), { msgID: jobMsgId(job) });
+  const dispatchNow = deps.start;
 
   const schedule = async (job: Job, dueAt: number, enabled = true) => {
     if (!enabled) return deps.timers.put(job, { state: 'paused', job });
-    if (dueAt <= deps.clock.now()) return void (await dispatchNow(job));
+    if (dueAt <= deps.clock.now()) return dispatchNow(job);
     return deps.timers.put(job, { state: 'armed', due_at: dueAt, job });
   };
 
@@ -67,15 +69,26 @@ export function createTranslator(deps: TranslatorDeps) {
   }
 
   async function onAttemptFinished(orgId: string, d: AttemptResult) {
-    if (d.next_attempt_at) {
-      if (d.source.type !== 'task') return;
+    if (d.next_attempt_at && d.source.type === 'task') {
       const task = await currentTask(orgId, d.source.id);
-      if (!task) return;
-      const planned = { id: d.execution_id, scheduled_for: d.next_attempt_at, callback_url: d.push_callback_url };
-      const job = taskAttemptJob(task, planned, d.attempt + 1);
-      await schedule(job, Date.parse(d.next_attempt_at), task.enabled);
+      if (task) {
+        const planned = { id: d.execution_id, scheduled_for: d.next_attempt_at, callback_url: d.push_callback_url };
+        const job = taskAttemptJob(task, planned, d.attempt + 1);
+        await schedule(job, Date.parse(d.next_attempt_at), task.enabled);
+        return;
+      }
+      // Deleted or cancelled meanwhile: the attempt that ran was its last.
+      const cancelled: ExecutionEvent = {
+        type: 'ExecutionCancelled',
+        id: `${d.execution_id}.cancelled`,
+        at: new Date(deps.clock.now()).toISOString(),
+        org_id: orgId,
+        data: { execution_id: d.execution_id, source: d.source, reason: 'task deleted', lane: d.lane ?? null },
+      };
+      await deps.store.append(SUBJECTS.execution(orgId, d.execution_id), cancelled);
       return;
     }
+    if (d.lane) await deps.lanes.release(orgId, d.lane, d.execution_id);
     if (d.callback_url) {
       const job: CallbackJob = {
         kind: 'callback',
@@ -108,6 +121,9 @@ export function createTranslator(deps: TranslatorDeps) {
         return;
       case 'AttemptFinished':
         await onAttemptFinished(event.org_id, event.data);
+        return;
+      case 'ExecutionCancelled':
+        if (event.data.lane) await deps.lanes.release(event.org_id, event.data.lane, event.data.execution_id);
         return;
       case 'CallbackAttempted': {
         const d = event.data;

@@ -38,12 +38,14 @@ export interface AttemptResult {
   next_attempt_at: string | null;
   callback_url: string | null;
   push_callback_url: string | null;
+  /** The lane the execution held; it is released when the execution ends for good. */
+  lane?: string | null;
 }
 
 export type ExecutionEvent =
   | Envelope<'AttemptStarted', { execution_id: string; source: ExecutionSource; attempt: number; started_at: string; scheduled_for: string }>
   | Envelope<'AttemptFinished', AttemptResult>
-  | Envelope<'ExecutionCancelled', { execution_id: string; source: ExecutionSource; reason: string }>
+  | Envelope<'ExecutionCancelled', { execution_id: string; source: ExecutionSource; reason: string; lane?: string | null }>
   | Envelope<
       'CallbackAttempted',
       {

@@ -1,0 +1,95 @@
+import { createHash } from 'node:crypto';
+import { Kvm, type KV } from '@nats-io/kv';
+import { KV_BUCKETS, STREAMS, SUBJECTS } from '../../streams/definitions.ts';
+import type { ExecutionEvent } from '../commands/execution/types.ts';
+import type { TaskEvent } from '../commands/task/types.ts';
+import type { EventStore } from '../events/store.ts';
+import { jobMsgId, type AttemptJob } from '../dispatchers/job.ts';
+import { decodeJson, encodeJson } from '../lib/json.ts';
+import type { Nats } from '../nats/connection.ts';
+
+interface Head {
+  execution_id: string;
+  seq: number;
+}
+
+/** Lane names are free text; subjects and KV keys get a fixed-size digest of them. */
+export function laneKey(lane: string): string {
+  return createHash('sha256').update(lane).digest('hex').slice(0, 32);
+}
+
+/**
+ * One-at-a-time lanes. A due first attempt of a lane task is appended to its lane's
+ * subject in LANES (stream order = the lane's order); the lane's head, recorded in
+ * KV with create-if-absent so only one process can start it, is the only one sent
+ * to DISPATCH. When that execution ends for good (after its retries) the head is
+ * released and the next one starts. Everything lives in JetStream, so it holds
+ * across dispatcher processes and restarts.
+ */
+export async function createLanes(nats: Nats, store: EventStore) {
+  const heads: KV = await new Kvm(nats.nc).open(KV_BUCKETS.laneHeads.name);
+
+  const headKey = (org: string, key: string) => `${org}.${key}`;
+
+  async function taskGone(job: AttemptJob): Promise<boolean> {
+    if (job.source.type !== 'task') return false;
+    const last = await store.last<TaskEvent>(SUBJECTS.task(job.org_id, job.source.id));
+    return !last || last.event.type === 'TaskDeleted';
+  }
+
+  /** Starts the lane's next execution unless one is running. */
+  async function advance(org: string, key: string): Promise<void> {
+    const subject = SUBJECTS.lane(org, key);
+    for (;;) {
+      const current = await heads.get(headKey(org, key));
+      if (current && current.operation === 'PUT' && current.value.length) return;
+      const next = await nats.jsm.direct.getMessage(STREAMS.lanes.name, { next_by_subj: subject, seq: 0 } as never);
+      if (!next) return;
+      const job = decodeJson<AttemptJob>(next.data);
+      const head: Head = { execution_id: job.execution_id, seq: next.seq };
+      try {
+        if (current) await heads.update(headKey(org, key), encodeJson(head), current.revision);
+        else await heads.create(headKey(org, key), encodeJson(head));
+      } catch {
+        return; // another process took the head first; it starts the execution
+      }
+      if (await taskGone(job)) {
+        // Cancelled while waiting in the lane: record it and move on to the next.
+        const event: ExecutionEvent = {
+          type: 'ExecutionCancelled',
+          id: `${job.execution_id}.cancelled`,
+          at: new Date().toISOString(),
+          org_id: org,
+          data: { execution_id: job.execution_id, source: job.source, reason: 'task cancelled', lane: null },
+        };
+        await store.append(SUBJECTS.execution(org, job.execution_id), event);
+        await release(org, key, job.execution_id, false);
+        continue;
+      }
+      await nats.js.publish(SUBJECTS.dispatch(org), encodeJson(job), { msgID: jobMsgId(job) });
+      return;
+    }
+  }
+
+  /** The execution ended for good: free its lane and start the next one. */
+  async function release(org: string, key: string, executionId: string, thenAdvance = true): Promise<void> {
+    const entry = await heads.get(headKey(org, key));
+    if (!entry || entry.operation !== 'PUT' || !entry.value.length) return;
+    const head = decodeJson<Head>(entry.value);
+    if (head.execution_id !== executionId) return;
+    await nats.jsm.streams.deleteMessage(STREAMS.lanes.name, head.seq, false).catch(() => {});
+    await heads.delete(headKey(org, key), { previousSeq: entry.revision }).catch(() => {});
+    if (thenAdvance) await advance(org, key);
+  }
+
+  return {
+    async enqueue(job: AttemptJob & { lane: string }): Promise<void> {
+      const key = laneKey(job.lane);
+      await nats.js.publish(SUBJECTS.lane(job.org_id, key), encodeJson(job), { msgID: `${job.execution_id}:lane` });
+      await advance(job.org_id, key);
+    },
+    release: (org: string, lane: string, executionId: string) => release(org, laneKey(lane), executionId),
+  };
+}
+
+export type Lanes = Awaited<ReturnType<typeof createLanes>>;

@@ -1,0 +1,114 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { loadConfig } from '../src/config.ts';
+import { serve, type Running } from '../src/runtime/serve.ts';
+import { eventually, startTestService, type Api, type TestService } from './support/service.ts';
+import { startTarget } from './support/target.ts';
+
+// 1 service minute = 6 ms: retries come quickly.
+const SCALE = '0.0001';
+
+/** A target that answers after `delayMs` and records when each request started and ended. */
+async function slowTarget(delayMs: number, fail: (path: string, n: number) => boolean = () => false) {
+  const spans: Array<{ path: string; start: number; end: number }> = [];
+  const counts = new Map<string, number>();
+  const target = await startTarget((req) => {
+    const n = (counts.get(req.path) ?? 0) + 1;
+    counts.set(req.path, n);
+    spans.push({ path: req.path, start: req.at, end: req.at + delayMs });
+    return { status: fail(req.path, n) ? 500 : 200, delayMs };
+  });
+  return { ...target, spans };
+}
+
+function overlaps(spans: Array<{ start: number; end: number }>): boolean {
+  const sorted = [...spans].sort((a, b) => a.start - b.start);
+  return sorted.some((s, i) => i > 0 && s.start < sorted[i - 1]!.end);
+}
+
+describe('lanes', () => {
+  let svc: TestService;
+  let api: Api;
+  let second: Running;
+  before(async () => {
+    svc = await startTestService({ JETCRON_TIME_SCALE: SCALE });
+    api = (await svc.createOrg()).api;
+    // A second process with dispatchers (and schedulers) on the same NATS and Postgres.
+    const config = loadConfig(
+      { NATS_URL: svc.natsUrl, DATABASE_URL: svc.databaseUrl, JETCRON_TIME_SCALE: SCALE, JETCRON_ALLOW_PRIVATE_TARGETS: '1' },
+      { roles: 'dispatcher,scheduler', dataDir: mkdtempSync(path.join(os.tmpdir(), 'jetcron-test-lanes-')) },
+    );
+    second = await serve(config, () => {});
+  });
+  after(async () => {
+    await second.stop();
+    await svc.stop();
+  });
+
+  const finishedAll = (ids: string[]) =>
+    eventually(async () => {
+      const rows = await Promise.all(ids.map(async (id) => (await api('GET', `/executions/${id}`)).body.data));
+      return rows.every((e) => ['success', 'failed', 'timeout', 'cancelled'].includes(e.status)) ? rows : null;
+    }, 20_000);
+
+  test('one lane runs one at a time in creation order, across two dispatcher processes; others run in parallel', async () => {
+    const target = await slowTarget(80);
+    try {
+      const laneTasks = [];
+      for (let i = 0; i < 6; i++) laneTasks.push((await api('POST', '/tasks', { url: `${target.url}/a/${i}`, lane: 'alpha' })).body.data);
+      const free = [];
+      for (let i = 0; i < 4; i++) free.push((await api('POST', '/tasks', { url: `${target.url}/free/${i}` })).body.data);
+      await finishedAll([...laneTasks, ...free].map((t) => t.last_execution_id));
+      const lane = target.spans.filter((s) => s.path.startsWith('/a/'));
+      assert.equal(lane.length, 6);
+      assert.equal(overlaps(lane), false, 'two requests of one lane overlapped');
+      assert.deepEqual(lane.map((s) => s.path), laneTasks.map((_, i) => `/a/${i}`));
+      assert.equal(overlaps(target.spans.filter((s) => s.path.startsWith('/free/'))), true, 'lane-less tasks should run in parallel');
+    } finally {
+      await target.close();
+    }
+  });
+
+  test('the next task of a lane waits until the current one has finished its retries', async () => {
+    const target = await slowTarget(10, (p, n) => p === '/b/0' && n <= 2);
+    try {
+      const first = (await api('POST', '/tasks', { url: `${target.url}/b/0`, lane: 'beta' })).body.data;
+      const next = (await api('POST', '/tasks', { url: `${target.url}/b/1`, lane: 'beta' })).body.data;
+      const other = (await api('POST', '/tasks', { url: `${target.url}/c/0`, lane: 'gamma' })).body.data;
+      await finishedAll([first, next, other].map((t) => t.last_execution_id));
+      const order = target.spans.filter((s) => s.path.startsWith('/b/')).map((s) => s.path);
+      assert.deepEqual(order, ['/b/0', '/b/0', '/b/0', '/b/1']);
+      const e = (await api('GET', `/executions/${first.last_execution_id}`)).body.data;
+      assert.equal(e.attempt, 3);
+      assert.equal(e.status, 'success');
+      // gamma did not wait for beta's retries.
+      const gamma = target.spans.find((s) => s.path === '/c/0')!;
+      const lastBetaRetry = target.spans.filter((s) => s.path === '/b/0').at(-1)!;
+      assert.ok(gamma.start < lastBetaRetry.start);
+    } finally {
+      await target.close();
+    }
+  });
+
+  test('a lane keeps its order across a restart', async () => {
+    const target = await slowTarget(60);
+    try {
+      const tasks = [];
+      for (let i = 0; i < 5; i++) tasks.push((await api('POST', '/tasks', { url: `${target.url}/r/${i}`, lane: 'restart' })).body.data);
+      await eventually(async () => target.spans.some((s) => s.path === '/r/0'));
+      await svc.stopService();
+      await svc.startService();
+      await finishedAll(tasks.map((t) => t.last_execution_id));
+      await new Promise((r) => setTimeout(r, 200));
+      const lane = target.spans.filter((s) => s.path.startsWith('/r/'));
+      assert.equal(overlaps(lane), false);
+      assert.deepEqual([...new Set(lane.map((s) => s.path))], tasks.map((_, i) => `/r/${i}`));
+      assert.equal(lane.length, 5, `each ran once: ${lane.map((s) => s.path).join(' ')}`);
+    } finally {
+      await target.close();
+    }
+  });
+});
