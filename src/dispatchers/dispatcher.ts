@@ -66,7 +66,7 @@ export function startDispatcher(deps: DispatcherDeps) {
   async function runAttempt(job: AttemptJob): Promise<void> {
     const subject = SUBJECTS.execution(job.org_id, job.execution_id);
     if (await sourceGone(job)) {
-      const cancelled = envelope('ExecutionCancelled', job.org_id, { execution_id: job.execution_id, source: job.source, reason: 'task deleted' });
+      const cancelled = envelope('ExecutionCancelled', job.org_id, { execution_id: job.execution_id, source: job.source, reason: 'task deleted', lane: job.lane });
       cancelled.id = `${job.execution_id}.cancelled`;
       await deps.store.append(subject, cancelled);
       return;
@@ -117,6 +117,7 @@ export function startDispatcher(deps: DispatcherDeps) {
       next_attempt_at: nextAttemptAt,
       callback_url: job.callback_url,
       push_callback_url: job.push_callback_url,
+      lane: job.lane,
     };
     const finished = envelope('AttemptFinished', job.org_id, data);
     finished.id = `${job.execution_id}.${job.attempt}.finished`;
