@@ -111,4 +111,35 @@ describe('lanes', () => {
       await target.close();
     }
   });
+
+  test('DELETE /tasks?lane= cancels the lane: the running attempt finishes and is not retried, the rest never run', async () => {
+    const target = await slowTarget(300, (p) => p === '/x/0');
+    try {
+      const tasks = [];
+      for (let i = 0; i < 5; i++) tasks.push((await api('POST', '/tasks', { url: `${target.url}/x/${i}`, lane: 'cancel-me' })).body.data);
+      const keep = (await api('POST', '/tasks', { url: `${target.url}/y/0`, lane: 'keep', delay: '10m' })).body.data;
+      await eventually(async () => target.spans.some((s) => s.path === '/x/0'));
+      const res = await api('DELETE', '/tasks?lane=cancel-me');
+      assert.equal(res.status, 200);
+      assert.equal(res.body.data.cancelled, 5);
+      assert.match(res.body.message, /5/);
+      const listed = (await api('GET', '/tasks')).body.data.map((t: { id: string }) => t.id);
+      for (const t of tasks) assert.ok(!listed.includes(t.id));
+      assert.equal((await api('GET', `/tasks/${tasks[1].id}`)).status, 404);
+      const rows = await finishedAll(tasks.map((t) => t.last_execution_id));
+      assert.deepEqual(rows.map((e) => e.status), ['cancelled', 'cancelled', 'cancelled', 'cancelled', 'cancelled']);
+      assert.equal(rows[0].attempt, 1, 'the running attempt was recorded');
+      await new Promise((r) => setTimeout(r, 300));
+      assert.deepEqual(target.spans.filter((s) => s.path.startsWith('/x/')).map((s) => s.path), ['/x/0'], 'no retry, no later task');
+      // Another lane is untouched and still runs.
+      await finishedAll([keep.last_execution_id]);
+      assert.ok(target.spans.some((s) => s.path === '/y/0'));
+      assert.equal((await api('DELETE', '/tasks?lane=cancel-me')).body.data.cancelled, 0);
+      const missing = await api('DELETE', '/tasks');
+      assert.equal(missing.status, 422);
+      assert.equal(missing.body.error.field, 'lane');
+    } finally {
+      await target.close();
+    }
+  });
 });

@@ -83,6 +83,12 @@ const migrations: Record<string, Migration> = {
       `.execute(db);
     },
   },
+  '0002_task_soft_delete': {
+    async up(db: Kysely<unknown>) {
+      await sql`ALTER TABLE tasks ADD COLUMN deleted_at timestamptz;
+        CREATE INDEX tasks_org_lane ON tasks (org_id, lane) WHERE deleted_at IS NULL;`.execute(db);
+    },
+  },
 };
 
 export const READ_MODEL_TABLES = [

@@ -34,6 +34,7 @@ export interface TasksTable {
   last_execution_id: string | null;
   created_at: Timestamp;
   updated_at: Timestamp;
+  deleted_at: ColumnType<Date | null, never, never>;
 }
 
 export interface ExecutionsTable {

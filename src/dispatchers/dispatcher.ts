@@ -60,7 +60,7 @@ export function startDispatcher(deps: DispatcherDeps) {
   async function sourceGone(job: AttemptJob): Promise<boolean> {
     if (job.source.type !== 'task' || deps.clock.now() - Date.parse(job.scheduled_for) < QUEUED_CHECK_AFTER_MS) return false;
     const last = await deps.store.last(SUBJECTS.task(job.org_id, job.source.id));
-    return !last || last.event.type === 'TaskDeleted';
+    return !last || last.event.type === 'TaskDeleted' || last.event.type === 'TaskCancelled';
   }
 
   async function runAttempt(job: AttemptJob): Promise<void> {

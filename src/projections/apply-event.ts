@@ -76,6 +76,9 @@ export function applyEvent(batch: ProjectionBatch, event: JetcronEvent): void {
       batch.tasks.delete(event.data.task.id);
       batch.deletedTasks.add(event.data.task.id);
       return;
+    case 'TaskCancelled':
+      batch.cancelledTasks.set(event.data.task.id, event.at);
+      return;
     case 'AttemptStarted': {
       const d = event.data;
       batch.patchExecution(d.execution_id, { status: 'running', attempt: d.attempt, started_at: d.started_at, updated_at: event.at });

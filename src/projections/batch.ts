@@ -36,6 +36,8 @@ export class ProjectionBatch {
   readonly apiKeys = new Map<string, Row>();
   readonly tasks = new Map<string, Row>();
   readonly deletedTasks = new Set<string>();
+  /** Soft-deleted by a lane cancel: task hidden, its pending executions cancelled. */
+  readonly cancelledTasks = new Map<string, string>();
   /** Execution rows created in this batch. */
   readonly newExecutions = new Map<string, Row>();
   /** Changes to execution rows that already exist (or were created in this batch). */
@@ -82,6 +84,12 @@ export class ProjectionBatch {
         WHERE id = ${id} AND status = 'pending' AND attempt = 0`.execute(trx);
       await sql`UPDATE tasks SET next_run_at = ${r.scheduled_for}
         WHERE id = ${r.task_id} AND last_execution_id = ${id} AND status = 'pending'`.execute(trx);
+    }
+    if (this.cancelledTasks.size) {
+      const ids = [...this.cancelledTasks.keys()];
+      const at = [...this.cancelledTasks.values()].pop()!;
+      await sql`UPDATE tasks SET deleted_at = ${at}, status = 'cancelled', next_run_at = NULL WHERE id = ANY(${ids})`.execute(trx);
+      await sql`UPDATE executions SET status = 'cancelled', updated_at = ${at} WHERE source_id = ANY(${ids}) AND status = 'pending'`.execute(trx);
     }
     if (this.deletedTasks.size) {
       const ids = [...this.deletedTasks];

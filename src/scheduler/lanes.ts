@@ -34,7 +34,7 @@ export async function createLanes(nats: Nats, store: EventStore) {
   async function taskGone(job: AttemptJob): Promise<boolean> {
     if (job.source.type !== 'task') return false;
     const last = await store.last<TaskEvent>(SUBJECTS.task(job.org_id, job.source.id));
-    return !last || last.event.type === 'TaskDeleted';
+    return !last || last.event.type === 'TaskDeleted' || last.event.type === 'TaskCancelled';
   }
 
   /** Starts the lane's next execution unless one is running. */

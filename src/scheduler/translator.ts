@@ -117,6 +117,7 @@ export function createTranslator(deps: TranslatorDeps) {
         await onTaskChanged(event.data.task);
         return;
       case 'TaskDeleted':
+      case 'TaskCancelled':
         await deps.timers.purgeSource(event.org_id, event.data.task.id);
         return;
       case 'AttemptFinished':

@@ -4,7 +4,7 @@ import type { CommandMeta } from '../meta.ts';
 import { TASK_DEFAULTS, type Task, type TaskCommand, type TaskEvent, type TaskInput, type TaskSpec } from './types.ts';
 
 export function evolveTask(_state: Task | null, event: TaskEvent): Task | null {
-  return event.type === 'TaskDeleted' ? null : event.data.task;
+  return event.type === 'TaskDeleted' || event.type === 'TaskCancelled' ? null : event.data.task;
 }
 
 /** When the task's first execution is due: run_at, else now + delay (scaled), else now. */
@@ -83,6 +83,8 @@ export function decideTask(command: TaskCommand, state: Task | null, meta: Comma
     }
     case 'DeleteTask':
       return { ...base, org_id, type: 'TaskDeleted', data: { task: { ...state, updated_at: meta.now } } };
+    case 'CancelTask':
+      return { ...base, org_id, type: 'TaskCancelled', data: { task: { ...state, updated_at: meta.now }, reason: command.reason } };
     case 'TriggerTask': {
       const execution = { id: meta.newId('exe'), scheduled_for: meta.now, callback_url: command.callbackUrl };
       return { ...base, org_id, type: 'TaskTriggered', data: { task: state, execution } };

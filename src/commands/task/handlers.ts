@@ -29,5 +29,7 @@ export async function createTask(deps: CommandDeps, orgId: string, input: TaskIn
 export const updateTask = (deps: CommandDeps, orgId: string, id: string, input: TaskInput) =>
   run(deps, orgId, id, { type: 'UpdateTask', input });
 export const deleteTask = (deps: CommandDeps, orgId: string, id: string) => run(deps, orgId, id, { type: 'DeleteTask' });
+export const cancelTask = (deps: CommandDeps, orgId: string, id: string, reason: string) =>
+  run(deps, orgId, id, { type: 'CancelTask', reason });
 export const triggerTask = (deps: CommandDeps, orgId: string, id: string, callbackUrl: string | null) =>
   run(deps, orgId, id, { type: 'TriggerTask', callbackUrl });

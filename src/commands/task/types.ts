@@ -49,6 +49,8 @@ export type TaskEvent =
   | Envelope<'TaskCreated', { task: Task; execution: PlannedExecution }>
   | Envelope<'TaskUpdated', { task: Task; changed: string[] }>
   | Envelope<'TaskDeleted', { task: Task }>
+  /** Soft delete by a bulk cancel of its lane: history kept, pending runs cancelled. */
+  | Envelope<'TaskCancelled', { task: Task; reason: string }>
   | Envelope<'TaskTriggered', { task: Task; execution: PlannedExecution }>;
 
 export type TaskInput = Partial<TaskSpec>;
@@ -57,6 +59,7 @@ export type TaskCommand =
   | { type: 'CreateTask'; orgId: string; input: TaskInput & { url: string } }
   | { type: 'UpdateTask'; input: TaskInput }
   | { type: 'DeleteTask' }
+  | { type: 'CancelTask'; reason: string }
   | { type: 'TriggerTask'; callbackUrl: string | null };
 
 export const TASK_DEFAULTS: Omit<TaskSpec, 'name' | 'url'> = {
