@@ -49,6 +49,8 @@ export async function execute<S, C, E extends Envelope>(
       return { event, state: evolve(state, event), seq };
     } catch (err) {
       if (!(err instanceof ConcurrencyError) || attempt >= MAX_CONFLICT_RETRIES) throw err;
+      // Jitter so writers that collided do not collide again in step.
+      await new Promise((r) => setTimeout(r, Math.random() * 2 * (attempt + 1)));
     }
   }
 }

@@ -4,9 +4,11 @@ import { notFound } from '../lib/errors.ts';
 import { authenticate, rateLimit } from './auth.ts';
 import type { ApiDeps } from './context.ts';
 import { errorMiddleware } from './errors.ts';
+import { keepRawBody } from './idempotency.ts';
 import { openApiDocument } from './openapi.ts';
 import { executionRoutes } from './routes/executions.ts';
 import { organizationRoutes } from './routes/organization.ts';
+import { laneCancelRoutes } from './routes/lane-cancel.ts';
 import { taskRoutes } from './routes/tasks.ts';
 
 async function healthy(deps: ApiDeps): Promise<boolean> {
@@ -51,7 +53,9 @@ export function createApp(deps: ApiDeps, log: (m: string) => void) {
   api.use(authenticate(deps));
   api.use(rateLimit(deps));
   // 1 MiB leaves room for a 256 KB task body plus the other fields; the body rule itself is checked per field.
-  api.use(express.json({ limit: '1mb', type: () => true, strict: false }));
+  // keepRawBody: the Idempotency-Key fingerprint hashes the body as sent.
+  api.use(express.json({ limit: '1mb', type: () => true, strict: false, verify: keepRawBody }));
+  api.use(laneCancelRoutes(deps));
   api.use(taskRoutes(deps));
   api.use(executionRoutes(deps));
   api.use(organizationRoutes(deps));

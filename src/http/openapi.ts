@@ -1,3 +1,4 @@
+import { idempotencyKeyParameter } from './idempotency.ts';
 import { errorSchema } from './schemas/common.ts';
 import { updateOrganizationSchema } from './schemas/organization.ts';
 import { createTaskSchema, triggerTaskSchema, updateTaskSchema } from './schemas/task.ts';
@@ -33,7 +34,7 @@ export function openApiDocument(serverUrl: string) {
       },
     },
     paths: {
-      '/tasks': { get: op('List tasks'), post: op('Create a task', 'CreateTask', '201') },
+      '/tasks': { get: op('List tasks'), post: { ...op('Create a task', 'CreateTask', '201'), parameters: [idempotencyKeyParameter] } },
       '/tasks/{id}': { get: op('Get a task'), put: op('Update a task', 'UpdateTask'), delete: op('Delete a task and its history', undefined, '204') },
       '/tasks/{id}/trigger': { post: op('Run a task now', 'TriggerTask', '202') },
       '/tasks/{id}/executions': { get: op('Task execution history') },

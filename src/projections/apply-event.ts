@@ -117,11 +117,19 @@ export function applyEvent(batch: ProjectionBatch, event: JetcronEvent): void {
       batch.patch(batch.taskStatus, d.execution_id, { last_execution_id: d.execution_id, status, next_run_at: d.next_attempt_at });
       return;
     }
+    case 'AttemptDeferred': {
+      // The host is blocked: the attempt waits, pending, until the block ends.
+      const d = event.data;
+      batch.patchExecution(d.execution_id, { status: 'pending', scheduled_for: d.scheduled_for, updated_at: event.at });
+      batch.patch(batch.taskStatus, d.execution_id, { last_execution_id: d.execution_id, status: 'pending', next_run_at: d.scheduled_for });
+      return;
+    }
     case 'ExecutionCancelled':
       batch.patchExecution(event.data.execution_id, { status: 'cancelled', updated_at: event.at });
       batch.patch(batch.taskStatus, event.data.execution_id, { last_execution_id: event.data.execution_id, status: 'cancelled', next_run_at: null });
       return;
     case 'CallbackAttempted':
+    case 'DebounceWindowOpened':
       return;
     default: {
       const never: never = event;

@@ -40,11 +40,34 @@ export interface AttemptResult {
   push_callback_url: string | null;
   /** The lane the execution held; it is released when the execution ends for good. */
   lane?: string | null;
+  /**
+   * Attempts so far, this one included, that answered 429 and so did not use one of
+   * the task's retries (per-host backoff). Absent = 0.
+   */
+  uncounted_attempts?: number;
+}
+
+/** An attempt taken from DISPATCH while its host was blocked for the organization: not sent, handed back until the block ends. */
+export interface AttemptDeferral {
+  execution_id: string;
+  source: ExecutionSource;
+  attempt: number;
+  /** The block's end: when the attempt will run. */
+  scheduled_for: string;
+  reason: string;
+  /** `hostname:port` of the target. */
+  host: string;
+  /** As in AttemptResult, carried forward (absent = 0). */
+  uncounted_attempts?: number;
 }
 
 export type ExecutionEvent =
-  | Envelope<'AttemptStarted', { execution_id: string; source: ExecutionSource; attempt: number; started_at: string; scheduled_for: string }>
+  | Envelope<
+      'AttemptStarted',
+      { execution_id: string; source: ExecutionSource; attempt: number; started_at: string; scheduled_for: string; uncounted_attempts?: number }
+    >
   | Envelope<'AttemptFinished', AttemptResult>
+  | Envelope<'AttemptDeferred', AttemptDeferral>
   | Envelope<'ExecutionCancelled', { execution_id: string; source: ExecutionSource; reason: string; lane?: string | null }>
   | Envelope<
       'CallbackAttempted',

@@ -23,6 +23,9 @@ export function checkTaskRules(spec: TaskSpec, input: TaskInput): void {
   if (input.delay != null && input.run_at != null) {
     throw unprocessable('send either delay or run_at, not both', 'run_at');
   }
+  if (input.debounce != null && (input.delay != null || input.run_at != null)) {
+    throw unprocessable('debounce fixes the run time itself: send no delay or run_at with it', input.delay != null ? 'delay' : 'run_at');
+  }
   const debounceFields = [spec.debounce, spec.debounce_key, spec.lane].filter((v) => v != null && v !== '').length;
   if ((spec.debounce || spec.debounce_key) && debounceFields < 3) {
     const missing = !spec.debounce ? 'debounce' : !spec.debounce_key ? 'debounce_key' : 'lane';
@@ -53,10 +56,11 @@ export function decideTask(command: TaskCommand, state: Task | null, meta: Comma
     const input = command.input;
     const spec: TaskSpec = { ...TASK_DEFAULTS, name: input.name ?? defaultName(input.url), ...stripUndefined(input), url: input.url };
     checkTaskRules(spec, input);
-    const execution = { id: meta.newId('exe'), scheduled_for: firstRunAt(spec, meta), callback_url: null };
+    // A debounced create arrives with its window's id and run time already fixed.
+    const execution = { id: meta.newId('exe'), scheduled_for: command.runAt ?? firstRunAt(spec, meta), callback_url: null };
     const task: Task = {
       ...spec,
-      id: meta.newId('tsk'),
+      id: command.taskId ?? meta.newId('tsk'),
       org_id: command.orgId,
       created_at: meta.now,
       updated_at: meta.now,

@@ -56,7 +56,7 @@ export type TaskEvent =
 export type TaskInput = Partial<TaskSpec>;
 
 export type TaskCommand =
-  | { type: 'CreateTask'; orgId: string; input: TaskInput & { url: string } }
+  | { type: 'CreateTask'; orgId: string; input: TaskInput & { url: string }; taskId?: string; runAt?: string }
   | { type: 'UpdateTask'; input: TaskInput }
   | { type: 'DeleteTask' }
   | { type: 'CancelTask'; reason: string }

@@ -1,11 +1,14 @@
 import { Router } from 'express';
 import { createTask, deleteTask, triggerTask, updateTask } from '../../commands/task/handlers.ts';
-import type { Task, TaskInput } from '../../commands/task/types.ts';
+import { TASK_DEFAULTS, type Task, type TaskInput, type TaskSpec } from '../../commands/task/types.ts';
+import { checkTaskRules } from '../../commands/task/decide.ts';
+import { createDebouncedTask } from '../../commands/debounce/handlers.ts';
 import { taskDoc } from '../../projections/apply-event.ts';
 import { forbidden, notFound, unprocessable } from '../../lib/errors.ts';
 import { utf8Length } from '../../lib/json.ts';
 import { jsonObject } from '../body.ts';
 import { handler, type ApiDeps } from '../context.ts';
+import { idempotent } from '../idempotency.ts';
 import { createTaskSchema, triggerTaskSchema, updateTaskSchema } from '../schemas/task.ts';
 import { historyRow, taskResource } from '../serializers.ts';
 import { validate } from '../validate.ts';
@@ -41,7 +44,7 @@ export function taskRoutes(deps: ApiDeps): Router {
   const r = Router();
 
   const loadTask = async (orgId: string, id: string) => {
-    const row = await deps.db.selectFrom('tasks').selectAll().where('id', '=', id).where('org_id', '=', orgId).executeTakeFirst();
+    const row = await deps.db.selectFrom('tasks').selectAll().where('id', '=', id).where('org_id', '=', orgId).where('deleted_at', 'is', null).executeTakeFirst();
     if (!row) throw notFound('Task not found');
     return row;
   };
@@ -59,7 +62,7 @@ export function taskRoutes(deps: ApiDeps): Router {
   };
 
   r.get('/tasks', handler(async (req, res) => {
-    const rows = await deps.db.selectFrom('tasks').selectAll().where('org_id', '=', req.orgId)
+    const rows = await deps.db.selectFrom('tasks').selectAll().where('org_id', '=', req.orgId).where('deleted_at', 'is', null)
       .orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
     res.json({ data: rows.map(taskResource) });
   }));
@@ -68,11 +71,19 @@ export function taskRoutes(deps: ApiDeps): Router {
     res.json({ data: taskResource(await loadTask(req.orgId, req.params.id!)) });
   }));
 
-  r.post('/tasks', handler(async (req, res) => {
+  r.post('/tasks', idempotent(deps), handler(async (req, res) => {
     const input = validate<TaskInput & { url: string }>(createTaskSchema, jsonObject(req));
     checkBodySize(input.body);
     checkHeaders(input.headers);
     await checkPlan(deps, req.orgId, input);
+    if (input.debounce != null || input.debounce_key != null) {
+      // Rules first (all three fields together), then the window decides create or replace.
+      checkTaskRules({ ...TASK_DEFAULTS, name: '', ...input } as TaskSpec, input);
+      const d = await createDebouncedTask(deps, req.orgId, input as Parameters<typeof createDebouncedTask>[2]);
+      const message = d.replaced ? 'Debounced: replaced the pending payload; the run time is unchanged' : 'Debounce window opened';
+      res.status(201).json({ data: await written(req.orgId, d.state!, d.seq, !d.replaced), message });
+      return;
+    }
     const { state, seq } = await createTask(deps, req.orgId, input);
     res.status(201).json({ data: await written(req.orgId, state!, seq, true) });
   }));
