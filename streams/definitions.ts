@@ -76,6 +76,12 @@ export const KV_BUCKETS = {
   laneHeads: { name: 'lane-heads', ttlMs: 0 },
   /** Idempotency-Key records, 24 h. */
   idempotency: { name: 'idempotency', ttlMs: 24 * 3_600_000 },
+  /**
+   * Per-host backoff: one entry per organization + target host (`<org>.<hex of host:port>`),
+   * the failure streak and the block end (src/dispatchers/host-blocks.ts). Absent = healthy.
+   * The TTL drops entries no attempt has touched for a day (the longest 429 block).
+   */
+  hostBlocks: { name: 'host-blocks', ttlMs: 24 * 3_600_000 },
 } as const;
 
 export const CONSUMERS = {

@@ -7,6 +7,7 @@ import { newId } from '../lib/ids.ts';
 import { decodeJson } from '../lib/json.ts';
 import type { Nats } from '../nats/connection.ts';
 import type { Directory } from '../nats/org-directory.ts';
+import { FAILURES_BEFORE_BLOCK, MAX_RATE_LIMIT_BLOCK_MS, blockEnd, hostOf, hostSignalOf, openHostBlocks, type HostBlocks } from './host-blocks.ts';
 import type { AttemptJob, CallbackJob, Job } from './job.ts';
 import { classifyAttempt, maskHeaders } from './outcome.ts';
 import type { OutboundClient } from './outbound-client.ts';
@@ -27,6 +28,14 @@ export interface DispatcherDeps {
 const WORKING_EVERY_MS = 20_000;
 const CALLBACK_TIMEOUT_MS = 10_000;
 const QUEUED_CHECK_AFTER_MS = 250;
+/** A block that ends this soon is waited out in place rather than handed back to the stream. */
+const SHORT_BLOCK_MS = 50;
+/** 429 attempts of one execution that do not use a retry; later ones count like a 5xx. */
+export const MAX_UNCOUNTED_ATTEMPTS = 20;
+/** The least wait before the attempt after a 429, whatever its Retry-After says. */
+const MIN_RATE_LIMIT_WAIT_MS = 1_000;
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms)));
 
 function envelope<T extends ExecutionEvent['type']>(type: T, orgId: string, data: Extract<ExecutionEvent, { type: T }>['data']) {
   const at = new Date().toISOString();
@@ -45,6 +54,8 @@ export function startDispatcher(deps: DispatcherDeps) {
   let stopping = false;
   const handedBack = new Set<JsMsg>();
   const running = new Set<Promise<void>>();
+  // Opened before the first job is taken (see `done` below).
+  let hosts!: HostBlocks;
 
   async function sign(job: Job, body: string): Promise<Record<string, string>> {
     const org = await deps.directory.organization(job.org_id);
@@ -63,14 +74,72 @@ export function startDispatcher(deps: DispatcherDeps) {
     return !last || last.event.type === 'TaskDeleted' || last.event.type === 'TaskCancelled';
   }
 
-  async function runAttempt(job: AttemptJob): Promise<void> {
+  /**
+   * What the execution's log says before this attempt: how many earlier attempts
+   * were uncounted 429s, and whether this attempt (or the execution) is already
+   * recorded as done, which happens when a job is redelivered after its result
+   * was stored but before the ack. One direct get; paid by retries and deferrals only.
+   */
+  async function executionSoFar(job: AttemptJob): Promise<{ uncounted: number; done: boolean }> {
+    const last = await deps.store.last<ExecutionEvent>(SUBJECTS.execution(job.org_id, job.execution_id));
+    if (!last) return { uncounted: 0, done: false };
+    const e = last.event;
+    switch (e.type) {
+      case 'AttemptFinished':
+        return { uncounted: e.data.uncounted_attempts ?? 0, done: e.data.attempt >= job.attempt };
+      case 'AttemptStarted':
+      case 'AttemptDeferred':
+        return { uncounted: e.data.uncounted_attempts ?? 0, done: e.data.attempt > job.attempt };
+      case 'ExecutionCancelled':
+        return { uncounted: 0, done: true };
+      default:
+        return { uncounted: 0, done: e.type === 'CallbackAttempted' };
+    }
+  }
+
+  /**
+   * Runs one attempt. Resolves to a delay in ms when the job must go back to the
+   * stream (its host is blocked), undefined when it is done and can be acked.
+   */
+  async function runAttempt(job: AttemptJob): Promise<number | undefined> {
     const subject = SUBJECTS.execution(job.org_id, job.execution_id);
     if (await sourceGone(job)) {
       const cancelled = envelope('ExecutionCancelled', job.org_id, { execution_id: job.execution_id, source: job.source, reason: 'task deleted', lane: job.lane });
       cancelled.id = `${job.execution_id}.cancelled`;
       await deps.store.append(subject, cancelled);
-      return;
+      return undefined;
     }
+    const host = hostOf(job.request.url);
+    let blockedUntil = host ? hosts.blockedUntil(job.org_id, host) : 0;
+    if (blockedUntil && blockedUntil - deps.clock.now() <= SHORT_BLOCK_MS) {
+      await sleep(blockedUntil - deps.clock.now());
+      blockedUntil = host ? hosts.blockedUntil(job.org_id, host) : 0;
+    }
+    let uncounted = 0;
+    if (blockedUntil || job.attempt > 1) {
+      const sofar = await executionSoFar(job);
+      if (sofar.done) return undefined;
+      uncounted = sofar.uncounted;
+    }
+    if (blockedUntil && host) {
+      // Not sent: the block is the host's, so the attempt keeps its number and waits.
+      const state = hosts.state(job.org_id, host);
+      const deferred = envelope('AttemptDeferred', job.org_id, {
+        execution_id: job.execution_id,
+        source: job.source,
+        attempt: job.attempt,
+        scheduled_for: new Date(blockedUntil).toISOString(),
+        reason: state?.reason === 'rate_limited'
+          ? `${host} answered 429: blocked for this organization`
+          : `${host} failed ${state?.failures ?? FAILURES_BEFORE_BLOCK} times in a row: blocked for this organization`,
+        host,
+        ...(uncounted ? { uncounted_attempts: uncounted } : {}),
+      });
+      deferred.id = `${job.execution_id}.${job.attempt}.deferred.${blockedUntil}`;
+      await deps.store.append(subject, deferred);
+      return Math.max(blockedUntil - deps.clock.now(), 1);
+    }
+
     const startedAt = new Date();
     const started = envelope('AttemptStarted', job.org_id, {
       execution_id: job.execution_id,
@@ -78,6 +147,7 @@ export function startDispatcher(deps: DispatcherDeps) {
       attempt: job.attempt,
       started_at: startedAt.toISOString(),
       scheduled_for: job.scheduled_for,
+      ...(uncounted ? { uncounted_attempts: uncounted } : {}),
     });
     started.id = `${job.execution_id}.${job.attempt}.started`;
     const startedAck = deps.store.append(subject, started);
@@ -92,11 +162,38 @@ export function startDispatcher(deps: DispatcherDeps) {
     });
     const now = deps.clock.now();
     const outcome = classifyAttempt(job, result, now);
+
+    // The host's state first, so the block holds for every dispatcher before this attempt's result is out.
+    const signal = host ? hostSignalOf(result, outcome) : null;
+    let hostBlockEnd = host ? hosts.blockedUntil(job.org_id, host) : 0;
+    if (host && signal) {
+      try {
+        hostBlockEnd = blockEnd(await hosts.record(job.org_id, host, signal), deps.clock.now());
+      } catch (err) {
+        deps.log(`dispatcher: host state of ${host} for ${job.org_id} not recorded: ${(err as Error).message}`);
+        if (signal.kind === 'rate_limited') hostBlockEnd = Math.max(hostBlockEnd, now + deps.clock.wait(Math.min(signal.blockMs, MAX_RATE_LIMIT_BLOCK_MS)));
+      }
+    }
+
+    // A 429 is the host's doing, not the task's: it does not use one of the task's
+    // retries (bounded, so a target that always answers 429 cannot keep an execution alive forever).
+    const rateLimited = signal?.kind === 'rate_limited';
+    const free = rateLimited && uncounted < MAX_UNCOUNTED_ATTEMPTS;
     let nextAttemptAt: string | null = null;
-    if (outcome.retryable && job.attempt < job.max_attempts) {
-      const backoff = deps.clock.wait(taskRetryDelayMs(job.attempt));
-      const wait = Math.max(backoff, deps.clock.wait(outcome.retry_after_ms ?? 0));
-      nextAttemptAt = new Date(now + wait).toISOString();
+    let errorMessage = outcome.error_message;
+    if (free) {
+      uncounted++;
+      nextAttemptAt = new Date(Math.max(hostBlockEnd, now + deps.clock.wait(MIN_RATE_LIMIT_WAIT_MS))).toISOString();
+    } else {
+      const counted = job.attempt - uncounted;
+      if (outcome.retryable && counted < job.max_attempts) {
+        const backoff = deps.clock.wait(taskRetryDelayMs(counted));
+        const wait = Math.max(backoff, deps.clock.wait(outcome.retry_after_ms ?? 0));
+        nextAttemptAt = new Date(Math.max(now + wait, hostBlockEnd)).toISOString();
+      }
+    }
+    if (host && hostBlockEnd > now && signal && signal.kind !== 'up') {
+      errorMessage = `${errorMessage ?? 'failed'}; ${host} blocked for this organization until ${new Date(hostBlockEnd).toISOString()}`;
     }
     const data: AttemptResult = {
       execution_id: job.execution_id,
@@ -104,7 +201,7 @@ export function startDispatcher(deps: DispatcherDeps) {
       attempt: job.attempt,
       status: outcome.status,
       status_code: outcome.status_code,
-      error_message: outcome.error_message,
+      error_message: errorMessage,
       scheduled_for: job.scheduled_for,
       started_at: result.startedAt.toISOString(),
       finished_at: new Date(result.startedAt.getTime() + result.durationMs).toISOString(),
@@ -118,13 +215,15 @@ export function startDispatcher(deps: DispatcherDeps) {
       callback_url: job.callback_url,
       push_callback_url: job.push_callback_url,
       lane: job.lane,
+      ...(uncounted ? { uncounted_attempts: uncounted } : {}),
     };
     const finished = envelope('AttemptFinished', job.org_id, data);
     finished.id = `${job.execution_id}.${job.attempt}.finished`;
     await Promise.all([startedAck, deps.store.append(subject, finished)]);
+    return undefined;
   }
 
-  async function runCallback(job: CallbackJob): Promise<void> {
+  async function runCallback(job: CallbackJob): Promise<undefined> {
     const headers = { 'Content-Type': 'application/json', ...(await sign(job, job.body)) };
     const result = await deps.outbound.send({ url: job.url, method: 'POST', headers, body: job.body, timeoutMs: CALLBACK_TIMEOUT_MS });
     const ok = result.kind === 'response' && result.statusCode >= 200 && result.statusCode < 300;
@@ -147,8 +246,12 @@ export function startDispatcher(deps: DispatcherDeps) {
     const keepAlive = setInterval(() => msg.working(), WORKING_EVERY_MS);
     const t0 = performance.now();
     try {
-      if (job.kind === 'attempt') await runAttempt(job);
-      else await runCallback(job);
+      const backInMs = job.kind === 'attempt' ? await runAttempt(job) : await runCallback(job);
+      if (backInMs !== undefined) {
+        // Its host is blocked: JetStream redelivers the job when the block ends.
+        if (!handedBack.has(msg)) msg.nak(backInMs);
+        return;
+      }
       if (!handedBack.has(msg)) msg.ack();
       deps.onAttempt?.(job, performance.now() - t0);
     } catch (err) {
@@ -163,6 +266,7 @@ export function startDispatcher(deps: DispatcherDeps) {
   const inFlightMsgs = new Set<JsMsg>();
   let stopPulling = () => {};
   const done = (async () => {
+    hosts = await openHostBlocks({ nats: deps.nats, clock: deps.clock, log: deps.log });
     const consumer = await deps.nats.js.consumers.get(CONSUMERS.dispatchers.stream, CONSUMERS.dispatchers.durable_name);
     const messages = await consumer.consume({ max_messages: Math.min(deps.concurrency, 1000) });
     stopPulling = () => void messages.close();
@@ -200,6 +304,7 @@ export function startDispatcher(deps: DispatcherDeps) {
         }
       }
       await done.catch(() => {});
+      await hosts?.close();
     },
   };
 }

@@ -8,6 +8,7 @@ import { keepRawBody } from './idempotency.ts';
 import { openApiDocument } from './openapi.ts';
 import { executionRoutes } from './routes/executions.ts';
 import { organizationRoutes } from './routes/organization.ts';
+import { batchRoutes } from './routes/batch.ts';
 import { laneCancelRoutes } from './routes/lane-cancel.ts';
 import { taskRoutes } from './routes/tasks.ts';
 
@@ -54,6 +55,8 @@ export function createApp(deps: ApiDeps, log: (m: string) => void) {
   api.use(rateLimit(deps));
   // 1 MiB leaves room for a 256 KB task body plus the other fields; the body rule itself is checked per field.
   // keepRawBody: the Idempotency-Key fingerprint hashes the body as sent.
+  // The batch route parses its own, larger body; it sits before the general parser.
+  api.use(batchRoutes(deps));
   api.use(express.json({ limit: '1mb', type: () => true, strict: false, verify: keepRawBody }));
   api.use(laneCancelRoutes(deps));
   api.use(taskRoutes(deps));

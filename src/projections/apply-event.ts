@@ -130,6 +130,7 @@ export function applyEvent(batch: ProjectionBatch, event: JetcronEvent): void {
       return;
     case 'CallbackAttempted':
     case 'DebounceWindowOpened':
+    case 'BatchAccepted':
       return;
     default: {
       const never: never = event;

@@ -47,16 +47,27 @@ async function ownPartition(partition: number, deps: PartitionDeps, signal: Abor
     if (firing) return;
     firing = true;
     try {
-      const due = heap.popDue(Date.now());
-      const results = await Promise.allSettled(due.map((e) => fire(e.value, e.seq)));
-      results.forEach((r, i) => {
-        if (r.status === 'rejected') {
-          // Put it back: it stays stored, so trying again later is safe.
-          const e = due[i]!;
-          deps.log(`timers.${partition}: firing ${e.key} failed: ${(r.reason as Error).message}`);
-          heap.set(e.key, e.seq, Date.now() + 1000, e.value);
+      // Timers of one lane fire one after another in (due, write) order, so the lane's
+      // queue receives them in creation order; everything else fires in parallel.
+      const due = heap.popDue(Date.now()).sort((a, b) => a.due - b.due || a.seq - b.seq);
+      const groups = new Map<string, typeof due>();
+      for (const e of due) {
+        const key = e.value.kind === 'attempt' && e.value.lane ? `${e.value.org_id}:${e.value.lane}` : e.key;
+        const list = groups.get(key) ?? [];
+        list.push(e);
+        groups.set(key, list);
+      }
+      await Promise.all([...groups.values()].map(async (list) => {
+        for (const e of list) {
+          try {
+            await fire(e.value, e.seq);
+          } catch (err) {
+            // Put it back: it stays stored, so trying again later is safe.
+            deps.log(`timers.${partition}: firing ${e.key} failed: ${(err as Error).message}`);
+            heap.set(e.key, e.seq, Date.now() + 1000, e.value);
+          }
         }
-      });
+      }));
     } finally {
       firing = false;
       arm();

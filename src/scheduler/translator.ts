@@ -11,6 +11,7 @@ import type { Nats } from '../nats/connection.ts';
 import { readEvents } from '../nats/event-reader.ts';
 import { openCheckpoint } from '../nats/throttled-checkpoint.ts';
 import { createLease, openLeaseBucket, whileLeased } from '../nats/lease.ts';
+import { materializeBatch } from '../commands/batch/handlers.ts';
 import { callbackBody } from './callback-body.ts';
 import { taskAttemptJob } from './task-jobs.ts';
 import type { Lanes } from './lanes.ts';
@@ -123,6 +124,14 @@ export function createTranslator(deps: TranslatorDeps) {
       case 'AttemptFinished':
         await onAttemptFinished(event.org_id, event.data);
         return;
+      case 'BatchAccepted': {
+        // The API appends the batch's tasks right after the batch; if it died half-way,
+        // finish the job (the last task present means all are, as they go in order).
+        const tasks = event.data.tasks;
+        const last = tasks[tasks.length - 1]!;
+        if (!(await deps.store.last(SUBJECTS.task(last.org_id, last.data.task.id)))) await materializeBatch(deps, event);
+        return;
+      }
       case 'ExecutionCancelled':
         if (event.data.lane) await deps.lanes.release(event.org_id, event.data.lane, event.data.execution_id);
         return;
@@ -141,6 +150,13 @@ export function createTranslator(deps: TranslatorDeps) {
   return { handle };
 }
 
+function chainKey(event: JetcronEvent, subject: string): string {
+  if (event.type.startsWith('Task') && 'task' in event.data && event.data.task.lane) {
+    return `lane:${event.org_id}:${event.data.task.lane}`;
+  }
+  return subject;
+}
+
 export function startTranslator(deps: TranslatorDeps) {
   const translator = createTranslator(deps);
   const abort = new AbortController();
@@ -152,11 +168,13 @@ export function startTranslator(deps: TranslatorDeps) {
       try {
         const opts = { startSeq: checkpoint.position + 1, maxBatch: 500, signal, log: deps.log, name: 'translator' };
         await readEvents(deps.nats, opts, async (events) => {
-          // Events of different aggregates are independent; one aggregate's events keep their order.
+          // Events of different aggregates are independent; one aggregate's events keep
+          // their order, and so do the tasks of one lane (its queue takes them in order).
           const chains = new Map<string, Promise<void>>();
           for (const e of events) {
-            const prev = chains.get(e.subject) ?? Promise.resolve();
-            chains.set(e.subject, prev.then(() => translator.handle(e.event)));
+            const key = chainKey(e.event, e.subject);
+            const prev = chains.get(key) ?? Promise.resolve();
+            chains.set(key, prev.then(() => translator.handle(e.event)));
           }
           await Promise.all(chains.values());
           await checkpoint.advance(events[events.length - 1]!.seq);

@@ -48,10 +48,15 @@ export function executionRoutes(deps: ApiDeps): Router {
   }));
 
   r.get('/executions/:id', handler(async (req, res) => {
-    const row = await deps.db.selectFrom('executions').selectAll().where('id', '=', req.params.id!).where('org_id', '=', req.orgId).executeTakeFirst();
-    if (!row) throw notFound('Execution not found');
-    const attempts = await deps.db.selectFrom('execution_attempts').selectAll().where('execution_id', '=', row.id).orderBy('attempt').execute();
-    res.json({ data: executionDetail(row, attempts) });
+    // One snapshot for the row and its attempts, so a projection commit in between
+    // cannot pair a new attempt with an older status.
+    const data = await deps.db.transaction().setIsolationLevel('repeatable read').execute(async (trx) => {
+      const row = await trx.selectFrom('executions').selectAll().where('id', '=', req.params.id!).where('org_id', '=', req.orgId).executeTakeFirst();
+      if (!row) throw notFound('Execution not found');
+      const attempts = await trx.selectFrom('execution_attempts').selectAll().where('execution_id', '=', row.id).orderBy('attempt').execute();
+      return executionDetail(row, attempts);
+    });
+    res.json({ data });
   }));
 
   return r;

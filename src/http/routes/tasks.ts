@@ -5,34 +5,14 @@ import { checkTaskRules } from '../../commands/task/decide.ts';
 import { createDebouncedTask } from '../../commands/debounce/handlers.ts';
 import { taskDoc } from '../../projections/apply-event.ts';
 import { forbidden, notFound, unprocessable } from '../../lib/errors.ts';
-import { utf8Length } from '../../lib/json.ts';
 import { jsonObject } from '../body.ts';
+import { checkBodySize, checkHeaders } from '../task-checks.ts';
 import { handler, type ApiDeps } from '../context.ts';
 import { idempotent } from '../idempotency.ts';
 import { createTaskSchema, triggerTaskSchema, updateTaskSchema } from '../schemas/task.ts';
 import { historyRow, taskResource } from '../serializers.ts';
 import { validate } from '../validate.ts';
 import { limitParam } from './executions.ts';
-
-export const MAX_BODY_BYTES = 262_144;
-
-function checkBodySize(body: unknown): void {
-  if (body == null) return;
-  const text = typeof body === 'string' ? body : JSON.stringify(body);
-  if (utf8Length(text) > MAX_BODY_BYTES) throw unprocessable(`body is larger than ${MAX_BODY_BYTES} bytes (256 KB)`, 'body');
-}
-
-// The HTTP client frames the request itself and refuses these names, and a value it
-// cannot send fails every attempt: refuse both here, where the user can still fix them.
-const RESERVED_HEADER = /^(connection|content-length|expect|keep-alive|transfer-encoding|upgrade|x-jetcron-.*)$/i;
-const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
-
-function checkHeaders(headers: Record<string, string> | undefined): void {
-  for (const [name, value] of Object.entries(headers ?? {})) {
-    if (RESERVED_HEADER.test(name)) throw unprocessable(`header ${name} is set by jetcron and cannot be configured`, `headers.${name}`);
-    if (!HEADER_VALUE.test(value)) throw unprocessable(`header ${name} must not contain line breaks or control characters`, `headers.${name}`);
-  }
-}
 
 async function checkPlan(deps: ApiDeps, orgId: string, input: TaskInput): Promise<void> {
   if (input.script == null) return;
