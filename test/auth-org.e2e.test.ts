@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { revokeApiKey } from '../src/commands/api-key/handlers.ts';
-import { verifySignature } from '../src/dispatchers/signing.ts';
 import { createEventStore } from '../src/events/store.ts';
 import { createClock } from '../src/lib/clock.ts';
 import { connectNats } from '../src/nats/connection.ts';
 import { apiClient, eventually, startTestService, type Api, type TestService } from './support/service.ts';
-import { startTarget } from './support/target.ts';
+import { signedWith, startTarget } from './support/target.ts';
 
 const ORG_FIELDS = [
   'id', 'name', 'plan', 'webhook_secret', 'notification_email', 'notification_webhook_url', 'notify_on_failure', 'notify_on_recovery',
@@ -152,14 +151,7 @@ describe('authentication, organization and service endpoints', () => {
     try {
       const task = (await api('POST', '/tasks', { url: `${target.url}/signed`, body: 'payload' })).body.data;
       const got = await eventually(async () => target.received[0]);
-      const check = (secret: string) => verifySignature({
-        secret,
-        signature: String(got.headers['x-jetcron-signature']),
-        timestamp: Number(got.headers['x-jetcron-timestamp']),
-        executionId: task.last_execution_id,
-        body: got.body,
-        nowMs: Date.now(),
-      });
+      const check = (secret: string) => signedWith(got, secret, task.last_execution_id);
       assert.equal(got.headers['x-jetcron-execution-id'], task.last_execution_id);
       assert.ok(check(fresh), 'signed with the new secret');
       assert.ok(!check(old), 'not with the old one');

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { verifySignature } from '../src/dispatchers/signing.ts';
 import { eventually, startTestService, type Api, type TestService } from './support/service.ts';
-import { startTarget } from './support/target.ts';
+import { signedWith, startTarget } from './support/target.ts';
 
 // 1 service minute = 6 ms: the retry schedule (2, 4.5, 8 … minutes) runs in well under a second.
 const SCALE = 0.0001;
@@ -44,14 +43,7 @@ describe('dispatch of one-time tasks', () => {
       assert.equal(got.body, '{"hello":"world"}');
       assert.equal(got.headers['x-jetcron-task-id'], task.id);
       assert.equal(got.headers['x-jetcron-execution-id'], exe.id);
-      assert.ok(verifySignature({
-        secret,
-        signature: String(got.headers['x-jetcron-signature']),
-        timestamp: Number(got.headers['x-jetcron-timestamp']),
-        executionId: exe.id,
-        body: got.body,
-        nowMs: Date.now(),
-      }));
+      assert.ok(signedWith(got, secret, exe.id));
       assert.equal(exe.response_body, 'ok');
       assert.equal(exe.attempts.length, 1);
       assert.equal(exe.request.headers['X-Custom'], 'yes');

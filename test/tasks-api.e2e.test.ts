@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { verifySignature } from '../src/dispatchers/signing.ts';
 import { eventually, startTestService, type Api, type TestService } from './support/service.ts';
-import { startTarget } from './support/target.ts';
+import { signedWith, startTarget } from './support/target.ts';
 
 // delay and retry backoff are multiplied by this; run_at and timeout_ms are not.
 const SCALE = 0.25;
@@ -186,14 +185,7 @@ describe('tasks API', () => {
     assert.ok(!Number.isNaN(Date.parse(payload.started_at)));
     assert.ok(Date.parse(payload.finished_at) >= Date.parse(payload.started_at));
     assert.equal(cb.headers['x-jetcron-execution-id'], exe.id);
-    assert.ok(verifySignature({
-      secret,
-      signature: String(cb.headers['x-jetcron-signature']),
-      timestamp: Number(cb.headers['x-jetcron-timestamp']),
-      executionId: exe.id,
-      body: cb.body,
-      nowMs: Date.now(),
-    }), 'callback signature');
+    assert.ok(signedWith(cb, secret, exe.id), 'callback signature');
   };
 
   test('a task-level callback_url gets the signed execution.completed callback', async () => {

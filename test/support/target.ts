@@ -1,4 +1,5 @@
 import http from 'node:http';
+import { verifySignature } from '../../src/dispatchers/signing.ts';
 import type { AddressInfo } from 'node:net';
 
 export interface ReceivedRequest {
@@ -45,4 +46,16 @@ export async function startTarget(responder: Responder = () => ({ status: 200, b
       server.close(() => r());
     }),
   };
+}
+
+/** Whether a received request carries a valid X-Jetcron-Signature for `executionId` under `secret`. */
+export function signedWith(req: Pick<ReceivedRequest, 'body'> & { headers: Record<string, unknown> }, secret: string, executionId: string): boolean {
+  return verifySignature({
+    secret,
+    signature: String(req.headers['x-jetcron-signature']),
+    timestamp: Number(req.headers['x-jetcron-timestamp']),
+    executionId,
+    body: req.body,
+    nowMs: Date.now(),
+  });
 }
