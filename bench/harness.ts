@@ -16,7 +16,7 @@ import pg from 'pg';
 import { request } from 'undici';
 import { startEmbeddedNats } from '../src/runtime/embedded-nats.ts';
 import { startEmbeddedPostgres } from '../src/runtime/embedded-postgres.ts';
-import type { TargetCommand, TargetStats } from './target-server.ts';
+import type { LaneRecord, TargetCommand, TargetStats } from './target-server.ts';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const RESULTS_DIR = path.join(ROOT, 'bench', 'results');
@@ -208,6 +208,8 @@ export interface Target {
   pid: number;
   reset(): Promise<void>;
   stats(arrivals?: boolean): Promise<TargetStats>;
+  /** Every request that carried `?lane=…&i=…`, in arrival order, with arrival and response-written times. */
+  lanes(): Promise<LaneRecord[]>;
   stop(): Promise<void>;
 }
 
@@ -233,7 +235,7 @@ export async function startTarget(): Promise<Target> {
       }
     });
   });
-  const ask = <T>(msg: { cmd: 'reset' } | { cmd: 'stats'; arrivals: boolean }): Promise<T> =>
+  const ask = <T>(msg: { cmd: 'reset' } | { cmd: 'stats'; arrivals: boolean } | { cmd: 'lanes' }): Promise<T> =>
     new Promise<T>((resolve, reject) => {
       const id = nextId++;
       const t = setTimeout(() => (pending.delete(id), reject(new Error(`target did not answer ${msg.cmd}`))), 30_000);
@@ -248,6 +250,9 @@ export async function startTarget(): Promise<Target> {
     },
     async stats(arrivals = false) {
       return (await ask<{ stats: TargetStats }>({ cmd: 'stats', arrivals })).stats;
+    },
+    async lanes() {
+      return (await ask<{ lanes: LaneRecord[] }>({ cmd: 'lanes' })).lanes;
     },
     stop,
   };

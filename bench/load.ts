@@ -10,6 +10,11 @@ export interface CallResult {
   ms: number;
 }
 
+export interface SendResult extends CallResult {
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+}
+
 /** Counts outcomes by status (or error message) and keeps a few examples of failures. */
 export class Outcomes {
   readonly byKey = new Map<string, number>();
@@ -60,6 +65,23 @@ export class ApiClient {
       const e = err as { code?: string; message?: string };
       this.outcomes.add(e.code ?? 'error', e.message);
       return { status: 0, sentHr, ms: hrMs() - sentHr };
+    }
+  }
+
+  /**
+   * Any request with extra headers; never throws (a transport error is status 0 with
+   * the error in `text`). Returns the status, the response headers, the raw body and
+   * the time from send to full response. Not counted in `outcomes`.
+   */
+  async send(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, opts: { body?: string; headers?: Record<string, string> } = {}): Promise<SendResult> {
+    const sentHr = hrMs();
+    try {
+      const res = await this.pool.request({ method, path, headers: { ...this.headers, ...opts.headers }, body: opts.body });
+      const text = await res.body.text();
+      return { status: res.statusCode, headers: res.headers, text, sentHr, ms: hrMs() - sentHr };
+    } catch (err) {
+      const e = err as { code?: string; message?: string };
+      return { status: 0, headers: {}, text: `${e.code ?? 'error'}: ${e.message ?? ''}`, sentHr, ms: hrMs() - sentHr };
     }
   }
 

@@ -8,9 +8,12 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { batchAccept } from './batch-accept.ts';
 import { createApi } from './create-api.ts';
 import { dispatchThroughput } from './dispatch-throughput.ts';
 import { cleanupAll, cpuPhase, natsServerVersion, RESULTS_DIR, ROOT, sleep, startSharedPostgres, type CpuReport, type SharedPostgres } from './harness.ts';
+import { idempotentReplay } from './idempotent-replay.ts';
+import { lanes } from './lanes.ts';
 import { latency } from './latency.ts';
 import { summarizeBusiestProfile, type ProfileSummary } from './profile.ts';
 import { reference } from './reference.ts';
@@ -18,7 +21,7 @@ import type { BenchContext, BenchResult, Benchmark, Metric } from './stack.ts';
 import { fmt, markdownTable, textTable, type Table } from './stats.ts';
 import { timers } from './timers.ts';
 
-const ALL: Benchmark[] = [reference, dispatchThroughput, latency, timers, createApi];
+const ALL: Benchmark[] = [reference, dispatchThroughput, latency, timers, createApi, lanes, batchAccept, idempotentReplay];
 const RUN_LIMIT_MS = 15 * 60_000;
 
 const argv = process.argv.slice(2);

@@ -2,7 +2,10 @@
  * The benchmarks' HTTP target, run as a forked child so it has its own event loop.
  * Answers every request 200 at once and records its arrival: the `id` query
  * parameter (when present), process.hrtime (CLOCK_MONOTONIC, comparable across
- * processes on one machine) and a sub-millisecond wall clock. The parent asks
+ * processes on one machine) and a sub-millisecond wall clock. Requests with a
+ * `lane` query parameter (and `i`, their index in the lane) are also kept one by
+ * one, duplicates included, with their arrival and the time the response was
+ * written (the `finish` event), for the lane-order benchmark. The parent asks
  * for the records over IPC.
  */
 import http from 'node:http';
@@ -10,7 +13,11 @@ import type { AddressInfo } from 'node:net';
 
 export type TargetCommand =
   | { id: number; cmd: 'reset' }
-  | { id: number; cmd: 'stats'; arrivals: boolean };
+  | { id: number; cmd: 'stats'; arrivals: boolean }
+  | { id: number; cmd: 'lanes' };
+
+/** One request of a lane: [lane, index, arrival hrMs, response written hrMs (NaN if never)]. */
+export type LaneRecord = [string, number, number, number];
 
 export interface TargetStats {
   /** Requests received since the last reset. */
@@ -36,6 +43,7 @@ let duplicates = 0;
 let firstHrMs: number | null = null;
 let lastHrMs: number | null = null;
 let firstSeen = new Map<string, [number, number]>();
+let laneRecords: LaneRecord[] = [];
 
 const server = http.createServer((req, res) => {
   const hr = hrMs();
@@ -52,6 +60,12 @@ const server = http.createServer((req, res) => {
     const id = url.slice(q + 3, end === -1 ? undefined : end);
     if (firstSeen.has(id)) duplicates++;
     else firstSeen.set(id, [hr, wall]);
+  }
+  if (url.includes('lane=')) {
+    const params = new URLSearchParams(url.slice(url.indexOf('?') + 1));
+    const rec: LaneRecord = [params.get('lane') ?? '', Number(params.get('i')), hr, NaN];
+    laneRecords.push(rec);
+    res.once('finish', () => (rec[3] = hrMs()));
   }
   req.resume();
   req.on('end', () => {
@@ -75,9 +89,12 @@ process.on('message', (raw) => {
     count = anonymous = duplicates = 0;
     firstHrMs = lastHrMs = null;
     firstSeen = new Map();
+    laneRecords = [];
     process.send?.({ id: m.id, ok: true });
   } else if (m.cmd === 'stats') {
     process.send?.({ id: m.id, stats: stats(m.arrivals) });
+  } else if (m.cmd === 'lanes') {
+    process.send?.({ id: m.id, lanes: laneRecords });
   }
 });
 // The parent went away: nothing left to serve.

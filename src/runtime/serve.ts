@@ -31,11 +31,21 @@ export interface Running {
 
 type Stopper = () => Promise<void>;
 
+function named(name: string, fn: Stopper): Stopper {
+  Object.defineProperty(fn, 'name', { value: name });
+  return fn;
+}
+
 /** The composition root: every role the config names, in one process. */
 export async function serve(config: Config, log: (m: string) => void): Promise<Running> {
   const stoppers: Stopper[] = [];
   const stopAll = async () => {
-    for (const s of stoppers.reverse()) await s().catch((e: Error) => log(`shutdown: ${e.message}`));
+    for (const s of stoppers.reverse()) {
+      // A part that does not stop in time is named, so a hung shutdown says where it hangs.
+      const slow = setTimeout(() => log(`shutdown: still waiting for ${s.name || 'a part'}`), 15_000);
+      await s().catch((e: Error) => log(`shutdown: ${e.message}`));
+      clearTimeout(slow);
+    }
   };
   try {
     return await start(config, log, stoppers, stopAll);
@@ -55,14 +65,14 @@ async function start(config: Config, log: (m: string) => void, stoppers: Stopper
   let natsUrl = config.natsUrl;
   if (!natsUrl) {
     const n = await startEmbeddedNats({ dataDir: config.dataDir, log: serverLog });
-    stoppers.push(() => n.stop());
+    stoppers.push(named('embedded nats-server', () => n.stop()));
     natsUrl = n.url;
     log(`embedded nats-server at ${natsUrl}`);
   }
   let databaseUrl = config.databaseUrl;
   if (!databaseUrl) {
     const pg = await startEmbeddedPostgres({ dataDir: config.dataDir, log: serverLog });
-    stoppers.push(() => pg.stop());
+    stoppers.push(named('embedded Postgres', () => pg.stop()));
     databaseUrl = pg.url;
     const pgUrlFile = join(config.dataDir, 'postgres.url');
     writeFileSync(pgUrlFile, databaseUrl, { mode: 0o600 });
@@ -72,11 +82,11 @@ async function start(config: Config, log: (m: string) => void, stoppers: Stopper
 
   const instanceId = `${process.pid}-${randomBytes(4).toString('hex')}`;
   const nats = await connectNats(natsUrl, `jetcron ${[...config.roles].join(',')} ${instanceId}`);
-  stoppers.push(() => nats.close());
+  stoppers.push(named('NATS connection', () => nats.close()));
   await applyStreams(nats, config.streamReplicas);
 
   const { db } = connectDb(databaseUrl, 20);
-  stoppers.push(() => db.destroy());
+  stoppers.push(named('Postgres pool', () => db.destroy()));
   if (config.roles.has('api') || config.roles.has('projector')) await migrate(db);
 
   const clock = createClock(config.timeScale);
@@ -87,20 +97,20 @@ async function start(config: Config, log: (m: string) => void, stoppers: Stopper
 
   if (config.roles.has('projector')) {
     const p = startProjector({ nats, db, owner: instanceId, log });
-    stoppers.push(() => p.stop());
+    stoppers.push(named('projector', () => p.stop()));
   }
   if (config.roles.has('scheduler')) {
     const s = await startScheduler({ nats, store, clock, owner: instanceId, partitions: config.timerPartitions, log });
-    stoppers.push(() => s.stop());
+    stoppers.push(named('scheduler', () => s.stop()));
   }
   if (config.roles.has('dispatcher')) {
     const outbound = createOutboundClient({ allowPrivateTargets: config.allowPrivateTargets });
-    stoppers.push(() => outbound.close());
+    stoppers.push(named('outbound client', () => outbound.close()));
     const d = startDispatcher({
       nats, store, directory, outbound, clock, concurrency: config.dispatchConcurrency, log,
       onAttempt: (job, ms) => metrics.observe('jetcron_dispatch_seconds', 'Time to run and record one job', ms / 1000, { kind: job.kind }),
     });
-    stoppers.push(() => d.stop());
+    stoppers.push(named('dispatcher', () => d.stop()));
   }
   if (config.roles.has('notifier')) {
     log('notifier role: no notification channels are implemented in this version');
@@ -120,10 +130,12 @@ async function start(config: Config, log: (m: string) => void, stoppers: Stopper
       s.once('error', reject);
     });
     server.keepAliveTimeout = 65_000;
-    stoppers.push(() => new Promise<void>((r) => {
+    stoppers.push(named('HTTP server', () => new Promise<void>((r) => {
       server.close(() => r());
       server.closeIdleConnections();
-    }));
+      // A client that keeps its connection busy must not hold the shutdown open.
+      setTimeout(() => server.closeAllConnections(), 5000).unref();
+    })));
     const addr = server.address();
     const port = typeof addr === 'object' && addr ? addr.port : config.port;
     url = `http://${config.host}:${port}`;

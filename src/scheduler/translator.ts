@@ -10,6 +10,7 @@ import type { Clock } from '../lib/clock.ts';
 import type { Nats } from '../nats/connection.ts';
 import { readEvents } from '../nats/event-reader.ts';
 import { openCheckpoint } from '../nats/throttled-checkpoint.ts';
+import { createKeyedPipeline } from './keyed-pipeline.ts';
 import { createLease, openLeaseBucket, whileLeased } from '../nats/lease.ts';
 import { materializeBatch } from '../commands/batch/handlers.ts';
 import { callbackBody } from './callback-body.ts';
@@ -165,21 +166,26 @@ export function startTranslator(deps: TranslatorDeps) {
     const lease = createLease(await openLeaseBucket(deps.nats), 'translator', deps.owner);
     await whileLeased(lease, abort.signal, deps.log, async (signal) => {
       const checkpoint = await openCheckpoint(kv, CHECKPOINT_KEY, CHECKPOINT_EVERY_MS);
+      // Events of different aggregates are independent; one aggregate's events keep
+      // their order, and so do the tasks of one lane (its queue takes them in order).
+      // Each event starts as soon as its key is free, so a slow key never holds up a
+      // lane hand-off elsewhere; the checkpoint only passes events that have finished.
+      const pipeline = createKeyedPipeline({ maxInFlight: 2000, retryMs: 500, log: (m) => deps.log(`translator: ${m}`) });
+      const progress = setInterval(() => {
+        if (pipeline.completed > checkpoint.position) void checkpoint.advance(pipeline.completed).catch(() => {});
+      }, CHECKPOINT_EVERY_MS);
       try {
         const opts = { startSeq: checkpoint.position + 1, maxBatch: 500, signal, log: deps.log, name: 'translator' };
         await readEvents(deps.nats, opts, async (events) => {
-          // Events of different aggregates are independent; one aggregate's events keep
-          // their order, and so do the tasks of one lane (its queue takes them in order).
-          const chains = new Map<string, Promise<void>>();
           for (const e of events) {
-            const key = chainKey(e.event, e.subject);
-            const prev = chains.get(key) ?? Promise.resolve();
-            chains.set(key, prev.then(() => translator.handle(e.event)));
+            await pipeline.push(chainKey(e.event, e.subject), e.seq, () => translator.handle(e.event), () => signal.aborted);
           }
-          await Promise.all(chains.values());
-          await checkpoint.advance(events[events.length - 1]!.seq);
+          if (pipeline.completed > checkpoint.position) await checkpoint.advance(pipeline.completed);
         });
       } finally {
+        clearInterval(progress);
+        await pipeline.drain();
+        if (pipeline.completed > checkpoint.position) await checkpoint.advance(pipeline.completed).catch(() => {});
         await checkpoint.flush().catch(() => {});
       }
     });
