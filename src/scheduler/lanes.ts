@@ -37,23 +37,28 @@ export async function createLanes(nats: Nats, store: EventStore) {
     return !last || last.event.type === 'TaskDeleted' || last.event.type === 'TaskCancelled';
   }
 
-  /** Starts the lane's next execution unless one is running. */
-  async function advance(org: string, key: string): Promise<void> {
+  /**
+   * Starts the lane's next execution unless one is running. `freed` says the caller
+   * has just deleted the head itself, which saves reading it again: a hand-off is a
+   * handful of round trips, and on a busy process each one waits its turn.
+   */
+  async function advance(org: string, key: string, freed = false): Promise<void> {
     const subject = SUBJECTS.lane(org, key);
     for (;;) {
-      const current = await heads.get(headKey(org, key));
+      const current = freed ? null : await heads.get(headKey(org, key));
+      freed = false;
       if (current && current.operation === 'PUT' && current.value.length) return;
       const next = await nats.jsm.direct.getMessage(STREAMS.lanes.name, { next_by_subj: subject, seq: 0 } as never);
       if (!next) return;
       const job = decodeJson<AttemptJob>(next.data);
       const head: Head = { execution_id: job.execution_id, seq: next.seq };
-      try {
-        if (current) await heads.update(headKey(org, key), encodeJson(head), current.revision);
-        else await heads.create(headKey(org, key), encodeJson(head));
-      } catch {
-        return; // another process took the head first; it starts the execution
-      }
-      if (await taskGone(job)) {
+      // `create` succeeds on an absent or deleted key, so it is the claim in both cases.
+      const [claimed, gone] = await Promise.all([
+        heads.create(headKey(org, key), encodeJson(head)).then(() => true, () => false),
+        taskGone(job),
+      ]);
+      if (!claimed) return; // another process took the head first; it starts the execution
+      if (gone) {
         // Cancelled while waiting in the lane: record it and move on to the next.
         const event: ExecutionEvent = {
           type: 'ExecutionCancelled',
@@ -77,9 +82,11 @@ export async function createLanes(nats: Nats, store: EventStore) {
     if (!entry || entry.operation !== 'PUT' || !entry.value.length) return;
     const head = decodeJson<Head>(entry.value);
     if (head.execution_id !== executionId) return;
-    await nats.jsm.streams.deleteMessage(STREAMS.lanes.name, head.seq, false).catch(() => {});
-    await heads.delete(headKey(org, key), { previousSeq: entry.revision }).catch(() => {});
-    if (thenAdvance) await advance(org, key);
+    const [, freed] = await Promise.all([
+      nats.jsm.streams.deleteMessage(STREAMS.lanes.name, head.seq, false).catch(() => {}),
+      heads.delete(headKey(org, key), { previousSeq: entry.revision }).then(() => true, () => false),
+    ]);
+    if (thenAdvance) await advance(org, key, freed);
   }
 
   return {
