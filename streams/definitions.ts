@@ -65,6 +65,21 @@ export const STREAMS = {
     max_msg_size: 4 * 1024 * 1024,
     allow_direct: true,
   },
+  /**
+   * Notification deliveries that are due (one message per notification and channel),
+   * written by the notifier's ordered reader, taken by every notifier process through
+   * the `notifiers` consumer and removed once delivered or given up.
+   */
+  notify: {
+    name: 'NOTIFY',
+    subjects: ['notify.>'],
+    retention: RetentionPolicy.Workqueue,
+    storage: StorageType.File,
+    discard: DiscardPolicy.Old,
+    max_age: 0,
+    duplicate_window: 10 * MINUTE_NS,
+    max_msg_size: 4 * 1024 * 1024,
+  },
 } as const;
 
 export const KV_BUCKETS = {
@@ -82,6 +97,11 @@ export const KV_BUCKETS = {
    * The TTL drops entries no attempt has touched for a day (the longest 429 block).
    */
   hostBlocks: { name: 'host-blocks', ttlMs: 24 * 3_600_000 },
+  /**
+   * Notifier: per source (`<org>.<source id>`), whether it is failing and the EVENTS
+   * sequence of the last transition (src/notifier/state.ts). Absent = not failing.
+   */
+  notifyState: { name: 'notify-state', ttlMs: 0 },
 } as const;
 
 export const CONSUMERS = {
@@ -91,6 +111,14 @@ export const CONSUMERS = {
     durable_name: 'dispatchers',
     ack_wait: 60 * SECOND_NS,
     max_ack_pending: 20_000,
+    max_deliver: -1,
+  },
+  /** Shared by every notifier process: notification deliveries (src/notifier/deliverer.ts). */
+  notifiers: {
+    stream: STREAMS.notify.name,
+    durable_name: 'notifiers',
+    ack_wait: 60 * SECOND_NS,
+    max_ack_pending: 10_000,
     max_deliver: -1,
   },
 } as const;
@@ -104,6 +132,10 @@ export const SUBJECTS = {
   lane: (org: string, laneKey: string) => `lane.${org}.${laneKey}`,
   timer: (partition: number, id: string) => `timer.${partition}.${id}`,
   timerPartition: (partition: number) => `timer.${partition}.>`,
+  /** One notification's delivery records (`NotificationSent` / `NotificationFailed`). */
+  notification: (org: string, id: string) => `evt.${org}.notify.${id}`,
+  /** A notification delivery that is due (NOTIFY stream). */
+  notify: (org: string) => `notify.${org}.send`,
   /** Core NATS (not stored): the projector's progress, for read-your-writes. */
   projected: 'jetcron.projected',
   /** Core NATS: API processes announce themselves so each takes its share of the rate limit. */

@@ -89,9 +89,26 @@ const migrations: Record<string, Migration> = {
         CREATE INDEX tasks_org_lane ON tasks (org_id, lane) WHERE deleted_at IS NULL;`.execute(db);
     },
   },
+  '0003_schedules': {
+    async up(db: Kysely<unknown>) {
+      await sql`CREATE TABLE schedules (
+          id text PRIMARY KEY,
+          org_id text NOT NULL,
+          doc jsonb NOT NULL,
+          next_run_at timestamptz,
+          last_execution_id text,
+          last_status text,
+          created_at timestamptz NOT NULL,
+          updated_at timestamptz NOT NULL
+        );
+        CREATE INDEX schedules_org_created ON schedules (org_id, created_at DESC, id DESC);
+        CREATE INDEX schedules_last_execution ON schedules (last_execution_id);`.execute(db);
+    },
+  },
 };
 
 export const READ_MODEL_TABLES = [
+  'schedules',
   'organizations',
   'api_keys',
   'tasks',

@@ -37,6 +37,17 @@ export interface TasksTable {
   deleted_at: ColumnType<Date | null, never, never>;
 }
 
+export interface SchedulesTable {
+  id: string;
+  org_id: string;
+  doc: Json<Record<string, unknown>>;
+  next_run_at: Timestamp | null;
+  last_execution_id: string | null;
+  last_status: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
 export interface ExecutionsTable {
   id: string;
   org_id: string;
@@ -84,6 +95,7 @@ export interface Database {
   api_keys: ApiKeysTable;
   tasks: TasksTable;
   executions: ExecutionsTable;
+  schedules: SchedulesTable;
   execution_attempts: ExecutionAttemptsTable;
   projection_checkpoints: ProjectionCheckpointsTable;
 }

@@ -11,7 +11,7 @@ import { FAILURES_BEFORE_BLOCK, MAX_RATE_LIMIT_BLOCK_MS, blockEnd, hostOf, hostS
 import type { AttemptJob, CallbackJob, Job } from './job.ts';
 import { classifyAttempt, maskHeaders } from './outcome.ts';
 import type { OutboundClient } from './outbound-client.ts';
-import { CALLBACK_RETRY_DELAYS_MS, taskRetryDelayMs } from './retry-schedule.ts';
+import { CALLBACK_RETRY_DELAYS_MS, retryLandsAfter, taskRetryDelayMs } from './retry-schedule.ts';
 import { signedHeaders } from './signing.ts';
 
 export interface DispatcherDeps {
@@ -192,6 +192,11 @@ export function startDispatcher(deps: DispatcherDeps) {
         nextAttemptAt = new Date(Math.max(now + wait, hostBlockEnd)).toISOString();
       }
     }
+    // A schedule's retry that would land after its next tick is skipped: the tick takes over.
+    if (nextAttemptAt && job.next_tick_at && retryLandsAfter(job.next_tick_at, nextAttemptAt)) {
+      nextAttemptAt = null;
+      errorMessage = `${errorMessage ?? 'failed'}; retry skipped: it would land after the next run at ${job.next_tick_at}`;
+    }
     if (host && hostBlockEnd > now && signal && signal.kind !== 'up') {
       errorMessage = `${errorMessage ?? 'failed'}; ${host} blocked for this organization until ${new Date(hostBlockEnd).toISOString()}`;
     }
@@ -246,7 +251,8 @@ export function startDispatcher(deps: DispatcherDeps) {
     const keepAlive = setInterval(() => msg.working(), WORKING_EVERY_MS);
     const t0 = performance.now();
     try {
-      const backInMs = job.kind === 'attempt' ? await runAttempt(job) : await runCallback(job);
+      // Ticks never reach DISPATCH (the scheduler records them); one that did is dropped.
+      const backInMs = job.kind === 'attempt' ? await runAttempt(job) : job.kind === 'callback' ? await runCallback(job) : undefined;
       if (backInMs !== undefined) {
         // Its host is blocked: JetStream redelivers the job when the block ends.
         if (!handedBack.has(msg)) msg.nak(backInMs);

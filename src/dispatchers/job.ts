@@ -15,6 +15,8 @@ export interface AttemptJob {
   expected_body_pattern: string | null;
   /** Resolved: the execution's push-level callback, else the task's. */
   callback_url: string | null;
+  /** A schedule's next tick: a retry that would land after it is skipped (the tick takes over). */
+  next_tick_at?: string | null;
   /** The lane (within the organization) this execution holds while it runs; null = none. */
   lane: string | null;
   /** The push-level callback alone, kept so a retry re-resolves against the task as it is then. */
@@ -32,7 +34,18 @@ export interface CallbackJob {
   attempt: number;
 }
 
-export type Job = AttemptJob | CallbackJob;
+/** A schedule's cron tick coming due: the scheduler records it, which starts its execution. */
+export interface TickJob {
+  kind: 'tick';
+  org_id: string;
+  /** `<schedule id>@<tick>`: keys the timer and dedupes the tick. */
+  execution_id: string;
+  source: ExecutionSource;
+  attempt: 1;
+  tick_at: string;
+}
+
+export type Job = AttemptJob | CallbackJob | TickJob;
 
 export function jobMsgId(job: Job): string {
   return `${job.execution_id}:${job.kind}:${job.attempt}`;

@@ -10,6 +10,7 @@ import { executionRoutes } from './routes/executions.ts';
 import { organizationRoutes } from './routes/organization.ts';
 import { batchRoutes } from './routes/batch.ts';
 import { laneCancelRoutes } from './routes/lane-cancel.ts';
+import { scheduleRoutes } from './routes/schedules.ts';
 import { taskRoutes } from './routes/tasks.ts';
 
 async function healthy(deps: ApiDeps): Promise<boolean> {
@@ -60,6 +61,7 @@ export function createApp(deps: ApiDeps, log: (m: string) => void) {
   api.use(express.json({ limit: '1mb', type: () => true, strict: false, verify: keepRawBody }));
   api.use(laneCancelRoutes(deps));
   api.use(taskRoutes(deps));
+  api.use(scheduleRoutes(deps));
   api.use(executionRoutes(deps));
   api.use(organizationRoutes(deps));
   api.use((_req, _res, next) => next(notFound('Not found')));

@@ -1,3 +1,4 @@
+import type { Schedule } from '../commands/schedule/types.ts';
 import type { Task } from '../commands/task/types.ts';
 import type { JetcronEvent } from '../events/types.ts';
 import type { ProjectionBatch } from './batch.ts';
@@ -25,6 +26,17 @@ function executionRow(task: Task, execution: { id: string; scheduled_for: string
     created_at: at,
     updated_at: at,
   };
+}
+
+/** A task follows its latest execution (status and next run); a schedule shows its last outcome. */
+function sourceStatus(batch: ProjectionBatch, type: string, executionId: string, status: string, nextRunAt: string | null) {
+  if (type === 'schedule') batch.patch(batch.scheduleStatus, executionId, { last_execution_id: executionId, last_status: status });
+  else batch.patch(batch.taskStatus, executionId, { last_execution_id: executionId, status, next_run_at: nextRunAt });
+}
+
+function scheduleRow(s: Schedule) {
+  const { org_id: _o, next_run_at, ...doc } = s;
+  return { id: s.id, org_id: s.org_id, doc, next_run_at, created_at: s.created_at, updated_at: s.updated_at };
 }
 
 export function applyEvent(batch: ProjectionBatch, event: JetcronEvent): void {
@@ -82,7 +94,7 @@ export function applyEvent(batch: ProjectionBatch, event: JetcronEvent): void {
     case 'AttemptStarted': {
       const d = event.data;
       batch.patchExecution(d.execution_id, { status: 'running', attempt: d.attempt, started_at: d.started_at, updated_at: event.at });
-      batch.patch(batch.taskStatus, d.execution_id, { last_execution_id: d.execution_id, status: 'running', next_run_at: null });
+      sourceStatus(batch, d.source.type, d.execution_id, 'running', null);
       return;
     }
     case 'AttemptFinished': {
@@ -114,23 +126,44 @@ export function applyEvent(batch: ProjectionBatch, event: JetcronEvent): void {
         duration_ms: d.duration_ms,
         error_message: d.error_message,
       });
-      batch.patch(batch.taskStatus, d.execution_id, { last_execution_id: d.execution_id, status, next_run_at: d.next_attempt_at });
+      sourceStatus(batch, d.source.type, d.execution_id, status, d.next_attempt_at);
       return;
     }
     case 'AttemptDeferred': {
       // The host is blocked: the attempt waits, pending, until the block ends.
       const d = event.data;
       batch.patchExecution(d.execution_id, { status: 'pending', scheduled_for: d.scheduled_for, updated_at: event.at });
-      batch.patch(batch.taskStatus, d.execution_id, { last_execution_id: d.execution_id, status: 'pending', next_run_at: d.scheduled_for });
+      sourceStatus(batch, d.source.type, d.execution_id, 'pending', d.scheduled_for);
       return;
     }
     case 'ExecutionCancelled':
       batch.patchExecution(event.data.execution_id, { status: 'cancelled', updated_at: event.at });
-      batch.patch(batch.taskStatus, event.data.execution_id, { last_execution_id: event.data.execution_id, status: 'cancelled', next_run_at: null });
+      sourceStatus(batch, event.data.source.type, event.data.execution_id, 'cancelled', null);
       return;
+    case 'ScheduleCreated':
+    case 'ScheduleUpdated':
+      batch.patch(batch.schedules, event.data.schedule.id, scheduleRow(event.data.schedule));
+      return;
+    case 'ScheduleDeleted':
+      batch.schedules.delete(event.data.schedule.id);
+      batch.deletedSchedules.add(event.data.schedule.id);
+      return;
+    case 'ScheduleTicked':
+    case 'ScheduleTriggered': {
+      const { schedule: s, execution } = event.data;
+      batch.patch(batch.schedules, s.id, { ...scheduleRow(s), last_execution_id: execution.id, last_status: 'pending' });
+      batch.newExecutions.set(execution.id, {
+        id: execution.id, org_id: s.org_id, source_type: 'schedule', source_id: s.id, source_name: s.name, url: s.url,
+        status: 'pending', attempt: 0, scheduled_for: execution.scheduled_for, callback_url: execution.callback_url,
+        script_logs: [], response_truncated: false, created_at: event.at, updated_at: event.at,
+      });
+      return;
+    }
     case 'CallbackAttempted':
     case 'DebounceWindowOpened':
     case 'BatchAccepted':
+    case 'NotificationSent':
+    case 'NotificationFailed':
       return;
     default: {
       const never: never = event;

@@ -24,6 +24,11 @@ const ATTEMPT_TYPES: ColumnTypes = {
   execution_id: 'text', attempt: 'integer', status: 'text', status_code: 'integer', started_at: TS,
   finished_at: TS, duration_ms: 'integer', error_message: 'text',
 };
+const SCHEDULE_TYPES: ColumnTypes = {
+  id: 'text', org_id: 'text', doc: 'jsonb', next_run_at: TS, last_execution_id: 'text', last_status: 'text',
+  created_at: TS, updated_at: TS,
+};
+const SCHEDULE_STATUS_TYPES: ColumnTypes = { last_execution_id: 'text', last_status: 'text' };
 const TASK_STATUS_TYPES: ColumnTypes = { last_execution_id: 'text', status: 'text', next_run_at: TS };
 
 /**
@@ -47,6 +52,10 @@ export class ProjectionBatch {
   readonly reschedules = new Map<string, { task_id: string; scheduled_for: string; at: string }>();
   /** Task status follows its latest execution: keyed by that execution id. */
   readonly taskStatus = new Map<string, Row>();
+  readonly schedules = new Map<string, Row>();
+  readonly deletedSchedules = new Set<string>();
+  /** A schedule shows its latest execution's outcome: keyed by that execution id. */
+  readonly scheduleStatus = new Map<string, Row>();
   size = 0;
 
   patch(map: Map<string, Row>, id: string, row: Row): void {
@@ -75,6 +84,16 @@ export class ProjectionBatch {
         table: 'executions',
         column: 'execution_id',
       });
+    }
+    if (this.schedules.size) await upsertRows(trx, 'schedules', 'id', [...this.schedules.values()], SCHEDULE_TYPES);
+    if (this.scheduleStatus.size) {
+      await updateRows(trx, 'schedules', 'last_execution_id', [...this.scheduleStatus.values()], SCHEDULE_STATUS_TYPES);
+    }
+    if (this.deletedSchedules.size) {
+      const ids = [...this.deletedSchedules];
+      await sql`DELETE FROM execution_attempts a USING executions e WHERE a.execution_id = e.id AND e.source_id = ANY(${ids})`.execute(trx);
+      await sql`DELETE FROM executions WHERE source_id = ANY(${ids})`.execute(trx);
+      await sql`DELETE FROM schedules WHERE id = ANY(${ids})`.execute(trx);
     }
     if (this.taskStatus.size) {
       await updateRows(trx, 'tasks', 'last_execution_id', [...this.taskStatus.values()], TASK_STATUS_TYPES);

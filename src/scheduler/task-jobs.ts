@@ -6,8 +6,10 @@ function hasHeader(headers: Record<string, string>, name: string): boolean {
   return Object.keys(headers).some((h) => h.toLowerCase() === lower);
 }
 
-/** The request a task sends: a JSON body goes as its JSON text, typed unless the user typed it. */
-export function taskRequest(task: Task): AttemptJob['request'] {
+type RequestSpec = Pick<Task, 'url' | 'method' | 'headers' | 'body' | 'timeout_ms'>;
+
+/** The request a task or schedule sends: a JSON body goes as its JSON text, typed unless the user typed it. */
+export function taskRequest(task: RequestSpec): AttemptJob['request'] {
   const headers = { ...task.headers };
   let body: string | null = null;
   if (typeof task.body === 'string') body = task.body;

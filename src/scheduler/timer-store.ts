@@ -26,7 +26,11 @@ export function timerSubject(partition: number, sourceId: string, timerId: strin
 
 export function createTimerStore(nats: Nats, partitions: number) {
   const subjectFor = (job: Job) =>
-    timerSubject(partitionOf(job.org_id, partitions), job.source.id, job.kind === 'callback' ? `${job.execution_id}-cb` : job.execution_id);
+    timerSubject(
+      partitionOf(job.org_id, partitions),
+      job.source.id,
+      job.kind === 'callback' ? `${job.execution_id}-cb` : job.kind === 'tick' ? 'tick' : job.execution_id,
+    );
 
   return {
     subjectFor,

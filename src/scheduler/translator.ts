@@ -14,6 +14,10 @@ import { createKeyedPipeline } from './keyed-pipeline.ts';
 import { createLease, openLeaseBucket, whileLeased } from '../nats/lease.ts';
 import { materializeBatch } from '../commands/batch/handlers.ts';
 import { callbackBody } from './callback-body.ts';
+import { evolveSchedule } from '../commands/schedule/decide.ts';
+import { scheduleSubject } from '../commands/schedule/handlers.ts';
+import type { ScheduleEvent } from '../commands/schedule/types.ts';
+import { scheduleAttemptJob, tickJob } from './schedule-jobs.ts';
 import { taskAttemptJob } from './task-jobs.ts';
 import type { Lanes } from './lanes.ts';
 import type { TimerStore } from './timer-store.ts';
@@ -71,6 +75,15 @@ export function createTranslator(deps: TranslatorDeps) {
   }
 
   async function onAttemptFinished(orgId: string, d: AttemptResult) {
+    if (d.next_attempt_at && d.source.type === 'schedule') {
+      const last = await deps.store.last<ScheduleEvent>(scheduleSubject(orgId, d.source.id));
+      const s = last ? evolveSchedule(null, last.event) : null;
+      if (s) {
+        const job = scheduleAttemptJob(s, { id: d.execution_id, scheduled_for: d.next_attempt_at, callback_url: d.push_callback_url }, d.attempt + 1);
+        await schedule(job, Date.parse(d.next_attempt_at), s.enabled);
+        return;
+      }
+    }
     if (d.next_attempt_at && d.source.type === 'task') {
       const task = await currentTask(orgId, d.source.id);
       if (task) {
@@ -124,6 +137,25 @@ export function createTranslator(deps: TranslatorDeps) {
         return;
       case 'AttemptFinished':
         await onAttemptFinished(event.org_id, event.data);
+        return;
+      case 'ScheduleCreated':
+      case 'ScheduleUpdated': {
+        const s = event.data.schedule;
+        if (s.next_run_at) await deps.timers.put(tickJob(s, s.next_run_at), { state: 'armed', due_at: Date.parse(s.next_run_at), job: tickJob(s, s.next_run_at) });
+        else await deps.timers.purgeSource(s.org_id, s.id);
+        return;
+      }
+      case 'ScheduleDeleted':
+        await deps.timers.purgeSource(event.org_id, event.data.schedule.id);
+        return;
+      case 'ScheduleTicked': {
+        const { schedule: s, execution } = event.data;
+        await dispatchNow(scheduleAttemptJob(s, execution, 1));
+        if (s.next_run_at) await deps.timers.put(tickJob(s, s.next_run_at), { state: 'armed', due_at: Date.parse(s.next_run_at), job: tickJob(s, s.next_run_at) });
+        return;
+      }
+      case 'ScheduleTriggered':
+        await dispatchNow(scheduleAttemptJob(event.data.schedule, event.data.execution, 1));
         return;
       case 'BatchAccepted': {
         // The API appends the batch's tasks right after the batch; if it died half-way,

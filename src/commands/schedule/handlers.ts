@@ -1,0 +1,39 @@
+import { ID_PATTERN } from '../../lib/ids.ts';
+import { forbidden, notFound } from '../../lib/errors.ts';
+import { commandMeta, execute, type CommandDeps, type Decided } from '../execute.ts';
+import { decideSchedule, evolveSchedule, type ScheduleCommand } from './decide.ts';
+import type { Schedule, ScheduleEvent, ScheduleInput } from './types.ts';
+
+type Result = Decided<Schedule, ScheduleEvent>;
+
+export const scheduleSubject = (orgId: string, id: string) => `evt.${orgId}.schedule.${id}`;
+
+function run(deps: CommandDeps, orgId: string, id: string, command: ScheduleCommand): Promise<Result> {
+  if (!ID_PATTERN.test(id) || !id.startsWith('sch_')) throw notFound('Schedule not found');
+  return execute(deps, scheduleSubject(orgId, id), command, decideSchedule, (s, e) => {
+    const next = evolveSchedule(s, e);
+    return next && next.org_id === orgId ? next : null;
+  });
+}
+
+/** `liveCount` is the organization's current number of schedules, for the Free plan's limit. */
+export async function createSchedule(
+  deps: CommandDeps,
+  orgId: string,
+  input: ScheduleInput & { url: string; cron: string },
+  plan: { name: string; limit: number | null; liveCount: number },
+): Promise<Result> {
+  if (plan.limit !== null && plan.liveCount >= plan.limit) {
+    throw forbidden(`the ${plan.name} plan allows ${plan.limit} schedules; delete one or upgrade to Pro`);
+  }
+  const event = decideSchedule({ type: 'CreateSchedule', orgId, input }, null, commandMeta(deps.clock));
+  const schedule = evolveSchedule(null, event)!;
+  const seq = await deps.store.append(scheduleSubject(orgId, schedule.id), event, 0);
+  return { event, state: schedule, seq };
+}
+
+export const updateSchedule = (deps: CommandDeps, orgId: string, id: string, input: ScheduleInput) =>
+  run(deps, orgId, id, { type: 'UpdateSchedule', input });
+export const deleteSchedule = (deps: CommandDeps, orgId: string, id: string) => run(deps, orgId, id, { type: 'DeleteSchedule' });
+export const triggerSchedule = (deps: CommandDeps, orgId: string, id: string, callbackUrl: string | null) =>
+  run(deps, orgId, id, { type: 'TriggerSchedule', callbackUrl });

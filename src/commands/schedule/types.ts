@@ -1,0 +1,58 @@
+import type { Envelope } from '../../events/envelope.ts';
+import type { HttpMethod } from '../task/types.ts';
+
+export interface ScheduleSpec {
+  name: string;
+  url: string;
+  cron: string;
+  timezone: string;
+  method: HttpMethod;
+  headers: Record<string, string>;
+  body: string | Record<string, unknown> | unknown[] | null;
+  timeout_ms: number;
+  retry_attempts: number;
+  enabled: boolean;
+  notify_on_failure: boolean | null;
+  notify_on_recovery: boolean | null;
+  expected_status_codes: string | null;
+  script: string | null;
+}
+
+export interface Schedule extends ScheduleSpec {
+  id: string;
+  org_id: string;
+  created_at: string;
+  updated_at: string;
+  /** The tick the scheduler waits for (null while disabled). */
+  next_run_at: string | null;
+}
+
+export interface PlannedRun {
+  id: string;
+  scheduled_for: string;
+  callback_url: string | null;
+}
+
+export type ScheduleEvent =
+  | Envelope<'ScheduleCreated', { schedule: Schedule }>
+  | Envelope<'ScheduleUpdated', { schedule: Schedule; changed: string[] }>
+  | Envelope<'ScheduleDeleted', { schedule: Schedule }>
+  | Envelope<'ScheduleTriggered', { schedule: Schedule; execution: PlannedRun }>
+  /** A cron tick fired: one execution; its id is derived from the tick, so two schedulers make one. */
+  | Envelope<'ScheduleTicked', { schedule: Schedule; execution: PlannedRun; next_run_at: string }>;
+
+export type ScheduleInput = Partial<ScheduleSpec>;
+
+export const SCHEDULE_DEFAULTS: Omit<ScheduleSpec, 'name' | 'url' | 'cron'> = {
+  timezone: 'UTC',
+  method: 'GET',
+  headers: {},
+  body: null,
+  timeout_ms: 30_000,
+  retry_attempts: 5,
+  enabled: true,
+  notify_on_failure: null,
+  notify_on_recovery: null,
+  expected_status_codes: null,
+  script: null,
+};

@@ -1,0 +1,102 @@
+import { Router } from 'express';
+import type { Selectable } from 'kysely';
+import { createSchedule, deleteSchedule, triggerSchedule, updateSchedule } from '../../commands/schedule/handlers.ts';
+import type { Schedule, ScheduleInput } from '../../commands/schedule/types.ts';
+import type { SchedulesTable } from '../../db/schema.ts';
+import { forbidden, notFound } from '../../lib/errors.ts';
+import { jsonObject } from '../body.ts';
+import { handler, type ApiDeps } from '../context.ts';
+import { idempotent } from '../idempotency.ts';
+import { createScheduleSchema, updateScheduleSchema } from '../schemas/schedule.ts';
+import { triggerTaskSchema } from '../schemas/task.ts';
+import { historyRow } from '../serializers.ts';
+import { checkBodySize, checkHeaders } from '../task-checks.ts';
+import { validate } from '../validate.ts';
+import { limitParam } from './executions.ts';
+
+const FREE_SCHEDULES = 10;
+const iso = (d: Date | string | null) => (d == null ? null : new Date(d).toISOString());
+
+function scheduleResource(row: Selectable<SchedulesTable>) {
+  return {
+    ...(row.doc as Record<string, unknown>),
+    id: row.id,
+    next_run_at: iso(row.next_run_at),
+    last_execution_id: row.last_execution_id,
+    last_status: row.last_status,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
+
+function fromState(s: Schedule) {
+  const { org_id: _o, ...rest } = s;
+  return { ...rest, last_execution_id: null, last_status: null };
+}
+
+export function scheduleRoutes(deps: ApiDeps): Router {
+  const r = Router();
+  const load = async (orgId: string, id: string) => {
+    const row = await deps.db.selectFrom('schedules').selectAll().where('id', '=', id).where('org_id', '=', orgId).executeTakeFirst();
+    if (!row) throw notFound('Schedule not found');
+    return row;
+  };
+  const checkInput = async (orgId: string, input: ScheduleInput) => {
+    checkBodySize(input.body);
+    checkHeaders(input.headers);
+    if (input.script != null && (await deps.directory.organization(orgId))?.plan !== 'pro') {
+      throw forbidden('Lua scripts need the Pro plan', 'script');
+    }
+  };
+
+  r.get('/schedules', handler(async (req, res) => {
+    const rows = await deps.db.selectFrom('schedules').selectAll().where('org_id', '=', req.orgId).orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
+    res.json({ data: rows.map(scheduleResource) });
+  }));
+
+  r.get('/schedules/:id', handler(async (req, res) => {
+    res.json({ data: scheduleResource(await load(req.orgId, req.params.id!)) });
+  }));
+
+  r.post('/schedules', idempotent(deps), handler(async (req, res) => {
+    const input = validate<ScheduleInput & { url: string; cron: string }>(createScheduleSchema, jsonObject(req));
+    await checkInput(req.orgId, input);
+    const org = await deps.directory.organization(req.orgId);
+    const pro = org?.plan === 'pro';
+    const count = pro ? 0 : Number((await deps.db.selectFrom('schedules').select((eb) => eb.fn.countAll().as('n')).where('org_id', '=', req.orgId).executeTakeFirst())?.n ?? 0);
+    const { state, seq } = await createSchedule(deps, req.orgId, input, { name: pro ? 'Pro' : 'Free', limit: pro ? null : FREE_SCHEDULES, liveCount: count });
+    await deps.watermark.waitFor(seq);
+    res.status(201).json({ data: fromState(state!) });
+  }));
+
+  r.put('/schedules/:id', handler(async (req, res) => {
+    const input = validate<ScheduleInput>(updateScheduleSchema, jsonObject(req));
+    await checkInput(req.orgId, input);
+    const { seq } = await updateSchedule(deps, req.orgId, req.params.id!, input);
+    await deps.watermark.waitFor(seq);
+    res.json({ data: scheduleResource(await load(req.orgId, req.params.id!)) });
+  }));
+
+  r.delete('/schedules/:id', handler(async (req, res) => {
+    const { seq } = await deleteSchedule(deps, req.orgId, req.params.id!);
+    await deps.watermark.waitFor(seq);
+    res.status(204).end();
+  }));
+
+  r.post('/schedules/:id/trigger', handler(async (req, res) => {
+    const input = validate<{ callback_url?: string }>(triggerTaskSchema, jsonObject(req, true));
+    const { event, seq } = await triggerSchedule(deps, req.orgId, req.params.id!, input.callback_url ?? null);
+    await deps.watermark.waitFor(seq);
+    const executionId = event.type === 'ScheduleTriggered' ? event.data.execution.id : null;
+    res.status(202).json({ data: { execution_id: executionId, status: 'pending' }, message: 'Execution queued' });
+  }));
+
+  r.get('/schedules/:id/executions', handler(async (req, res) => {
+    await load(req.orgId, req.params.id!);
+    const rows = await deps.db.selectFrom('executions').selectAll().where('source_id', '=', req.params.id!)
+      .where('org_id', '=', req.orgId).orderBy('scheduled_for', 'desc').orderBy('id', 'desc').limit(limitParam(req)).execute();
+    res.json({ data: rows.map(historyRow) });
+  }));
+
+  return r;
+}

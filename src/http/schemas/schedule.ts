@@ -1,0 +1,33 @@
+import { headersSchema, methodSchema, nullable, urlSchema } from './common.ts';
+
+const scheduleProperties = {
+  url: urlSchema,
+  cron: { type: 'string', minLength: 1, maxLength: 255 },
+  timezone: { type: 'string', minLength: 1, maxLength: 64 },
+  name: { type: 'string', minLength: 1, maxLength: 255 },
+  method: methodSchema,
+  headers: headersSchema,
+  body: { type: ['string', 'object', 'array', 'null'] },
+  timeout_ms: { type: 'integer', minimum: 1000, maximum: 300000 },
+  retry_attempts: { type: 'integer', minimum: 0, maximum: 10 },
+  enabled: { type: 'boolean' },
+  notify_on_failure: { type: ['boolean', 'null'] },
+  notify_on_recovery: { type: ['boolean', 'null'] },
+  expected_status_codes: nullable({ type: 'string', maxLength: 255 }),
+  script: nullable({ type: 'string', maxLength: 65536 }),
+} as const;
+
+export const createScheduleSchema = {
+  $id: 'CreateSchedule',
+  type: 'object',
+  required: ['url', 'cron'],
+  additionalProperties: false,
+  properties: scheduleProperties,
+} as const;
+
+export const updateScheduleSchema = {
+  $id: 'UpdateSchedule',
+  type: 'object',
+  additionalProperties: false,
+  properties: scheduleProperties,
+} as const;

@@ -1,0 +1,91 @@
+import type { NotificationChannel, NotificationEventName, NotifySourceType } from '../commands/notification/types.ts';
+import type { Organization } from '../commands/organization/types.ts';
+import { emailMessage, eventName, webhookPayload, type ExecutionSummary, type NotifySource } from './message.ts';
+import type { Transition } from './state.ts';
+
+/** One delivery to one channel: a message on the NOTIFY stream. */
+export interface NotificationJob {
+  /** `ntf_…`, the same for every channel of one notification. */
+  id: string;
+  org_id: string;
+  event: NotificationEventName;
+  channel: NotificationChannel;
+  source: { type: NotifySourceType; id: string; name: string };
+  execution_id: string | null;
+  /** Signed and sent as X-Jetcron-Execution-Id: the execution id, else the notification id. */
+  signing_id: string;
+  /** A URL for webhooks, an address for email. */
+  target: string;
+  /** Webhooks: the JSON text that is signed and sent. */
+  body?: string;
+  /** Email. */
+  subject?: string;
+  text?: string;
+  created_at: string;
+}
+
+/** Msg id on NOTIFY: deciding the same transition again (a replay) publishes nothing new. */
+export const notifyMsgId = (job: Pick<NotificationJob, 'id' | 'channel'>) => `${job.id}:${job.channel}`;
+
+/**
+ * Whether the organization's channels (its webhook and email) hear about this
+ * transition: the resource's flag when set, else the organization's.
+ */
+export function organizationWants(source: NotifySource, org: Organization, transition: Transition): boolean {
+  return transition === 'failed'
+    ? (source.notify_on_failure ?? org.notify_on_failure)
+    : (source.notify_on_recovery ?? org.notify_on_recovery);
+}
+
+/**
+ * The deliveries one transition makes:
+ * - the organization webhook and email, when `organizationWants` says so and they are set
+ *   (email only when this notifier has SMTP);
+ * - the resource's own `on_failure_url` / `on_recovery_url`, whenever set: setting one is
+ *   the resource's own opt-in, so the notify flags (which choose what the organization's
+ *   channels hear) do not silence it.
+ */
+export function planNotifications(input: {
+  id: string;
+  transition: Transition;
+  source: NotifySource;
+  org: Organization;
+  execution: ExecutionSummary | null;
+  emailEnabled: boolean;
+  now: number;
+}): NotificationJob[] {
+  const { id, transition, source, org, execution } = input;
+  const base = {
+    id,
+    org_id: org.id,
+    event: eventName(source.type, transition),
+    source: { type: source.type, id: source.id, name: source.name },
+    execution_id: execution?.id ?? null,
+    signing_id: execution?.id ?? id,
+    created_at: new Date(input.now).toISOString(),
+  };
+  const jobs: NotificationJob[] = [];
+  if (organizationWants(source, org, transition)) {
+    if (org.notification_webhook_url) {
+      const body = JSON.stringify(webhookPayload(source, transition, execution, true));
+      jobs.push({ ...base, channel: 'org_webhook', target: org.notification_webhook_url, body });
+    }
+    if (org.notification_email && input.emailEnabled) {
+      jobs.push({ ...base, channel: 'email', target: org.notification_email, ...emailMessage(source, transition, execution) });
+    }
+  }
+  const own = transition === 'failed' ? source.on_failure_url : source.on_recovery_url;
+  if (own) {
+    jobs.push({ ...base, channel: 'source_webhook', target: own, body: JSON.stringify(webhookPayload(source, transition, execution, false)) });
+  }
+  return jobs;
+}
+
+/**
+ * The notification id of a transition an execution made: derived from the execution
+ * id, so deciding it again gives the same id (an execution ends for good once).
+ */
+export function notificationIdFor(executionId: string): string {
+  const m = /^[a-z]+_([0-9a-z]+)$/.exec(executionId);
+  return `ntf_${m ? m[1] : executionId.replace(/[^0-9a-z]/g, '').slice(0, 40)}`;
+}

@@ -1,0 +1,178 @@
+import { Kvm, type KV } from '@nats-io/kv';
+import { KV_BUCKETS, STREAMS, SUBJECTS } from '../../streams/definitions.ts';
+import type { StoredEvent } from '../events/envelope.ts';
+import type { JetcronEvent } from '../events/types.ts';
+import type { Clock } from '../lib/clock.ts';
+import { encodeJson } from '../lib/json.ts';
+import type { Nats } from '../nats/connection.ts';
+import { readEvents } from '../nats/event-reader.ts';
+import { createLease, openLeaseBucket, whileLeased } from '../nats/lease.ts';
+import type { Directory } from '../nats/org-directory.ts';
+import { openCheckpoint } from '../nats/throttled-checkpoint.ts';
+import { createKeyedPipeline } from '../scheduler/keyed-pipeline.ts';
+import type { NotifySourceType } from '../commands/notification/types.ts';
+import type { ExecutionSummary } from './message.ts';
+import { notificationIdFor, notifyMsgId, planNotifications, type NotificationJob } from './plan.ts';
+import type { SourceResolver } from './sources.ts';
+import { nextState, openNotifyState, type NotifyStateStore, type Outcome } from './state.ts';
+
+export const CHECKPOINT_KEY = 'notifier';
+const CHECKPOINT_EVERY_MS = 250;
+
+export interface NotifyReaderDeps {
+  nats: Nats;
+  directory: Directory;
+  clock: Clock;
+  owner: string;
+  log: (m: string) => void;
+  resolvers: Partial<Record<NotifySourceType, SourceResolver>>;
+  /** Whether this notifier sends email (SMTP_URL set): email deliveries are planned only then. */
+  emailEnabled: boolean;
+}
+
+/** Hands a planned delivery to the NOTIFY stream; the msg id makes a repeat a no-op. */
+export async function publishJob(nats: Nats, job: NotificationJob): Promise<void> {
+  await nats.js.publish(SUBJECTS.notify(job.org_id), encodeJson(job), { msgID: notifyMsgId(job) });
+}
+
+/**
+ * Decides notifications from events, in order per source: the failure/recovery state
+ * machine (`nextState`, kept in KV `notify-state`), then the deliveries the transition
+ * makes (`planNotifications`), published to NOTIFY before the new state is stored.
+ * Nothing here waits for a delivery.
+ */
+export function createNotifyDecider(
+  deps: Pick<NotifyReaderDeps, 'directory' | 'clock' | 'resolvers' | 'emailEnabled' | 'log'>,
+  states: NotifyStateStore,
+  publish: (job: NotificationJob) => Promise<void>,
+) {
+  async function onOutcome(
+    orgId: string,
+    seq: number,
+    at: string,
+    source: { type: NotifySourceType; id: string },
+    outcome: Outcome,
+    execution: ExecutionSummary | null,
+    notificationId: string,
+  ): Promise<void> {
+    const resolve = deps.resolvers[source.type];
+    if (!resolve) return;
+    const step = nextState(await states.get(orgId, source.id), outcome, { seq, time: at, executionId: execution?.id ?? null });
+    if (!step) return;
+    const resolved = await resolve(orgId, source.id);
+    // Gone (deleted or cancelled while its last run was in flight): nothing to tell, nothing to keep.
+    if (!resolved) return;
+    const org = await deps.directory.organization(orgId);
+    if (org) {
+      const jobs = planNotifications({
+        id: notificationId,
+        transition: step.transition,
+        source: resolved,
+        org,
+        execution,
+        emailEnabled: deps.emailEnabled,
+        now: deps.clock.now(),
+      });
+      await Promise.all(jobs.map(publish));
+    }
+    // After the jobs: a crash in between decides the same again, and NOTIFY drops the repeats.
+    await states.put(orgId, source.id, step.state);
+  }
+
+  async function handle({ event, seq }: StoredEvent<JetcronEvent>): Promise<void> {
+    switch (event.type) {
+      case 'AttemptFinished': {
+        const d = event.data;
+        if (d.next_attempt_at) return; // another attempt follows: not the end of the execution
+        const execution: ExecutionSummary = {
+          id: d.execution_id,
+          status: d.status,
+          status_code: d.status_code,
+          error_message: d.error_message,
+          attempt: d.attempt,
+          scheduled_for: d.scheduled_for,
+          finished_at: d.finished_at,
+        };
+        const outcome: Outcome = d.status === 'success' ? 'success' : 'failure';
+        await onOutcome(event.org_id, seq, event.at, d.source, outcome, execution, notificationIdFor(d.execution_id));
+        return;
+      }
+      case 'TaskDeleted':
+      case 'TaskCancelled':
+        await states.forget(event.org_id, event.data.task.id);
+        return;
+      default:
+        return;
+    }
+  }
+
+  return { handle };
+}
+
+/** The pipeline key: one source's outcomes (and its deletion) stay in order. */
+export function notifyChainKey(event: JetcronEvent, subject: string): string {
+  switch (event.type) {
+    case 'AttemptFinished':
+      return `${event.org_id}.${event.data.source.id}`;
+    case 'TaskDeleted':
+    case 'TaskCancelled':
+      return `${event.org_id}.${event.data.task.id}`;
+    default:
+      return subject;
+  }
+}
+
+/**
+ * A notifier that has never run starts at the end of EVENTS, not at its beginning:
+ * turning notifications on must not announce every failure in the history. `create`
+ * only writes when there is no checkpoint, so concurrent starts agree.
+ */
+export async function ensureCheckpoint(nats: Nats): Promise<void> {
+  const kv: KV = await new Kvm(nats.nc).open(KV_BUCKETS.checkpoints.name);
+  if (await kv.get(CHECKPOINT_KEY)) return;
+  const info = await nats.jsm.streams.info(STREAMS.events.name);
+  await kv.create(CHECKPOINT_KEY, String(info.state.last_seq)).catch(() => {
+    // Another notifier wrote it first.
+  });
+}
+
+/**
+ * The single active reader (lease `notifier`): EVENTS in order from its KV checkpoint,
+ * through a keyed pipeline (one chain per source), the translator's shape.
+ */
+export function startNotifyReader(deps: NotifyReaderDeps) {
+  const abort = new AbortController();
+  const done = (async () => {
+    const kv = await new Kvm(deps.nats.nc).open(KV_BUCKETS.checkpoints.name);
+    const states = await openNotifyState(deps.nats);
+    const decider = createNotifyDecider(deps, states, (job) => publishJob(deps.nats, job));
+    const lease = createLease(await openLeaseBucket(deps.nats), 'notifier', deps.owner);
+    await whileLeased(lease, abort.signal, deps.log, async (signal) => {
+      const checkpoint = await openCheckpoint(kv, CHECKPOINT_KEY, CHECKPOINT_EVERY_MS);
+      const pipeline = createKeyedPipeline({ maxInFlight: 2000, retryMs: 500, log: (m) => deps.log(`notifier: ${m}`) });
+      const progress = setInterval(() => {
+        if (pipeline.completed > checkpoint.position) void checkpoint.advance(pipeline.completed).catch(() => {});
+      }, CHECKPOINT_EVERY_MS);
+      try {
+        const opts = { startSeq: checkpoint.position + 1, maxBatch: 500, signal, log: deps.log, name: 'notifier' };
+        await readEvents(deps.nats, opts, async (events) => {
+          for (const e of events) {
+            await pipeline.push(notifyChainKey(e.event, e.subject), e.seq, () => decider.handle(e), () => signal.aborted);
+          }
+          if (pipeline.completed > checkpoint.position) await checkpoint.advance(pipeline.completed);
+        });
+      } finally {
+        clearInterval(progress);
+        await pipeline.drain();
+        if (pipeline.completed > checkpoint.position) await checkpoint.advance(pipeline.completed).catch(() => {});
+        await checkpoint.flush().catch(() => {});
+      }
+    });
+  })();
+  return {
+    async stop() {
+      abort.abort();
+      await done;
+    },
+  };
+}
