@@ -105,9 +105,38 @@ const migrations: Record<string, Migration> = {
         CREATE INDEX schedules_last_execution ON schedules (last_execution_id);`.execute(db);
     },
   },
+  '0004_monitors': {
+    async up(db: Kysely<unknown>) {
+      await sql`CREATE TABLE monitors (
+          id text PRIMARY KEY,
+          org_id text NOT NULL,
+          token text NOT NULL UNIQUE,
+          doc jsonb NOT NULL,
+          status text NOT NULL,
+          last_ping_at timestamptz,
+          next_expected_at timestamptz,
+          created_at timestamptz NOT NULL,
+          updated_at timestamptz NOT NULL
+        );
+        CREATE INDEX monitors_org_created ON monitors (org_id, created_at DESC, id DESC);
+        CREATE TABLE pings (
+          id text PRIMARY KEY,
+          monitor_id text NOT NULL,
+          kind text NOT NULL,
+          received_at timestamptz NOT NULL,
+          method text NOT NULL,
+          source_ip text,
+          user_agent text,
+          body text NOT NULL
+        );
+        CREATE INDEX pings_monitor_received ON pings (monitor_id, received_at DESC, id DESC);`.execute(db);
+    },
+  },
 };
 
 export const READ_MODEL_TABLES = [
+  'monitors',
+  'pings',
   'schedules',
   'organizations',
   'api_keys',

@@ -48,6 +48,29 @@ export interface SchedulesTable {
   updated_at: Timestamp;
 }
 
+export interface MonitorsTable {
+  id: string;
+  org_id: string;
+  token: string;
+  doc: Json<Record<string, unknown>>;
+  status: string;
+  last_ping_at: Timestamp | null;
+  next_expected_at: Timestamp | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface PingsTable {
+  id: string;
+  monitor_id: string;
+  kind: string;
+  received_at: Timestamp;
+  method: string;
+  source_ip: string | null;
+  user_agent: string | null;
+  body: string;
+}
+
 export interface ExecutionsTable {
   id: string;
   org_id: string;
@@ -96,6 +119,8 @@ export interface Database {
   tasks: TasksTable;
   executions: ExecutionsTable;
   schedules: SchedulesTable;
+  monitors: MonitorsTable;
+  pings: PingsTable;
   execution_attempts: ExecutionAttemptsTable;
   projection_checkpoints: ProjectionCheckpointsTable;
 }

@@ -45,7 +45,18 @@ export interface TickJob {
   tick_at: string;
 }
 
-export type Job = AttemptJob | CallbackJob | TickJob;
+/** A monitor's deadline: if no ping moved it meanwhile, the monitor goes down. */
+export interface DeadlineJob {
+  kind: 'deadline';
+  org_id: string;
+  /** `<monitor id>@<deadline>` */
+  execution_id: string;
+  source: ExecutionSource;
+  attempt: 1;
+  deadline_at: string;
+}
+
+export type Job = AttemptJob | CallbackJob | TickJob | DeadlineJob;
 
 export function jobMsgId(job: Job): string {
   return `${job.execution_id}:${job.kind}:${job.attempt}`;

@@ -10,6 +10,7 @@ import { executionRoutes } from './routes/executions.ts';
 import { organizationRoutes } from './routes/organization.ts';
 import { batchRoutes } from './routes/batch.ts';
 import { laneCancelRoutes } from './routes/lane-cancel.ts';
+import { monitorRoutes, pingRoutes } from './routes/monitors.ts';
 import { scheduleRoutes } from './routes/schedules.ts';
 import { taskRoutes } from './routes/tasks.ts';
 
@@ -24,7 +25,8 @@ async function healthy(deps: ApiDeps): Promise<boolean> {
   }
 }
 
-export function createApp(deps: ApiDeps, log: (m: string) => void) {
+/** `rootUrl` is read per request: with PORT=0 the real port is known only after listen. */
+export function createApp(deps: ApiDeps, log: (m: string) => void, rootUrl: () => string = () => deps.config.publicUrl ?? `http://${deps.config.host}:${deps.config.port}`) {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -50,6 +52,8 @@ export function createApp(deps: ApiDeps, log: (m: string) => void) {
   const root = deps.config.publicUrl ?? `http://${deps.config.host}:${deps.config.port}`;
   app.get('/api/v1/openapi.json', (_req, res) => void res.json(openApiDocument(`${root}/api/v1`)));
 
+  app.use(pingRoutes(deps));
+
   const api = express.Router();
   // Key and rate limit first: a stranger's or an over-limit body is never parsed.
   api.use(authenticate(deps));
@@ -62,6 +66,7 @@ export function createApp(deps: ApiDeps, log: (m: string) => void) {
   api.use(laneCancelRoutes(deps));
   api.use(taskRoutes(deps));
   api.use(scheduleRoutes(deps));
+  api.use(monitorRoutes(deps, rootUrl));
   api.use(executionRoutes(deps));
   api.use(organizationRoutes(deps));
   api.use((_req, _res, next) => next(notFound('Not found')));

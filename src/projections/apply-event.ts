@@ -1,3 +1,4 @@
+import type { Monitor } from '../commands/monitor/types.ts';
 import type { Schedule } from '../commands/schedule/types.ts';
 import type { Task } from '../commands/task/types.ts';
 import type { JetcronEvent } from '../events/types.ts';
@@ -37,6 +38,11 @@ function sourceStatus(batch: ProjectionBatch, type: string, executionId: string,
 function scheduleRow(s: Schedule) {
   const { org_id: _o, next_run_at, ...doc } = s;
   return { id: s.id, org_id: s.org_id, doc, next_run_at, created_at: s.created_at, updated_at: s.updated_at };
+}
+
+function monitorRow(m: Monitor) {
+  const { org_id, token, status, last_ping_at, next_expected_at, deadline_at: _d, paused: _p, created_at, updated_at, id, ...doc } = m;
+  return { id, org_id, token, doc, status, last_ping_at, next_expected_at, created_at, updated_at };
 }
 
 export function applyEvent(batch: ProjectionBatch, event: JetcronEvent): void {
@@ -159,6 +165,22 @@ export function applyEvent(batch: ProjectionBatch, event: JetcronEvent): void {
       });
       return;
     }
+    case 'MonitorCreated':
+    case 'MonitorUpdated':
+    case 'MonitorPaused':
+    case 'MonitorResumed':
+    case 'MonitorPinged':
+    case 'MonitorWentDown': {
+      const m = event.data.monitor;
+      batch.monitors.set(m.id, monitorRow(m));
+      const ping = 'ping' in event.data ? event.data.ping : undefined;
+      if (ping) batch.pings.set(ping.id, { ...ping, monitor_id: m.id });
+      return;
+    }
+    case 'MonitorDeleted':
+      batch.monitors.delete(event.data.monitor.id);
+      batch.deletedMonitors.add(event.data.monitor.id);
+      return;
     case 'CallbackAttempted':
     case 'DebounceWindowOpened':
     case 'BatchAccepted':

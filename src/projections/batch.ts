@@ -29,6 +29,13 @@ const SCHEDULE_TYPES: ColumnTypes = {
   created_at: TS, updated_at: TS,
 };
 const SCHEDULE_STATUS_TYPES: ColumnTypes = { last_execution_id: 'text', last_status: 'text' };
+const MONITOR_TYPES: ColumnTypes = {
+  id: 'text', org_id: 'text', token: 'text', doc: 'jsonb', status: 'text', last_ping_at: TS, next_expected_at: TS,
+  created_at: TS, updated_at: TS,
+};
+const PING_TYPES: ColumnTypes = {
+  id: 'text', monitor_id: 'text', kind: 'text', received_at: TS, method: 'text', source_ip: 'text', user_agent: 'text', body: 'text',
+};
 const TASK_STATUS_TYPES: ColumnTypes = { last_execution_id: 'text', status: 'text', next_run_at: TS };
 
 /**
@@ -53,6 +60,9 @@ export class ProjectionBatch {
   /** Task status follows its latest execution: keyed by that execution id. */
   readonly taskStatus = new Map<string, Row>();
   readonly schedules = new Map<string, Row>();
+  readonly monitors = new Map<string, Row>();
+  readonly pings = new Map<string, Row>();
+  readonly deletedMonitors = new Set<string>();
   readonly deletedSchedules = new Set<string>();
   /** A schedule shows its latest execution's outcome: keyed by that execution id. */
   readonly scheduleStatus = new Map<string, Row>();
@@ -84,6 +94,13 @@ export class ProjectionBatch {
         table: 'executions',
         column: 'execution_id',
       });
+    }
+    if (this.monitors.size) await upsertRows(trx, 'monitors', 'id', [...this.monitors.values()], MONITOR_TYPES);
+    if (this.pings.size) await upsertRows(trx, 'pings', 'id', [...this.pings.values()], PING_TYPES, { table: 'monitors', column: 'monitor_id' });
+    if (this.deletedMonitors.size) {
+      const ids = [...this.deletedMonitors];
+      await sql`DELETE FROM pings WHERE monitor_id = ANY(${ids})`.execute(trx);
+      await sql`DELETE FROM monitors WHERE id = ANY(${ids})`.execute(trx);
     }
     if (this.schedules.size) await upsertRows(trx, 'schedules', 'id', [...this.schedules.values()], SCHEDULE_TYPES);
     if (this.scheduleStatus.size) {

@@ -15,6 +15,7 @@ import { Metrics } from '../lib/metrics.ts';
 import { applyStreams } from '../nats/apply-streams.ts';
 import { connectNats } from '../nats/connection.ts';
 import { createDirectory } from '../nats/org-directory.ts';
+import { startNotifier } from '../notifier/notifier.ts';
 import { startProjector } from '../projections/projector.ts';
 import { createWatermark } from '../projections/watermark.ts';
 import { startScheduler } from '../scheduler/scheduler.ts';
@@ -113,7 +114,10 @@ async function start(config: Config, log: (m: string) => void, stoppers: Stopper
     stoppers.push(named('dispatcher', () => d.stop()));
   }
   if (config.roles.has('notifier')) {
-    log('notifier role: no notification channels are implemented in this version');
+    const notifyOutbound = createOutboundClient({ allowPrivateTargets: config.allowPrivateTargets, connectionsPerOrigin: 16 });
+    stoppers.push(named('notifier outbound client', () => notifyOutbound.close()));
+    const n = await startNotifier({ nats, store, directory, outbound: notifyOutbound, clock, smtpUrl: config.smtpUrl, owner: instanceId, log });
+    stoppers.push(named('notifier', () => n.stop()));
   }
 
   let url: string | undefined;
@@ -124,7 +128,8 @@ async function start(config: Config, log: (m: string) => void, stoppers: Stopper
     stoppers.push(async () => rateLimiter.close());
     metrics.gauge('jetcron_projection_seq', 'Last stream sequence the read models include', () => watermark.seq);
     metrics.gauge('jetcron_api_processes', 'API processes sharing the rate limit', () => rateLimiter.processCount());
-    const app = createApp({ config, db, nats, store, clock, directory, watermark, rateLimiter, metrics }, log);
+    let root = config.publicUrl ?? `http://${config.host}:${config.port}`;
+    const app = createApp({ config, db, nats, store, clock, directory, watermark, rateLimiter, metrics }, log, () => root);
     const server: Server = await new Promise((resolve, reject) => {
       const s = app.listen(config.port, config.host, () => resolve(s));
       s.once('error', reject);
@@ -139,6 +144,7 @@ async function start(config: Config, log: (m: string) => void, stoppers: Stopper
     const addr = server.address();
     const port = typeof addr === 'object' && addr ? addr.port : config.port;
     url = `http://${config.host}:${port}`;
+    root = config.publicUrl ?? url;
     log(`jetcron API listening on ${url}/api/v1`);
   }
 

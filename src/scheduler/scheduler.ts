@@ -6,6 +6,7 @@ import { SUBJECTS } from '../../streams/definitions.ts';
 import { jobMsgId, type Job } from '../dispatchers/job.ts';
 import { encodeJson } from '../lib/json.ts';
 import { createLanes } from './lanes.ts';
+import { recordDeadline } from './monitor-deadlines.ts';
 import { recordTick } from './schedule-ticks.ts';
 import { runTimerPartition } from './timer-partition.ts';
 import { createTimerStore } from './timer-store.ts';
@@ -24,6 +25,7 @@ export async function startScheduler(deps: {
   const lanes = await createLanes(deps.nats, deps.store);
   const start = async (job: Job) => {
     if (job.kind === 'tick') return recordTick(deps, job);
+    if (job.kind === 'deadline') return recordDeadline(deps, job);
     if (job.kind === 'attempt' && job.attempt === 1 && job.lane) return lanes.enqueue({ ...job, lane: job.lane });
     await deps.nats.js.publish(SUBJECTS.dispatch(job.org_id), encodeJson(job), { msgID: jobMsgId(job) });
   };

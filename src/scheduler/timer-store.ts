@@ -29,7 +29,7 @@ export function createTimerStore(nats: Nats, partitions: number) {
     timerSubject(
       partitionOf(job.org_id, partitions),
       job.source.id,
-      job.kind === 'callback' ? `${job.execution_id}-cb` : job.kind === 'tick' ? 'tick' : job.execution_id,
+      job.kind === 'callback' ? `${job.execution_id}-cb` : job.kind === 'tick' ? 'tick' : job.kind === 'deadline' ? 'deadline' : job.execution_id,
     );
 
   return {

@@ -18,6 +18,7 @@ import { evolveSchedule } from '../commands/schedule/decide.ts';
 import { scheduleSubject } from '../commands/schedule/handlers.ts';
 import type { ScheduleEvent } from '../commands/schedule/types.ts';
 import { scheduleAttemptJob, tickJob } from './schedule-jobs.ts';
+import { deadlineJob } from './monitor-deadlines.ts';
 import { taskAttemptJob } from './task-jobs.ts';
 import type { Lanes } from './lanes.ts';
 import type { TimerStore } from './timer-store.ts';
@@ -143,6 +144,23 @@ export function createTranslator(deps: TranslatorDeps) {
         const s = event.data.schedule;
         if (s.next_run_at) await deps.timers.put(tickJob(s, s.next_run_at), { state: 'armed', due_at: Date.parse(s.next_run_at), job: tickJob(s, s.next_run_at) });
         else await deps.timers.purgeSource(s.org_id, s.id);
+        return;
+      }
+      case 'MonitorCreated':
+      case 'MonitorUpdated':
+      case 'MonitorPinged':
+      case 'MonitorResumed':
+      case 'MonitorPaused':
+      case 'MonitorWentDown':
+      case 'MonitorDeleted': {
+        // One deadline timer per monitor, re-armed by every ping; none while it cannot go down.
+        const m = event.data.monitor;
+        if (event.type !== 'MonitorDeleted' && m.deadline_at && m.status === 'up' && !m.paused && m.enabled) {
+          const job = deadlineJob(m);
+          await deps.timers.put(job, { state: 'armed', due_at: Date.parse(m.deadline_at), job });
+        } else {
+          await deps.timers.purgeSource(m.org_id, m.id);
+        }
         return;
       }
       case 'ScheduleDeleted':

@@ -2,7 +2,7 @@ import type { CallbackJob } from '../../dispatchers/job.ts';
 import type { Envelope } from '../../events/envelope.ts';
 
 export type ExecutionStatus = 'pending' | 'running' | 'success' | 'failed' | 'timeout' | 'cancelled';
-export type SourceType = 'task' | 'schedule' | 'endpoint';
+export type SourceType = 'task' | 'schedule' | 'endpoint' | 'monitor';
 
 export interface ExecutionSource {
   type: SourceType;

@@ -1,0 +1,106 @@
+import express, { Router, type Request } from 'express';
+import type { Selectable } from 'kysely';
+import { createMonitor, pingMonitor, runMonitor } from '../../commands/monitor/handlers.ts';
+import type { Monitor, MonitorInput } from '../../commands/monitor/types.ts';
+import type { MonitorsTable } from '../../db/schema.ts';
+import { ApiError, notFound } from '../../lib/errors.ts';
+import { jsonObject } from '../body.ts';
+import { handler, type ApiDeps } from '../context.ts';
+import { createMonitorSchema, updateMonitorSchema } from '../schemas/monitor.ts';
+import { validate } from '../validate.ts';
+import { limitParam } from './executions.ts';
+
+const FREE_MONITORS = 10;
+const PING_BODY_BYTES = 10 * 1024;
+const iso = (d: Date | string | null) => (d == null ? null : new Date(d).toISOString());
+
+export function monitorRoutes(deps: ApiDeps, rootUrl: () => string): Router {
+  const r = Router();
+  const resource = (row: Selectable<MonitorsTable>) => ({
+    ...(row.doc as Record<string, unknown>),
+    id: row.id,
+    status: row.status,
+    ping_url: `${rootUrl()}/ping/${row.token}`,
+    last_ping_at: iso(row.last_ping_at),
+    next_expected_at: iso(row.next_expected_at),
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  });
+  const load = async (orgId: string, id: string) => {
+    const row = await deps.db.selectFrom('monitors').selectAll().where('id', '=', id).where('org_id', '=', orgId).executeTakeFirst();
+    if (!row) throw notFound('Monitor not found');
+    return row;
+  };
+  const answer = async (orgId: string, m: Monitor, seq: number) => {
+    await deps.watermark.waitFor(seq);
+    return resource(await load(orgId, m.id));
+  };
+
+  r.get('/monitors', handler(async (req, res) => {
+    const rows = await deps.db.selectFrom('monitors').selectAll().where('org_id', '=', req.orgId).orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
+    res.json({ data: rows.map(resource) });
+  }));
+  r.get('/monitors/:id', handler(async (req, res) => void res.json({ data: resource(await load(req.orgId, req.params.id!)) })));
+  r.post('/monitors', handler(async (req, res) => {
+    const input = validate<MonitorInput & { name: string; schedule_type: 'interval' | 'cron' }>(createMonitorSchema, jsonObject(req));
+    const pro = (await deps.directory.organization(req.orgId))?.plan === 'pro';
+    const count = pro ? 0 : Number((await deps.db.selectFrom('monitors').select((eb) => eb.fn.countAll().as('n')).where('org_id', '=', req.orgId).executeTakeFirst())?.n ?? 0);
+    const { state, seq } = await createMonitor(deps, req.orgId, input, { name: pro ? 'Pro' : 'Free', limit: pro ? null : FREE_MONITORS, liveCount: count });
+    res.status(201).json({ data: await answer(req.orgId, state!, seq) });
+  }));
+  r.put('/monitors/:id', handler(async (req, res) => {
+    const input = validate<MonitorInput>(updateMonitorSchema, jsonObject(req));
+    const { state, seq } = await runMonitor(deps, req.orgId, req.params.id!, { type: 'UpdateMonitor', input });
+    res.json({ data: await answer(req.orgId, state!, seq) });
+  }));
+  r.delete('/monitors/:id', handler(async (req, res) => {
+    const { seq } = await runMonitor(deps, req.orgId, req.params.id!, { type: 'DeleteMonitor' });
+    await deps.watermark.waitFor(seq);
+    res.status(204).end();
+  }));
+  for (const [path, type] of [['pause', 'PauseMonitor'], ['resume', 'ResumeMonitor']] as const) {
+    r.post(`/monitors/:id/${path}`, handler(async (req, res) => {
+      const { state, seq } = await runMonitor(deps, req.orgId, req.params.id!, { type });
+      res.json({ data: await answer(req.orgId, state!, seq) });
+    }));
+  }
+  r.get('/monitors/:id/pings', handler(async (req, res) => {
+    await load(req.orgId, req.params.id!);
+    const rows = await deps.db.selectFrom('pings').selectAll().where('monitor_id', '=', req.params.id!)
+      .orderBy('received_at', 'desc').orderBy('id', 'desc').limit(limitParam(req)).execute();
+    res.json({ data: rows.map((p) => ({ id: p.id, received_at: iso(p.received_at), kind: p.kind, method: p.method, source_ip: p.source_ip, user_agent: p.user_agent, body: p.body })) });
+  }));
+  return r;
+}
+
+/** `{root}/ping/<token>` and `/ping/<token>/fail`, GET or POST, no API key: the token is the credential. */
+export function pingRoutes(deps: ApiDeps): Router {
+  const r = Router();
+  const raw = express.raw({ type: () => true, limit: '1mb' });
+  const ping = (kind: 'ping' | 'fail') => handler(async (req, res) => {
+    const token = req.params.token!;
+    const row = /^pm_[0-9a-z]{32}$/.test(token)
+      ? await deps.db.selectFrom('monitors').select(['id', 'org_id', 'doc']).where('token', '=', token).executeTakeFirst()
+      : undefined;
+    if (!row) throw notFound('Not found');
+    const body = Buffer.isBuffer(req.body) ? req.body.subarray(0, PING_BODY_BYTES).toString('utf8') : '';
+    try {
+      const { state, seq } = await pingMonitor(deps, row.org_id, row.id, {
+        kind, method: req.method, source_ip: (req as Request).ip ?? null, user_agent: req.get('user-agent') ?? null, body,
+      });
+      await deps.watermark.waitFor(seq);
+      res.json({ monitor: state!.name, status: state!.status });
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 410) {
+        res.status(410).json({ monitor: (row.doc as { name?: string }).name ?? null, status: 'paused', error: { message: err.message, field: null } });
+        return;
+      }
+      throw err;
+    }
+  });
+  for (const m of ['get', 'post'] as const) {
+    r[m]('/ping/:token', raw, ping('ping'));
+    r[m]('/ping/:token/fail', raw, ping('fail'));
+  }
+  return r;
+}

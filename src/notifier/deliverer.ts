@@ -1,0 +1,178 @@
+import type { JsMsg } from '@nats-io/jetstream';
+import { CONSUMERS, SUBJECTS } from '../../streams/definitions.ts';
+import type { NotificationDelivery, NotificationEvent } from '../commands/notification/types.ts';
+import type { OutboundClient } from '../dispatchers/outbound-client.ts';
+import { signedHeaders } from '../dispatchers/signing.ts';
+import type { EventStore } from '../events/store.ts';
+import type { Clock } from '../lib/clock.ts';
+import { decodeJson } from '../lib/json.ts';
+import type { Nats } from '../nats/connection.ts';
+import type { Directory } from '../nats/org-directory.ts';
+import type { Mailer } from './mailer.ts';
+import type { NotificationJob } from './plan.ts';
+
+/** Waits before the 2nd and 3rd try (scaled by JETCRON_TIME_SCALE): 3 tries in all. */
+export const NOTIFY_RETRY_DELAYS_MS = [5_000, 20_000] as const;
+export const NOTIFY_MAX_TRIES = NOTIFY_RETRY_DELAYS_MS.length + 1;
+const WEBHOOK_TIMEOUT_MS = 10_000;
+const WORKING_EVERY_MS = 20_000;
+
+export interface DelivererDeps {
+  nats: Nats;
+  store: EventStore;
+  directory: Directory;
+  outbound: OutboundClient;
+  mailer: Mailer | null;
+  clock: Clock;
+  concurrency: number;
+  log: (m: string) => void;
+}
+
+type TryResult = { ok: true; status_code: number | null } | { ok: false; final: boolean; status_code: number | null; error: string };
+
+/**
+ * Delivers notifications from NOTIFY (durable consumer `notifiers`, shared by every
+ * notifier process): signs and POSTs webhooks with the outbound client (SSRF guard
+ * included), sends email through SMTP. A failed try is handed back with `nak(delay)`
+ * (5 s, then 20 s, scaled); the result (`NotificationSent` or, after the last try,
+ * `NotificationFailed`) is appended to `evt.<org>.notify.<id>` before the ack.
+ * A slow or dead target holds one of `concurrency` slots for at most its timeout and
+ * then waits in the stream, so it never holds up other notifications.
+ */
+export function startDeliverer(deps: DelivererDeps) {
+  let inFlight = 0;
+  let slotFree: (() => void) | undefined;
+  let stopping = false;
+  const handedBack = new Set<JsMsg>();
+  const running = new Set<Promise<void>>();
+
+  async function sendWebhook(job: NotificationJob): Promise<TryResult> {
+    const org = await deps.directory.organization(job.org_id);
+    if (!org) return { ok: false, final: true, status_code: null, error: `organization ${job.org_id} not found` };
+    const body = job.body ?? '';
+    const headers: Record<string, string> = {
+      'Content-Type': 'application/json',
+      'User-Agent': 'jetcron-notifier',
+      'X-Jetcron-Event': job.event,
+      'X-Jetcron-Notification-Id': job.id,
+      ...signedHeaders({
+        secret: org.webhook_secret,
+        taskId: job.source.type === 'task' ? job.source.id : undefined,
+        executionId: job.signing_id,
+        body,
+        nowMs: deps.clock.now(),
+      }),
+    };
+    const r = await deps.outbound.send({ url: job.target, method: 'POST', headers, body, timeoutMs: WEBHOOK_TIMEOUT_MS });
+    if (r.kind === 'response') {
+      if (r.statusCode >= 200 && r.statusCode < 300) return { ok: true, status_code: r.statusCode };
+      return { ok: false, final: false, status_code: r.statusCode, error: `HTTP ${r.statusCode}` };
+    }
+    // A refused or invalid target will not get better by waiting.
+    return { ok: false, final: r.error === 'refused_target' || r.error === 'invalid_url', status_code: null, error: r.message };
+  }
+
+  async function sendEmail(job: NotificationJob): Promise<TryResult> {
+    if (!deps.mailer) return { ok: false, final: true, status_code: null, error: 'email is off on this notifier (no SMTP_URL)' };
+    try {
+      await deps.mailer.send({ to: job.target, subject: job.subject ?? job.event, text: job.text ?? '' });
+      return { ok: true, status_code: null };
+    } catch (err) {
+      const e = err as { message?: string; responseCode?: number };
+      // 5xx from the SMTP server is a permanent refusal (bad address, relay denied).
+      const permanent = typeof e.responseCode === 'number' && e.responseCode >= 500;
+      return { ok: false, final: permanent, status_code: null, error: e.message ?? String(err) };
+    }
+  }
+
+  async function record(job: NotificationJob, result: TryResult, tries: number): Promise<void> {
+    const data: NotificationDelivery = {
+      notification_id: job.id,
+      event: job.event,
+      source: job.source,
+      execution_id: job.execution_id,
+      channel: job.channel,
+      target: job.target,
+      attempts: tries,
+      status_code: result.status_code,
+      error_message: result.ok ? null : result.error,
+    };
+    const type = result.ok ? 'NotificationSent' : 'NotificationFailed';
+    const event = {
+      type,
+      id: `${job.id}.${job.channel}.${result.ok ? 'sent' : 'failed'}`,
+      at: new Date(deps.clock.now()).toISOString(),
+      org_id: job.org_id,
+      data,
+    } as NotificationEvent;
+    await deps.store.append(SUBJECTS.notification(job.org_id, job.id), event);
+  }
+
+  async function handle(msg: JsMsg): Promise<void> {
+    const job = decodeJson<NotificationJob>(msg.data);
+    // Every redelivery counts as a try, whether a retry we asked for or one after a crash.
+    const tries = Math.max(1, msg.info.deliveryCount);
+    const keepAlive = setInterval(() => msg.working(), WORKING_EVERY_MS);
+    try {
+      const result = job.channel === 'email' ? await sendEmail(job) : await sendWebhook(job);
+      if (!result.ok && !result.final && tries < NOTIFY_MAX_TRIES) {
+        const delay = deps.clock.wait(NOTIFY_RETRY_DELAYS_MS[Math.min(tries, NOTIFY_RETRY_DELAYS_MS.length) - 1]!);
+        deps.log(`notifier: ${job.event} ${job.id} to ${job.channel} failed (try ${tries}): ${result.error}; again in ${delay} ms`);
+        if (!handedBack.has(msg)) msg.nak(Math.max(delay, 1));
+        return;
+      }
+      if (!result.ok) deps.log(`notifier: ${job.event} ${job.id} to ${job.channel} given up after ${tries} tries: ${result.error}`);
+      await record(job, result, tries);
+      if (!handedBack.has(msg)) msg.ack();
+    } catch (err) {
+      deps.log(`notifier: ${job.id} to ${job.channel} not recorded, will retry: ${(err as Error).message}`);
+      if (!handedBack.has(msg)) msg.nak(1000);
+    } finally {
+      clearInterval(keepAlive);
+      handedBack.delete(msg);
+    }
+  }
+
+  const inFlightMsgs = new Set<JsMsg>();
+  let stopPulling = () => {};
+  const done = (async () => {
+    const consumer = await deps.nats.js.consumers.get(CONSUMERS.notifiers.stream, CONSUMERS.notifiers.durable_name);
+    const messages = await consumer.consume({ max_messages: Math.min(deps.concurrency, 1000) });
+    stopPulling = () => void messages.close();
+    if (stopping) stopPulling();
+    for await (const msg of messages) {
+      if (stopping) {
+        msg.nak();
+        continue;
+      }
+      inFlight++;
+      inFlightMsgs.add(msg);
+      const p = handle(msg).finally(() => {
+        inFlight--;
+        inFlightMsgs.delete(msg);
+        running.delete(p);
+        slotFree?.();
+        slotFree = undefined;
+      });
+      running.add(p);
+      while (inFlight >= deps.concurrency) await new Promise<void>((r) => (slotFree = r));
+    }
+  })();
+
+  return {
+    /** Stops taking deliveries; in-flight ones get `graceMs`, then go back to the stream. */
+    async stop(graceMs = 10_000) {
+      stopping = true;
+      stopPulling();
+      const all = Promise.all([...running]);
+      const timedOut = await Promise.race([all.then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), graceMs).unref())]);
+      if (timedOut) {
+        for (const msg of inFlightMsgs) {
+          handedBack.add(msg);
+          msg.nak();
+        }
+      }
+      await done.catch(() => {});
+    },
+  };
+}

@@ -1,0 +1,66 @@
+import type { EventStore } from '../events/store.ts';
+import type { OutboundClient } from '../dispatchers/outbound-client.ts';
+import type { Clock } from '../lib/clock.ts';
+import type { Nats } from '../nats/connection.ts';
+import type { Directory } from '../nats/org-directory.ts';
+import { startDeliverer } from './deliverer.ts';
+import { createMailer, parseSmtpUrl, type Mailer } from './mailer.ts';
+import { ensureCheckpoint, startNotifyReader } from './reader.ts';
+import { defaultResolvers } from './sources.ts';
+
+export interface NotifierDeps {
+  nats: Nats;
+  store: EventStore;
+  directory: Directory;
+  outbound: OutboundClient;
+  clock: Clock;
+  /** SMTP_URL; undefined = email off. */
+  smtpUrl: string | undefined;
+  owner: string;
+  log: (m: string) => void;
+  /** Deliveries in flight per process. */
+  concurrency?: number;
+}
+
+/**
+ * The notifier role: the single active reader that decides notifications (lease
+ * `notifier`) and, in every notifier process, the deliverer that sends them.
+ */
+export async function startNotifier(deps: NotifierDeps) {
+  let mailer: Mailer | null = null;
+  if (deps.smtpUrl) {
+    const smtp = parseSmtpUrl(deps.smtpUrl);
+    mailer = createMailer(smtp);
+    deps.log(`notifier: email through ${smtp.display}`);
+  } else {
+    deps.log('notifier: SMTP_URL is not set, so email notifications are off (webhooks still go out)');
+  }
+  // Before anything is read: a first start begins at the end of the log.
+  await ensureCheckpoint(deps.nats);
+  const reader = startNotifyReader({
+    nats: deps.nats,
+    directory: deps.directory,
+    clock: deps.clock,
+    owner: deps.owner,
+    log: deps.log,
+    resolvers: defaultResolvers(deps.store),
+    emailEnabled: mailer !== null,
+  });
+  const deliverer = startDeliverer({
+    nats: deps.nats,
+    store: deps.store,
+    directory: deps.directory,
+    outbound: deps.outbound,
+    mailer,
+    clock: deps.clock,
+    concurrency: deps.concurrency ?? 64,
+    log: deps.log,
+  });
+  return {
+    async stop() {
+      await reader.stop();
+      await deliverer.stop();
+      mailer?.close();
+    },
+  };
+}

@@ -1,0 +1,148 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type { Organization } from '../src/commands/organization/types.ts';
+import { parseSmtpUrl } from '../src/notifier/mailer.ts';
+import { emailMessage, summaryLine, webhookPayload, type ExecutionSummary, type NotifySource } from '../src/notifier/message.ts';
+import { notificationIdFor, planNotifications } from '../src/notifier/plan.ts';
+import { nextState, type Outcome, type SourceState } from '../src/notifier/state.ts';
+
+const task: NotifySource = {
+  type: 'task',
+  id: 'tsk_1',
+  org_id: 'org_1',
+  name: 'nightly-report',
+  url: 'https://example.com/hook',
+  notify_on_failure: null,
+  notify_on_recovery: null,
+  on_failure_url: null,
+  on_recovery_url: null,
+};
+const org: Organization = {
+  id: 'org_1',
+  name: 'acme',
+  plan: 'free',
+  webhook_secret: 'whsec_x',
+  notification_email: 'ops@example.com',
+  notification_webhook_url: 'https://chat.example.com/hook',
+  notify_on_failure: true,
+  notify_on_recovery: true,
+  created_at: '2024-01-01T00:00:00.000Z',
+  updated_at: '2024-01-01T00:00:00.000Z',
+};
+const failedExe: ExecutionSummary = {
+  id: 'exe_abc',
+  status: 'failed',
+  status_code: 500,
+  error_message: 'HTTP 500',
+  attempt: 1,
+  scheduled_for: '2024-01-01T00:00:00.000Z',
+  finished_at: '2024-01-01T00:00:01.000Z',
+};
+
+function run(outcomes: Outcome[]): Array<string | null> {
+  let state: SourceState | null = null;
+  return outcomes.map((o, i) => {
+    const step = nextState(state, o, { seq: i + 1, time: 't', executionId: `exe_${i}` });
+    if (step) state = step.state;
+    return step?.transition ?? null;
+  });
+}
+
+describe('failure/recovery state machine', () => {
+  test('the first failure of a sequence notifies, the rest do not', () => {
+    assert.deepEqual(run(['failure', 'failure', 'failure', 'failure', 'failure']), ['failed', null, null, null, null]);
+  });
+  test('a success after a failure recovers; success after success is nothing', () => {
+    assert.deepEqual(run(['success', 'success', 'failure', 'success', 'success', 'failure', 'failure', 'success']), [
+      null, null, 'failed', 'recovered', null, 'failed', null, 'recovered',
+    ]);
+  });
+  test('an event at or before the stored sequence (a replay) changes nothing', () => {
+    const failing: SourceState = { failing: true, seq: 10, since: 't', execution_id: 'exe_a' };
+    assert.equal(nextState(failing, 'success', { seq: 10, time: 't', executionId: 'exe_b' }), null);
+    assert.equal(nextState(failing, 'success', { seq: 9, time: 't', executionId: 'exe_b' }), null);
+    assert.equal(nextState(failing, 'success', { seq: 11, time: 't', executionId: 'exe_b' })?.transition, 'recovered');
+  });
+});
+
+describe('planning deliveries', () => {
+  const plan = (source: NotifySource, o: Organization, transition: 'failed' | 'recovered', emailEnabled = true) =>
+    planNotifications({ id: 'ntf_abc', transition, source, org: o, execution: failedExe, emailEnabled, now: 0 }).map((j) => j.channel).sort();
+
+  test('null flags follow the organization; true always; false never', () => {
+    assert.deepEqual(plan(task, org, 'failed'), ['email', 'org_webhook']);
+    const quiet = { ...org, notify_on_failure: false };
+    assert.deepEqual(plan(task, quiet, 'failed'), []);
+    assert.deepEqual(plan({ ...task, notify_on_failure: true }, quiet, 'failed'), ['email', 'org_webhook']);
+    assert.deepEqual(plan({ ...task, notify_on_failure: false }, org, 'failed'), []);
+    assert.deepEqual(plan({ ...task, notify_on_failure: false }, org, 'recovered'), ['email', 'org_webhook']);
+    assert.deepEqual(plan({ ...task, notify_on_recovery: false }, org, 'recovered'), []);
+  });
+  test('email only with SMTP and an address; webhook only with a URL', () => {
+    assert.deepEqual(plan(task, org, 'failed', false), ['org_webhook']);
+    assert.deepEqual(plan(task, { ...org, notification_email: null, notification_webhook_url: null }, 'failed'), []);
+  });
+  test("the resource's own URLs fire on their transition whatever the flags say", () => {
+    const own = { ...task, notify_on_failure: false, notify_on_recovery: false, on_failure_url: 'https://a.example/f', on_recovery_url: 'https://a.example/r' };
+    const failed = planNotifications({ id: 'ntf_abc', transition: 'failed', source: own, org, execution: failedExe, emailEnabled: true, now: 0 });
+    assert.deepEqual(failed.map((j) => [j.channel, j.target]), [['source_webhook', 'https://a.example/f']]);
+    const recovered = planNotifications({ id: 'ntf_abc', transition: 'recovered', source: own, org, execution: failedExe, emailEnabled: true, now: 0 });
+    assert.deepEqual(recovered.map((j) => [j.channel, j.target]), [['source_webhook', 'https://a.example/r']]);
+    const body = JSON.parse(failed[0]!.body!);
+    assert.equal(body.text, undefined);
+    assert.equal(body.content, undefined);
+    assert.equal(failed[0]!.signing_id, 'exe_abc');
+  });
+  test('notification ids derive from the execution id', () => {
+    assert.equal(notificationIdFor('exe_0123456789abcdefghjkmnpq'), 'ntf_0123456789abcdefghjkmnpq');
+  });
+});
+
+describe('messages', () => {
+  test('the organization webhook payload', () => {
+    const p = webhookPayload(task, 'failed', failedExe, true);
+    assert.deepEqual(p, {
+      event: 'task.failed',
+      task: { id: 'tsk_1', name: 'nightly-report', url: 'https://example.com/hook' },
+      execution: failedExe,
+      text: 'jetcron: Task "nightly-report" failed: HTTP 500 after 1 attempt (https://example.com/hook)',
+      content: 'jetcron: Task "nightly-report" failed: HTTP 500 after 1 attempt (https://example.com/hook)',
+    });
+  });
+  test('summaries for timeouts, connection errors and recoveries', () => {
+    assert.match(summaryLine(task, 'failed', { ...failedExe, status: 'timeout', status_code: null, error_message: 'timed out after 30000 ms', attempt: 3 }),
+      /Task "nightly-report" timed out: timed out after 30000 ms after 3 attempts/);
+    assert.match(summaryLine(task, 'failed', { ...failedExe, status_code: null, error_message: 'connect ECONNREFUSED' }), /failed: connect ECONNREFUSED/);
+    assert.match(summaryLine(task, 'recovered', { ...failedExe, status: 'success', status_code: 200, error_message: null }), /recovered: HTTP 200/);
+    assert.equal(summaryLine({ ...task, type: 'monitor', url: null }, 'failed', null), 'jetcron: Monitor "nightly-report" is down');
+    assert.equal(webhookPayload({ ...task, type: 'monitor', url: null }, 'failed', null, false).event, 'monitor.down');
+  });
+  test('email subject and body', () => {
+    const m = emailMessage(task, 'failed', failedExe);
+    assert.equal(m.subject, '[jetcron] Task "nightly-report" failed');
+    assert.match(m.text, /Execution: exe_abc/);
+    assert.match(m.text, /HTTP status: 500/);
+    assert.equal(emailMessage(task, 'recovered', { ...failedExe, status: 'success', status_code: 200 }).subject, '[jetcron] Task "nightly-report" recovered');
+  });
+});
+
+describe('SMTP_URL', () => {
+  test('host, port, TLS, credentials and sender', () => {
+    const s = parseSmtpUrl('smtps://me%40x.io:p%40ss@mail.example.com:465?from=alerts%40example.com&tls.rejectUnauthorized=false');
+    assert.equal(s.options.host, 'mail.example.com');
+    assert.equal(s.options.port, 465);
+    assert.equal(s.options.secure, true);
+    assert.deepEqual(s.options.auth, { user: 'me@x.io', pass: 'p@ss' });
+    assert.deepEqual(s.options.tls, { rejectUnauthorized: false });
+    assert.equal(s.from, 'alerts@example.com');
+    assert.doesNotMatch(s.display, /p%40ss|p@ss/);
+    const plain = parseSmtpUrl('smtp://127.0.0.1:2525');
+    assert.equal(plain.options.secure, false);
+    assert.equal(plain.options.auth, undefined);
+    assert.match(plain.from, /^jetcron </);
+  });
+  test('refuses what is not an SMTP URL', () => {
+    assert.throws(() => parseSmtpUrl('http://mail.example.com'), /smtp:\/\//);
+    assert.throws(() => parseSmtpUrl('not a url'), /not a URL/);
+  });
+});
