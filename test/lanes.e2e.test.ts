@@ -74,10 +74,12 @@ describe('lanes', () => {
 
   test('the next task of a lane waits until the current one has finished its retries', async () => {
     const target = await slowTarget(10, (p, n) => p === '/b/0' && n <= 2);
+    // gamma calls another host: beta's failures may block beta's host (per-host backoff).
+    const otherHost = await slowTarget(10);
     try {
       const first = (await api('POST', '/tasks', { url: `${target.url}/b/0`, lane: 'beta' })).body.data;
       const next = (await api('POST', '/tasks', { url: `${target.url}/b/1`, lane: 'beta' })).body.data;
-      const other = (await api('POST', '/tasks', { url: `${target.url}/c/0`, lane: 'gamma' })).body.data;
+      const other = (await api('POST', '/tasks', { url: `${otherHost.url}/c/0`, lane: 'gamma' })).body.data;
       await finishedAll([first, next, other].map((t) => t.last_execution_id));
       const order = target.spans.filter((s) => s.path.startsWith('/b/')).map((s) => s.path);
       assert.deepEqual(order, ['/b/0', '/b/0', '/b/0', '/b/1']);
@@ -85,11 +87,12 @@ describe('lanes', () => {
       assert.equal(e.attempt, 3);
       assert.equal(e.status, 'success');
       // gamma did not wait for beta's retries.
-      const gamma = target.spans.find((s) => s.path === '/c/0')!;
+      const gamma = otherHost.spans.find((s) => s.path === '/c/0')!;
       const lastBetaRetry = target.spans.filter((s) => s.path === '/b/0').at(-1)!;
       assert.ok(gamma.start < lastBetaRetry.start);
     } finally {
       await target.close();
+      await otherHost.close();
     }
   });
 

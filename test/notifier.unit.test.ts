@@ -95,6 +95,8 @@ describe('planning deliveries', () => {
   });
   test('notification ids derive from the execution id', () => {
     assert.equal(notificationIdFor('exe_0123456789abcdefghjkmnpq'), 'ntf_0123456789abcdefghjkmnpq');
+    assert.match(notificationIdFor('sch_x@2024-01-01T00:00:00Z'), /^ntf_[0-9a-f]{32}$/);
+    assert.equal(notificationIdFor('a.b'), notificationIdFor('a.b'));
   });
 });
 

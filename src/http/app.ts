@@ -12,6 +12,7 @@ import { batchRoutes } from './routes/batch.ts';
 import { laneCancelRoutes } from './routes/lane-cancel.ts';
 import { monitorRoutes, pingRoutes } from './routes/monitors.ts';
 import { scheduleRoutes } from './routes/schedules.ts';
+import { syncRoutes } from './routes/sync.ts';
 import { taskRoutes } from './routes/tasks.ts';
 
 async function healthy(deps: ApiDeps): Promise<boolean> {
@@ -67,6 +68,7 @@ export function createApp(deps: ApiDeps, log: (m: string) => void, rootUrl: () =
   api.use(taskRoutes(deps));
   api.use(scheduleRoutes(deps));
   api.use(monitorRoutes(deps, rootUrl));
+  api.use(syncRoutes(deps));
   api.use(executionRoutes(deps));
   api.use(organizationRoutes(deps));
   api.use((_req, _res, next) => next(notFound('Not found')));

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { NotificationChannel, NotificationEventName, NotifySourceType } from '../commands/notification/types.ts';
 import type { Organization } from '../commands/organization/types.ts';
 import { emailMessage, eventName, webhookPayload, type ExecutionSummary, type NotifySource } from './message.ts';
@@ -86,6 +87,6 @@ export function planNotifications(input: {
  * id, so deciding it again gives the same id (an execution ends for good once).
  */
 export function notificationIdFor(executionId: string): string {
-  const m = /^[a-z]+_([0-9a-z]+)$/.exec(executionId);
-  return `ntf_${m ? m[1] : executionId.replace(/[^0-9a-z]/g, '').slice(0, 40)}`;
+  const m = /^[a-z]+_([0-9a-z]{10,40})$/.exec(executionId);
+  return `ntf_${m ? m[1] : createHash('sha256').update(executionId).digest('hex').slice(0, 32)}`;
 }

@@ -100,6 +100,8 @@ export function apiClient(base: () => string, apiKey: string | null): Api {
         ...headers,
       },
       body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+      // A stuck service fails the test instead of hanging it.
+      signal: AbortSignal.timeout(20_000),
     });
     const text = await res.text();
     let parsed: unknown = text;

@@ -16,7 +16,7 @@ export function evolveMonitor(_state: Monitor | null, event: MonitorEvent): Moni
   return event.type === 'MonitorDeleted' ? null : event.data.monitor;
 }
 
-function checkRules(spec: MonitorSpec): void {
+export function checkMonitorRules(spec: MonitorSpec): void {
   if (spec.schedule_type === 'interval') {
     if (spec.interval_seconds == null) throw unprocessable('interval_seconds is required for an interval monitor', 'interval_seconds');
   } else {
@@ -45,7 +45,7 @@ export function decideMonitor(command: MonitorCommand, state: Monitor | null, me
   const base = { id: meta.eventId, at: meta.now };
   if (command.type === 'CreateMonitor') {
     const spec: MonitorSpec = { ...MONITOR_DEFAULTS, ...strip(command.input), name: command.input.name, schedule_type: command.input.schedule_type };
-    checkRules(spec);
+    checkMonitorRules(spec);
     const monitor: Monitor = {
       ...spec,
       id: meta.newId('mon'),
@@ -68,7 +68,7 @@ export function decideMonitor(command: MonitorCommand, state: Monitor | null, me
     case 'UpdateMonitor': {
       const input = strip(command.input);
       const spec: MonitorSpec = { ...state, ...input };
-      checkRules(spec);
+      checkMonitorRules(spec);
       let monitor: Monitor = { ...state, ...spec, ...at };
       // A new rhythm applies from the last ping on.
       if (monitor.last_ping_at && monitor.status === 'up') {

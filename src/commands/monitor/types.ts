@@ -12,6 +12,8 @@ export interface MonitorSpec {
   notify_on_recovery: boolean | null;
   on_failure_url: string | null;
   on_recovery_url: string | null;
+  /** The caller's key when the monitor is managed by PUT /sync. */
+  sync_key: string | null;
 }
 
 export type MonitorStatus = 'new' | 'up' | 'down' | 'paused';
@@ -61,4 +63,5 @@ export const MONITOR_DEFAULTS: Omit<MonitorSpec, 'name' | 'schedule_type'> = {
   notify_on_recovery: null,
   on_failure_url: null,
   on_recovery_url: null,
+  sync_key: null,
 };

@@ -16,6 +16,8 @@ export interface ScheduleSpec {
   notify_on_recovery: boolean | null;
   expected_status_codes: string | null;
   script: string | null;
+  /** The caller's key when the schedule is managed by PUT /sync. */
+  sync_key: string | null;
 }
 
 export interface Schedule extends ScheduleSpec {
@@ -55,4 +57,5 @@ export const SCHEDULE_DEFAULTS: Omit<ScheduleSpec, 'name' | 'url' | 'cron'> = {
   notify_on_recovery: null,
   expected_status_codes: null,
   script: null,
+  sync_key: null,
 };

@@ -1,0 +1,37 @@
+import { Router } from 'express';
+import type { MonitorSpec } from '../../commands/monitor/types.ts';
+import type { ScheduleSpec } from '../../commands/schedule/types.ts';
+import { sync, type SyncInput } from '../../commands/sync/handlers.ts';
+import { jsonObject } from '../body.ts';
+import { handler, type ApiDeps } from '../context.ts';
+import { syncSchema } from '../schemas/sync.ts';
+import { checkBodySize } from '../task-checks.ts';
+import { validate } from '../validate.ts';
+
+const FREE_LIMIT = 10;
+
+export function syncRoutes(deps: ApiDeps): Router {
+  const r = Router();
+  r.put('/sync', handler(async (req, res) => {
+    const input = validate<SyncInput>(syncSchema, jsonObject(req));
+    (input.schedules ?? []).forEach((s, i) => checkBodySize(s.body, `schedules[${i}].`));
+    const [schedRows, monRows] = await Promise.all([
+      deps.db.selectFrom('schedules').select(['id', 'doc']).where('org_id', '=', req.orgId).execute(),
+      deps.db.selectFrom('monitors').select(['id', 'doc']).where('org_id', '=', req.orgId).execute(),
+    ]);
+    const synced = <S>(rows: Array<{ id: string; doc: unknown }>) =>
+      rows.filter((r) => (r.doc as { sync_key?: string | null }).sync_key).map((r) => ({ id: r.id, spec: r.doc as S }));
+    const pro = (await deps.directory.organization(req.orgId))?.plan === 'pro';
+    const plan = (count: number) => (extra: number) => ({ name: pro ? 'Pro' : 'Free', limit: pro ? null : FREE_LIMIT, liveCount: count + extra });
+    const result = await sync(
+      deps,
+      req.orgId,
+      input,
+      { schedules: synced<ScheduleSpec>(schedRows), monitors: synced<MonitorSpec>(monRows) },
+      { schedule: plan(schedRows.length), monitor: plan(monRows.length) },
+    );
+    await deps.watermark.waitFor(result.lastSeq);
+    res.json({ data: { schedules: result.schedules, monitors: result.monitors } });
+  }));
+  return r;
+}
