@@ -97,9 +97,27 @@ export function createNotifyDecider(
         await onOutcome(event.org_id, seq, event.at, d.source, outcome, execution, notificationIdFor(d.execution_id));
         return;
       }
+      // A monitor's failure is going down; its recovery is the first ping after.
+      case 'MonitorWentDown': {
+        const m = event.data.monitor;
+        await onOutcome(event.org_id, seq, event.at, { type: 'monitor', id: m.id }, 'failure', null, notificationIdFor(event.id));
+        return;
+      }
+      case 'MonitorPinged': {
+        if (event.data.previous_status !== 'down') return;
+        const m = event.data.monitor;
+        await onOutcome(event.org_id, seq, event.at, { type: 'monitor', id: m.id }, 'success', null, notificationIdFor(event.id));
+        return;
+      }
       case 'TaskDeleted':
       case 'TaskCancelled':
         await states.forget(event.org_id, event.data.task.id);
+        return;
+      case 'ScheduleDeleted':
+        await states.forget(event.org_id, event.data.schedule.id);
+        return;
+      case 'MonitorDeleted':
+        await states.forget(event.org_id, event.data.monitor.id);
         return;
       default:
         return;
@@ -117,6 +135,12 @@ export function notifyChainKey(event: JetcronEvent, subject: string): string {
     case 'TaskDeleted':
     case 'TaskCancelled':
       return `${event.org_id}.${event.data.task.id}`;
+    case 'ScheduleDeleted':
+      return `${event.org_id}.${event.data.schedule.id}`;
+    case 'MonitorWentDown':
+    case 'MonitorPinged':
+    case 'MonitorDeleted':
+      return `${event.org_id}.${event.data.monitor.id}`;
     default:
       return subject;
   }

@@ -3,6 +3,12 @@ import type { NotifySourceType } from '../commands/notification/types.ts';
 import type { TaskEvent } from '../commands/task/types.ts';
 import type { EventStore } from '../events/store.ts';
 import type { NotifySource } from './message.ts';
+import { evolveMonitor } from '../commands/monitor/decide.ts';
+import { monitorSubject } from '../commands/monitor/handlers.ts';
+import type { MonitorEvent } from '../commands/monitor/types.ts';
+import { evolveSchedule } from '../commands/schedule/decide.ts';
+import { scheduleSubject } from '../commands/schedule/handlers.ts';
+import type { ScheduleEvent } from '../commands/schedule/types.ts';
 
 /** Loads a resource as it is now, or null when it is gone (deleted, cancelled) or unknown. */
 export type SourceResolver = (orgId: string, id: string) => Promise<NotifySource | null>;
@@ -27,10 +33,36 @@ export function taskResolver(store: EventStore): SourceResolver {
   };
 }
 
+/** A schedule: it has no on_failure_url/on_recovery_url of its own (the spec gives it none). */
+export function scheduleResolver(store: EventStore): SourceResolver {
+  return async (orgId, id) => {
+    const last = await store.last<ScheduleEvent>(scheduleSubject(orgId, id));
+    const s = last ? evolveSchedule(null, last.event) : null;
+    if (!s) return null;
+    return {
+      type: 'schedule', id: s.id, org_id: s.org_id, name: s.name, url: s.url,
+      notify_on_failure: s.notify_on_failure, notify_on_recovery: s.notify_on_recovery, on_failure_url: null, on_recovery_url: null,
+    };
+  };
+}
+
+export function monitorResolver(store: EventStore): SourceResolver {
+  return async (orgId, id) => {
+    const last = await store.last<MonitorEvent>(monitorSubject(orgId, id));
+    const m = last ? evolveMonitor(null, last.event) : null;
+    if (!m) return null;
+    return {
+      type: 'monitor', id: m.id, org_id: m.org_id, name: m.name, url: null,
+      notify_on_failure: m.notify_on_failure, notify_on_recovery: m.notify_on_recovery,
+      on_failure_url: m.on_failure_url, on_recovery_url: m.on_recovery_url,
+    };
+  };
+}
+
 /**
  * The resource types that notify, each with how to load it. Schedules, monitors and
  * endpoints add their resolver here (and their outcome events to the reader).
  */
 export function defaultResolvers(store: EventStore): Partial<Record<NotifySourceType, SourceResolver>> {
-  return { task: taskResolver(store) };
+  return { task: taskResolver(store), schedule: scheduleResolver(store), monitor: monitorResolver(store) };
 }
