@@ -16,7 +16,7 @@ import pg from 'pg';
 import { request } from 'undici';
 import { startEmbeddedNats } from '../src/runtime/embedded-nats.ts';
 import { startEmbeddedPostgres } from '../src/runtime/embedded-postgres.ts';
-import type { LaneRecord, TargetCommand, TargetStats } from './target-server.ts';
+import type { LaneRecord, SchedRecord, TargetCommand, TargetStats } from './target-server.ts';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const RESULTS_DIR = path.join(ROOT, 'bench', 'results');
@@ -210,6 +210,8 @@ export interface Target {
   stats(arrivals?: boolean): Promise<TargetStats>;
   /** Every request that carried `?lane=…&i=…`, in arrival order, with arrival and response-written times. */
   lanes(): Promise<LaneRecord[]>;
+  /** Every request that carried `?sched=<i>`, repeats included: [i, wall ms]. */
+  scheds(): Promise<SchedRecord[]>;
   stop(): Promise<void>;
 }
 
@@ -235,7 +237,7 @@ export async function startTarget(): Promise<Target> {
       }
     });
   });
-  const ask = <T>(msg: { cmd: 'reset' } | { cmd: 'stats'; arrivals: boolean } | { cmd: 'lanes' }): Promise<T> =>
+  const ask = <T>(msg: { cmd: 'reset' } | { cmd: 'stats'; arrivals: boolean } | { cmd: 'lanes' } | { cmd: 'scheds' }): Promise<T> =>
     new Promise<T>((resolve, reject) => {
       const id = nextId++;
       const t = setTimeout(() => (pending.delete(id), reject(new Error(`target did not answer ${msg.cmd}`))), 30_000);
@@ -253,6 +255,9 @@ export async function startTarget(): Promise<Target> {
     },
     async lanes() {
       return (await ask<{ lanes: LaneRecord[] }>({ cmd: 'lanes' })).lanes;
+    },
+    async scheds() {
+      return (await ask<{ scheds: SchedRecord[] }>({ cmd: 'scheds' })).scheds;
     },
     stop,
   };
@@ -356,13 +361,13 @@ function tail(file: string, n: number): string {
 }
 
 /** `jetcron org create` through the CLI, as an operator would; returns the API key. */
-export async function createOrg(natsUrl: string): Promise<{ orgId: string; apiKey: string }> {
+export async function createOrg(natsUrl: string, plan: 'free' | 'pro' = 'free'): Promise<{ orgId: string; apiKey: string }> {
   const { dir, remove } = tempDir('cli');
   try {
     const stdout = await new Promise<string>((resolve, reject) => {
       execFile(
         process.execPath,
-        [path.join(ROOT, 'bin', 'jetcron.mjs'), 'org', 'create', '--name', 'bench', '--data-dir', dir],
+        [path.join(ROOT, 'bin', 'jetcron.mjs'), 'org', 'create', '--name', 'bench', '--plan', plan, '--data-dir', dir],
         { cwd: ROOT, env: { ...process.env, NATS_URL: natsUrl }, timeout: 60_000 },
         (err, out, errOut) => (err ? reject(new Error(`org create failed: ${err.message}\n${errOut}`)) : resolve(out)),
       );

@@ -16,12 +16,14 @@ import { idempotentReplay } from './idempotent-replay.ts';
 import { lanes } from './lanes.ts';
 import { latency } from './latency.ts';
 import { summarizeBusiestProfile, type ProfileSummary } from './profile.ts';
+import { monitors } from './monitors.ts';
 import { reference } from './reference.ts';
+import { schedules } from './schedules.ts';
 import type { BenchContext, BenchResult, Benchmark, Metric } from './stack.ts';
 import { fmt, markdownTable, textTable, type Table } from './stats.ts';
 import { timers } from './timers.ts';
 
-const ALL: Benchmark[] = [reference, dispatchThroughput, latency, timers, createApi, lanes, batchAccept, idempotentReplay];
+const ALL: Benchmark[] = [reference, dispatchThroughput, latency, timers, createApi, lanes, batchAccept, idempotentReplay, schedules, monitors];
 const RUN_LIMIT_MS = 15 * 60_000;
 
 const argv = process.argv.slice(2);

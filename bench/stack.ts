@@ -68,7 +68,12 @@ export interface Stack {
 }
 
 /** nats-server + a fresh database + target + `jetcron serve` + an org; all torn down after `fn`. */
-export async function withStack<T>(ctx: BenchContext, name: string, fn: (s: Stack) => Promise<T>): Promise<T> {
+export async function withStack<T>(
+  ctx: BenchContext,
+  name: string,
+  fn: (s: Stack) => Promise<T>,
+  opts: { env?: Record<string, string>; plan?: 'free' | 'pro' } = {},
+): Promise<T> {
   const postgres = await ctx.postgres();
   const stops: (() => Promise<void>)[] = [];
   try {
@@ -79,9 +84,9 @@ export async function withStack<T>(ctx: BenchContext, name: string, fn: (s: Stac
     stops.push(database.drop);
     const target = await startTarget();
     stops.push(target.stop);
-    const service = await startService({ name, natsUrl: nats.url, databaseUrl: database.url, cpuProfDir: ctx.cpuProfDir });
+    const service = await startService({ name, natsUrl: nats.url, databaseUrl: database.url, cpuProfDir: ctx.cpuProfDir, env: opts.env });
     stops.push(service.stop);
-    const { orgId, apiKey } = await createOrg(nats.url);
+    const { orgId, apiKey } = await createOrg(nats.url, opts.plan);
     const api = new ApiClient(service.url, apiKey, 64);
     stops.push(() => api.close());
     const check = await api.get('/api/v1/tasks');

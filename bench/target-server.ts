@@ -14,7 +14,11 @@ import type { AddressInfo } from 'node:net';
 export type TargetCommand =
   | { id: number; cmd: 'reset' }
   | { id: number; cmd: 'stats'; arrivals: boolean }
-  | { id: number; cmd: 'lanes' };
+  | { id: number; cmd: 'lanes' }
+  | { id: number; cmd: 'scheds' };
+
+/** One request carrying `?sched=<i>` (schedule ticks), repeats included: [i, wall-clock ms]. */
+export type SchedRecord = [number, number];
 
 /** One request of a lane: [lane, index, arrival hrMs, response written hrMs (NaN if never)]. */
 export type LaneRecord = [string, number, number, number];
@@ -44,6 +48,7 @@ let firstHrMs: number | null = null;
 let lastHrMs: number | null = null;
 let firstSeen = new Map<string, [number, number]>();
 let laneRecords: LaneRecord[] = [];
+let schedRecords: SchedRecord[] = [];
 
 const server = http.createServer((req, res) => {
   const hr = hrMs();
@@ -61,6 +66,8 @@ const server = http.createServer((req, res) => {
     if (firstSeen.has(id)) duplicates++;
     else firstSeen.set(id, [hr, wall]);
   }
+  const sq = url.indexOf('sched=');
+  if (sq !== -1) schedRecords.push([parseInt(url.slice(sq + 6), 10), wall]);
   if (url.includes('lane=')) {
     const params = new URLSearchParams(url.slice(url.indexOf('?') + 1));
     const rec: LaneRecord = [params.get('lane') ?? '', Number(params.get('i')), hr, NaN];
@@ -90,11 +97,14 @@ process.on('message', (raw) => {
     firstHrMs = lastHrMs = null;
     firstSeen = new Map();
     laneRecords = [];
+    schedRecords = [];
     process.send?.({ id: m.id, ok: true });
   } else if (m.cmd === 'stats') {
     process.send?.({ id: m.id, stats: stats(m.arrivals) });
   } else if (m.cmd === 'lanes') {
     process.send?.({ id: m.id, lanes: laneRecords });
+  } else if (m.cmd === 'scheds') {
+    process.send?.({ id: m.id, scheds: schedRecords });
   }
 });
 // The parent went away: nothing left to serve.

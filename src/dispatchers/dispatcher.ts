@@ -6,6 +6,7 @@ import type { Clock } from '../lib/clock.ts';
 import { newId } from '../lib/ids.ts';
 import { decodeJson } from '../lib/json.ts';
 import type { Nats } from '../nats/connection.ts';
+import { consumeWork, type WorkConsumer } from '../nats/work-consumer.ts';
 import type { Directory } from '../nats/org-directory.ts';
 import { FAILURES_BEFORE_BLOCK, MAX_RATE_LIMIT_BLOCK_MS, blockEnd, hostOf, hostSignalOf, openHostBlocks, type HostBlocks } from './host-blocks.ts';
 import type { AttemptJob, CallbackJob, Job } from './job.ts';
@@ -49,11 +50,6 @@ function envelope<T extends ExecutionEvent['type']>(type: T, orgId: string, data
  * re-run's events dedupe against the first run's when those were stored.
  */
 export function startDispatcher(deps: DispatcherDeps) {
-  let inFlight = 0;
-  let slotFree: (() => void) | undefined;
-  let stopping = false;
-  const handedBack = new Set<JsMsg>();
-  const running = new Set<Promise<void>>();
   // Opened before the first job is taken (see `done` below).
   let hosts!: HostBlocks;
 
@@ -246,7 +242,7 @@ export function startDispatcher(deps: DispatcherDeps) {
     await deps.store.append(SUBJECTS.execution(job.org_id, job.execution_id), event);
   }
 
-  async function handle(msg: JsMsg): Promise<void> {
+  async function handle(msg: JsMsg, handedBack: () => boolean): Promise<void> {
     const job = decodeJson<Job>(msg.data);
     const keepAlive = setInterval(() => msg.working(), WORKING_EVERY_MS);
     const t0 = performance.now();
@@ -255,61 +251,36 @@ export function startDispatcher(deps: DispatcherDeps) {
       const backInMs = job.kind === 'attempt' ? await runAttempt(job) : job.kind === 'callback' ? await runCallback(job) : undefined;
       if (backInMs !== undefined) {
         // Its host is blocked: JetStream redelivers the job when the block ends.
-        if (!handedBack.has(msg)) msg.nak(backInMs);
+        if (!handedBack()) msg.nak(backInMs);
         return;
       }
-      if (!handedBack.has(msg)) msg.ack();
+      if (!handedBack()) msg.ack();
       deps.onAttempt?.(job, performance.now() - t0);
     } catch (err) {
       deps.log(`dispatcher: ${job.kind} ${job.execution_id}#${job.attempt} failed to record, will retry: ${(err as Error).message}`);
-      if (!handedBack.has(msg)) msg.nak(1000);
+      if (!handedBack()) msg.nak(1000);
     } finally {
       clearInterval(keepAlive);
-      handedBack.delete(msg);
     }
   }
 
-  const inFlightMsgs = new Set<JsMsg>();
-  let stopPulling = () => {};
-  const done = (async () => {
+  let work: WorkConsumer | undefined;
+  const ready = (async () => {
     hosts = await openHostBlocks({ nats: deps.nats, clock: deps.clock, log: deps.log });
-    const consumer = await deps.nats.js.consumers.get(CONSUMERS.dispatchers.stream, CONSUMERS.dispatchers.durable_name);
-    const messages = await consumer.consume({ max_messages: Math.min(deps.concurrency, 1000) });
-    stopPulling = () => void messages.close();
-    if (stopping) stopPulling();
-    for await (const msg of messages) {
-      if (stopping) {
-        msg.nak();
-        continue;
-      }
-      inFlight++;
-      inFlightMsgs.add(msg);
-      const p = handle(msg).finally(() => {
-        inFlight--;
-        inFlightMsgs.delete(msg);
-        running.delete(p);
-        slotFree?.();
-        slotFree = undefined;
-      });
-      running.add(p);
-      while (inFlight >= deps.concurrency) await new Promise<void>((r) => (slotFree = r));
-    }
+    work = consumeWork({
+      nats: deps.nats,
+      stream: CONSUMERS.dispatchers.stream,
+      durable: CONSUMERS.dispatchers.durable_name,
+      concurrency: deps.concurrency,
+      handle,
+    });
   })();
 
   return {
     /** Stops taking work; in-flight attempts get `graceMs` to finish, then go back to the stream. */
     async stop(graceMs = 10_000) {
-      stopping = true;
-      stopPulling();
-      const all = Promise.all([...running]);
-      const timedOut = await Promise.race([all.then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), graceMs).unref())]);
-      if (timedOut) {
-        for (const msg of inFlightMsgs) {
-          handedBack.add(msg);
-          msg.nak();
-        }
-      }
-      await done.catch(() => {});
+      await ready.catch(() => {});
+      await work?.stop(graceMs);
       await hosts?.close();
     },
   };

@@ -7,6 +7,7 @@ import type { EventStore } from '../events/store.ts';
 import type { Clock } from '../lib/clock.ts';
 import { decodeJson } from '../lib/json.ts';
 import type { Nats } from '../nats/connection.ts';
+import { consumeWork } from '../nats/work-consumer.ts';
 import type { Directory } from '../nats/org-directory.ts';
 import type { Mailer } from './mailer.ts';
 import type { NotificationJob } from './plan.ts';
@@ -40,11 +41,6 @@ type TryResult = { ok: true; status_code: number | null } | { ok: false; final: 
  * then waits in the stream, so it never holds up other notifications.
  */
 export function startDeliverer(deps: DelivererDeps) {
-  let inFlight = 0;
-  let slotFree: (() => void) | undefined;
-  let stopping = false;
-  const handedBack = new Set<JsMsg>();
-  const running = new Set<Promise<void>>();
 
   async function sendWebhook(job: NotificationJob): Promise<TryResult> {
     const org = await deps.directory.organization(job.org_id);
@@ -108,7 +104,7 @@ export function startDeliverer(deps: DelivererDeps) {
     await deps.store.append(SUBJECTS.notification(job.org_id, job.id), event);
   }
 
-  async function handle(msg: JsMsg): Promise<void> {
+  async function handle(msg: JsMsg, handedBack: () => boolean): Promise<void> {
     const job = decodeJson<NotificationJob>(msg.data);
     // Every redelivery counts as a try, whether a retry we asked for or one after a crash.
     const tries = Math.max(1, msg.info.deliveryCount);
@@ -118,61 +114,30 @@ export function startDeliverer(deps: DelivererDeps) {
       if (!result.ok && !result.final && tries < NOTIFY_MAX_TRIES) {
         const delay = deps.clock.wait(NOTIFY_RETRY_DELAYS_MS[Math.min(tries, NOTIFY_RETRY_DELAYS_MS.length) - 1]!);
         deps.log(`notifier: ${job.event} ${job.id} to ${job.channel} failed (try ${tries}): ${result.error}; again in ${delay} ms`);
-        if (!handedBack.has(msg)) msg.nak(Math.max(delay, 1));
+        if (!handedBack()) msg.nak(Math.max(delay, 1));
         return;
       }
       if (!result.ok) deps.log(`notifier: ${job.event} ${job.id} to ${job.channel} given up after ${tries} tries: ${result.error}`);
       await record(job, result, tries);
-      if (!handedBack.has(msg)) msg.ack();
+      if (!handedBack()) msg.ack();
     } catch (err) {
       deps.log(`notifier: ${job.id} to ${job.channel} not recorded, will retry: ${(err as Error).message}`);
-      if (!handedBack.has(msg)) msg.nak(1000);
+      if (!handedBack()) msg.nak(1000);
     } finally {
       clearInterval(keepAlive);
-      handedBack.delete(msg);
     }
   }
 
-  const inFlightMsgs = new Set<JsMsg>();
-  let stopPulling = () => {};
-  const done = (async () => {
-    const consumer = await deps.nats.js.consumers.get(CONSUMERS.notifiers.stream, CONSUMERS.notifiers.durable_name);
-    const messages = await consumer.consume({ max_messages: Math.min(deps.concurrency, 1000) });
-    stopPulling = () => void messages.close();
-    if (stopping) stopPulling();
-    for await (const msg of messages) {
-      if (stopping) {
-        msg.nak();
-        continue;
-      }
-      inFlight++;
-      inFlightMsgs.add(msg);
-      const p = handle(msg).finally(() => {
-        inFlight--;
-        inFlightMsgs.delete(msg);
-        running.delete(p);
-        slotFree?.();
-        slotFree = undefined;
-      });
-      running.add(p);
-      while (inFlight >= deps.concurrency) await new Promise<void>((r) => (slotFree = r));
-    }
-  })();
+  const work = consumeWork({
+    nats: deps.nats,
+    stream: CONSUMERS.notifiers.stream,
+    durable: CONSUMERS.notifiers.durable_name,
+    concurrency: deps.concurrency,
+    handle,
+  });
 
   return {
     /** Stops taking deliveries; in-flight ones get `graceMs`, then go back to the stream. */
-    async stop(graceMs = 10_000) {
-      stopping = true;
-      stopPulling();
-      const all = Promise.all([...running]);
-      const timedOut = await Promise.race([all.then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), graceMs).unref())]);
-      if (timedOut) {
-        for (const msg of inFlightMsgs) {
-          handedBack.add(msg);
-          msg.nak();
-        }
-      }
-      await done.catch(() => {});
-    },
+    stop: (graceMs = 10_000) => work.stop(graceMs),
   };
 }

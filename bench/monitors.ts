@@ -1,0 +1,168 @@
+/**
+ * Heartbeat monitors at scale, service under JETCRON_TIME_SCALE=0.05 (60 s → 3 s).
+ * N monitors (100,000, or 20,000 when the create rate says 100,000 would take
+ * over 3 minutes), interval 60 s, grace 0. Two phases:
+ *  (b) down detection, run first while nothing else is pending: 1,000 monitors
+ *      pinged once each, then left alone; each should go down at its ping + 3 s;
+ *      Postgres is polled for `status = 'down'` and lateness = updated_at − (last_ping_at + 3 s);
+ *  (a) ping throughput: GET ping_url at concurrency 64 over the other monitors, a fixed count.
+ */
+import { hrMs, sleep } from './harness.ts';
+import { closedLoop, Outcomes } from './load.ts';
+import { troubleNotes, withStack, type Benchmark } from './stack.ts';
+import { fmt, summarize } from './stats.ts';
+
+const TIME_SCALE = 0.05;
+const INTERVAL_S = 60;
+const EXPECTED_DOWN_MS = INTERVAL_S * 1000 * TIME_SCALE;
+const FULL = 100_000;
+const FALLBACK = 20_000;
+const CREATE_BUDGET_MS = 180_000;
+const PROBE = 2_000;
+const CONCURRENCY = 64;
+const SAMPLE = 1_000;
+const PINGS = 30_000;
+const PING_LIMIT_MS = 60_000;
+const DOWN_WAIT_MS = 30_000;
+
+const wallMs = (): number => performance.timeOrigin + performance.now();
+
+export const monitors: Benchmark = {
+  name: 'monitors',
+  title: `Heartbeat monitors: ${FULL.toLocaleString('en-US')} (or ${FALLBACK.toLocaleString('en-US')}) interval monitors, ping throughput and down-detection lateness (JETCRON_TIME_SCALE=${TIME_SCALE})`,
+  run(ctx) {
+    return withStack(
+      ctx,
+      this.name,
+      async (s) => {
+        const creates = new Outcomes();
+        const createMs: number[] = [];
+        const pingPaths: string[] = [];
+        const ids: string[] = [];
+        const create = async (i: number) => {
+          const r = await s.api.send('POST', '/api/v1/monitors', {
+            body: JSON.stringify({ name: `mon-${i}`, schedule_type: 'interval', interval_seconds: INTERVAL_S, grace_period_seconds: 0 }),
+          });
+          creates.add(String(r.status), r.status === 201 ? undefined : r.text);
+          createMs.push(r.ms);
+          if (r.status === 201) {
+            const d = (JSON.parse(r.text) as { data: { id: string; ping_url: string } }).data;
+            pingPaths.push(new URL(d.ping_url).pathname);
+            ids.push(d.id);
+          }
+        };
+
+        // Probe the create rate on the first PROBE monitors, then decide on 100k or 20k.
+        const c0 = hrMs();
+        const probe = await closedLoop({ concurrency: CONCURRENCY, maxCount: PROBE, maxMs: 60_000, fn: (i) => create(i) });
+        const probeRate = probe.started / (probe.elapsedMs / 1000);
+        const projectedS = FULL / probeRate;
+        const target = projectedS <= CREATE_BUDGET_MS / 1000 ? FULL : FALLBACK;
+        ctx.log(`monitors: create rate ${probeRate.toFixed(0)}/s → 100,000 would take ~${projectedS.toFixed(0)} s; creating ${target}`);
+        const rest = await closedLoop({ concurrency: CONCURRENCY, maxCount: target - probe.started, maxMs: CREATE_BUDGET_MS, fn: (i) => create(probe.started + i) });
+        const createSeconds = (hrMs() - c0) / 1000;
+        const created = creates.count('201');
+        ctx.log(`monitors: ${created} created in ${createSeconds.toFixed(1)} s`);
+        const c = summarize(createMs);
+
+        // (b) down detection on the first SAMPLE monitors (never pinged so far, status 'new').
+        const sample = ids.slice(0, SAMPLE);
+        const samplePaths = pingPaths.slice(0, SAMPLE);
+        const bOutcomes = new Outcomes();
+        const b0 = wallMs();
+        await closedLoop({
+          concurrency: CONCURRENCY,
+          maxCount: samplePaths.length,
+          maxMs: 60_000,
+          fn: async (i) => {
+            const r = await s.api.send('GET', samplePaths[i]!);
+            bOutcomes.add(String(r.status), r.status === 200 ? undefined : r.text);
+          },
+        });
+        const bPingSeconds = (wallMs() - b0) / 1000;
+        const cpuDownEnd = s.startCpuPhase();
+        const downAt = new Map<string, number>();
+        const pingAt = new Map<string, number>();
+        const deadline = wallMs() + DOWN_WAIT_MS;
+        while (wallMs() < deadline) {
+          const r = await s.db.query<{ id: string; u: string; p: string | null }>(
+            `SELECT id, extract(epoch FROM updated_at) * 1000 AS u, extract(epoch FROM last_ping_at) * 1000 AS p
+               FROM monitors WHERE status = 'down' AND id = ANY($1)`,
+            [sample],
+          );
+          for (const row of r.rows) {
+            if (!downAt.has(row.id)) downAt.set(row.id, Number(row.u));
+            if (row.p != null) pingAt.set(row.id, Number(row.p));
+          }
+          if (downAt.size >= sample.length) break;
+          await sleep(100);
+        }
+        const cpuDown = cpuDownEnd();
+        const lateness: number[] = [];
+        for (const [id, u] of downAt) {
+          const p = pingAt.get(id);
+          if (p !== undefined) lateness.push(u - (p + EXPECTED_DOWN_MS));
+        }
+        const d = summarize(lateness);
+
+        // (a) ping throughput over the other monitors, round-robin.
+        const others = pingPaths.slice(SAMPLE);
+        const aOutcomes = new Outcomes();
+        const pingMs: number[] = [];
+        const cpuPingEnd = s.startCpuPhase();
+        const a = await closedLoop({
+          concurrency: CONCURRENCY,
+          maxCount: PINGS,
+          maxMs: PING_LIMIT_MS,
+          fn: async (i) => {
+            const r = await s.api.send('GET', others[i % others.length]!);
+            aOutcomes.add(String(r.status), r.status === 200 ? undefined : r.text);
+            pingMs.push(r.ms);
+          },
+        });
+        const cpuPing = cpuPingEnd();
+        const accepted = aOutcomes.count('200');
+        const p = summarize(pingMs);
+
+        const svc = (rows: { name: string; pctOfCore: number }[]) => fmt.pct(rows.find((r) => r.name.startsWith('jetcron'))?.pctOfCore ?? NaN);
+        const notes = [
+          `service run with JETCRON_TIME_SCALE=${TIME_SCALE}: interval ${INTERVAL_S} s → ${EXPECTED_DOWN_MS / 1000} s, grace 0.`,
+          `create rate probed on the first ${fmt.int(probe.started)} monitors: ${fmt.rate(probeRate)}, so ${fmt.int(FULL)} would take ~${fmt.s(projectedS)}; ${target === FULL ? 'created the full 100,000' : `over the ${CREATE_BUDGET_MS / 1000} s budget, so ${fmt.int(FALLBACK)} were created instead`}.`,
+          `down detection ran before the ping phase so nothing else was pending; the "known time" t_i is the ping's received_at (monitors.last_ping_at), lateness = monitors.updated_at − (t_i + ${EXPECTED_DOWN_MS / 1000} s); the sample's pings took ${fmt.s(bPingSeconds)} (${bOutcomes.describe()}).`,
+          `Postgres polled every 100 ms for up to ${DOWN_WAIT_MS / 1000} s; CPU of that phase: jetcron ${svc(cpuDown.rows)} of one core.`,
+          ...creates.examples,
+          ...aOutcomes.examples,
+          ...bOutcomes.examples,
+          ...troubleNotes(s.service),
+        ];
+        if (rest.started + probe.started < target) notes.push(`creation stopped at the ${CREATE_BUDGET_MS / 1000} s budget.`);
+        return {
+          name: this.name,
+          title: this.title,
+          metrics: [
+            { label: 'monitors created (201)', value: `${fmt.int(created)} of ${fmt.int(probe.started + rest.started)} sent; outcomes ${creates.describe()}` },
+            { label: 'create phase', value: `${fmt.s(createSeconds)} (${fmt.rate(created / createSeconds)}); latency p50 ${fmt.ms(c.p50)}, p99 ${fmt.ms(c.p99)}` },
+            { label: '(a) pings accepted (200)', value: `${fmt.int(accepted)} of ${fmt.int(a.started)}; outcomes ${aOutcomes.describe()}` },
+            { label: '(a) pings/s', value: fmt.rate(accepted / (a.elapsedMs / 1000)) },
+            { label: '(a) fraction of raw', value: ctx.rawRate ? fmt.frac(accepted / (a.elapsedMs / 1000) / ctx.rawRate) : '–' },
+            { label: '(a) ping latency p50 / p99 / max', value: `${fmt.ms(p.p50)} / ${fmt.ms(p.p99)} / ${fmt.ms(p.max)}` },
+            { label: '(b) sample went down', value: `${fmt.int(downAt.size)} of ${fmt.int(sample.length)}`, ok: downAt.size === sample.length },
+            { label: '(b) down lateness p50', value: fmt.ms(d.p50) },
+            { label: '(b) down lateness p99', value: fmt.ms(d.p99) },
+            { label: '(b) down lateness max', value: fmt.ms(d.max) },
+            { label: '(b) down lateness min (negative = early)', value: fmt.ms(d.min) },
+          ],
+          headline: [
+            { label: 'monitors created', value: `${fmt.int(created)} in ${fmt.s(createSeconds)}` },
+            { label: 'pings/s (p50 / p99)', value: `${fmt.rate(accepted / (a.elapsedMs / 1000))} (${fmt.ms(p.p50)} / ${fmt.ms(p.p99)})` },
+            { label: 'down lateness p50 / p99 / max', value: `${fmt.ms(d.p50)} / ${fmt.ms(d.p99)} / ${fmt.ms(d.max)} (${downAt.size}/${sample.length} down)`, ok: downAt.size === sample.length },
+          ],
+          tables: [],
+          cpu: { phase: '(a) the ping phase', report: cpuPing, units: { count: accepted, what: 'ping' } },
+          notes,
+        };
+      },
+      { plan: 'pro', env: { JETCRON_TIME_SCALE: String(TIME_SCALE) } },
+    );
+  },
+};

@@ -1,0 +1,147 @@
+/**
+ * Cron schedules at scale: 10,000 schedules with 6-field crons, schedule i firing
+ * once a minute at second i % 60 and calling the target with `?sched=<i>`; then
+ * ~70 s of ticks. Lateness = arrival (wall clock) − the whole second the cron names.
+ */
+import { sleep } from './harness.ts';
+import { closedLoop, Outcomes } from './load.ts';
+import { troubleNotes, withStack, type Benchmark } from './stack.ts';
+import { fmt, summarize, type Table } from './stats.ts';
+
+const SCHEDULES = 10_000;
+const CONCURRENCY = 64;
+const WINDOW_MS = 70_000;
+/** After the window, wait this long for late ticks of the window's seconds. */
+const TAIL_MS = 15_000;
+const CREATE_LIMIT_MS = 240_000;
+
+const wallMs = (): number => performance.timeOrigin + performance.now();
+
+export const schedules: Benchmark = {
+  name: 'schedules',
+  title: `Cron ticks: ${SCHEDULES.toLocaleString('en-US')} schedules "<i % 60> * * * * *" (each once a minute), ${WINDOW_MS / 1000} s of ticks`,
+  run(ctx) {
+    return withStack(
+      ctx,
+      this.name,
+      async (s) => {
+        const creates = new Outcomes();
+        const createMs: number[] = [];
+        const c0 = wallMs();
+        const load = await closedLoop({
+          concurrency: CONCURRENCY,
+          maxCount: SCHEDULES,
+          maxMs: CREATE_LIMIT_MS,
+          fn: async (i) => {
+            const r = await s.api.send('POST', '/api/v1/schedules', {
+              body: JSON.stringify({ url: `${s.target.url}/tick?sched=${i}`, cron: `${i % 60} * * * * *`, name: `sc-${i}`, retry_attempts: 0 }),
+            });
+            creates.add(String(r.status), r.status === 201 ? undefined : r.text);
+            createMs.push(r.ms);
+          },
+        });
+        const createSeconds = (wallMs() - c0) / 1000;
+        const created = creates.count('201');
+        ctx.log(`schedules: ${created} created in ${createSeconds.toFixed(1)} s`);
+
+        // The window starts at the next whole second, at least 2 s after the last create.
+        const windowStart = Math.ceil((wallMs() + 2_000) / 1000) * 1000;
+        const windowEnd = windowStart + WINDOW_MS;
+        await sleep(Math.max(0, windowStart - 1_000 - wallMs()));
+        await s.target.reset();
+        await sleep(Math.max(0, windowStart - wallMs()));
+        const cpuEnd = s.startCpuPhase();
+        await sleep(Math.max(0, windowEnd - wallMs()));
+        const cpu = cpuEnd();
+        await sleep(TAIL_MS);
+        const records = await s.target.scheds();
+
+        // Expected ticks: for each whole second of the window, the created schedules naming it.
+        const perSecondOfMinute = new Array<number>(60).fill(0);
+        for (let i = 0; i < load.started; i++) perSecondOfMinute[i % 60]!++;
+        const createdShare = load.started ? created / load.started : 0;
+        let expected = 0;
+        for (let t = windowStart; t < windowEnd; t += 1000) expected += perSecondOfMinute[(t / 1000) % 60]!;
+        expected = Math.round(expected * createdShare);
+
+        const lateness: number[] = [];
+        const seen = new Map<string, number>();
+        let outside = 0;
+        let early = 0;
+        const perSecond: number[][] = Array.from({ length: WINDOW_MS / 1000 }, () => []);
+        for (const [i, wall] of records) {
+          // The intended tick: the latest instant ≤ arrival whose second-of-minute is i % 60
+          // (or the next one if the arrival is less than 5 s before it: an early tick).
+          const sec = Math.floor(wall / 1000);
+          let tick = (sec - (((sec % 60) - (i % 60) + 60) % 60)) * 1000;
+          if (wall - tick > 55_000) tick += 60_000;
+          if (tick < windowStart || tick >= windowEnd) {
+            outside++;
+            continue;
+          }
+          const late = wall - tick;
+          if (late < 0) early++;
+          lateness.push(late);
+          const key = `${i}@${tick}`;
+          seen.set(key, (seen.get(key) ?? 0) + 1);
+          perSecond[(tick - windowStart) / 1000]!.push(late);
+        }
+        let duplicates = 0;
+        for (const n of seen.values()) if (n > 1) duplicates += n - 1;
+        const distinct = seen.size;
+        const l = summarize(lateness);
+        const c = summarize(createMs);
+        const svc = cpuRows(cpu);
+
+        // Per 10 s of the window: ticks and lateness.
+        const byTen: Table = {
+          headers: ['tick second of window', 'ticks', 'p50', 'p99', 'max'],
+          rows: Array.from({ length: WINDOW_MS / 10_000 }, (_, k) => {
+            const x = summarize(perSecond.slice(k * 10, k * 10 + 10).flat());
+            return [`${k * 10}–${k * 10 + 10} s`, fmt.int(x.n), fmt.ms(x.p50), fmt.ms(x.p99), fmt.ms(x.max)];
+          }),
+        };
+        const notes = [
+          `creates at concurrency ${CONCURRENCY} through POST /api/v1/schedules (one request per schedule, Pro org); schedules already tick during the create phase, those ticks are not counted.`,
+          `the window is [${new Date(windowStart).toISOString().slice(11, 19)}, ${new Date(windowEnd).toISOString().slice(11, 19)}) UTC; arrivals up to ${TAIL_MS / 1000} s after it still count for the window's seconds; ${fmt.int(outside)} arrivals belonged to ticks outside the window.`,
+          ...creates.examples,
+          ...troubleNotes(s.service),
+        ];
+        if (distinct < expected) notes.push(`MISSING: ${fmt.int(expected - distinct)} of ${fmt.int(expected)} expected ticks never arrived (within ${TAIL_MS / 1000} s after the window).`);
+        return {
+          name: this.name,
+          title: this.title,
+          metrics: [
+            { label: 'schedules created (201)', value: `${fmt.int(created)} of ${fmt.int(load.started)} sent; outcomes ${creates.describe()}` },
+            { label: 'create phase', value: `${fmt.s(createSeconds)} (${fmt.rate(created / createSeconds)}); create latency p50 ${fmt.ms(c.p50)}, p99 ${fmt.ms(c.p99)}` },
+            { label: 'ticks expected in the window', value: fmt.int(expected) },
+            { label: 'ticks received (distinct schedule × tick)', value: `${fmt.int(distinct)} (${fmt.rate(distinct / (WINDOW_MS / 1000))}, ≈ ${fmt.int((distinct / WINDOW_MS) * 60_000)} per minute)` },
+            { label: 'duplicates (same schedule twice in one tick)', value: fmt.int(duplicates), goal: '0', ok: duplicates === 0 },
+            { label: 'lateness p50', value: fmt.ms(l.p50) },
+            { label: 'lateness p90', value: fmt.ms(l.p90) },
+            { label: 'lateness p99', value: fmt.ms(l.p99) },
+            { label: 'lateness max', value: fmt.ms(l.max) },
+            { label: 'lateness min (negative = early)', value: `${fmt.ms(l.min)} (${early} early)` },
+            { label: 'jetcron service CPU during the window', value: svc },
+          ],
+          headline: [
+            { label: 'ticks received / expected', value: `${fmt.int(distinct)} / ${fmt.int(expected)}`, ok: distinct >= expected },
+            { label: 'tick duplicates', value: fmt.int(duplicates), goal: '0', ok: duplicates === 0 },
+            { label: 'tick lateness p50 / p99 / max', value: `${fmt.ms(l.p50)} / ${fmt.ms(l.p99)} / ${fmt.ms(l.max)}` },
+          ],
+          tables: [{ title: 'Ticks and lateness by 10 s of the window', table: byTen }],
+          cpu: { phase: 'the tick window', report: cpu, units: { count: distinct, what: 'tick' } },
+          notes,
+        };
+      },
+      { plan: 'pro' },
+    );
+  },
+};
+
+function cpuRows(cpu: { rows: { name: string; pctOfCore: number; detail?: boolean }[] }): string {
+  const i = cpu.rows.findIndex((r) => r.name.startsWith('jetcron'));
+  if (i === -1) return '–';
+  const main = cpu.rows[i + 1]?.detail ? `, main thread ${fmt.pct(cpu.rows[i + 1]!.pctOfCore)}` : '';
+  return `${fmt.pct(cpu.rows[i]!.pctOfCore)} of one core${main}`;
+}
