@@ -17,7 +17,7 @@ const INTERVAL_S = 60;
 const EXPECTED_DOWN_MS = INTERVAL_S * 1000 * TIME_SCALE;
 const FULL = 100_000;
 const FALLBACK = 20_000;
-const CREATE_BUDGET_MS = 180_000;
+const CREATE_BUDGET_MS = 300_000;
 const PROBE = 2_000;
 const CONCURRENCY = 64;
 const SAMPLE = 1_000;
@@ -57,7 +57,8 @@ export const monitors: Benchmark = {
         const probe = await closedLoop({ concurrency: CONCURRENCY, maxCount: PROBE, maxMs: 60_000, fn: (i) => create(i) });
         const probeRate = probe.started / (probe.elapsedMs / 1000);
         const projectedS = FULL / probeRate;
-        const target = projectedS <= CREATE_BUDGET_MS / 1000 ? FULL : FALLBACK;
+        // The issue asks for 100,000; the fallback is only for a machine too slow to create them in the budget.
+        const target = projectedS <= (2 * CREATE_BUDGET_MS) / 1000 ? FULL : FALLBACK;
         ctx.log(`monitors: create rate ${probeRate.toFixed(0)}/s → 100,000 would take ~${projectedS.toFixed(0)} s; creating ${target}`);
         const rest = await closedLoop({ concurrency: CONCURRENCY, maxCount: target - probe.started, maxMs: CREATE_BUDGET_MS, fn: (i) => create(probe.started + i) });
         const createSeconds = (hrMs() - c0) / 1000;
