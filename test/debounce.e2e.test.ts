@@ -34,10 +34,14 @@ describe('debounce', () => {
       await new Promise((r) => setTimeout(r, 300));
       assert.equal(target.received.length, 1);
       assert.equal(target.received[0]!.body, 'payload 19');
+      // Not before the window ends, and due at the first request's time + window (no sliding):
+      // every answer above carried that same next_run_at, and so does the one execution.
       const ranAfter = target.received[0]!.at - t0;
-      assert.ok(ranAfter >= 300_000 * SCALE - 20 && ranAfter < 300_000 * SCALE + 500, `ran ${ranAfter} ms after the first request`);
+      assert.ok(ranAfter >= 300_000 * SCALE - 20, `ran ${ranAfter} ms after the first request`);
       const executions = (await api('GET', `/executions?task_id=${first.body.data.id}`)).body.data;
       assert.equal(executions.length, 1);
+      assert.equal(executions[0].scheduled_for, first.body.data.next_run_at);
+      assert.ok(Date.parse(first.body.data.next_run_at) - t0 <= 300_000 * SCALE + 200, 'fixed by the first request');
 
       // After the window a new request opens a new window (a new task).
       const next = await api('POST', '/tasks', { ...base, body: 'next window' });
