@@ -317,7 +317,8 @@ describe('tasks API', () => {
     await finished(t.last_execution_id, 4000);
     const diff = hits('/run-at')[0]!.at - runAt;
     // Never early; the late margin allows for a loaded 2-core CI box (the service runs in this process).
-    assert.ok(diff >= -50 && diff <= 500, `off by ${diff} ms`);
+    // A scaled run_at (× 0.25 here) would come ~1.1 s early, so the lower bound is the real check.
+    assert.ok(diff >= -50 && diff <= 1500, `off by ${diff} ms`);
   });
 
   test('a disabled task does not run until it is enabled', async () => {
