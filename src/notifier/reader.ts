@@ -5,16 +5,14 @@ import type { JetcronEvent } from '../events/types.ts';
 import type { Clock } from '../lib/clock.ts';
 import { encodeJson } from '../lib/json.ts';
 import type { Nats } from '../nats/connection.ts';
-import { readEvents } from '../nats/event-reader.ts';
 import { createLease, openLeaseBucket, whileLeased } from '../nats/lease.ts';
 import type { Directory } from '../nats/org-directory.ts';
-import { openCheckpoint } from '../nats/throttled-checkpoint.ts';
-import { createKeyedPipeline } from '../scheduler/keyed-pipeline.ts';
 import type { NotifySourceType } from '../commands/notification/types.ts';
 import type { ExecutionSummary } from './message.ts';
 import { notificationIdFor, notifyMsgId, planNotifications, type NotificationJob } from './plan.ts';
 import type { SourceResolver } from './sources.ts';
 import { nextState, openNotifyState, type NotifyStateStore, type Outcome } from './state.ts';
+import { readEventsKeyed } from '../nats/keyed-event-reader.ts';
 
 export const CHECKPOINT_KEY = 'notifier';
 const CHECKPOINT_EVERY_MS = 250;
@@ -171,27 +169,19 @@ export function startNotifyReader(deps: NotifyReaderDeps) {
     const states = await openNotifyState(deps.nats);
     const decider = createNotifyDecider(deps, states, (job) => publishJob(deps.nats, job));
     const lease = createLease(await openLeaseBucket(deps.nats), 'notifier', deps.owner);
-    await whileLeased(lease, abort.signal, deps.log, async (signal) => {
-      const checkpoint = await openCheckpoint(kv, CHECKPOINT_KEY, CHECKPOINT_EVERY_MS);
-      const pipeline = createKeyedPipeline({ maxInFlight: 2000, retryMs: 500, log: (m) => deps.log(`notifier: ${m}`) });
-      const progress = setInterval(() => {
-        if (pipeline.completed > checkpoint.position) void checkpoint.advance(pipeline.completed).catch(() => {});
-      }, CHECKPOINT_EVERY_MS);
-      try {
-        const opts = { startSeq: checkpoint.position + 1, maxBatch: 500, signal, log: deps.log, name: 'notifier' };
-        await readEvents(deps.nats, opts, async (events) => {
-          for (const e of events) {
-            await pipeline.push(notifyChainKey(e.event, e.subject), e.seq, () => decider.handle(e), () => signal.aborted);
-          }
-          if (pipeline.completed > checkpoint.position) await checkpoint.advance(pipeline.completed);
-        });
-      } finally {
-        clearInterval(progress);
-        await pipeline.drain();
-        if (pipeline.completed > checkpoint.position) await checkpoint.advance(pipeline.completed).catch(() => {});
-        await checkpoint.flush().catch(() => {});
-      }
-    });
+    await whileLeased(lease, abort.signal, deps.log, (signal) =>
+      readEventsKeyed({
+        nats: deps.nats,
+        kv,
+        name: 'notifier',
+        checkpointKey: CHECKPOINT_KEY,
+        checkpointEveryMs: CHECKPOINT_EVERY_MS,
+        signal,
+        log: deps.log,
+        keyOf: (e) => notifyChainKey(e.event, e.subject),
+        handle: (e) => decider.handle(e),
+      }),
+    );
   })();
   return {
     async stop() {

@@ -8,9 +8,6 @@ import type { JetcronEvent } from '../events/types.ts';
 import type { AttemptJob, CallbackJob, Job } from '../dispatchers/job.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Nats } from '../nats/connection.ts';
-import { readEvents } from '../nats/event-reader.ts';
-import { openCheckpoint } from '../nats/throttled-checkpoint.ts';
-import { createKeyedPipeline } from './keyed-pipeline.ts';
 import { createLease, openLeaseBucket, whileLeased } from '../nats/lease.ts';
 import { materializeBatch } from '../commands/batch/handlers.ts';
 import { callbackBody } from './callback-body.ts';
@@ -22,6 +19,7 @@ import { deadlineJob } from './monitor-deadlines.ts';
 import { taskAttemptJob } from './task-jobs.ts';
 import type { Lanes } from './lanes.ts';
 import type { TimerStore } from './timer-store.ts';
+import { readEventsKeyed } from '../nats/keyed-event-reader.ts';
 
 const CHECKPOINT_KEY = 'translator';
 const CHECKPOINT_EVERY_MS = 250;
@@ -214,31 +212,19 @@ export function startTranslator(deps: TranslatorDeps) {
   const done = (async () => {
     const kv = await new Kvm(deps.nats.nc).open(KV_BUCKETS.checkpoints.name);
     const lease = createLease(await openLeaseBucket(deps.nats), 'translator', deps.owner);
-    await whileLeased(lease, abort.signal, deps.log, async (signal) => {
-      const checkpoint = await openCheckpoint(kv, CHECKPOINT_KEY, CHECKPOINT_EVERY_MS);
-      // Events of different aggregates are independent; one aggregate's events keep
-      // their order, and so do the tasks of one lane (its queue takes them in order).
-      // Each event starts as soon as its key is free, so a slow key never holds up a
-      // lane hand-off elsewhere; the checkpoint only passes events that have finished.
-      const pipeline = createKeyedPipeline({ maxInFlight: 2000, retryMs: 500, log: (m) => deps.log(`translator: ${m}`) });
-      const progress = setInterval(() => {
-        if (pipeline.completed > checkpoint.position) void checkpoint.advance(pipeline.completed).catch(() => {});
-      }, CHECKPOINT_EVERY_MS);
-      try {
-        const opts = { startSeq: checkpoint.position + 1, maxBatch: 500, signal, log: deps.log, name: 'translator' };
-        await readEvents(deps.nats, opts, async (events) => {
-          for (const e of events) {
-            await pipeline.push(chainKey(e.event, e.subject), e.seq, () => translator.handle(e.event), () => signal.aborted);
-          }
-          if (pipeline.completed > checkpoint.position) await checkpoint.advance(pipeline.completed);
-        });
-      } finally {
-        clearInterval(progress);
-        await pipeline.drain();
-        if (pipeline.completed > checkpoint.position) await checkpoint.advance(pipeline.completed).catch(() => {});
-        await checkpoint.flush().catch(() => {});
-      }
-    });
+    await whileLeased(lease, abort.signal, deps.log, (signal) =>
+      readEventsKeyed({
+        nats: deps.nats,
+        kv,
+        name: 'translator',
+        checkpointKey: CHECKPOINT_KEY,
+        checkpointEveryMs: CHECKPOINT_EVERY_MS,
+        signal,
+        log: deps.log,
+        keyOf: (e) => chainKey(e.event, e.subject),
+        handle: (e) => translator.handle(e.event),
+      }),
+    );
   })();
   return {
     async stop() {

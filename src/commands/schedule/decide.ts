@@ -5,6 +5,7 @@ import { TASK_DEFAULTS } from '../task/types.ts';
 import type { CommandMeta } from '../meta.ts';
 import { cronError, isTimeZone, nextTick } from './cron.ts';
 import { SCHEDULE_DEFAULTS, type Schedule, type ScheduleEvent, type ScheduleInput, type ScheduleSpec } from './types.ts';
+import { nameFromUrl } from '../../lib/default-name.ts';
 
 export type ScheduleCommand =
   | { type: 'CreateSchedule'; orgId: string; input: ScheduleInput & { url: string; cron: string } }
@@ -32,20 +33,11 @@ export function nextRunAt(spec: Pick<ScheduleSpec, 'cron' | 'timezone' | 'enable
   return spec.enabled ? nextTick(spec.cron, spec.timezone, afterMs).toISOString() : null;
 }
 
-function defaultName(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.host}${u.pathname === '/' ? '' : u.pathname}`.slice(0, 255);
-  } catch {
-    return url.slice(0, 255);
-  }
-}
-
 export function decideSchedule(command: ScheduleCommand, state: Schedule | null, meta: CommandMeta): ScheduleEvent {
   const base = { id: meta.eventId, at: meta.now };
   if (command.type === 'CreateSchedule') {
     const input = Object.fromEntries(Object.entries(command.input).filter(([, v]) => v !== undefined)) as ScheduleInput;
-    const spec: ScheduleSpec = { ...SCHEDULE_DEFAULTS, name: defaultName(command.input.url), ...input, url: command.input.url, cron: command.input.cron };
+    const spec: ScheduleSpec = { ...SCHEDULE_DEFAULTS, name: nameFromUrl(command.input.url), ...input, url: command.input.url, cron: command.input.cron };
     checkScheduleRules(spec);
     const schedule: Schedule = {
       ...spec,

@@ -2,6 +2,7 @@ import { notFound, unprocessable } from '../../lib/errors.ts';
 import { parseDuration } from '../../lib/duration.ts';
 import type { CommandMeta } from '../meta.ts';
 import { TASK_DEFAULTS, type Task, type TaskCommand, type TaskEvent, type TaskInput, type TaskSpec } from './types.ts';
+import { nameFromUrl } from '../../lib/default-name.ts';
 
 export function evolveTask(_state: Task | null, event: TaskEvent): Task | null {
   return event.type === 'TaskDeleted' || event.type === 'TaskCancelled' ? null : event.data.task;
@@ -41,20 +42,11 @@ export function checkTaskRules(spec: TaskSpec, input: TaskInput): void {
   }
 }
 
-function defaultName(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.host}${u.pathname === '/' ? '' : u.pathname}`.slice(0, 255);
-  } catch {
-    return url.slice(0, 255);
-  }
-}
-
 export function decideTask(command: TaskCommand, state: Task | null, meta: CommandMeta): TaskEvent {
   const base = { id: meta.eventId, at: meta.now };
   if (command.type === 'CreateTask') {
     const input = command.input;
-    const spec: TaskSpec = { ...TASK_DEFAULTS, name: input.name ?? defaultName(input.url), ...stripUndefined(input), url: input.url };
+    const spec: TaskSpec = { ...TASK_DEFAULTS, name: input.name ?? nameFromUrl(input.url), ...stripUndefined(input), url: input.url };
     checkTaskRules(spec, input);
     // A debounced create arrives with its window's id and run time already fixed.
     const execution = { id: meta.newId('exe'), scheduled_for: command.runAt ?? firstRunAt(spec, meta), callback_url: null };
