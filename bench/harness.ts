@@ -215,8 +215,9 @@ export interface Target {
   stop(): Promise<void>;
 }
 
-export async function startTarget(): Promise<Target> {
-  const child = fork(path.join(ROOT, 'bench', 'target-server.ts'), [], {
+/** The target server; `plain`: records nothing, answers 200 `{"ok":true}` (target-server.ts). */
+export async function startTarget(opts: { plain?: boolean } = {}): Promise<Target> {
+  const child = fork(path.join(ROOT, 'bench', 'target-server.ts'), opts.plain ? ['--plain'] : [], {
     execArgv: ['--import', 'tsx'],
     cwd: ROOT,
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],

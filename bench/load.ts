@@ -1,5 +1,5 @@
 /** Load generation: a keep-alive undici Pool against the API, closed and open loops, bounded in count and time. */
-import { Pool } from 'undici';
+import { Pool, type Dispatcher } from 'undici';
 import { hrMs, sleep } from './harness.ts';
 
 export interface CallResult {
@@ -36,36 +36,26 @@ export class Outcomes {
   }
 }
 
-export class ApiClient {
+/** A keep-alive undici Pool on one origin whose `send` never throws; no credentials (see ApiClient). */
+export class HttpClient {
   readonly pool: Pool;
-  readonly outcomes = new Outcomes();
-  private readonly headers: Record<string, string>;
 
   /** Most requests seen waiting for a free connection in the client (sampled at each send). */
   maxQueued = 0;
 
-  constructor(baseUrl: string, apiKey: string, connections = 64) {
+  constructor(
+    baseUrl: string,
+    connections = 64,
+    protected readonly headers: Record<string, string> = { 'content-type': 'application/json' },
+  ) {
     this.pool = new Pool(baseUrl, { connections, pipelining: 1, keepAliveTimeout: 60_000, headersTimeout: 60_000, bodyTimeout: 60_000 });
-    this.headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
   }
 
-  /** POST /api/v1/tasks; never throws (failures are counted in `outcomes`). */
-  async createTask(task: Record<string, unknown>): Promise<CallResult> {
-    const body = JSON.stringify(task);
-    const sentHr = hrMs();
-    try {
-      const pending = this.pool.request({ method: 'POST', path: '/api/v1/tasks', headers: this.headers, body });
-      const queued = this.pool.stats.queued;
-      if (queued > this.maxQueued) this.maxQueued = queued;
-      const res = await pending;
-      const text = await res.body.text();
-      this.outcomes.add(String(res.statusCode), res.statusCode === 201 ? undefined : text);
-      return { status: res.statusCode, sentHr, ms: hrMs() - sentHr };
-    } catch (err) {
-      const e = err as { code?: string; message?: string };
-      this.outcomes.add(e.code ?? 'error', e.message);
-      return { status: 0, sentHr, ms: hrMs() - sentHr };
-    }
+  protected request(opts: Dispatcher.RequestOptions): Promise<Dispatcher.ResponseData> {
+    const pending = this.pool.request(opts);
+    const queued = this.pool.stats.queued;
+    if (queued > this.maxQueued) this.maxQueued = queued;
+    return pending;
   }
 
   /**
@@ -76,7 +66,7 @@ export class ApiClient {
   async send(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, opts: { body?: string; headers?: Record<string, string> } = {}): Promise<SendResult> {
     const sentHr = hrMs();
     try {
-      const res = await this.pool.request({ method, path, headers: { ...this.headers, ...opts.headers }, body: opts.body });
+      const res = await this.request({ method, path, headers: { ...this.headers, ...opts.headers }, body: opts.body });
       const text = await res.body.text();
       return { status: res.statusCode, headers: res.headers, text, sentHr, ms: hrMs() - sentHr };
     } catch (err) {
@@ -85,14 +75,39 @@ export class ApiClient {
     }
   }
 
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+}
+
+/** The jetcron API with one org's key. */
+export class ApiClient extends HttpClient {
+  readonly outcomes = new Outcomes();
+
+  constructor(baseUrl: string, apiKey: string, connections = 64) {
+    super(baseUrl, connections, { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' });
+  }
+
+  /** POST /api/v1/tasks; never throws (failures are counted in `outcomes`). */
+  async createTask(task: Record<string, unknown>): Promise<CallResult> {
+    const body = JSON.stringify(task);
+    const sentHr = hrMs();
+    try {
+      const res = await this.request({ method: 'POST', path: '/api/v1/tasks', headers: this.headers, body });
+      const text = await res.body.text();
+      this.outcomes.add(String(res.statusCode), res.statusCode === 201 ? undefined : text);
+      return { status: res.statusCode, sentHr, ms: hrMs() - sentHr };
+    } catch (err) {
+      const e = err as { code?: string; message?: string };
+      this.outcomes.add(e.code ?? 'error', e.message);
+      return { status: 0, sentHr, ms: hrMs() - sentHr };
+    }
+  }
+
   async get(path: string): Promise<{ status: number; body: unknown }> {
     const res = await this.pool.request({ method: 'GET', path, headers: this.headers });
     const text = await res.body.text();
     return { status: res.statusCode, body: text ? JSON.parse(text) : null };
-  }
-
-  close(): Promise<void> {
-    return this.pool.close();
   }
 }
 

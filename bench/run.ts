@@ -13,6 +13,7 @@ import { createApi } from './create-api.ts';
 import { dispatchThroughput } from './dispatch-throughput.ts';
 import { cleanupAll, cpuPhase, natsServerVersion, RESULTS_DIR, ROOT, sleep, startSharedPostgres, type CpuReport, type SharedPostgres } from './harness.ts';
 import { idempotentReplay } from './idempotent-replay.ts';
+import { inbound } from './inbound.ts';
 import { lanes } from './lanes.ts';
 import { latency } from './latency.ts';
 import { summarizeBusiestProfile, type ProfileSummary } from './profile.ts';
@@ -23,7 +24,7 @@ import type { BenchContext, BenchResult, Benchmark, Metric } from './stack.ts';
 import { fmt, markdownTable, textTable, type Table } from './stats.ts';
 import { timers } from './timers.ts';
 
-const ALL: Benchmark[] = [reference, dispatchThroughput, latency, timers, createApi, lanes, batchAccept, idempotentReplay, schedules, monitors];
+const ALL: Benchmark[] = [reference, dispatchThroughput, latency, timers, createApi, lanes, batchAccept, idempotentReplay, schedules, monitors, inbound];
 const RUN_LIMIT_MS = 15 * 60_000;
 
 const argv = process.argv.slice(2);

@@ -6,7 +6,13 @@
  * `lane` query parameter (and `i`, their index in the lane) are also kept one by
  * one, duplicates included, with their arrival and the time the response was
  * written (the `finish` event), for the lane-order benchmark. The parent asks
- * for the records over IPC.
+ * for the records over IPC. Requests to the path `/body-id` take their id from
+ * the body instead (`"bid":"<id>"` within the first 200 bytes), for forwarded
+ * inbound webhooks whose URL is fixed; the arrival is still the request's first
+ * byte. Every `X-Jetcron-Execution-Id` is counted too, repeats apart.
+ *
+ * With `--plain` it records nothing: it reads the body and answers 200
+ * `{"ok":true}`, a yardstick for what a bare Node HTTP server does on this machine.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -32,6 +38,10 @@ export interface TargetStats {
   duplicates: number;
   /** Requests without an `id`. */
   anonymous: number;
+  /** Distinct `X-Jetcron-Execution-Id` values. */
+  executionIds: number;
+  /** Requests whose `X-Jetcron-Execution-Id` had been seen before. */
+  executionIdRepeats: number;
   firstHrMs: number | null;
   lastHrMs: number | null;
   /** First arrival per id: [id, hrMs, wallMs]; only when asked for. */
@@ -47,24 +57,50 @@ let duplicates = 0;
 let firstHrMs: number | null = null;
 let lastHrMs: number | null = null;
 let firstSeen = new Map<string, [number, number]>();
+let executionIds = new Set<string>();
+let executionIdRepeats = 0;
 let laneRecords: LaneRecord[] = [];
 let schedRecords: SchedRecord[] = [];
 
-const server = http.createServer((req, res) => {
+function recordId(id: string | undefined, hr: number, wall: number): void {
+  if (id === undefined) anonymous++;
+  else if (firstSeen.has(id)) duplicates++;
+  else firstSeen.set(id, [hr, wall]);
+}
+
+function answer(res: http.ServerResponse, type = 'text/plain', body = 'ok'): void {
+  res.writeHead(200, { 'content-type': type, 'content-length': String(Buffer.byteLength(body)) });
+  res.end(body);
+}
+
+const recording = (req: http.IncomingMessage, res: http.ServerResponse) => {
   const hr = hrMs();
   const wall = wallMs();
   count++;
   firstHrMs ??= hr;
   lastHrMs = hr;
   const url = req.url ?? '/';
+  const execution = req.headers['x-jetcron-execution-id'];
+  if (typeof execution === 'string') {
+    if (executionIds.has(execution)) executionIdRepeats++;
+    else executionIds.add(execution);
+  }
+  if (url.startsWith('/body-id')) {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const head = Buffer.concat(chunks).subarray(0, 200).toString();
+      recordId(/"bid":"([^"]*)"/.exec(head)?.[1], hr, wall);
+      answer(res);
+    });
+    return;
+  }
   const q = url.indexOf('id=');
   if (q === -1) {
-    anonymous++;
+    recordId(undefined, hr, wall);
   } else {
     const end = url.indexOf('&', q);
-    const id = url.slice(q + 3, end === -1 ? undefined : end);
-    if (firstSeen.has(id)) duplicates++;
-    else firstSeen.set(id, [hr, wall]);
+    recordId(url.slice(q + 3, end === -1 ? undefined : end), hr, wall);
   }
   const sq = url.indexOf('sched=');
   if (sq !== -1) schedRecords.push([parseInt(url.slice(sq + 6), 10), wall]);
@@ -75,17 +111,21 @@ const server = http.createServer((req, res) => {
     res.once('finish', () => (rec[3] = hrMs()));
   }
   req.resume();
-  req.on('end', () => {
-    res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '2' });
-    res.end('ok');
-  });
-});
+  req.on('end', () => answer(res));
+};
+
+const plain = (req: http.IncomingMessage, res: http.ServerResponse) => {
+  req.resume();
+  req.on('end', () => answer(res, 'application/json', '{"ok":true}'));
+};
+
+const server = http.createServer(process.argv.includes('--plain') ? plain : recording);
 server.keepAliveTimeout = 120_000;
 server.headersTimeout = 130_000;
 server.maxRequestsPerSocket = 0;
 
 function stats(withArrivals: boolean): TargetStats {
-  const out: TargetStats = { count, unique: firstSeen.size, duplicates, anonymous, firstHrMs, lastHrMs };
+  const out: TargetStats = { count, unique: firstSeen.size, duplicates, anonymous, executionIds: executionIds.size, executionIdRepeats, firstHrMs, lastHrMs };
   if (withArrivals) out.arrivals = [...firstSeen].map(([id, [hr, wall]]) => [id, hr, wall]);
   return out;
 }
@@ -93,9 +133,10 @@ function stats(withArrivals: boolean): TargetStats {
 process.on('message', (raw) => {
   const m = raw as TargetCommand;
   if (m.cmd === 'reset') {
-    count = anonymous = duplicates = 0;
+    count = anonymous = duplicates = executionIdRepeats = 0;
     firstHrMs = lastHrMs = null;
     firstSeen = new Map();
+    executionIds = new Set();
     laneRecords = [];
     schedRecords = [];
     process.send?.({ id: m.id, ok: true });

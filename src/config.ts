@@ -15,6 +15,8 @@ export interface Config {
   rateLimitFree: number;
   rateLimitPro: number;
   smtpUrl: string | undefined;
+  /** Key for endpoint secrets (JETCRON_SECRETS_KEY); unset = one generated once and kept in NATS KV. */
+  secretsKey: string | undefined;
   timerPartitions: number;
   dispatchConcurrency: number;
 }
@@ -58,6 +60,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { roles?: string; dataD
     rateLimitFree: num(env, 'JETCRON_RATE_LIMIT_FREE', 20, (n) => n >= 0),
     rateLimitPro: num(env, 'JETCRON_RATE_LIMIT_PRO', 200, (n) => n >= 0),
     smtpUrl: env.SMTP_URL || undefined,
+    secretsKey: env.JETCRON_SECRETS_KEY || undefined,
     timerPartitions: num(env, 'JETCRON_TIMER_PARTITIONS', 8, (n) => Number.isInteger(n) && n >= 1 && n <= 256),
     dispatchConcurrency: num(env, 'JETCRON_DISPATCH_CONCURRENCY', 256, (n) => Number.isInteger(n) && n >= 1),
   };

@@ -80,6 +80,37 @@ export const STREAMS = {
     duplicate_window: 10 * MINUTE_NS,
     max_msg_size: 4 * 1024 * 1024,
   },
+  /**
+   * Inbound webhook requests exactly as received (`inbound.<org>.<endpoint>`): a JSON
+   * line of metadata, a newline, then the raw body bytes. The 30-day history of
+   * inbound events is this stream's `max_age`: retention is JetStream's job.
+   */
+  inbound: {
+    name: 'INBOUND',
+    subjects: ['inbound.>'],
+    retention: RetentionPolicy.Limits,
+    storage: StorageType.File,
+    discard: DiscardPolicy.Old,
+    max_age: 30 * DAY_NS,
+    duplicate_window: 2 * MINUTE_NS,
+    max_msg_size: 2 * 1024 * 1024,
+    allow_direct: true,
+  },
+  /**
+   * Forwarding jobs of a paused endpoint (`held.<org>.<endpoint>`), in arrival order,
+   * until it is resumed: then they go to work in that order and the subject is purged.
+   */
+  held: {
+    name: 'HELD',
+    subjects: ['held.>'],
+    retention: RetentionPolicy.Limits,
+    storage: StorageType.File,
+    discard: DiscardPolicy.Old,
+    max_age: 0,
+    duplicate_window: 10 * MINUTE_NS,
+    max_msg_size: 4 * 1024 * 1024,
+    allow_direct: true,
+  },
 } as const;
 
 export const KV_BUCKETS = {
@@ -102,6 +133,8 @@ export const KV_BUCKETS = {
    * sequence of the last transition (src/notifier/state.ts). Absent = not failing.
    */
   notifyState: { name: 'notify-state', ttlMs: 0 },
+  /** Service-wide settings shared by every process, e.g. the key endpoint secrets are sealed with. */
+  config: { name: 'config', ttlMs: 0 },
 } as const;
 
 export const CONSUMERS = {
@@ -136,6 +169,13 @@ export const SUBJECTS = {
   notification: (org: string, id: string) => `evt.${org}.notify.${id}`,
   /** A notification delivery that is due (NOTIFY stream). */
   notify: (org: string) => `notify.${org}.send`,
+  endpoint: (org: string, id: string) => `evt.${org}.endpoint.${id}`,
+  /** One inbound event's forwarding records (`InboundEventReceived`, `InboundEventReplayed`). */
+  inboundEvent: (org: string, eventId: string) => `evt.${org}.inbound.${eventId}`,
+  /** An inbound request as received (INBOUND stream). */
+  inbound: (org: string, endpointId: string) => `inbound.${org}.${endpointId}`,
+  /** Forwarding jobs held while their endpoint is paused (HELD stream). */
+  held: (org: string, endpointId: string) => `held.${org}.${endpointId}`,
   /** Core NATS (not stored): the projector's progress, for read-your-writes. */
   projected: 'jetcron.projected',
   /** Core NATS: API processes announce themselves so each takes its share of the rate limit. */

@@ -132,9 +132,42 @@ const migrations: Record<string, Migration> = {
         CREATE INDEX pings_monitor_received ON pings (monitor_id, received_at DESC, id DESC);`.execute(db);
     },
   },
+  '0005_endpoints': {
+    async up(db: Kysely<unknown>) {
+      await sql`CREATE TABLE endpoints (
+          id text PRIMARY KEY,
+          org_id text NOT NULL,
+          slug text NOT NULL UNIQUE,
+          doc jsonb NOT NULL,
+          paused boolean NOT NULL,
+          created_at timestamptz NOT NULL,
+          updated_at timestamptz NOT NULL
+        );
+        CREATE INDEX endpoints_org_created ON endpoints (org_id, created_at DESC, id DESC);
+        CREATE TABLE inbound_events (
+          id text PRIMARY KEY,
+          org_id text NOT NULL,
+          endpoint_id text NOT NULL,
+          method text NOT NULL,
+          path text NOT NULL,
+          query text NOT NULL,
+          source_ip text,
+          received_at timestamptz NOT NULL,
+          body_size integer NOT NULL,
+          inbound_seq bigint NOT NULL,
+          outcome text NOT NULL,
+          execution_id text
+        );
+        CREATE INDEX inbound_events_endpoint_received ON inbound_events (endpoint_id, received_at DESC, id DESC);
+        ALTER TABLE executions ADD COLUMN parent_id text;
+        CREATE INDEX executions_parent ON executions (parent_id) WHERE parent_id IS NOT NULL;`.execute(db);
+    },
+  },
 };
 
 export const READ_MODEL_TABLES = [
+  'endpoints',
+  'inbound_events',
   'monitors',
   'pings',
   'schedules',

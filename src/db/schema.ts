@@ -92,8 +92,36 @@ export interface ExecutionsTable {
   response_truncated: boolean;
   response_headers: Json | null;
   script_logs: Json<string[]>;
+  /** An endpoint execution's inbound event; null for others. */
+  parent_id: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
+}
+
+export interface EndpointsTable {
+  id: string;
+  org_id: string;
+  slug: string;
+  doc: Json<Record<string, unknown>>;
+  paused: boolean;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface InboundEventsTable {
+  id: string;
+  org_id: string;
+  endpoint_id: string;
+  method: string;
+  path: string;
+  query: string;
+  source_ip: string | null;
+  received_at: Timestamp;
+  body_size: number;
+  inbound_seq: ColumnType<string, number, number>;
+  outcome: string;
+  /** The first forward URL's execution of the original delivery. */
+  execution_id: string | null;
 }
 
 export interface ExecutionAttemptsTable {
@@ -121,6 +149,8 @@ export interface Database {
   schedules: SchedulesTable;
   monitors: MonitorsTable;
   pings: PingsTable;
+  endpoints: EndpointsTable;
+  inbound_events: InboundEventsTable;
   execution_attempts: ExecutionAttemptsTable;
   projection_checkpoints: ProjectionCheckpointsTable;
 }

@@ -12,7 +12,8 @@ import { FAILURES_BEFORE_BLOCK, MAX_RATE_LIMIT_BLOCK_MS, blockEnd, hostOf, hostS
 import type { AttemptJob, CallbackJob, Job } from './job.ts';
 import { classifyAttempt, maskHeaders } from './outcome.ts';
 import type { OutboundClient } from './outbound-client.ts';
-import { CALLBACK_RETRY_DELAYS_MS, retryLandsAfter, taskRetryDelayMs } from './retry-schedule.ts';
+import { CALLBACK_RETRY_DELAYS_MS, endpointRetryDelayMs, retryLandsAfter, taskRetryDelayMs } from './retry-schedule.ts';
+import { loadForwardRequest, recordedBody } from './inbound-request.ts';
 import { signedHeaders } from './signing.ts';
 
 export interface DispatcherDeps {
@@ -53,7 +54,7 @@ export function startDispatcher(deps: DispatcherDeps) {
   // Opened before the first job is taken (see `done` below).
   let hosts!: HostBlocks;
 
-  async function sign(job: Job, body: string): Promise<Record<string, string>> {
+  async function sign(job: Job, body: string | Buffer): Promise<Record<string, string>> {
     const org = await deps.directory.organization(job.org_id);
     if (!org) throw new Error(`organization ${job.org_id} not found`);
     return signedHeaders({ secret: org.webhook_secret, taskId: job.source.id, executionId: job.execution_id, body, nowMs: deps.clock.now() });
@@ -112,10 +113,24 @@ export function startDispatcher(deps: DispatcherDeps) {
       blockedUntil = host ? hosts.blockedUntil(job.org_id, host) : 0;
     }
     let uncounted = 0;
-    if (blockedUntil || job.attempt > 1) {
-      const sofar = await executionSoFar(job);
+    // An endpoint's request is the stored inbound one; its job may also be one a
+    // resume or a replayed translator sent again, so its log is always checked.
+    const [sofar, forward] = await Promise.all([
+      blockedUntil || job.attempt > 1 || job.inbound ? executionSoFar(job) : null,
+      job.inbound && !blockedUntil ? loadForwardRequest(deps.nats, job.inbound) : null,
+    ]);
+    if (sofar) {
       if (sofar.done) return undefined;
       uncounted = sofar.uncounted;
+    }
+    if (job.inbound && !blockedUntil && !forward) {
+      const cancelled = envelope('ExecutionCancelled', job.org_id, {
+        execution_id: job.execution_id, source: job.source, lane: job.lane,
+        reason: 'the inbound event is no longer stored (older than 30 days, or its endpoint was deleted)',
+      });
+      cancelled.id = `${job.execution_id}.cancelled`;
+      await deps.store.append(subject, cancelled);
+      return undefined;
     }
     if (blockedUntil && host) {
       // Not sent: the block is the host's, so the attempt keeps its number and waits.
@@ -147,13 +162,18 @@ export function startDispatcher(deps: DispatcherDeps) {
     });
     started.id = `${job.execution_id}.${job.attempt}.started`;
     const startedAck = deps.store.append(subject, started);
-    const body = job.request.body ?? '';
-    const headers = { ...job.request.headers, ...(await sign(job, body)) };
+    const method = forward?.method ?? job.request.method;
+    const sentBody = forward ? forward.body : job.request.body;
+    const headers = {
+      ...(forward?.headers ?? job.request.headers),
+      ...(job.inbound ? { 'X-Jetcron-Event-Id': job.inbound.event_id } : {}),
+      ...(await sign(job, sentBody ?? '')),
+    };
     const result = await deps.outbound.send({
       url: job.request.url,
-      method: job.request.method,
+      method,
       headers,
-      body: job.request.body ?? undefined,
+      body: sentBody ?? undefined,
       timeoutMs: job.request.timeout_ms,
     });
     const now = deps.clock.now();
@@ -183,7 +203,7 @@ export function startDispatcher(deps: DispatcherDeps) {
     } else {
       const counted = job.attempt - uncounted;
       if (outcome.retryable && counted < job.max_attempts) {
-        const backoff = deps.clock.wait(taskRetryDelayMs(counted));
+        const backoff = deps.clock.wait(job.inbound ? endpointRetryDelayMs(counted) : taskRetryDelayMs(counted));
         const wait = Math.max(backoff, deps.clock.wait(outcome.retry_after_ms ?? 0));
         nextAttemptAt = new Date(Math.max(now + wait, hostBlockEnd)).toISOString();
       }
@@ -207,7 +227,7 @@ export function startDispatcher(deps: DispatcherDeps) {
       started_at: result.startedAt.toISOString(),
       finished_at: new Date(result.startedAt.getTime() + result.durationMs).toISOString(),
       duration_ms: Math.round(result.durationMs),
-      request: { method: job.request.method, url: job.request.url, headers: maskHeaders(headers), body: job.request.body },
+      request: { method, url: job.request.url, headers: maskHeaders(headers), ...recordedBody(sentBody) },
       response_body: result.kind === 'response' ? result.body : null,
       response_truncated: result.kind === 'response' ? result.truncated : false,
       response_headers: result.kind === 'response' ? result.headers : null,
@@ -217,6 +237,7 @@ export function startDispatcher(deps: DispatcherDeps) {
       push_callback_url: job.push_callback_url,
       lane: job.lane,
       ...(uncounted ? { uncounted_attempts: uncounted } : {}),
+      ...(job.inbound ? { inbound: { event_id: job.inbound.event_id, seq: job.inbound.seq, origin_seq: job.inbound.origin_seq } } : {}),
     };
     const finished = envelope('AttemptFinished', job.org_id, data);
     finished.id = `${job.execution_id}.${job.attempt}.finished`;

@@ -21,6 +21,25 @@ export interface AttemptJob {
   lane: string | null;
   /** The push-level callback alone, kept so a retry re-resolves against the task as it is then. */
   push_callback_url: string | null;
+  /**
+   * An endpoint's forwarding: the request is the stored inbound one (INBOUND) with
+   * the plan's replacements; `request` holds only the URL and timeout then.
+   */
+  inbound?: InboundRef;
+}
+
+/** Where an endpoint execution's request lives and what replaces parts of it. */
+export interface InboundRef {
+  /** The inbound event (`evt_…`). */
+  event_id: string;
+  /** Its INBOUND stream sequence. */
+  seq: number;
+  /** EVENTS sequence of the event that planned this execution (received or replayed). */
+  origin_seq: number;
+  /** null = the inbound request's own value. */
+  method: string | null;
+  headers: Record<string, string> | null;
+  body: string | null;
 }
 
 /** One delivery try of an execution's completion callback. */

@@ -7,7 +7,7 @@ export interface OutboundRequest {
   url: string;
   method: string;
   headers: Record<string, string>;
-  body?: string | undefined;
+  body?: string | Buffer | undefined;
   timeoutMs: number;
 }
 

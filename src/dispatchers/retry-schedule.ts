@@ -5,6 +5,11 @@ export function taskRetryDelayMs(retry: number): number {
   return ((retry + 1) ** 2 / 2) * MINUTE;
 }
 
+/** Endpoint forwarding (the contract): retry n waits min(30 s · 2^(n−1), 1 h). */
+export function endpointRetryDelayMs(retry: number): number {
+  return Math.min(30_000 * 2 ** (retry - 1), 60 * MINUTE);
+}
+
 /** Callbacks: 3 tries in all, 5 s then 20 s apart. */
 export const CALLBACK_RETRY_DELAYS_MS = [5_000, 20_000] as const;
 

@@ -3,8 +3,9 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 export const SIGNATURE_TOLERANCE_SECONDS = 300;
 
 /** `sha256=` + lowercase hex HMAC-SHA256 of `${timestamp}.${executionId}.${body}`. */
-export function signatureFor(secret: string, timestamp: number, executionId: string, body: string): string {
-  const mac = createHmac('sha256', secret).update(`${timestamp}.${executionId}.${body}`).digest('hex');
+export function signatureFor(secret: string, timestamp: number, executionId: string, body: string | Buffer): string {
+  // Bytes as sent: a forwarded body need not be UTF-8.
+  const mac = createHmac('sha256', secret).update(`${timestamp}.${executionId}.`).update(body).digest('hex');
   return `sha256=${mac}`;
 }
 
@@ -12,7 +13,7 @@ export function signedHeaders(opts: {
   secret: string;
   taskId?: string | undefined;
   executionId: string;
-  body: string;
+  body: string | Buffer;
   nowMs: number;
 }): Record<string, string> {
   const timestamp = Math.floor(opts.nowMs / 1000);

@@ -19,6 +19,8 @@ export interface EventStore {
   append(subject: string, event: Envelope, expectedSeq?: number): Promise<number>;
   /** The aggregate's last event, or null when the subject has none. */
   last<E extends Envelope>(subject: string): Promise<StoredEvent<E> | null>;
+  /** The event stored at this stream sequence, or null. */
+  at<E extends Envelope>(seq: number): Promise<StoredEvent<E> | null>;
 }
 
 function isWrongLastSequence(err: unknown): boolean {
@@ -49,6 +51,11 @@ export function createEventStore(nats: Nats): EventStore {
     async last<E extends Envelope>(subject: string) {
       assertLiteral(subject);
       const msg = await nats.jsm.direct.getMessage(STREAMS.events.name, { last_by_subj: subject });
+      if (!msg) return null;
+      return { event: decodeJson<E>(msg.data), seq: msg.seq, subject: msg.subject };
+    },
+    async at<E extends Envelope>(seq: number) {
+      const msg = await nats.jsm.direct.getMessage(STREAMS.events.name, { seq });
       if (!msg) return null;
       return { event: decodeJson<E>(msg.data), seq: msg.seq, subject: msg.subject };
     },

@@ -7,6 +7,8 @@ import type { ExecutionEvent } from '../commands/execution/types.ts';
 import type { NotificationEvent } from '../commands/notification/types.ts';
 import type { OrganizationEvent } from '../commands/organization/types.ts';
 import type { TaskEvent } from '../commands/task/types.ts';
+import type { EndpointEvent } from '../commands/endpoint/types.ts';
+import type { InboundEventEvent } from '../commands/inbound-event/types.ts';
 
-export type JetcronEvent = OrganizationEvent | ApiKeyEvent | TaskEvent | ExecutionEvent | DebounceEvent | BatchEvent | ScheduleEvent | MonitorEvent | NotificationEvent;
+export type JetcronEvent = OrganizationEvent | ApiKeyEvent | TaskEvent | ExecutionEvent | DebounceEvent | BatchEvent | ScheduleEvent | MonitorEvent | NotificationEvent | EndpointEvent | InboundEventEvent;
 export type EventType = JetcronEvent['type'];

@@ -11,6 +11,7 @@ import { organizationRoutes } from './routes/organization.ts';
 import { batchRoutes } from './routes/batch.ts';
 import { laneCancelRoutes } from './routes/lane-cancel.ts';
 import { monitorRoutes, pingRoutes } from './routes/monitors.ts';
+import { endpointRoutes } from './routes/endpoints.ts';
 import { scheduleRoutes } from './routes/schedules.ts';
 import { syncRoutes } from './routes/sync.ts';
 import { taskRoutes } from './routes/tasks.ts';
@@ -68,6 +69,7 @@ export function createApp(deps: ApiDeps, log: (m: string) => void, rootUrl: () =
   api.use(taskRoutes(deps));
   api.use(scheduleRoutes(deps));
   api.use(monitorRoutes(deps, rootUrl));
+  api.use(endpointRoutes(deps, rootUrl));
   api.use(syncRoutes(deps));
   api.use(executionRoutes(deps));
   api.use(organizationRoutes(deps));

@@ -7,6 +7,9 @@ import type { Nats } from '../nats/connection.ts';
 import type { Directory } from '../nats/org-directory.ts';
 import type { Watermark } from '../projections/watermark.ts';
 import type { RateLimiter } from './rate-limit.ts';
+import type { EndpointDirectory } from '../inbound/endpoint-directory.ts';
+import type { HooksFor } from '../inbound/pipeline.ts';
+import type { SecretBox } from '../lib/secret-box.ts';
 
 export interface ApiDeps extends CommandDeps {
   config: Config;
@@ -16,6 +19,9 @@ export interface ApiDeps extends CommandDeps {
   watermark: Watermark;
   rateLimiter: RateLimiter;
   metrics: Metrics;
+  endpoints: EndpointDirectory;
+  secrets: SecretBox;
+  hooks: HooksFor;
 }
 
 export interface AuthedRequest extends Request {

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 
 // Crockford-ish base32 without ambiguous letters; ids sort roughly by creation
 // time because the first 10 characters encode the millisecond clock.
@@ -34,6 +34,17 @@ export type IdPrefix = 'org' | 'tsk' | 'sch' | 'mon' | 'ep' | 'exe' | 'evt' | 'p
 
 export function newId(prefix: IdPrefix, nowMs = Date.now()): string {
   return `${prefix}_${encodeTime(nowMs)}${randomToken(12)}`;
+}
+
+/**
+ * An id that the same inputs always give (a re-run after a crash must produce the
+ * same ids), still sorting by time and then by `index`.
+ */
+export function derivedId(prefix: IdPrefix, nowMs: number, seed: string, index: number): string {
+  const digest = createHash('sha256').update(`${seed}:${index}`).digest();
+  let out = encodeTime(nowMs) + ALPHABET[Math.floor(index / 32) % 32]! + ALPHABET[index % 32]!;
+  for (let i = 0; i < 12; i++) out += ALPHABET[digest[i]! % 32];
+  return `${prefix}_${out}`;
 }
 
 export const ID_PATTERN = /^[a-z]{2,3}_[0-9a-z]{10,40}$/;

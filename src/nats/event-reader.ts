@@ -14,22 +14,38 @@ export interface EventReaderOptions {
   name: string;
 }
 
-/**
- * Reads EVENTS in stream order with an ordered consumer and hands the handler
- * batches: whatever has arrived, up to maxBatch. A failing handler gets the same
- * batch again after a pause, so nothing is skipped. Resolves when `signal` aborts.
- */
-export async function readEvents(
+/** One stored message as a reader hands it on: its decoded content, sequence and subject. */
+export interface StreamItem<T> {
+  event: T;
+  seq: number;
+  subject: string;
+}
+
+/** Reads EVENTS: see `readStream`. */
+export function readEvents(
   nats: Nats,
   opts: EventReaderOptions,
   handle: (batch: StoredEvent<JetcronEvent>[]) => Promise<void>,
 ): Promise<void> {
-  const consumer = await nats.js.consumers.get(STREAMS.events.name, {
+  return readStream(nats, { ...opts, stream: STREAMS.events.name, decode: (data) => decodeJson<JetcronEvent>(data) }, handle);
+}
+
+/**
+ * Reads a stream in order with an ordered consumer and hands the handler
+ * batches: whatever has arrived, up to maxBatch. A failing handler gets the same
+ * batch again after a pause, so nothing is skipped. Resolves when `signal` aborts.
+ */
+export async function readStream<T>(
+  nats: Nats,
+  opts: EventReaderOptions & { stream: string; decode: (data: Uint8Array) => T },
+  handle: (batch: StreamItem<T>[]) => Promise<void>,
+): Promise<void> {
+  const consumer = await nats.js.consumers.get(opts.stream, {
     deliver_policy: DeliverPolicy.StartSequence,
     opt_start_seq: Math.max(1, opts.startSeq),
   });
   const messages = await consumer.consume({ max_messages: Math.max(100, opts.maxBatch) });
-  const buffer: StoredEvent<JetcronEvent>[] = [];
+  const buffer: StreamItem<T>[] = [];
   let wake: (() => void) | undefined;
   let drained: (() => void) | undefined;
   const onAbort = () => {
@@ -41,7 +57,7 @@ export async function readEvents(
 
   const pump = (async () => {
     for await (const m of messages) {
-      buffer.push({ event: decodeJson<JetcronEvent>(m.data), seq: m.seq, subject: m.subject });
+      buffer.push({ event: opts.decode(m.data), seq: m.seq, subject: m.subject });
       wake?.();
       if (buffer.length >= opts.maxBatch * 4) await new Promise<void>((r) => (drained = r));
     }

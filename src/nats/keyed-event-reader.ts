@@ -3,7 +3,7 @@ import type { StoredEvent } from '../events/envelope.ts';
 import type { JetcronEvent } from '../events/types.ts';
 import { createKeyedPipeline } from '../scheduler/keyed-pipeline.ts';
 import type { Nats } from './connection.ts';
-import { readEvents } from './event-reader.ts';
+import { readEvents, readStream, type StreamItem } from './event-reader.ts';
 import { openCheckpoint } from './throttled-checkpoint.ts';
 
 /**
@@ -12,7 +12,11 @@ import { openCheckpoint } from './throttled-checkpoint.ts';
  * events that have finished, so a restart replays just the unfinished tail.
  * Used by the single active translator and notifier reader while they hold their lease.
  */
-export async function readEventsKeyed(opts: {
+export function readEventsKeyed(opts: KeyedReadOptions<StoredEvent<JetcronEvent>>): Promise<void> {
+  return readKeyed(opts, (read, handle) => readEvents(opts.nats, read, handle));
+}
+
+interface KeyedReadOptions<I> {
   nats: Nats;
   kv: KV;
   name: string;
@@ -20,9 +24,21 @@ export async function readEventsKeyed(opts: {
   checkpointEveryMs: number;
   signal: AbortSignal;
   log: (m: string) => void;
-  keyOf: (e: StoredEvent<JetcronEvent>) => string;
-  handle: (e: StoredEvent<JetcronEvent>) => Promise<void>;
-}): Promise<void> {
+  keyOf: (e: I) => string;
+  handle: (e: I) => Promise<void>;
+}
+
+/** The same over any stream: `decode` turns a message's bytes into what the handler gets. */
+export function readStreamKeyed<T>(opts: KeyedReadOptions<StreamItem<T>> & { stream: string; decode: (data: Uint8Array) => T }): Promise<void> {
+  return readKeyed(opts, (read, handle) => readStream(opts.nats, { ...read, stream: opts.stream, decode: opts.decode }, handle));
+}
+
+type Reader<I> = (
+  read: { startSeq: number; maxBatch: number; signal: AbortSignal; log: (m: string) => void; name: string },
+  handle: (batch: I[]) => Promise<void>,
+) => Promise<void>;
+
+async function readKeyed<I extends { seq: number }>(opts: KeyedReadOptions<I>, reader: Reader<I>): Promise<void> {
   const { signal } = opts;
   const checkpoint = await openCheckpoint(opts.kv, opts.checkpointKey, opts.checkpointEveryMs);
   const pipeline = createKeyedPipeline({ maxInFlight: 2000, retryMs: 500, log: (m) => opts.log(`${opts.name}: ${m}`) });
@@ -30,7 +46,7 @@ export async function readEventsKeyed(opts: {
   const progress = setInterval(() => void advance().catch(() => {}), opts.checkpointEveryMs);
   try {
     const read = { startSeq: checkpoint.position + 1, maxBatch: 500, signal, log: opts.log, name: opts.name };
-    await readEvents(opts.nats, read, async (events) => {
+    await reader(read, async (events) => {
       for (const e of events) await pipeline.push(opts.keyOf(e), e.seq, () => opts.handle(e), () => signal.aborted);
       await advance();
     });

@@ -117,6 +117,9 @@ export function createNotifyDecider(
       case 'MonitorDeleted':
         await states.forget(event.org_id, event.data.monitor.id);
         return;
+      case 'EndpointDeleted':
+        await states.forget(event.org_id, event.data.endpoint.id);
+        return;
       default:
         return;
     }
@@ -139,6 +142,8 @@ export function notifyChainKey(event: JetcronEvent, subject: string): string {
     case 'MonitorPinged':
     case 'MonitorDeleted':
       return `${event.org_id}.${event.data.monitor.id}`;
+    case 'EndpointDeleted':
+      return `${event.org_id}.${event.data.endpoint.id}`;
     default:
       return subject;
   }

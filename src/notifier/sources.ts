@@ -9,6 +9,8 @@ import type { MonitorEvent } from '../commands/monitor/types.ts';
 import { evolveSchedule } from '../commands/schedule/decide.ts';
 import { scheduleSubject } from '../commands/schedule/handlers.ts';
 import type { ScheduleEvent } from '../commands/schedule/types.ts';
+import { evolveEndpoint } from '../commands/endpoint/decide.ts';
+import type { EndpointEvent } from '../commands/endpoint/types.ts';
 
 /** Loads a resource as it is now, or null when it is gone (deleted, cancelled) or unknown. */
 export type SourceResolver = (orgId: string, id: string) => Promise<NotifySource | null>;
@@ -59,10 +61,24 @@ export function monitorResolver(store: EventStore): SourceResolver {
   };
 }
 
+/** An endpoint: a failure is one forwarding that ended failed; its forward URLs may be several, so no single `url`. */
+export function endpointResolver(store: EventStore): SourceResolver {
+  return async (orgId, id) => {
+    const last = await store.last<EndpointEvent>(SUBJECTS.endpoint(orgId, id));
+    const e = last ? evolveEndpoint(null, last.event) : null;
+    if (!e) return null;
+    return {
+      type: 'endpoint', id: e.id, org_id: e.org_id, name: e.name, url: null,
+      notify_on_failure: e.notify_on_failure, notify_on_recovery: e.notify_on_recovery,
+      on_failure_url: e.on_failure_url, on_recovery_url: e.on_recovery_url,
+    };
+  };
+}
+
 /**
  * The resource types that notify, each with how to load it. Schedules, monitors and
  * endpoints add their resolver here (and their outcome events to the reader).
  */
 export function defaultResolvers(store: EventStore): Partial<Record<NotifySourceType, SourceResolver>> {
-  return { task: taskResolver(store), schedule: scheduleResolver(store), monitor: monitorResolver(store) };
+  return { task: taskResolver(store), schedule: scheduleResolver(store), monitor: monitorResolver(store), endpoint: endpointResolver(store) };
 }

@@ -1,4 +1,6 @@
 import type { Monitor } from '../commands/monitor/types.ts';
+import type { Endpoint } from '../commands/endpoint/types.ts';
+import type { InboundEventEvent } from '../commands/inbound-event/types.ts';
 import type { Schedule } from '../commands/schedule/types.ts';
 import type { Task } from '../commands/task/types.ts';
 import type { JetcronEvent } from '../events/types.ts';
@@ -43,6 +45,23 @@ function scheduleRow(s: Schedule) {
 function monitorRow(m: Monitor) {
   const { org_id, token, status, last_ping_at, next_expected_at, deadline_at: _d, paused: _p, created_at, updated_at, id, ...doc } = m;
   return { id, org_id, token, doc, status, last_ping_at, next_expected_at, created_at, updated_at };
+}
+
+function endpointRow(e: Endpoint) {
+  const { org_id, slug, paused, sealed_secrets: _s, created_at, updated_at, id, ...doc } = e;
+  return { id, org_id, slug, doc, paused, created_at, updated_at };
+}
+
+/** An inbound event's deliveries: one pending execution per forward URL, held or not. */
+function inboundExecutions(batch: ProjectionBatch, event: InboundEventEvent): void {
+  const { event: record, endpoint, executions } = event.data;
+  for (const plan of executions) {
+    batch.newExecutions.set(plan.execution_id, {
+      id: plan.execution_id, org_id: event.org_id, source_type: 'endpoint', source_id: endpoint.id, source_name: endpoint.name,
+      url: plan.url, status: 'pending', attempt: 0, scheduled_for: plan.scheduled_for, callback_url: null,
+      script_logs: [], response_truncated: false, parent_id: record.id, created_at: event.at, updated_at: event.at,
+    });
+  }
 }
 
 export function applyEvent(batch: ProjectionBatch, event: JetcronEvent): void {
@@ -180,6 +199,29 @@ export function applyEvent(batch: ProjectionBatch, event: JetcronEvent): void {
     case 'MonitorDeleted':
       batch.monitors.delete(event.data.monitor.id);
       batch.deletedMonitors.add(event.data.monitor.id);
+      return;
+    case 'EndpointCreated':
+    case 'EndpointUpdated':
+    case 'EndpointPaused':
+    case 'EndpointResumed':
+      batch.endpoints.set(event.data.endpoint.id, endpointRow(event.data.endpoint));
+      return;
+    case 'EndpointDeleted':
+      batch.endpoints.delete(event.data.endpoint.id);
+      batch.deletedEndpoints.add(event.data.endpoint.id);
+      return;
+    case 'InboundEventReceived': {
+      const r = event.data.event;
+      batch.inboundEvents.set(r.id, {
+        id: r.id, org_id: event.org_id, endpoint_id: r.endpoint_id, method: r.method, path: r.path, query: r.query,
+        source_ip: r.source_ip, received_at: r.received_at, body_size: r.body_size, inbound_seq: r.inbound_seq,
+        outcome: r.outcome, execution_id: event.data.executions[0]?.execution_id ?? null,
+      });
+      inboundExecutions(batch, event);
+      return;
+    }
+    case 'InboundEventReplayed':
+      inboundExecutions(batch, event);
       return;
     case 'CallbackAttempted':
     case 'DebounceWindowOpened':

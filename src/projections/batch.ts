@@ -18,7 +18,12 @@ export const EXECUTION_TYPES: ColumnTypes = {
   status: 'text', status_code: 'integer', error_message: 'text', attempt: 'integer', duration_ms: 'integer',
   scheduled_for: TS, started_at: TS, finished_at: TS, callback_url: 'text', request: 'jsonb',
   response_body: 'text', response_truncated: 'boolean', response_headers: 'jsonb', script_logs: 'jsonb',
-  created_at: TS, updated_at: TS,
+  parent_id: 'text', created_at: TS, updated_at: TS,
+};
+const ENDPOINT_TYPES: ColumnTypes = { id: 'text', org_id: 'text', slug: 'text', doc: 'jsonb', paused: 'boolean', created_at: TS, updated_at: TS };
+const INBOUND_EVENT_TYPES: ColumnTypes = {
+  id: 'text', org_id: 'text', endpoint_id: 'text', method: 'text', path: 'text', query: 'text', source_ip: 'text',
+  received_at: TS, body_size: 'integer', inbound_seq: 'bigint', outcome: 'text', execution_id: 'text',
 };
 const ATTEMPT_TYPES: ColumnTypes = {
   execution_id: 'text', attempt: 'integer', status: 'text', status_code: 'integer', started_at: TS,
@@ -66,6 +71,9 @@ export class ProjectionBatch {
   readonly deletedSchedules = new Set<string>();
   /** A schedule shows its latest execution's outcome: keyed by that execution id. */
   readonly scheduleStatus = new Map<string, Row>();
+  readonly endpoints = new Map<string, Row>();
+  readonly deletedEndpoints = new Set<string>();
+  readonly inboundEvents = new Map<string, Row>();
   size = 0;
 
   patch(map: Map<string, Row>, id: string, row: Row): void {
@@ -111,6 +119,17 @@ export class ProjectionBatch {
       await sql`DELETE FROM execution_attempts a USING executions e WHERE a.execution_id = e.id AND e.source_id = ANY(${ids})`.execute(trx);
       await sql`DELETE FROM executions WHERE source_id = ANY(${ids})`.execute(trx);
       await sql`DELETE FROM schedules WHERE id = ANY(${ids})`.execute(trx);
+    }
+    if (this.endpoints.size) await upsertRows(trx, 'endpoints', 'id', [...this.endpoints.values()], ENDPOINT_TYPES);
+    if (this.inboundEvents.size) {
+      await upsertRows(trx, 'inbound_events', 'id', [...this.inboundEvents.values()], INBOUND_EVENT_TYPES, { table: 'endpoints', column: 'endpoint_id' });
+    }
+    if (this.deletedEndpoints.size) {
+      const ids = [...this.deletedEndpoints];
+      await sql`DELETE FROM execution_attempts a USING executions e WHERE a.execution_id = e.id AND e.source_id = ANY(${ids})`.execute(trx);
+      await sql`DELETE FROM executions WHERE source_id = ANY(${ids})`.execute(trx);
+      await sql`DELETE FROM inbound_events WHERE endpoint_id = ANY(${ids})`.execute(trx);
+      await sql`DELETE FROM endpoints WHERE id = ANY(${ids})`.execute(trx);
     }
     if (this.taskStatus.size) {
       await updateRows(trx, 'tasks', 'last_execution_id', [...this.taskStatus.values()], TASK_STATUS_TYPES);

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import type { Config } from '../config.ts';
 import { connectDb } from '../db/connect.ts';
@@ -9,6 +9,10 @@ import { createEventStore } from '../events/store.ts';
 import { startDispatcher } from '../dispatchers/dispatcher.ts';
 import { createOutboundClient } from '../dispatchers/outbound-client.ts';
 import { createApp } from '../http/app.ts';
+import { createInboundReceiver } from '../http/inbound-receiver.ts';
+import { createEndpointDirectory } from '../inbound/endpoint-directory.ts';
+import { noHooks } from '../inbound/pipeline.ts';
+import { openSecretBox } from '../lib/secret-box.ts';
 import { createRateLimiter } from '../http/rate-limit.ts';
 import { createClock } from '../lib/clock.ts';
 import { Metrics } from '../lib/metrics.ts';
@@ -129,10 +133,19 @@ async function start(config: Config, log: (m: string) => void, stoppers: Stopper
     metrics.gauge('jetcron_projection_seq', 'Last stream sequence the read models include', () => watermark.seq);
     metrics.gauge('jetcron_api_processes', 'API processes sharing the rate limit', () => rateLimiter.processCount());
     let root = config.publicUrl ?? `http://${config.host}:${config.port}`;
-    const app = createApp({ config, db, nats, store, clock, directory, watermark, rateLimiter, metrics }, log, () => root);
-    const server: Server = await new Promise((resolve, reject) => {
-      const s = app.listen(config.port, config.host, () => resolve(s));
-      s.once('error', reject);
+    const endpoints = createEndpointDirectory(nats, store, db);
+    stoppers.push(async () => endpoints.close());
+    const secrets = await openSecretBox({ nats, envKey: config.secretsKey, log });
+    const hooks = noHooks;
+    const app = createApp({ config, db, nats, store, clock, directory, watermark, rateLimiter, metrics, endpoints, secrets, hooks }, log, () => root);
+    // Inbound URLs skip express: they are the hot path and need neither an API key nor JSON.
+    const receiver = createInboundReceiver({ nats, endpoints, hooks, metrics, log });
+    const server: Server = createServer((req, res) => {
+      if (!receiver.handle(req, res)) app(req, res);
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.port, config.host, () => resolve());
     });
     server.keepAliveTimeout = 65_000;
     stoppers.push(named('HTTP server', () => new Promise<void>((r) => {

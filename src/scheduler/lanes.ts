@@ -3,6 +3,7 @@ import { Kvm, type KV } from '@nats-io/kv';
 import { KV_BUCKETS, STREAMS, SUBJECTS } from '../../streams/definitions.ts';
 import type { ExecutionEvent } from '../commands/execution/types.ts';
 import type { TaskEvent } from '../commands/task/types.ts';
+import type { EndpointEvent } from '../commands/endpoint/types.ts';
 import type { EventStore } from '../events/store.ts';
 import { jobMsgId, type AttemptJob } from '../dispatchers/job.ts';
 import { decodeJson, encodeJson } from '../lib/json.ts';
@@ -32,6 +33,10 @@ export async function createLanes(nats: Nats, store: EventStore) {
   const headKey = (org: string, key: string) => `${org}.${key}`;
 
   async function taskGone(job: AttemptJob): Promise<boolean> {
+    if (job.source.type === 'endpoint') {
+      const last = await store.last<EndpointEvent>(SUBJECTS.endpoint(job.org_id, job.source.id));
+      return !last || last.event.type === 'EndpointDeleted';
+    }
     if (job.source.type !== 'task') return false;
     const last = await store.last<TaskEvent>(SUBJECTS.task(job.org_id, job.source.id));
     return !last || last.event.type === 'TaskDeleted' || last.event.type === 'TaskCancelled';
@@ -65,7 +70,7 @@ export async function createLanes(nats: Nats, store: EventStore) {
           id: `${job.execution_id}.cancelled`,
           at: new Date().toISOString(),
           org_id: org,
-          data: { execution_id: job.execution_id, source: job.source, reason: 'task cancelled', lane: null },
+          data: { execution_id: job.execution_id, source: job.source, reason: `${job.source.type} deleted`, lane: null },
         };
         await store.append(SUBJECTS.execution(org, job.execution_id), event);
         await release(org, key, job.execution_id, false);

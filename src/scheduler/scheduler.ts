@@ -11,8 +11,12 @@ import { recordTick } from './schedule-ticks.ts';
 import { runTimerPartition } from './timer-partition.ts';
 import { createTimerStore } from './timer-store.ts';
 import { startTranslator } from './translator.ts';
+import { createHeld } from './held.ts';
+import { createEndpointDirectory } from '../inbound/endpoint-directory.ts';
+import { noHooks, type HooksFor } from '../inbound/pipeline.ts';
+import { startInboundRouter } from '../inbound/router.ts';
 
-/** The scheduler role: the translator (one active) and every timer partition it can lease. */
+/** The scheduler role: the translator and the inbound router (one active each) and every timer partition it can lease. */
 export async function startScheduler(deps: {
   nats: Nats;
   store: EventStore;
@@ -20,6 +24,7 @@ export async function startScheduler(deps: {
   owner: string;
   partitions: number;
   log: (m: string) => void;
+  hooks?: HooksFor;
 }) {
   const timers = createTimerStore(deps.nats, deps.partitions);
   const lanes = await createLanes(deps.nats, deps.store);
@@ -29,7 +34,9 @@ export async function startScheduler(deps: {
     if (job.kind === 'attempt' && job.attempt === 1 && job.lane) return lanes.enqueue({ ...job, lane: job.lane });
     await deps.nats.js.publish(SUBJECTS.dispatch(job.org_id), encodeJson(job), { msgID: jobMsgId(job) });
   };
-  const translator = startTranslator({ ...deps, timers, lanes, start });
+  const translator = startTranslator({ ...deps, timers, lanes, held: createHeld(deps.nats), start });
+  const endpoints = createEndpointDirectory(deps.nats, deps.store, null);
+  const router = startInboundRouter({ ...deps, endpoints, hooks: deps.hooks ?? noHooks });
   const leases = await openLeaseBucket(deps.nats);
   const abort = new AbortController();
   const partitions = Array.from({ length: deps.partitions }, (_, p) =>
@@ -38,7 +45,8 @@ export async function startScheduler(deps: {
   return {
     async stop() {
       abort.abort();
-      await Promise.all([translator.stop(), ...partitions]);
+      await Promise.all([translator.stop(), router.stop(), ...partitions]);
+      endpoints.close();
     },
   };
 }

@@ -1,5 +1,5 @@
 import { Kvm } from '@nats-io/kv';
-import { KV_BUCKETS, SUBJECTS } from '../../streams/definitions.ts';
+import { KV_BUCKETS, STREAMS, SUBJECTS } from '../../streams/definitions.ts';
 import type { AttemptResult, ExecutionEvent } from '../commands/execution/types.ts';
 import type { Task, TaskEvent } from '../commands/task/types.ts';
 import { evolveTask } from '../commands/task/decide.ts';
@@ -20,6 +20,11 @@ import { taskAttemptJob } from './task-jobs.ts';
 import type { Lanes } from './lanes.ts';
 import type { TimerStore } from './timer-store.ts';
 import { readEventsKeyed } from '../nats/keyed-event-reader.ts';
+import { evolveEndpoint } from '../commands/endpoint/decide.ts';
+import type { EndpointEvent } from '../commands/endpoint/types.ts';
+import type { InboundEventEvent } from '../commands/inbound-event/types.ts';
+import { endpointAttemptJob } from './endpoint-jobs.ts';
+import type { Held } from './held.ts';
 
 const CHECKPOINT_KEY = 'translator';
 const CHECKPOINT_EVERY_MS = 250;
@@ -29,6 +34,7 @@ export interface TranslatorDeps {
   store: EventStore;
   timers: TimerStore;
   lanes: Lanes;
+  held: Held;
   /** Puts a due job to work: DISPATCH, or its lane's queue for a lane's first attempt. */
   start: (job: Job) => Promise<void>;
   clock: Clock;
@@ -73,6 +79,39 @@ export function createTranslator(deps: TranslatorDeps) {
     }
   }
 
+  async function endpointPaused(orgId: string, endpointId: string): Promise<boolean | null> {
+    const last = await deps.store.last<EndpointEvent>(SUBJECTS.endpoint(orgId, endpointId));
+    const endpoint = last ? evolveEndpoint(null, last.event) : null;
+    return endpoint ? endpoint.paused : null;
+  }
+
+  /**
+   * An inbound event's deliveries go to work, or wait in HELD while the endpoint is
+   * paused. The endpoint's events run in stream order with these (one pipeline key),
+   * so a delivery is held exactly when a pause came before it and its resume has not.
+   */
+  async function onInboundDeliveries(event: InboundEventEvent, originSeq: number) {
+    const { event: record, endpoint, executions } = event.data;
+    if (!executions.length) return;
+    const paused = await endpointPaused(event.org_id, endpoint.id);
+    if (paused === null) return; // deleted: its deliveries were cancelled with it
+    const ref = { event_id: record.id, seq: record.inbound_seq, origin_seq: originSeq };
+    for (const plan of executions) {
+      const job = endpointAttemptJob(event.org_id, endpoint, ref, plan, 1);
+      if (paused) await deps.held.hold(job);
+      else await dispatchNow(job);
+    }
+  }
+
+  /** An endpoint execution's next attempt, rebuilt from the event that planned it. */
+  async function endpointRetry(orgId: string, d: AttemptResult): Promise<AttemptJob | null> {
+    if (!d.inbound || (await endpointPaused(orgId, d.source.id)) === null) return null;
+    const origin = await deps.store.at<InboundEventEvent>(d.inbound.origin_seq);
+    const plan = origin?.event.data.executions?.find((p) => p.execution_id === d.execution_id);
+    if (!origin || !plan) return null;
+    return endpointAttemptJob(orgId, origin.event.data.endpoint, d.inbound, plan, d.attempt + 1, d.next_attempt_at!);
+  }
+
   async function onAttemptFinished(orgId: string, d: AttemptResult) {
     if (d.next_attempt_at && d.source.type === 'schedule') {
       const last = await deps.store.last<ScheduleEvent>(scheduleSubject(orgId, d.source.id));
@@ -83,13 +122,18 @@ export function createTranslator(deps: TranslatorDeps) {
         return;
       }
     }
-    if (d.next_attempt_at && d.source.type === 'task') {
-      const task = await currentTask(orgId, d.source.id);
-      if (task) {
-        const planned = { id: d.execution_id, scheduled_for: d.next_attempt_at, callback_url: d.push_callback_url };
-        const job = taskAttemptJob(task, planned, d.attempt + 1);
-        await schedule(job, Date.parse(d.next_attempt_at), task.enabled);
-        return;
+    if (d.next_attempt_at && (d.source.type === 'task' || d.source.type === 'endpoint')) {
+      if (d.source.type === 'endpoint') {
+        const job = await endpointRetry(orgId, d);
+        if (job) return schedule(job, Date.parse(d.next_attempt_at));
+      } else {
+        const task = await currentTask(orgId, d.source.id);
+        if (task) {
+          const planned = { id: d.execution_id, scheduled_for: d.next_attempt_at, callback_url: d.push_callback_url };
+          const job = taskAttemptJob(task, planned, d.attempt + 1);
+          await schedule(job, Date.parse(d.next_attempt_at), task.enabled);
+          return;
+        }
       }
       // Deleted or cancelled meanwhile: the attempt that ran was its last.
       const cancelled: ExecutionEvent = {
@@ -97,7 +141,7 @@ export function createTranslator(deps: TranslatorDeps) {
         id: `${d.execution_id}.cancelled`,
         at: new Date(deps.clock.now()).toISOString(),
         org_id: orgId,
-        data: { execution_id: d.execution_id, source: d.source, reason: 'task deleted', lane: d.lane ?? null },
+        data: { execution_id: d.execution_id, source: d.source, reason: `${d.source.type} deleted`, lane: d.lane ?? null },
       };
       await deps.store.append(SUBJECTS.execution(orgId, d.execution_id), cancelled);
       return;
@@ -117,8 +161,25 @@ export function createTranslator(deps: TranslatorDeps) {
     }
   }
 
-  async function handle(event: JetcronEvent): Promise<void> {
+  async function handle(event: JetcronEvent, seq: number): Promise<void> {
     switch (event.type) {
+      case 'InboundEventReceived':
+      case 'InboundEventReplayed':
+        await onInboundDeliveries(event, seq);
+        return;
+      case 'EndpointResumed':
+        await deps.held.release(event.org_id, event.data.endpoint.id, dispatchNow);
+        return;
+      case 'EndpointDeleted': {
+        const id = event.data.endpoint.id;
+        // Its inbound events go with it (the spec); pending deliveries find nothing to send and are cancelled.
+        await Promise.all([
+          deps.timers.purgeSource(event.org_id, id),
+          deps.held.purge(event.org_id, id),
+          deps.nats.jsm.streams.purge(STREAMS.inbound.name, { filter: SUBJECTS.inbound(event.org_id, id) }),
+        ]);
+        return;
+      }
       case 'TaskCreated': {
         const { task, execution } = event.data;
         await schedule(taskAttemptJob(task, execution, 1), Date.parse(execution.scheduled_for), task.enabled);
@@ -200,6 +261,9 @@ export function createTranslator(deps: TranslatorDeps) {
 }
 
 function chainKey(event: JetcronEvent, subject: string): string {
+  // An endpoint's changes and its events' deliveries share one chain: pause, hold, resume in order.
+  if (event.type.startsWith('Endpoint') && 'endpoint' in event.data) return `endpoint:${event.org_id}:${event.data.endpoint.id}`;
+  if (event.type === 'InboundEventReceived' || event.type === 'InboundEventReplayed') return `endpoint:${event.org_id}:${event.data.endpoint.id}`;
   if (event.type.startsWith('Task') && 'task' in event.data && event.data.task.lane) {
     return `lane:${event.org_id}:${event.data.task.lane}`;
   }
@@ -222,7 +286,7 @@ export function startTranslator(deps: TranslatorDeps) {
         signal,
         log: deps.log,
         keyOf: (e) => chainKey(e.event, e.subject),
-        handle: (e) => translator.handle(e.event),
+        handle: (e) => translator.handle(e.event, e.seq),
       }),
     );
   })();

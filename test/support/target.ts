@@ -8,6 +8,8 @@ export interface ReceivedRequest {
   path: string;
   headers: http.IncomingHttpHeaders;
   body: string;
+  /** The body's bytes exactly as received. */
+  raw: Buffer;
 }
 
 export type Responder = (req: ReceivedRequest, index: number) => { status?: number; body?: string; headers?: Record<string, string>; delayMs?: number };
@@ -20,7 +22,8 @@ export async function startTarget(responder: Responder = () => ({ status: 200, b
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const r: ReceivedRequest = { at: Date.now(), method: req.method!, path: req.url!, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
+      const raw = Buffer.concat(chunks);
+      const r: ReceivedRequest = { at: Date.now(), method: req.method!, path: req.url!, headers: req.headers, body: raw.toString('utf8'), raw };
       received.push(r);
       const out = respond(r, received.length - 1);
       const send = () => {

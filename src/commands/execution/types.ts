@@ -1,4 +1,4 @@
-import type { CallbackJob } from '../../dispatchers/job.ts';
+import type { CallbackJob, InboundRef } from '../../dispatchers/job.ts';
 import type { Envelope } from '../../events/envelope.ts';
 
 export type ExecutionStatus = 'pending' | 'running' | 'success' | 'failed' | 'timeout' | 'cancelled';
@@ -15,7 +15,10 @@ export interface SentRequest {
   url: string;
   /** As sent; secret-looking values masked as "***". */
   headers: Record<string, string>;
+  /** At most 256 KB is recorded (`body_truncated`); a body that is not UTF-8 is recorded as base64. */
   body: string | null;
+  body_encoding?: 'base64';
+  body_truncated?: boolean;
 }
 
 export interface AttemptResult {
@@ -45,6 +48,8 @@ export interface AttemptResult {
    * the task's retries (per-host backoff). Absent = 0.
    */
   uncounted_attempts?: number;
+  /** An endpoint execution: where its request is, so a retry can be built again (without the plan's values). */
+  inbound?: Pick<InboundRef, 'event_id' | 'seq' | 'origin_seq'>;
 }
 
 /** An attempt taken from DISPATCH while its host was blocked for the organization: not sent, handed back until the block ends. */

@@ -1,0 +1,292 @@
+/**
+ * Inbound webhooks (`/in/<slug>`, no auth): how fast the service accepts them (200
+ * once the request is stored in the INBOUND stream) next to a bare Node HTTP server
+ * driven by the same load generator with the same ~1 KB JSON body; the latency at
+ * 80% of that rate (open loop); and receive → forward latency to an instant target,
+ * every event counted (lost, duplicated), without and with the endpoint's lane.
+ */
+import { connectNats } from '../src/nats/connection.ts';
+import { sleep, startTarget, type CpuReport } from './harness.ts';
+import { closedLoop, HttpClient, openLoop, Outcomes, type SendResult } from './load.ts';
+import { stageTable, troubleNotes, withStack, type Benchmark, type Stack } from './stack.ts';
+import { fmt, summarize, type Summary } from './stats.ts';
+
+const CONCURRENCY = 64;
+const SECONDS = 10;
+const WARMUP_MS = 2_000;
+const MAX_REQUESTS = 1_000_000;
+const OPEN_FRACTION = 0.8;
+const OPEN_SECONDS = 8;
+/** Enough that open-loop requests never wait for a connection in the client. */
+const OPEN_CONNECTIONS = 512;
+const FORWARD_RATE = 200;
+const FORWARD_COUNT = 2_000;
+const FORWARD_WARMUP = 200;
+const LANE_RATE = 20;
+const LANE_COUNT = 500;
+const ARRIVAL_WAIT_MS = 30_000;
+const BODY_BYTES = 1024;
+const GOAL_RATIO = 0.5;
+
+/** A ~1 KB JSON body; the target server reads `bid` back from a forwarded copy. */
+function payload(id: string): string {
+  const head = `{"bid":"${id}","type":"bench.inbound","pad":"`;
+  return `${head}${'x'.repeat(Math.max(0, BODY_BYTES - head.length - 2))}"}`;
+}
+
+const isOk = (r: SendResult) => r.status === 200;
+const isReceived = (r: SendResult) => r.status === 200 && r.text.includes('"received"');
+
+/** Counts `r` in `outcomes` and keeps its latency when `accepted`; returns whether it was. */
+function tally(r: SendResult, accepted: (r: SendResult) => boolean, outcomes: Outcomes, ms: number[]): boolean {
+  const ok = accepted(r);
+  if (ok) ms.push(r.ms);
+  outcomes.add(ok ? '200' : r.status === 200 ? '200 without "received"' : String(r.status), ok ? undefined : r.text);
+  return ok;
+}
+
+interface Saturation {
+  /** Accepted answers during the warm-up (they are stored too). */
+  warmOk: number;
+  sent: number;
+  ms: number[];
+  rate: number;
+  elapsedMs: number;
+  outcomes: Outcomes;
+}
+
+/** Closed loop: WARMUP_MS, then SECONDS at CONCURRENCY, POSTing the ~1 KB body to `path`; `onMeasure` runs between the two. */
+async function saturate(client: HttpClient, path: string, accepted: (r: SendResult) => boolean, onMeasure?: () => void): Promise<Saturation> {
+  const warm = new Outcomes();
+  const post = (id: string) => client.send('POST', path, { body: payload(id) });
+  await closedLoop({ concurrency: CONCURRENCY, maxCount: MAX_REQUESTS, maxMs: WARMUP_MS, fn: async (i) => tally(await post(`w${i}`), accepted, warm, []) });
+  onMeasure?.();
+  const outcomes = new Outcomes();
+  const ms: number[] = [];
+  const run = await closedLoop({ concurrency: CONCURRENCY, maxCount: MAX_REQUESTS, maxMs: SECONDS * 1000, fn: async (i) => tally(await post(`s${i}`), accepted, outcomes, ms) });
+  return { warmOk: warm.count('200'), sent: run.started, ms, rate: ms.length / (run.elapsedMs / 1000), elapsedMs: run.elapsedMs, outcomes };
+}
+
+/** The same loop against a forked bare `node:http` server answering 200 `{"ok":true}`. */
+async function measureRawServer(): Promise<Saturation> {
+  const server = await startTarget({ plain: true });
+  const client = new HttpClient(server.url, CONCURRENCY);
+  try {
+    return await saturate(client, '/', isOk);
+  } finally {
+    await client.close();
+    await server.stop();
+  }
+}
+
+async function createEndpoint(s: Stack, spec: { name: string; forward_urls: string[]; use_lane: boolean }): Promise<string> {
+  const r = await s.api.send('POST', '/api/v1/endpoints', { body: JSON.stringify(spec) });
+  if (r.status === 404) throw new Error(`POST /api/v1/endpoints answered 404: this build has no inbound endpoints (${r.text.slice(0, 120)})`);
+  if (r.status !== 201) throw new Error(`POST /api/v1/endpoints answered ${r.status}: ${r.text.slice(0, 300)}`);
+  const url = new URL((JSON.parse(r.text) as { data: { inbound_url: string } }).data.inbound_url);
+  if (!url.pathname.startsWith('/in/')) throw new Error(`inbound_url ${url.href} is not <root>/in/<slug>`);
+  return url.pathname + url.search;
+}
+
+/** Messages in the INBOUND stream, read from the service's nats-server. */
+async function inboundStored(natsUrl: string): Promise<number> {
+  const nats = await connectNats(natsUrl, 'bench-inbound');
+  try {
+    return (await nats.jsm.streams.info('INBOUND')).state.messages;
+  } finally {
+    await nats.close();
+  }
+}
+
+interface ForwardRun {
+  accepted: number;
+  latency: number[];
+  lost: number;
+  duplicates: number;
+  executionIds: number;
+  executionIdRepeats: number;
+  anonymous: number;
+  outOfOrder: number;
+  outcomes: Outcomes;
+  sendLagP99: number;
+}
+
+/**
+ * `count` POSTs at `rate`/s (open loop) to an endpoint forwarding to the target's
+ * `/body-id`; waits for every accepted one to arrive, then one more second for
+ * repeats. Latency = target arrival − send (both CLOCK_MONOTONIC).
+ */
+async function forwardRun(s: Stack, client: HttpClient, path: string, prefix: string, rate: number, count: number): Promise<ForwardRun> {
+  await s.target.reset();
+  const outcomes = new Outcomes();
+  const sentHr = new Array<number>(count);
+  const accepted: number[] = [];
+  const loop = await openLoop({
+    rate,
+    count,
+    maxMs: 30_000,
+    fn: async (i) => {
+      const r = await client.send('POST', path, { body: payload(`${prefix}${i}`) });
+      sentHr[i] = r.sentHr;
+      if (tally(r, isReceived, outcomes, [])) accepted.push(i);
+    },
+  });
+  const deadline = Date.now() + ARRIVAL_WAIT_MS;
+  while ((await s.target.stats()).unique < accepted.length && Date.now() < deadline) await sleep(100);
+  await sleep(1000);
+  const st = await s.target.stats(true);
+  const arrived = new Map<number, number>();
+  for (const [id, hr] of st.arrivals!) if (id.startsWith(prefix)) arrived.set(Number(id.slice(prefix.length)), hr);
+  let outOfOrder = 0;
+  let highest = -1;
+  for (const [i] of [...arrived].sort((a, b) => a[1] - b[1])) {
+    if (i < highest) outOfOrder++;
+    highest = Math.max(highest, i);
+  }
+  return {
+    accepted: accepted.length,
+    latency: [...arrived].map(([i, hr]) => hr - sentHr[i]!),
+    lost: accepted.filter((i) => !arrived.has(i)).length,
+    duplicates: st.duplicates,
+    executionIds: st.executionIds,
+    executionIdRepeats: st.executionIdRepeats,
+    anonymous: st.anonymous,
+    outOfOrder,
+    outcomes,
+    sendLagP99: summarize(loop.sendLagMs).p99,
+  };
+}
+
+const p50p99 = (x: Summary) => `${fmt.ms(x.p50)} / ${fmt.ms(x.p99)}`;
+
+function forwardFigures(f: ForwardRun): string {
+  return `accepted ${fmt.int(f.accepted)}, arrived ${fmt.int(f.latency.length)}; lost: ${f.lost}, duplicates: ${f.duplicates} (by body id), ${f.executionIdRepeats} (by X-Jetcron-Execution-Id, ${fmt.int(f.executionIds)} distinct)`;
+}
+
+export const inbound: Benchmark = {
+  name: 'inbound',
+  title: `Inbound webhooks: ~1 KB JSON POSTs to /in/<slug>, concurrency ${CONCURRENCY} for ${SECONDS} s next to a bare Node server; p99 at ${OPEN_FRACTION * 100}% of that rate; receive → forward latency at ${FORWARD_RATE}/s`,
+  run(ctx) {
+    return withStack(
+      ctx,
+      this.name,
+      async (s) => {
+        ctx.log('inbound: raw reference (forked node:http server, {"ok":true})');
+        const raw = await measureRawServer();
+        const rawLat = summarize(raw.ms);
+        ctx.log(`inbound: raw reference ${raw.rate.toFixed(0)}/s; creating endpoints`);
+        const collectPath = await createEndpoint(s, { name: 'bench-collect', forward_urls: [], use_lane: false }).catch((err: Error) => {
+          throw new Error(`${err.message}; raw node:http reference measured ${fmt.rate(raw.rate)}, p50 / p99 ${p50p99(rawLat)}`);
+        });
+        const forwardPath = await createEndpoint(s, { name: 'bench-forward', forward_urls: [`${s.target.url}/body-id`], use_lane: false });
+        const lanePath = await createEndpoint(s, { name: 'bench-lane', forward_urls: [`${s.target.url}/body-id`], use_lane: true });
+
+        const closed = new HttpClient(s.service.url, CONCURRENCY);
+        const open = new HttpClient(s.service.url, OPEN_CONNECTIONS);
+        try {
+          // 2. Acceptance at saturation, collect-only endpoint (nothing forwarded).
+          ctx.log('inbound: acceptance at saturation (collect-only endpoint)');
+          let cpuEnd: (() => CpuReport) | undefined;
+          const accept = await saturate(closed, collectPath, isReceived, () => (cpuEnd = s.startCpuPhase()));
+          const cpu = cpuEnd!();
+          if (!accept.ms.length) throw new Error(`no inbound request was accepted: ${accept.outcomes.describe()}; ${accept.outcomes.examples[0] ?? ''}`);
+          const acceptLat = summarize(accept.ms);
+          const storedAfterAccept = await inboundStored(s.nats.url);
+          const okAfterAccept = accept.warmOk + accept.ms.length;
+
+          // 3. Open loop at 80% of the measured acceptance rate, same endpoint.
+          const openRate = OPEN_FRACTION * accept.rate;
+          const openCount = Math.round(openRate * OPEN_SECONDS);
+          ctx.log(`inbound: open loop at ${openRate.toFixed(0)}/s for ${OPEN_SECONDS} s`);
+          const openOutcomes = new Outcomes();
+          const openMs: number[] = [];
+          const openLoopRun = await openLoop({
+            rate: openRate,
+            count: openCount,
+            maxMs: 30_000,
+            fn: async (i) => tally(await open.send('POST', collectPath, { body: payload(`o${i}`) }), isReceived, openOutcomes, openMs),
+          });
+          const openLat = summarize(openMs);
+          const storedAfterOpen = await inboundStored(s.nats.url);
+          const okAfterOpen = okAfterAccept + openMs.length;
+
+          // 4. Receive → forward, without and with the endpoint's lane.
+          ctx.log(`inbound: receive → forward, ${FORWARD_COUNT} at ${FORWARD_RATE}/s (use_lane false)`);
+          await closedLoop({ concurrency: 8, maxCount: FORWARD_WARMUP, maxMs: 30_000, fn: (i) => open.send('POST', forwardPath, { body: payload(`w${i}`) }) });
+          const warmDeadline = Date.now() + 20_000;
+          while ((await s.target.stats()).unique < FORWARD_WARMUP && Date.now() < warmDeadline) await sleep(100);
+          const fwd = await forwardRun(s, open, forwardPath, 'F', FORWARD_RATE, FORWARD_COUNT);
+          ctx.log(`inbound: receive → forward, ${LANE_COUNT} at ${LANE_RATE}/s (use_lane true)`);
+          const lane = await forwardRun(s, open, lanePath, 'L', LANE_RATE, LANE_COUNT);
+          const fwdLat = summarize(fwd.latency);
+          const laneLat = summarize(lane.latency);
+
+          const ratio = accept.rate / raw.rate;
+          const okRatio = ratio >= GOAL_RATIO;
+          const durable = storedAfterAccept >= okAfterAccept && storedAfterOpen >= okAfterOpen;
+          const exact = (f: ForwardRun) => f.lost === 0 && f.duplicates === 0 && f.executionIdRepeats === 0 && f.accepted > 0;
+          const notes = [
+            `load generator for both the raw server and the service: undici Pool, ${CONCURRENCY} keep-alive connections, closed loop, ${WARMUP_MS / 1000} s warm-up then ${SECONDS} s measured; body ${BODY_BYTES} bytes of JSON; only 200 answers count (for the service, 200 with status "received").`,
+            'acceptance is measured on a collect-only endpoint (no forward URLs), so no forwarding competes with it; the 80% open loop uses the same endpoint.',
+            `receive → forward: forward URL = the bench target (answers 200 at once); arrival at the target − send time, both CLOCK_MONOTONIC; warm-up ${FORWARD_WARMUP} events first. Lane variant at ${LANE_RATE}/s, since a lane forwards one event at a time.`,
+            ...[accept.outcomes, openOutcomes, fwd.outcomes, lane.outcomes].flatMap((o) => o.examples),
+            ...troubleNotes(s.service),
+          ];
+          for (const [label, f] of [['use_lane false', fwd], ['use_lane true', lane]] as const) {
+            if (f.anonymous) notes.push(`${label}: ${f.anonymous} forwarded requests had no "bid" in their body (body altered?).`);
+            if (f.executionIds < f.latency.length) notes.push(`${label}: only ${f.executionIds} distinct X-Jetcron-Execution-Id for ${f.latency.length} events.`);
+          }
+          return {
+            name: this.name,
+            title: this.title,
+            metrics: [
+              { label: 'raw node:http server (forked, 200 {"ok":true})', value: `${fmt.rate(raw.rate)}, p50 / p99 ${p50p99(rawLat)}; ${raw.outcomes.describe()}` },
+              { label: 'inbound accepted (collect-only endpoint, 200 "received")', value: `${fmt.rate(accept.rate)} (${fmt.int(accept.ms.length)} in ${fmt.s(accept.elapsedMs / 1000)})` },
+              { label: 'fraction of the raw node:http server', value: fmt.frac(ratio), goal: `≥ ${GOAL_RATIO}`, ok: okRatio },
+              { label: 'fraction of the raw undici loop (reference)', value: ctx.rawRate ? fmt.frac(accept.rate / ctx.rawRate) : '–' },
+              { label: 'inbound latency p50 / p99 / max', value: `${p50p99(acceptLat)} / ${fmt.ms(acceptLat.max)}` },
+              { label: 'inbound outcomes', value: accept.outcomes.describe() },
+              {
+                label: 'INBOUND stream messages ≥ 200 answers',
+                value: `${fmt.int(storedAfterAccept)} ≥ ${fmt.int(okAfterAccept)} after saturation; ${fmt.int(storedAfterOpen)} ≥ ${fmt.int(okAfterOpen)} after the 80% run`,
+                ok: durable,
+              },
+              { label: `open loop at ${OPEN_FRACTION * 100}% (${fmt.rate(openRate)}, ${OPEN_SECONDS} s)`, value: `${fmt.int(openMs.length)} of ${fmt.int(openCount)} answered 200; ${openOutcomes.describe()}` },
+              { label: `latency at ${OPEN_FRACTION * 100}%: p50 / p99 / max`, value: `${p50p99(openLat)} / ${fmt.ms(openLat.max)}` },
+              { label: 'open loop send lag p99 (bench side)', value: `${fmt.ms(summarize(openLoopRun.sendLagMs).p99)}; unfinished ${openLoopRun.unfinished}` },
+              { label: `receive → forward p50 / p99, use_lane false (${FORWARD_RATE}/s)`, value: p50p99(fwdLat) },
+              { label: 'use_lane false: events', value: forwardFigures(fwd), ok: exact(fwd) },
+              { label: `receive → forward p50 / p99, use_lane true (${LANE_RATE}/s)`, value: p50p99(laneLat) },
+              { label: 'use_lane true: events', value: `${forwardFigures(lane)}; out of order: ${lane.outOfOrder}`, ok: exact(lane) && lane.outOfOrder === 0 },
+              { label: 'forward send lag p99 (bench side), lane off / on', value: `${fmt.ms(fwd.sendLagP99)} / ${fmt.ms(lane.sendLagP99)}` },
+            ],
+            headline: [
+              { label: 'inbound accepted/s (fraction of raw node:http)', value: `${fmt.rate(accept.rate)} (${fmt.frac(ratio)} of ${fmt.rate(raw.rate)})`, goal: `≥ ${GOAL_RATIO}`, ok: okRatio },
+              { label: `inbound p99 at ${OPEN_FRACTION * 100}% of that rate`, value: fmt.ms(openLat.p99) },
+              { label: 'receive → forward p50 / p99 (no lane)', value: p50p99(fwdLat) },
+              { label: 'forwarded exactly once (no lane / lane)', value: `lost: ${fwd.lost + lane.lost}, duplicates: ${fwd.duplicates + lane.duplicates + fwd.executionIdRepeats + lane.executionIdRepeats}`, ok: exact(fwd) && exact(lane) },
+            ],
+            tables: [
+              {
+                title: 'Latency (bench send → answer, or → arrival at the forward target)',
+                table: stageTable([
+                  { label: `raw node:http server, concurrency ${CONCURRENCY}`, values: raw.ms },
+                  { label: `inbound accept, concurrency ${CONCURRENCY}`, values: accept.ms },
+                  { label: `inbound accept, open loop at ${fmt.rate(openRate)}`, values: openMs },
+                  { label: `receive → forward, use_lane false, ${FORWARD_RATE}/s`, values: fwd.latency },
+                  { label: `receive → forward, use_lane true, ${LANE_RATE}/s`, values: lane.latency },
+                ]),
+              },
+            ],
+            cpu: { phase: `${SECONDS} s inbound acceptance at saturation`, report: cpu, units: { count: accept.sent, what: 'request' } },
+            notes,
+          };
+        } finally {
+          await closed.close();
+          await open.close();
+        }
+      },
+      { plan: 'pro' },
+    );
+  },
+};

@@ -1,0 +1,77 @@
+import { notFound, unprocessable } from '../../lib/errors.ts';
+import { randomToken } from '../../lib/ids.ts';
+import type { CommandMeta } from '../meta.ts';
+import { ENDPOINT_DEFAULTS, type Endpoint, type EndpointEvent, type EndpointInput, type EndpointSpec, type SecretsChange } from './types.ts';
+
+export type EndpointCommand =
+  | { type: 'CreateEndpoint'; orgId: string; input: EndpointInput & { name: string }; secrets: SecretsChange | null }
+  | { type: 'UpdateEndpoint'; input: EndpointInput; secrets: SecretsChange | null }
+  | { type: 'DeleteEndpoint' }
+  | { type: 'PauseEndpoint' }
+  | { type: 'ResumeEndpoint' };
+
+export function evolveEndpoint(_state: Endpoint | null, event: EndpointEvent): Endpoint | null {
+  return event.type === 'EndpointDeleted' ? null : event.data.endpoint;
+}
+
+const strip = <T extends object>(o: T) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+
+/** The spec: an empty forward_method, forward_headers or forward_body means the original is forwarded. */
+function normalize(input: EndpointInput): EndpointInput {
+  const out = strip(input);
+  if (out.forward_method === '') out.forward_method = null;
+  if (out.forward_body === '') out.forward_body = null;
+  if (out.forward_headers && Object.keys(out.forward_headers).length === 0) out.forward_headers = null;
+  return out;
+}
+
+function checkRules(spec: EndpointSpec): void {
+  const seen = new Set<string>();
+  spec.forward_urls.forEach((url, i) => {
+    if (seen.has(url)) throw unprocessable(`forward_urls[${i}] repeats ${url}`, `forward_urls[${i}]`);
+    seen.add(url);
+  });
+}
+
+export function decideEndpoint(command: EndpointCommand, state: Endpoint | null, meta: CommandMeta): EndpointEvent {
+  const base = { id: meta.eventId, at: meta.now };
+  if (command.type === 'CreateEndpoint') {
+    const spec: EndpointSpec = { ...ENDPOINT_DEFAULTS, ...normalize(command.input), name: command.input.name };
+    checkRules(spec);
+    const endpoint: Endpoint = {
+      ...spec,
+      id: meta.newId('ep'),
+      org_id: command.orgId,
+      slug: `ep_${randomToken(32)}`,
+      paused: false,
+      secret_names: command.secrets?.names ?? [],
+      sealed_secrets: command.secrets?.sealed ?? null,
+      created_at: meta.now,
+      updated_at: meta.now,
+    };
+    return { ...base, type: 'EndpointCreated', org_id: command.orgId, data: { endpoint } };
+  }
+  if (!state) throw notFound('Endpoint not found');
+  const org_id = state.org_id;
+  const at = { updated_at: meta.now };
+  switch (command.type) {
+    case 'UpdateEndpoint': {
+      const input = normalize(command.input);
+      const spec: EndpointSpec = { ...state, ...input };
+      checkRules(spec);
+      const secrets = command.secrets ? { secret_names: command.secrets.names, sealed_secrets: command.secrets.sealed } : {};
+      const changed = [...Object.keys(command.input), ...(command.secrets ? ['secrets'] : [])];
+      return { ...base, org_id, type: 'EndpointUpdated', data: { endpoint: { ...state, ...spec, ...secrets, ...at }, changed } };
+    }
+    case 'DeleteEndpoint':
+      return { ...base, org_id, type: 'EndpointDeleted', data: { endpoint: { ...state, ...at } } };
+    case 'PauseEndpoint':
+      return { ...base, org_id, type: 'EndpointPaused', data: { endpoint: { ...state, ...at, paused: true } } };
+    case 'ResumeEndpoint':
+      return { ...base, org_id, type: 'EndpointResumed', data: { endpoint: { ...state, ...at, paused: false } } };
+    default: {
+      const never: never = command;
+      throw new Error(`unknown command ${(never as { type: string }).type}`);
+    }
+  }
+}

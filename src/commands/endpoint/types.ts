@@ -1,0 +1,66 @@
+import type { Envelope } from '../../events/envelope.ts';
+import type { SealedSecrets } from '../../lib/secret-box.ts';
+
+/** What a user sets on an endpoint (the spec's Endpoint table, plus the notification flags every resource has). */
+export interface EndpointSpec {
+  name: string;
+  /** Empty = collect-only: events are stored, nothing is forwarded. */
+  forward_urls: string[];
+  retry_attempts: number;
+  use_lane: boolean;
+  enabled: boolean;
+  /** Custom forwarding; null = the inbound request's own value. */
+  forward_method: string | null;
+  forward_headers: Record<string, string> | null;
+  forward_body: string | null;
+  on_failure_url: string | null;
+  on_recovery_url: string | null;
+  notify_on_failure: boolean | null;
+  notify_on_recovery: boolean | null;
+  script: string | null;
+}
+
+export interface Endpoint extends EndpointSpec {
+  id: string;
+  org_id: string;
+  /** The inbound URL's credential: `ep_` + 32 characters; distinct from the id. */
+  slug: string;
+  paused: boolean;
+  /** Names only; the values are in `sealed_secrets`, encrypted. */
+  secret_names: string[];
+  sealed_secrets: SealedSecrets | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** Secrets as a command carries them: already sealed by the handler, so deciders stay pure. */
+export interface SecretsChange {
+  names: string[];
+  sealed: SealedSecrets | null;
+}
+
+export type EndpointInput = Partial<EndpointSpec>;
+
+export type EndpointEvent =
+  | Envelope<'EndpointCreated', { endpoint: Endpoint }>
+  | Envelope<'EndpointUpdated', { endpoint: Endpoint; changed: string[] }>
+  | Envelope<'EndpointDeleted', { endpoint: Endpoint }>
+  | Envelope<'EndpointPaused', { endpoint: Endpoint }>
+  | Envelope<'EndpointResumed', { endpoint: Endpoint }>;
+
+export const ENDPOINT_DEFAULTS: Omit<EndpointSpec, 'name'> = {
+  forward_urls: [],
+  retry_attempts: 5,
+  use_lane: true,
+  enabled: true,
+  forward_method: null,
+  forward_headers: null,
+  forward_body: null,
+  on_failure_url: null,
+  on_recovery_url: null,
+  notify_on_failure: null,
+  notify_on_recovery: null,
+  script: null,
+};
+
+export const MAX_FORWARD_URLS = 10;

@@ -1,0 +1,145 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { SUBJECTS } from '../../streams/definitions.ts';
+import type { Endpoint } from '../commands/endpoint/types.ts';
+import { newId } from '../lib/ids.ts';
+import type { Metrics } from '../lib/metrics.ts';
+import type { Nats } from '../nats/connection.ts';
+import type { EndpointDirectory } from '../inbound/endpoint-directory.ts';
+import { hookRequest, type HooksFor } from '../inbound/pipeline.ts';
+import { encodeStoredRequest, type InboundRequestMeta } from '../inbound/stored-request.ts';
+
+/** The contract: an inbound body over 1 MiB is refused with 413 and nothing is stored. */
+export const MAX_INBOUND_BODY = 1024 * 1024;
+const METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
+const PATH = /^\/in\/([^/?#]+)\/?(?:\?(.*))?$/s;
+
+export interface InboundReceiverDeps {
+  nats: Nats;
+  endpoints: EndpointDirectory;
+  hooks: HooksFor;
+  metrics: Metrics;
+  log: (m: string) => void;
+}
+
+function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text), ...headers });
+  res.end(text);
+}
+
+const error = (res: ServerResponse, status: number, message: string, headers?: Record<string, string>) =>
+  send(res, status, { error: { message, field: null } }, headers);
+
+const isLoopback = (ip: string) => ip === '::1' || ip.startsWith('127.');
+const plainIp = (ip: string) => (ip.startsWith('::ffff:') ? ip.slice(7) : ip);
+
+/** The sender's address: like express with `trust proxy: loopback`, a local proxy's X-Forwarded-For is believed. */
+function sourceIp(req: IncomingMessage): string | null {
+  const remote = req.socket.remoteAddress ? plainIp(req.socket.remoteAddress) : null;
+  const forwarded = req.headers['x-forwarded-for'];
+  if (!remote || !isLoopback(remote) || typeof forwarded !== 'string') return remote;
+  const hops = forwarded.split(',').map((s) => plainIp(s.trim())).filter(Boolean);
+  for (let i = hops.length - 1; i >= 0; i--) if (!isLoopback(hops[i]!)) return hops[i]!;
+  return hops[0] ?? remote;
+}
+
+function readBody(req: IncomingMessage): Promise<Buffer | 'too_large'> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let over = false;
+    req.on('data', (chunk: Buffer) => {
+      if (over) return;
+      size += chunk.length;
+      if (size > MAX_INBOUND_BODY) {
+        over = true;
+        chunks.length = 0;
+        resolve('too_large');
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => {
+      if (!over) resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    });
+    req.on('error', reject);
+  });
+}
+
+/**
+ * `{root}/in/<slug>`: the receive and verify stages of the inbound pipeline, outside
+ * express because this is the hot path (no API key, no JSON parsing). The request
+ * is answered only after JetStream has stored it in INBOUND; the router takes it
+ * from there.
+ */
+export function createInboundReceiver(deps: InboundReceiverDeps) {
+  const count = (status: number) => deps.metrics.inc('jetcron_inbound_requests_total', 'Inbound webhook requests answered', { status });
+
+  async function receive(req: IncomingMessage, res: ServerResponse, slug: string, query: string): Promise<void> {
+    const method = req.method ?? 'GET';
+    if (!METHODS.has(method)) return error(res, 405, `method ${method} is not accepted; use GET, POST, PUT, PATCH or DELETE`, { Allow: 'GET, POST, PUT, PATCH, DELETE' });
+    const endpoint = await deps.endpoints.bySlug(slug);
+    if (!endpoint) return error(res, 404, 'Not found');
+    if (!endpoint.enabled) return error(res, 503, 'Endpoint disabled', { 'Retry-After': '60' });
+    const declared = Number(req.headers['content-length'] ?? 0);
+    if (declared > MAX_INBOUND_BODY) return tooLarge(res);
+    const body = await readBody(req);
+    if (body === 'too_large') return tooLarge(res);
+
+    const now = Date.now();
+    const pairs: [string, string][] = [];
+    for (let i = 0; i < req.rawHeaders.length; i += 2) pairs.push([req.rawHeaders[i]!, req.rawHeaders[i + 1]!]);
+    const meta: InboundRequestMeta = {
+      id: newId('evt', now),
+      org_id: endpoint.org_id,
+      endpoint_id: endpoint.id,
+      method,
+      path: `/in/${slug}`,
+      query,
+      headers: pairs,
+      source_ip: sourceIp(req),
+      received_at: new Date(now).toISOString(),
+      body_size: body.length,
+    };
+    const verdict = await verify(endpoint, meta, body);
+    if (!verdict.accepted) meta.rejected = { status_code: verdict.status_code };
+    await deps.nats.js.publish(SUBJECTS.inbound(endpoint.org_id, endpoint.id), encodeStoredRequest(meta, body), { msgID: meta.id });
+    if (meta.rejected) return send(res, meta.rejected.status_code, { id: meta.id, status: 'rejected' });
+    send(res, 200, { id: meta.id, status: endpoint.paused ? 'queued' : 'received' });
+  }
+
+  async function verify(endpoint: Endpoint, meta: InboundRequestMeta, body: Buffer) {
+    const hooks = deps.hooks(endpoint);
+    if (!hooks?.verify) return { accepted: true as const };
+    return hooks.verify(hookRequest(meta, body));
+  }
+
+  function tooLarge(res: ServerResponse): void {
+    // The rest of an oversized body is not read: close the connection after answering.
+    error(res, 413, `request body exceeds ${MAX_INBOUND_BODY} bytes`, { Connection: 'close' });
+  }
+
+  return {
+    /** Handles the request when it is for an inbound URL; false = not ours, pass it on. */
+    handle(req: IncomingMessage, res: ServerResponse): boolean {
+      const url = req.url ?? '';
+      if (!url.startsWith('/in/')) return false;
+      const m = PATH.exec(url);
+      if (!m) {
+        error(res, 404, 'Not found');
+        return true;
+      }
+      const t0 = performance.now();
+      res.on('finish', () => {
+        count(res.statusCode);
+        deps.metrics.observe('jetcron_inbound_request_duration_seconds', 'Inbound webhook request duration', (performance.now() - t0) / 1000, {});
+      });
+      receive(req, res, m[1]!, m[2] ?? '').catch((err) => {
+        deps.log(`inbound: ${(err as Error).message}`);
+        if (!res.headersSent) error(res, 500, 'The request could not be stored; retry');
+        else res.destroy();
+      });
+      return true;
+    },
+  };
+}

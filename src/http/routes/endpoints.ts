@@ -1,0 +1,188 @@
+import { Router } from 'express';
+import type { Selectable } from 'kysely';
+import { STREAMS, SUBJECTS } from '../../../streams/definitions.ts';
+import { createEndpoint, runEndpoint } from '../../commands/endpoint/handlers.ts';
+import type { Endpoint, EndpointInput, SecretsChange } from '../../commands/endpoint/types.ts';
+import type { InboundEventEvent } from '../../commands/inbound-event/types.ts';
+import type { EndpointsTable, InboundEventsTable } from '../../db/schema.ts';
+import { ConcurrencyError } from '../../events/store.ts';
+import { forbidden, notFound, unprocessable } from '../../lib/errors.ts';
+import { newId } from '../../lib/ids.ts';
+import { planDelivery, plannedExecutionId } from '../../inbound/pipeline.ts';
+import { endpointSnapshot, eventRecord } from '../../inbound/router.ts';
+import { decodeStoredRequest, headerObject, type StoredRequest } from '../../inbound/stored-request.ts';
+import { jsonObject } from '../body.ts';
+import { handler, type ApiDeps } from '../context.ts';
+import { idempotent } from '../idempotency.ts';
+import { createEndpointSchema, updateEndpointSchema } from '../schemas/endpoint.ts';
+import { checkBodySize, checkHeaders } from '../task-checks.ts';
+import { validate } from '../validate.ts';
+import { limitParam } from './executions.ts';
+
+const FREE_ENDPOINTS = 3;
+const HISTORY_MS = 30 * 24 * 3_600_000;
+const iso = (d: Date | string | null) => (d == null ? null : new Date(d).toISOString());
+
+type Input = EndpointInput & { secrets?: Record<string, string> | null };
+
+export function endpointRoutes(deps: ApiDeps, rootUrl: () => string): Router {
+  const r = Router();
+  const resource = (row: Selectable<EndpointsTable>) => ({
+    ...(row.doc as Record<string, unknown>),
+    id: row.id,
+    slug: row.slug,
+    inbound_url: `${rootUrl()}/in/${row.slug}`,
+    paused: row.paused,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  });
+  const load = async (orgId: string, id: string) => {
+    const row = await deps.db.selectFrom('endpoints').selectAll().where('id', '=', id).where('org_id', '=', orgId).executeTakeFirst();
+    if (!row) throw notFound('Endpoint not found');
+    return row;
+  };
+  const answer = async (orgId: string, e: Endpoint, seq: number) => {
+    deps.endpoints.remember(e, e.id);
+    await deps.watermark.waitFor(seq);
+    return resource(await load(orgId, e.id));
+  };
+
+  /** Plan rules (403 naming the field) and the checks JSON Schema cannot express; seals the secrets. */
+  async function prepare(orgId: string, input: Input): Promise<{ input: EndpointInput; secrets: SecretsChange | null; pro: boolean }> {
+    const pro = (await deps.directory.organization(orgId))?.plan === 'pro';
+    if (!pro && input.script != null) throw forbidden('Lua scripts need the Pro plan', 'script');
+    if (!pro && input.secrets != null && Object.keys(input.secrets).length) throw forbidden('secrets need the Pro plan', 'secrets');
+    checkBodySize(input.forward_body, 'forward_');
+    checkHeaders(input.forward_headers ?? undefined, 'forward_');
+    const { secrets, ...rest } = input;
+    if (secrets === undefined) return { input: rest, secrets: null, pro };
+    const plain = secrets ?? {};
+    return { input: rest, secrets: { names: Object.keys(plain).sort(), sealed: deps.secrets.seal(plain) }, pro };
+  }
+
+  r.get('/endpoints', handler(async (req, res) => {
+    const rows = await deps.db.selectFrom('endpoints').selectAll().where('org_id', '=', req.orgId).orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
+    res.json({ data: rows.map(resource) });
+  }));
+  r.get('/endpoints/:id', handler(async (req, res) => void res.json({ data: resource(await load(req.orgId, req.params.id!)) })));
+  r.post('/endpoints', idempotent(deps), handler(async (req, res) => {
+    const body = validate<Input & { name: string }>(createEndpointSchema, jsonObject(req));
+    const { input, secrets, pro } = await prepare(req.orgId, body);
+    const count = pro ? 0 : Number((await deps.db.selectFrom('endpoints').select((eb) => eb.fn.countAll().as('n')).where('org_id', '=', req.orgId).executeTakeFirst())?.n ?? 0);
+    const plan = { name: pro ? 'Pro' : 'Free', limit: pro ? null : FREE_ENDPOINTS, liveCount: count };
+    const { state, seq } = await createEndpoint(deps, req.orgId, { ...input, name: body.name }, secrets, plan);
+    res.status(201).json({ data: await answer(req.orgId, state!, seq) });
+  }));
+  r.put('/endpoints/:id', handler(async (req, res) => {
+    const { input, secrets } = await prepare(req.orgId, validate<Input>(updateEndpointSchema, jsonObject(req)));
+    const { state, seq } = await runEndpoint(deps, req.orgId, req.params.id!, { type: 'UpdateEndpoint', input, secrets });
+    res.json({ data: await answer(req.orgId, state!, seq) });
+  }));
+  r.delete('/endpoints/:id', handler(async (req, res) => {
+    const { seq } = await runEndpoint(deps, req.orgId, req.params.id!, { type: 'DeleteEndpoint' });
+    deps.endpoints.remember(null, req.params.id!);
+    await deps.watermark.waitFor(seq);
+    res.status(204).end();
+  }));
+  for (const [path, type] of [['pause', 'PauseEndpoint'], ['resume', 'ResumeEndpoint']] as const) {
+    r.post(`/endpoints/:id/${path}`, handler(async (req, res) => {
+      const { state, seq } = await runEndpoint(deps, req.orgId, req.params.id!, { type });
+      res.json({ data: await answer(req.orgId, state!, seq) });
+    }));
+  }
+
+  const loadEvent = async (orgId: string, endpointId: string, eventId: string) => {
+    const row = await deps.db.selectFrom('inbound_events').selectAll().where('id', '=', eventId).where('endpoint_id', '=', endpointId)
+      .where('org_id', '=', orgId).where('received_at', '>=', new Date(Date.now() - HISTORY_MS)).executeTakeFirst();
+    if (!row) throw notFound('Inbound event not found');
+    return row;
+  };
+  /** The stored request, or null once INBOUND no longer holds it (its 30 days are over). */
+  const storedRequest = async (row: Selectable<InboundEventsTable>): Promise<StoredRequest | null> => {
+    const msg = await deps.nats.jsm.direct.getMessage(STREAMS.inbound.name, { seq: Number(row.inbound_seq) });
+    if (!msg) return null;
+    const stored = decodeStoredRequest(msg.data);
+    return stored.meta.id === row.id ? stored : null;
+  };
+  const eventRows = async (rows: Selectable<InboundEventsTable>[]) => {
+    const ids = rows.map((e) => e.id);
+    const executions = ids.length
+      ? await deps.db.selectFrom('executions').select(['id', 'url', 'status', 'parent_id']).where('parent_id', 'in', ids)
+        .orderBy('created_at').orderBy('id').execute()
+      : [];
+    return rows.map((e) => {
+      const mine = executions.filter((x) => x.parent_id === e.id).map((x) => ({ id: x.id, url: x.url, status: x.status }));
+      const first = mine.find((x) => x.id === e.execution_id);
+      const status = e.outcome === 'filtered' || e.outcome === 'rejected' ? e.outcome : first?.status ?? null;
+      return {
+        id: e.id, method: e.method, source_ip: e.source_ip, received_at: iso(e.received_at),
+        execution_id: e.execution_id, execution_status: status, outcome: e.outcome, executions: mine,
+      };
+    });
+  };
+
+  r.get('/endpoints/:id/events', handler(async (req, res) => {
+    await load(req.orgId, req.params.id!);
+    const rows = await deps.db.selectFrom('inbound_events').selectAll().where('endpoint_id', '=', req.params.id!).where('org_id', '=', req.orgId)
+      .where('received_at', '>=', new Date(Date.now() - HISTORY_MS)).orderBy('received_at', 'desc').orderBy('id', 'desc').limit(limitParam(req)).execute();
+    res.json({ data: await eventRows(rows) });
+  }));
+
+  r.get('/endpoints/:id/events/:eventId', handler(async (req, res) => {
+    const row = await loadEvent(req.orgId, req.params.id!, req.params.eventId!);
+    const stored = await storedRequest(row);
+    if (!stored) throw notFound('Inbound event not found');
+    const [data] = await eventRows([row]);
+    const utf8 = Buffer.from(stored.body.toString('utf8'), 'utf8').equals(stored.body);
+    res.json({
+      data: {
+        ...data,
+        request: {
+          method: stored.meta.method,
+          path: stored.meta.path,
+          query: stored.meta.query,
+          headers: headerObject(stored.meta.headers),
+          body: utf8 ? stored.body.toString('utf8') : stored.body.toString('base64'),
+          body_encoding: utf8 ? 'utf8' : 'base64',
+          body_size: stored.body.length,
+        },
+      },
+    });
+  }));
+
+  r.post('/endpoints/:id/events/:eventId/replay', handler(async (req, res) => {
+    const orgId = req.orgId;
+    const row = await loadEvent(orgId, req.params.id!, req.params.eventId!);
+    const endpoint = await deps.endpoints.get(orgId, row.endpoint_id);
+    if (!endpoint) throw notFound('Endpoint not found');
+    if (!endpoint.forward_urls.length) throw unprocessable('the endpoint has no forward_urls: it only collects events', 'forward_urls');
+    const stored = await storedRequest(row);
+    if (!stored) throw notFound('Inbound event is no longer stored');
+    // A replay is the user's explicit choice: verify's verdict on the original does not stop it.
+    const request: StoredRequest = { meta: { ...stored.meta, rejected: undefined }, body: stored.body };
+    const nowMs = deps.clock.now();
+    const now = new Date(nowMs).toISOString();
+    const replayId = newId('evt', nowMs);
+    const delivery = await planDelivery({ endpoint, request, hooks: deps.hooks(endpoint), now, executionId: (i) => plannedExecutionId(replayId, nowMs, i) });
+    const subject = SUBJECTS.inboundEvent(orgId, row.id);
+    let seq = 0;
+    for (let attempt = 0; ; attempt++) {
+      const last = await deps.store.last<InboundEventEvent>(subject);
+      const event: InboundEventEvent = {
+        type: 'InboundEventReplayed', id: replayId, at: now, org_id: orgId,
+        data: { event: eventRecord(stored.meta, Number(row.inbound_seq), delivery.outcome), endpoint: endpointSnapshot(endpoint), executions: delivery.executions },
+      };
+      try {
+        seq = await deps.store.append(subject, event, last?.seq ?? 0);
+        break;
+      } catch (err) {
+        if (!(err instanceof ConcurrencyError) || attempt >= 5) throw err;
+      }
+    }
+    await deps.watermark.waitFor(seq);
+    const ids = delivery.executions.map((x) => x.execution_id);
+    const message = ids.length ? `Replay queued: ${ids.length} execution(s)${endpoint.paused ? ', held while the endpoint is paused' : ''}` : `Nothing to forward: the event was ${delivery.outcome}`;
+    res.status(202).json({ data: { execution_ids: ids }, message });
+  }));
+  return r;
+}

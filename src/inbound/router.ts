@@ -1,0 +1,104 @@
+import { Kvm } from '@nats-io/kv';
+import { KV_BUCKETS, STREAMS, SUBJECTS } from '../../streams/definitions.ts';
+import type { Endpoint } from '../commands/endpoint/types.ts';
+import type { InboundEventEvent, InboundEventRecord, InboundOutcome } from '../commands/inbound-event/types.ts';
+import { ConcurrencyError, type EventStore } from '../events/store.ts';
+import type { Clock } from '../lib/clock.ts';
+import type { Nats } from '../nats/connection.ts';
+import type { StreamItem } from '../nats/event-reader.ts';
+import { readStreamKeyed } from '../nats/keyed-event-reader.ts';
+import { createLease, openLeaseBucket, whileLeased } from '../nats/lease.ts';
+import type { EndpointDirectory } from './endpoint-directory.ts';
+import { planDelivery, plannedExecutionId, type HooksFor } from './pipeline.ts';
+import { decodeStoredRequest, type InboundRequestMeta, type StoredRequest } from './stored-request.ts';
+
+const CHECKPOINT_KEY = 'inbound-router';
+
+export interface RouterDeps {
+  nats: Nats;
+  store: EventStore;
+  endpoints: EndpointDirectory;
+  hooks: HooksFor;
+  clock: Clock;
+  owner: string;
+  log: (m: string) => void;
+}
+
+export function eventRecord(meta: InboundRequestMeta, inboundSeq: number, outcome: InboundOutcome): InboundEventRecord {
+  return {
+    id: meta.id,
+    endpoint_id: meta.endpoint_id,
+    method: meta.method,
+    path: meta.path,
+    query: meta.query,
+    source_ip: meta.source_ip,
+    received_at: meta.received_at,
+    body_size: meta.body_size,
+    inbound_seq: inboundSeq,
+    outcome,
+  };
+}
+
+export const endpointSnapshot = (e: Endpoint) => ({ id: e.id, name: e.name, use_lane: e.use_lane, retry_attempts: e.retry_attempts });
+
+/**
+ * The router: the filter, custom forwarding, transform and route stages. It reads
+ * INBOUND in order (one endpoint's requests in arrival order, different endpoints
+ * concurrently) and records each request's deliveries as `InboundEventReceived` in
+ * EVENTS, where the projector lists it and the translator puts its executions to
+ * work. A request whose event is already recorded (a replay after a crash) is
+ * skipped: the append expects an empty subject.
+ */
+export function startInboundRouter(deps: RouterDeps) {
+  async function route(item: StreamItem<StoredRequest>): Promise<void> {
+    const { meta } = item.event;
+    const endpoint = await deps.endpoints.get(meta.org_id, meta.endpoint_id);
+    if (!endpoint) return; // deleted since: its events went with it
+    const delivery = await planDelivery({
+      endpoint,
+      request: item.event,
+      hooks: deps.hooks(endpoint),
+      now: meta.received_at,
+      executionId: (i) => plannedExecutionId(meta.id, Date.parse(meta.received_at), i),
+    });
+    const event: InboundEventEvent = {
+      type: 'InboundEventReceived',
+      id: `${meta.id}.received`,
+      at: new Date(deps.clock.now()).toISOString(),
+      org_id: meta.org_id,
+      data: { event: eventRecord(meta, item.seq, delivery.outcome), endpoint: endpointSnapshot(endpoint), executions: delivery.executions },
+    };
+    try {
+      await deps.store.append(SUBJECTS.inboundEvent(meta.org_id, meta.id), event, 0);
+    } catch (err) {
+      if (!(err instanceof ConcurrencyError)) throw err;
+    }
+  }
+
+  const abort = new AbortController();
+  const done = (async () => {
+    const kv = await new Kvm(deps.nats.nc).open(KV_BUCKETS.checkpoints.name);
+    const lease = createLease(await openLeaseBucket(deps.nats), 'inbound-router', deps.owner);
+    await whileLeased(lease, abort.signal, deps.log, (signal) =>
+      readStreamKeyed<StoredRequest>({
+        nats: deps.nats,
+        kv,
+        name: 'inbound router',
+        stream: STREAMS.inbound.name,
+        decode: decodeStoredRequest,
+        checkpointKey: CHECKPOINT_KEY,
+        checkpointEveryMs: 250,
+        signal,
+        log: deps.log,
+        keyOf: (i) => i.subject,
+        handle: route,
+      }),
+    );
+  })();
+  return {
+    async stop() {
+      abort.abort();
+      await done;
+    },
+  };
+}
