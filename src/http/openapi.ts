@@ -2,6 +2,7 @@ import { idempotencyKeyParameter } from './idempotency.ts';
 import { errorSchema } from './schemas/common.ts';
 import { updateOrganizationSchema } from './schemas/organization.ts';
 import { createTaskSchema, triggerTaskSchema, updateTaskSchema } from './schemas/task.ts';
+import { createEndpointSchema, updateEndpointSchema } from './schemas/endpoint.ts';
 
 // Built from the very schema objects that validate requests, so the document cannot drift.
 function strip(schema: object): object {
@@ -30,6 +31,8 @@ export function openApiDocument(serverUrl: string) {
         UpdateTask: strip(updateTaskSchema),
         TriggerTask: strip(triggerTaskSchema),
         UpdateOrganization: strip(updateOrganizationSchema),
+        CreateEndpoint: strip(createEndpointSchema),
+        UpdateEndpoint: strip(updateEndpointSchema),
         Error: errorSchema,
       },
     },
@@ -40,6 +43,13 @@ export function openApiDocument(serverUrl: string) {
       '/tasks/{id}/executions': { get: op('Task execution history') },
       '/executions': { get: op('List executions') },
       '/executions/{id}': { get: op('Get an execution with its attempts') },
+      '/endpoints': { get: op('List endpoints'), post: { ...op('Create an endpoint', 'CreateEndpoint', '201'), parameters: [idempotencyKeyParameter] } },
+      '/endpoints/{id}': { get: op('Get an endpoint with its inbound_url'), put: op('Update an endpoint', 'UpdateEndpoint'), delete: op('Delete an endpoint and its inbound events', undefined, '204') },
+      '/endpoints/{id}/pause': { post: op('Pause delivery (events are stored and held)') },
+      '/endpoints/{id}/resume': { post: op('Resume delivery (held events go out in order)') },
+      '/endpoints/{id}/events': { get: op('Inbound events of the last 30 days, newest first') },
+      '/endpoints/{id}/events/{event_id}': { get: op('One inbound event with its stored request') },
+      '/endpoints/{id}/events/{event_id}/replay': { post: op('Forward the stored request again', undefined, '202') },
       '/organization': { get: op('Get the organization'), put: op('Update notification settings', 'UpdateOrganization') },
       '/organization/webhook-secret/rotate': { post: op('Rotate the webhook secret') },
     },
