@@ -8,6 +8,7 @@ import { applyEvent } from './apply-event.ts';
 import { ProjectionBatch } from './batch.ts';
 
 export const PROJECTOR_NAME = 'read_models_v1';
+const PRUNE_EVERY_MS = 3_600_000;
 
 export async function readCheckpoint(db: Db, name = PROJECTOR_NAME): Promise<number> {
   const row = await db.selectFrom('projection_checkpoints').select('seq').where('name', '=', name).executeTakeFirst();
@@ -17,12 +18,18 @@ export async function readCheckpoint(db: Db, name = PROJECTOR_NAME): Promise<num
 /** Projects from the checkpoint until `signal` aborts; the caller holds the projector lease. */
 export async function runProjection(deps: { nats: Nats; db: Db; log: (m: string) => void }, signal: AbortSignal): Promise<void> {
   const from = (await readCheckpoint(deps.db)) + 1;
+  let prunedAt = 0;
   await readEvents(deps.nats, { startSeq: from, maxBatch: 2000, signal, log: deps.log, name: 'projector' }, async (events) => {
     const batch = new ProjectionBatch();
     for (const e of events) applyEvent(batch, e.event);
     const last = events[events.length - 1]!.seq;
     await deps.db.transaction().execute(async (trx) => {
       await batch.flush(trx);
+      // INBOUND forgets requests after 30 days (its max_age); their rows follow, at most hourly.
+      if (Date.now() - prunedAt > PRUNE_EVERY_MS) {
+        await sql`DELETE FROM inbound_events WHERE received_at < now() - interval '30 days'`.execute(trx);
+        prunedAt = Date.now();
+      }
       await sql`INSERT INTO projection_checkpoints (name, seq) VALUES (${PROJECTOR_NAME}, ${last})
         ON CONFLICT (name) DO UPDATE SET seq = GREATEST(projection_checkpoints.seq, EXCLUDED.seq), updated_at = now()`.execute(trx);
     });
