@@ -4,7 +4,7 @@ import type { Endpoint, EndpointEvent } from '../commands/endpoint/types.ts';
 import type { Db } from '../db/connect.ts';
 import type { EventStore } from '../events/store.ts';
 import { decodeJson } from '../lib/json.ts';
-import type { Nats } from '../nats/connection.ts';
+import { onConnectionGap, type Nats } from '../nats/connection.ts';
 
 export const SLUG_PATTERN = /^ep_[0-9a-z]{32}$/;
 
@@ -28,15 +28,10 @@ export function createEndpointDirectory(nats: Nats, store: EventStore, db: Db | 
       learn(e.data.endpoint.id, evolveEndpoint(null, e));
     },
   });
-  // Messages published while disconnected are lost to us: start afresh.
-  void (async () => {
-    for await (const status of nats.nc.status()) {
-      if (status.type === 'reconnect' || status.type === 'disconnect') {
-        byId.clear();
-        slugs.clear();
-      }
-    }
-  })().catch(() => {});
+  onConnectionGap(nats, () => {
+    byId.clear();
+    slugs.clear();
+  });
 
   async function byEndpointId(orgId: string, id: string): Promise<Endpoint | null> {
     if (byId.has(id)) {

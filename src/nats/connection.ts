@@ -29,3 +29,15 @@ export async function connectNats(url: string, name: string): Promise<Nats> {
     },
   };
 }
+
+/**
+ * Calls `forget` whenever the connection drops or comes back: core messages
+ * published meanwhile are lost to a subscription, so caches fed by one start afresh.
+ */
+export function onConnectionGap(nats: Nats, forget: () => void): void {
+  void (async () => {
+    for await (const status of nats.nc.status()) {
+      if (status.type === 'reconnect' || status.type === 'disconnect') forget();
+    }
+  })().catch(() => {});
+}

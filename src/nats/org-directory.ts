@@ -3,7 +3,7 @@ import type { Organization, OrganizationEvent } from '../commands/organization/t
 import type { ApiKey, ApiKeyEvent } from '../commands/api-key/types.ts';
 import type { EventStore } from '../events/store.ts';
 import { decodeJson } from '../lib/json.ts';
-import type { Nats } from './connection.ts';
+import { onConnectionGap, type Nats } from './connection.ts';
 
 /**
  * Organizations and API keys as this process needs them on hot paths (auth, rate
@@ -25,15 +25,10 @@ export function createDirectory(nats: Nats, store: EventStore) {
       keys.set(e.data.key.public_id, e.data.key);
     },
   });
-  // Messages published while we were disconnected are lost to us: start afresh.
-  void (async () => {
-    for await (const status of nats.nc.status()) {
-      if (status.type === 'reconnect' || status.type === 'disconnect') {
-        orgs.clear();
-        keys.clear();
-      }
-    }
-  })().catch(() => {});
+  onConnectionGap(nats, () => {
+    orgs.clear();
+    keys.clear();
+  });
   return {
     /** Our own writes update the cache at once instead of waiting for the subscription. */
     remember(org: Organization): void {
