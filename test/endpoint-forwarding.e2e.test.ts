@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import http from 'node:http';
+import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { eventually, startTestService, type Api, type TestService } from './support/service.ts';
 import { signedWith, startTarget, type ReceivedRequest } from './support/target.ts';
@@ -19,36 +19,37 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Sends a request with exactly these header lines (names as written, duplicates
- * kept, hop-by-hop headers allowed), which fetch refuses to do.
+ * kept, hop-by-hop headers allowed) over a plain socket: fetch and node:http refuse
+ * some of them. The connection closes after the answer.
  */
 function sendRaw(url: string, opts: { method: string; headers: [string, string][]; body?: Buffer | string }): Promise<{ status: number; body: any }> {
+  const u = new URL(url);
+  const body = opts.body === undefined ? Buffer.alloc(0) : Buffer.isBuffer(opts.body) ? opts.body : Buffer.from(opts.body, 'utf8');
+  const lines = [`${opts.method} ${u.pathname}${u.search} HTTP/1.1`, `Host: ${u.host}`, ...opts.headers.map(([n, v]) => `${n}: ${v}`), `Content-Length: ${body.length}`];
+  const head = Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1');
   return new Promise((resolve, reject) => {
-    const flat = opts.headers.flatMap(([n, v]) => [n, v]);
-    const body = opts.body === undefined ? undefined : Buffer.isBuffer(opts.body) ? opts.body : Buffer.from(opts.body, 'utf8');
-    if (body) flat.push('Content-Length', String(body.length));
-    const req = http.request(url, { method: opts.method, headers: flat as unknown as http.OutgoingHttpHeaders, agent: false, timeout: 20_000 }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let parsed: unknown = text;
-        try {
-          parsed = JSON.parse(text);
-        } catch {
-          /* not JSON */
-        }
-        resolve({ status: res.statusCode!, body: parsed });
-      });
-      res.on('error', reject);
+    const socket = net.connect(Number(u.port), u.hostname, () => socket.write(Buffer.concat([head, body])));
+    const chunks: Buffer[] = [];
+    socket.setTimeout(20_000, () => socket.destroy(new Error('inbound request timed out')));
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      const m = /^HTTP\/1\.1 (\d{3})[^\r]*\r\n[\s\S]*?\r\n\r\n([\s\S]*)$/.exec(text);
+      if (!m) return reject(new Error(`no HTTP response: ${JSON.stringify(text.slice(0, 200))}`));
+      let parsed: unknown = m[2];
+      try {
+        parsed = JSON.parse(m[2]!);
+      } catch {
+        /* not JSON */
+      }
+      resolve({ status: Number(m[1]), body: parsed });
     });
-    req.on('timeout', () => req.destroy(new Error('inbound request timed out')));
-    req.on('error', reject);
-    req.end(body);
   });
 }
 
 /** Posts to an inbound URL with fetch and returns the stored event's id. */
-async function inbound(url: string, init: { method?: string; body?: string | Buffer; headers?: Record<string, string> } = {}): Promise<string> {
+async function inbound(url: string, init: { method?: string; body?: string | Buffer<ArrayBuffer>; headers?: Record<string, string> } = {}): Promise<string> {
   const res = await fetch(url, { method: init.method ?? 'POST', body: init.body, headers: init.headers, signal: AbortSignal.timeout(20_000) });
   const body = (await res.json()) as { id: string; status: string };
   assert.equal(res.status, 200, JSON.stringify(body));
@@ -121,12 +122,14 @@ describe('endpoint forwarding', () => {
           ['X-Dup', 'two'],
           ['Authorization', 'Bearer upstream-token'],
           // Hop-by-hop: the standard ones and one that Connection names.
-          ['Connection', 'X-Hop, keep-alive'],
+          ['Connection', 'X-Hop, close'],
           ['X-Hop', 'hop-value'],
           ['Keep-Alive', 'timeout=5'],
           ['TE', 'trailers'],
           ['Trailer', 'X-Checksum'],
           ['Proxy-Authorization', 'Basic cHJveHk6cHc='],
+          ['Proxy-Connection', 'keep-alive'],
+          ['Upgrade', 'h2c'],
           // A sender cannot forge jetcron's own headers.
           ['X-Jetcron-Signature', 'sha256=forged'],
           ['X-Jetcron-Event-Id', 'evt_forged'],
@@ -155,7 +158,7 @@ describe('endpoint forwarding', () => {
       assert.equal(got.headers.authorization, 'Bearer upstream-token');
       assert.equal(got.headers.host, new URL(target.url).host, "Host is the forward URL's");
 
-      for (const name of ['x-hop', 'keep-alive', 'te', 'trailer', 'proxy-authorization']) {
+      for (const name of ['x-hop', 'keep-alive', 'te', 'trailer', 'proxy-authorization', 'proxy-connection', 'upgrade']) {
         assert.equal(got.headers[name], undefined, `${name} is hop-by-hop and must not be forwarded`);
       }
       assert.doesNotMatch(String(got.headers.connection ?? ''), /x-hop/i);
@@ -435,7 +438,7 @@ describe('endpoint forwarding', () => {
   });
 
   test('use_lane false: deliveries overlap; use_lane true: one at a time, in arrival order', async () => {
-    const DELAY = 500;
+    const DELAY = 700;
     const spans: Array<{ tag: string; start: number; end: number }> = [];
     const target = await startTarget((req) => {
       spans.push({ tag: `${req.path}:${req.body}`, start: req.at, end: req.at + DELAY });

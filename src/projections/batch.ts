@@ -91,8 +91,15 @@ export class ProjectionBatch {
     if (this.orgs.size) await upsertRows(trx, 'organizations', 'id', [...this.orgs.values()], ORG_TYPES);
     if (this.apiKeys.size) await upsertRows(trx, 'api_keys', 'public_id', [...this.apiKeys.values()], KEY_TYPES);
     if (this.tasks.size) await upsertRows(trx, 'tasks', 'id', [...this.tasks.values()], TASK_TYPES);
+    // Before executions and inbound events: theirs are written only for endpoints that exist.
+    if (this.endpoints.size) await upsertRows(trx, 'endpoints', 'id', [...this.endpoints.values()], ENDPOINT_TYPES);
     if (this.newExecutions.size) {
-      await upsertRows(trx, 'executions', 'id', [...this.newExecutions.values()], EXECUTION_TYPES);
+      // An endpoint's deliveries recorded just after its deletion must not leave orphan rows.
+      const rows = [...this.newExecutions.values()];
+      const forEndpoints = rows.filter((r) => r.source_type === 'endpoint');
+      const others = rows.filter((r) => r.source_type !== 'endpoint');
+      if (others.length) await upsertRows(trx, 'executions', 'id', others, EXECUTION_TYPES);
+      if (forEndpoints.length) await upsertRows(trx, 'executions', 'id', forEndpoints, EXECUTION_TYPES, { table: 'endpoints', column: 'source_id' });
     }
     if (this.executionPatches.size) {
       await updateRows(trx, 'executions', 'id', [...this.executionPatches.values()], EXECUTION_TYPES);
@@ -120,7 +127,6 @@ export class ProjectionBatch {
       await sql`DELETE FROM executions WHERE source_id = ANY(${ids})`.execute(trx);
       await sql`DELETE FROM schedules WHERE id = ANY(${ids})`.execute(trx);
     }
-    if (this.endpoints.size) await upsertRows(trx, 'endpoints', 'id', [...this.endpoints.values()], ENDPOINT_TYPES);
     if (this.inboundEvents.size) {
       await upsertRows(trx, 'inbound_events', 'id', [...this.inboundEvents.values()], INBOUND_EVENT_TYPES, { table: 'endpoints', column: 'endpoint_id' });
     }

@@ -30,6 +30,10 @@ export function createHeld(nats: Nats) {
       if (n) await nats.jsm.streams.purge(STREAMS.held.name, { filter: subject, seq: seq + 1 });
       return n;
     },
+    /** Whether any job of the endpoint is held. */
+    async waiting(orgId: string, endpointId: string): Promise<boolean> {
+      return (await nats.jsm.direct.getMessage(STREAMS.held.name, { last_by_subj: SUBJECTS.held(orgId, endpointId) })) !== null;
+    },
     async purge(orgId: string, endpointId: string): Promise<void> {
       await nats.jsm.streams.purge(STREAMS.held.name, { filter: SUBJECTS.held(orgId, endpointId) });
     },

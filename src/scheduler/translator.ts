@@ -79,33 +79,38 @@ export function createTranslator(deps: TranslatorDeps) {
     }
   }
 
-  async function endpointPaused(orgId: string, endpointId: string): Promise<boolean | null> {
+  async function endpointState(orgId: string, endpointId: string) {
     const last = await deps.store.last<EndpointEvent>(SUBJECTS.endpoint(orgId, endpointId));
     const endpoint = last ? evolveEndpoint(null, last.event) : null;
-    return endpoint ? endpoint.paused : null;
+    return endpoint ? { paused: endpoint.paused, seq: last!.seq } : null;
   }
 
   /**
-   * An inbound event's deliveries go to work, or wait in HELD while the endpoint is
-   * paused. The endpoint's events run in stream order with these (one pipeline key),
-   * so a delivery is held exactly when a pause came before it and its resume has not.
+   * An inbound event's deliveries go to work, or wait in HELD. The endpoint's events
+   * and its deliveries run on one chain in stream order, but the endpoint is read as
+   * it is now, which may be past this delivery: a translator behind the log can find
+   * it resumed while the resume, still ahead in the chain, has yet to release the
+   * older held ones. So a delivery is held when the endpoint is paused, or when it
+   * changed after this delivery and HELD still has some of its jobs (a resume is
+   * pending and will send them all in arrival order).
    */
   async function onInboundDeliveries(event: InboundEventEvent, originSeq: number) {
     const { event: record, endpoint, executions } = event.data;
     if (!executions.length) return;
-    const paused = await endpointPaused(event.org_id, endpoint.id);
-    if (paused === null) return; // deleted: its deliveries were cancelled with it
+    const state = await endpointState(event.org_id, endpoint.id);
+    if (!state) return; // deleted: its deliveries were cancelled with it
+    const hold = state.paused || (state.seq > originSeq && (await deps.held.waiting(event.org_id, endpoint.id)));
     const ref = { event_id: record.id, seq: record.inbound_seq, origin_seq: originSeq };
     for (const plan of executions) {
       const job = endpointAttemptJob(event.org_id, endpoint, ref, plan, 1);
-      if (paused) await deps.held.hold(job);
+      if (hold) await deps.held.hold(job);
       else await dispatchNow(job);
     }
   }
 
   /** An endpoint execution's next attempt, rebuilt from the event that planned it. */
   async function endpointRetry(orgId: string, d: AttemptResult): Promise<AttemptJob | null> {
-    if (!d.inbound || (await endpointPaused(orgId, d.source.id)) === null) return null;
+    if (!d.inbound || !(await endpointState(orgId, d.source.id))) return null;
     const origin = await deps.store.at<InboundEventEvent>(d.inbound.origin_seq);
     const plan = origin?.event.data.executions?.find((p) => p.execution_id === d.execution_id);
     if (!origin || !plan) return null;
