@@ -148,7 +148,7 @@ describe('endpoint forwarding', () => {
       assert.match(exeId, /^exe_/);
 
       assert.equal(got.method, 'POST');
-      assert.equal(got.path, '/hook?fw=1', 'the forward URL is called as configured');
+      assert.equal(got.path, '/hook?fw=1&a=1&b=two', 'the forward URL as configured, then the inbound query string');
       assert.ok(got.raw.equals(Buffer.from(body, 'utf8')), 'body bytes unchanged');
       assert.equal(got.headers['content-length'], String(Buffer.byteLength(body)));
       assert.equal(got.headers['content-type'], 'application/json');

@@ -14,6 +14,7 @@ import { classifyAttempt, maskHeaders } from './outcome.ts';
 import type { OutboundClient } from './outbound-client.ts';
 import { CALLBACK_RETRY_DELAYS_MS, endpointRetryDelayMs, retryLandsAfter, taskRetryDelayMs } from './retry-schedule.ts';
 import { loadForwardRequest, recordedBody } from './inbound-request.ts';
+import { forwardUrl } from '../inbound/pipeline.ts';
 import { signedHeaders } from './signing.ts';
 
 export interface DispatcherDeps {
@@ -169,8 +170,9 @@ export function startDispatcher(deps: DispatcherDeps) {
       ...(job.inbound ? { 'X-Jetcron-Event-Id': job.inbound.event_id } : {}),
       ...(await sign(job, sentBody ?? '')),
     };
+    const url = forward ? forwardUrl(job.request.url, forward.query) : job.request.url;
     const result = await deps.outbound.send({
-      url: job.request.url,
+      url,
       method,
       headers,
       body: sentBody ?? undefined,
@@ -227,7 +229,7 @@ export function startDispatcher(deps: DispatcherDeps) {
       started_at: result.startedAt.toISOString(),
       finished_at: new Date(result.startedAt.getTime() + result.durationMs).toISOString(),
       duration_ms: Math.round(result.durationMs),
-      request: { method, url: job.request.url, headers: maskHeaders(headers), ...recordedBody(sentBody) },
+      request: { method, url, headers: maskHeaders(headers), ...recordedBody(sentBody) },
       response_body: result.kind === 'response' ? result.body : null,
       response_truncated: result.kind === 'response' ? result.truncated : false,
       response_headers: result.kind === 'response' ? result.headers : null,

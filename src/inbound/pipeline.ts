@@ -100,6 +100,16 @@ export interface ForwardRequest {
   method: string;
   headers: Record<string, string>;
   body: Buffer | null;
+  /** The inbound query string (without `?`), added to the forward URL's own. */
+  query: string;
+}
+
+/** The forward URL with the inbound request's query string after its own. */
+export function forwardUrl(url: string, query: string): string {
+  if (!query) return url;
+  const hash = url.indexOf('#');
+  const base = hash < 0 ? url : url.slice(0, hash);
+  return `${base}${base.includes('?') ? '&' : '?'}${query}`;
 }
 
 /** The request one plan sends: the stored original with the plan's replacements. */
@@ -118,5 +128,5 @@ export function forwardRequest(stored: StoredRequest, plan: Pick<ForwardPlan, 'm
     headers[name] = value;
   }
   const body = plan.body !== null ? Buffer.from(plan.body, 'utf8') : stored.body;
-  return { method: plan.method ?? stored.meta.method, headers, body: body.length ? body : null };
+  return { method: plan.method ?? stored.meta.method, headers, body: body.length ? body : null, query: stored.meta.query };
 }

@@ -224,6 +224,7 @@ export function applyEvent(batch: ProjectionBatch, event: JetcronEvent): void {
       inboundExecutions(batch, event);
       return;
     case 'CallbackAttempted':
+    case 'QuotaReserved':
     case 'DebounceWindowOpened':
     case 'BatchAccepted':
     case 'NotificationSent':

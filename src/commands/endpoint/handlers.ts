@@ -1,5 +1,6 @@
 import { SUBJECTS } from '../../../streams/definitions.ts';
-import { forbidden, notFound } from '../../lib/errors.ts';
+import { notFound } from '../../lib/errors.ts';
+import { reserveSlot, type PlanLimit } from '../quota.ts';
 import { ID_PATTERN } from '../../lib/ids.ts';
 import { commandMeta, execute, type CommandDeps, type Decided } from '../execute.ts';
 import { decideEndpoint, evolveEndpoint, type EndpointCommand } from './decide.ts';
@@ -15,19 +16,20 @@ export function runEndpoint(deps: CommandDeps, orgId: string, id: string, comman
   });
 }
 
-/** `liveCount` is the organization's current number of endpoints, for the Free plan's limit. */
+/** `plan.live` lists the organization's endpoints in the read model, for the Free plan's limit. */
 export async function createEndpoint(
   deps: CommandDeps,
   orgId: string,
   input: EndpointInput & { name: string },
   secrets: SecretsChange | null,
-  plan: { name: string; limit: number | null; liveCount: number },
+  plan: PlanLimit,
 ): Promise<Result> {
-  if (plan.limit !== null && plan.liveCount >= plan.limit) {
-    throw forbidden(`the ${plan.name} plan allows ${plan.limit} endpoints; delete one or upgrade to Pro`);
-  }
   const event = decideEndpoint({ type: 'CreateEndpoint', orgId, input, secrets }, null, commandMeta(deps.clock));
   const endpoint = evolveEndpoint(null, event)!;
+  await reserveSlot(deps, orgId, 'endpoint', plan, endpoint.id, async (id) => {
+    const last = await deps.store.last<EndpointEvent>(SUBJECTS.endpoint(orgId, id));
+    return last ? evolveEndpoint(null, last.event) !== null : null;
+  });
   const seq = await deps.store.append(SUBJECTS.endpoint(orgId, endpoint.id), event, 0);
   return { event, state: endpoint, seq };
 }

@@ -1,4 +1,5 @@
-import { forbidden, notFound } from '../../lib/errors.ts';
+import { notFound } from '../../lib/errors.ts';
+import { reserveSlot, type PlanLimit } from '../quota.ts';
 import { ID_PATTERN, newId } from '../../lib/ids.ts';
 import { commandMeta, execute, type CommandDeps, type Decided } from '../execute.ts';
 import { decideMonitor, evolveMonitor, type MonitorCommand } from './decide.ts';
@@ -20,13 +21,14 @@ export async function createMonitor(
   deps: CommandDeps,
   orgId: string,
   input: MonitorInput & { name: string; schedule_type: 'interval' | 'cron' },
-  plan: { name: string; limit: number | null; liveCount: number },
+  plan: PlanLimit,
 ): Promise<Result> {
-  if (plan.limit !== null && plan.liveCount >= plan.limit) {
-    throw forbidden(`the ${plan.name} plan allows ${plan.limit} monitors; delete one or upgrade to Pro`);
-  }
   const event = decideMonitor({ type: 'CreateMonitor', orgId, input }, null, commandMeta(deps.clock));
   const monitor = evolveMonitor(null, event)!;
+  await reserveSlot(deps, orgId, 'monitor', plan, monitor.id, async (id) => {
+    const last = await deps.store.last<MonitorEvent>(monitorSubject(orgId, id));
+    return last ? evolveMonitor(null, last.event) !== null : null;
+  });
   const seq = await deps.store.append(monitorSubject(orgId, monitor.id), event, 0);
   return { event, state: monitor, seq };
 }

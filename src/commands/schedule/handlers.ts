@@ -1,5 +1,6 @@
 import { ID_PATTERN } from '../../lib/ids.ts';
-import { forbidden, notFound } from '../../lib/errors.ts';
+import { notFound } from '../../lib/errors.ts';
+import { reserveSlot, type PlanLimit } from '../quota.ts';
 import { commandMeta, execute, type CommandDeps, type Decided } from '../execute.ts';
 import { decideSchedule, evolveSchedule, type ScheduleCommand } from './decide.ts';
 import type { Schedule, ScheduleEvent, ScheduleInput } from './types.ts';
@@ -16,18 +17,19 @@ function run(deps: CommandDeps, orgId: string, id: string, command: ScheduleComm
   });
 }
 
-/** `liveCount` is the organization's current number of schedules, for the Free plan's limit. */
+/** `plan.live` lists the organization's schedules in the read model, for the Free plan's limit. */
 export async function createSchedule(
   deps: CommandDeps,
   orgId: string,
   input: ScheduleInput & { url: string; cron: string },
-  plan: { name: string; limit: number | null; liveCount: number },
+  plan: PlanLimit,
 ): Promise<Result> {
-  if (plan.limit !== null && plan.liveCount >= plan.limit) {
-    throw forbidden(`the ${plan.name} plan allows ${plan.limit} schedules; delete one or upgrade to Pro`);
-  }
   const event = decideSchedule({ type: 'CreateSchedule', orgId, input }, null, commandMeta(deps.clock));
   const schedule = evolveSchedule(null, event)!;
+  await reserveSlot(deps, orgId, 'schedule', plan, schedule.id, async (id) => {
+    const last = await deps.store.last<ScheduleEvent>(scheduleSubject(orgId, id));
+    return last ? evolveSchedule(null, last.event) !== null : null;
+  });
   const seq = await deps.store.append(scheduleSubject(orgId, schedule.id), event, 0);
   return { event, state: schedule, seq };
 }

@@ -1,5 +1,6 @@
 import { checkMonitorRules } from '../monitor/decide.ts';
 import { createMonitor, runMonitor } from '../monitor/handlers.ts';
+import type { PlanLimit } from '../quota.ts';
 import { MONITOR_DEFAULTS, type MonitorSpec } from '../monitor/types.ts';
 import { checkScheduleRules } from '../schedule/decide.ts';
 import { createSchedule, deleteSchedule, updateSchedule } from '../schedule/handlers.ts';
@@ -57,7 +58,7 @@ export async function sync(
   orgId: string,
   input: SyncInput,
   existing: { schedules: Existing<ScheduleSpec>[]; monitors: Existing<MonitorSpec>[] },
-  plans: { schedule: (extra: number) => { name: string; limit: number | null; liveCount: number }; monitor: (extra: number) => { name: string; limit: number | null; liveCount: number } },
+  plans: { schedule: PlanLimit; monitor: PlanLimit },
 ): Promise<{ schedules: Counts; monitors: Counts; lastSeq: number }> {
   const schedules = input.schedules ?? [];
   const monitors = input.monitors ?? [];
@@ -86,11 +87,10 @@ export async function sync(
   const track = (r: { seq: number }) => void (lastSeq = Math.max(lastSeq, r.seq));
   const sc: Counts = { created: 0, updated: 0, unchanged: 0, deleted: 0 };
   const bySchedKey = new Map(existing.schedules.map((e) => [e.spec.sync_key!, e]));
-  let newSchedules = 0;
   for (const want of wantedSchedules) {
     const have = bySchedKey.get(want.sync_key);
     if (!have) {
-      track(await createSchedule(deps, orgId, want, plans.schedule(newSchedules++)));
+      track(await createSchedule(deps, orgId, want, plans.schedule));
       sc.created++;
     } else if (Object.entries(want).some(([k, v]) => !same(v, (have.spec as unknown as Record<string, unknown>)[k]))) {
       track(await updateSchedule(deps, orgId, have.id, want));
@@ -99,11 +99,10 @@ export async function sync(
   }
   const mc: Counts = { created: 0, updated: 0, unchanged: 0, deleted: 0 };
   const byMonKey = new Map(existing.monitors.map((e) => [e.spec.sync_key!, e]));
-  let newMonitors = 0;
   for (const want of wantedMonitors) {
     const have = byMonKey.get(want.sync_key);
     if (!have) {
-      track(await createMonitor(deps, orgId, want, plans.monitor(newMonitors++)));
+      track(await createMonitor(deps, orgId, want, plans.monitor));
       mc.created++;
     } else if (Object.entries(want).some(([k, v]) => !same(v, (have.spec as unknown as Record<string, unknown>)[k]))) {
       track(await runMonitor(deps, orgId, have.id, { type: 'UpdateMonitor', input: want }));

@@ -17,6 +17,7 @@ import { idempotent } from '../idempotency.ts';
 import { createEndpointSchema, updateEndpointSchema } from '../schemas/endpoint.ts';
 import { checkBodySize, checkHeaders } from '../task-checks.ts';
 import { validate } from '../validate.ts';
+import { liveIds } from '../plan-limits.ts';
 import { limitParam } from './executions.ts';
 
 const FREE_ENDPOINTS = 3;
@@ -68,8 +69,8 @@ export function endpointRoutes(deps: ApiDeps, rootUrl: () => string): Router {
   r.post('/endpoints', idempotent(deps), handler(async (req, res) => {
     const body = validate<Input & { name: string }>(createEndpointSchema, jsonObject(req));
     const { input, secrets, pro } = await prepare(req.orgId, body);
-    const count = pro ? 0 : Number((await deps.db.selectFrom('endpoints').select((eb) => eb.fn.countAll().as('n')).where('org_id', '=', req.orgId).executeTakeFirst())?.n ?? 0);
-    const plan = { name: pro ? 'Pro' : 'Free', limit: pro ? null : FREE_ENDPOINTS, liveCount: count };
+    const live = pro ? [] : await liveIds(deps, 'endpoints', req.orgId);
+    const plan = { name: pro ? 'Pro' : 'Free', limit: pro ? null : FREE_ENDPOINTS, live };
     const { state, seq } = await createEndpoint(deps, req.orgId, { ...input, name: body.name }, secrets, plan);
     res.status(201).json({ data: await answer(req.orgId, state!, seq) });
   }));

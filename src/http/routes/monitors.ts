@@ -8,6 +8,7 @@ import { jsonObject } from '../body.ts';
 import { handler, type ApiDeps } from '../context.ts';
 import { createMonitorSchema, updateMonitorSchema } from '../schemas/monitor.ts';
 import { validate } from '../validate.ts';
+import { liveIds } from '../plan-limits.ts';
 import { limitParam } from './executions.ts';
 
 const FREE_MONITORS = 10;
@@ -44,8 +45,8 @@ export function monitorRoutes(deps: ApiDeps, rootUrl: () => string): Router {
   r.post('/monitors', handler(async (req, res) => {
     const input = validate<MonitorInput & { name: string; schedule_type: 'interval' | 'cron' }>(createMonitorSchema, jsonObject(req));
     const pro = (await deps.directory.organization(req.orgId))?.plan === 'pro';
-    const count = pro ? 0 : Number((await deps.db.selectFrom('monitors').select((eb) => eb.fn.countAll().as('n')).where('org_id', '=', req.orgId).executeTakeFirst())?.n ?? 0);
-    const { state, seq } = await createMonitor(deps, req.orgId, input, { name: pro ? 'Pro' : 'Free', limit: pro ? null : FREE_MONITORS, liveCount: count });
+    const live = pro ? [] : await liveIds(deps, 'monitors', req.orgId);
+    const { state, seq } = await createMonitor(deps, req.orgId, input, { name: pro ? 'Pro' : 'Free', limit: pro ? null : FREE_MONITORS, live });
     res.status(201).json({ data: await answer(req.orgId, state!, seq) });
   }));
   r.put('/monitors/:id', handler(async (req, res) => {

@@ -12,6 +12,7 @@ import { triggerTaskSchema } from '../schemas/task.ts';
 import { historyRow } from '../serializers.ts';
 import { checkBodySize, checkHeaders } from '../task-checks.ts';
 import { validate } from '../validate.ts';
+import { liveIds } from '../plan-limits.ts';
 import { limitParam } from './executions.ts';
 
 const FREE_SCHEDULES = 10;
@@ -63,8 +64,8 @@ export function scheduleRoutes(deps: ApiDeps): Router {
     await checkInput(req.orgId, input);
     const org = await deps.directory.organization(req.orgId);
     const pro = org?.plan === 'pro';
-    const count = pro ? 0 : Number((await deps.db.selectFrom('schedules').select((eb) => eb.fn.countAll().as('n')).where('org_id', '=', req.orgId).executeTakeFirst())?.n ?? 0);
-    const { state, seq } = await createSchedule(deps, req.orgId, input, { name: pro ? 'Pro' : 'Free', limit: pro ? null : FREE_SCHEDULES, liveCount: count });
+    const live = pro ? [] : await liveIds(deps, 'schedules', req.orgId);
+    const { state, seq } = await createSchedule(deps, req.orgId, input, { name: pro ? 'Pro' : 'Free', limit: pro ? null : FREE_SCHEDULES, live });
     await deps.watermark.waitFor(seq);
     res.status(201).json({ data: fromState(state!) });
   }));

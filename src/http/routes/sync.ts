@@ -22,13 +22,13 @@ export function syncRoutes(deps: ApiDeps): Router {
     const synced = <S>(rows: Array<{ id: string; doc: unknown }>) =>
       rows.filter((r) => (r.doc as { sync_key?: string | null }).sync_key).map((r) => ({ id: r.id, spec: r.doc as S }));
     const pro = (await deps.directory.organization(req.orgId))?.plan === 'pro';
-    const plan = (count: number) => (extra: number) => ({ name: pro ? 'Pro' : 'Free', limit: pro ? null : FREE_LIMIT, liveCount: count + extra });
+    const plan = (rows: Array<{ id: string }>) => ({ name: pro ? 'Pro' : 'Free', limit: pro ? null : FREE_LIMIT, live: rows.map((r) => r.id) });
     const result = await sync(
       deps,
       req.orgId,
       input,
       { schedules: synced<ScheduleSpec>(schedRows), monitors: synced<MonitorSpec>(monRows) },
-      { schedule: plan(schedRows.length), monitor: plan(monRows.length) },
+      { schedule: plan(schedRows), monitor: plan(monRows) },
     );
     await deps.watermark.waitFor(result.lastSeq);
     res.json({ data: { schedules: result.schedules, monitors: result.monitors } });
