@@ -136,12 +136,22 @@ describe('endpoint delivery: pause, resume, replay, restart, delete, disable', (
   };
 
   /** The events' list rows once each has its executions and all of them are final. */
-  const settled = (ep: Endpoint, ids: string[], timeoutMs = 20_000) =>
-    eventually(async () => {
-      const rows = await events(ep);
-      const mine = ids.map((id) => rows.find((r) => r.id === id));
-      return mine.every((r) => r && r.executions.length && r.executions.every((x: any) => FINAL.includes(x.status))) ? mine : null;
-    }, timeoutMs);
+  const settled = async (ep: Endpoint, ids: string[], timeoutMs = 20_000) => {
+    let last: any[] = [];
+    try {
+      return await eventually(async () => {
+        const rows = await events(ep);
+        const mine = ids.map((id) => rows.find((r) => r.id === id));
+        last = mine;
+        return mine.every((r) => r && r.executions.length && r.executions.every((x: any) => FINAL.includes(x.status))) ? mine : null;
+      }, timeoutMs);
+    } catch (err) {
+      // Say which events are not settled, and how far their executions got.
+      const open = last.map((r, i) => (r ? `${i}:${r.executions.map((x: any) => `${x.id}=${x.status}`).join('|')}` : `${i}:no row`))
+        .filter((_, i) => !(last[i] && last[i].executions.length && last[i].executions.every((x: any) => FINAL.includes(x.status))));
+      throw new Error(`${(err as Error).message}; not settled: ${open.slice(0, 10).join(', ')}`);
+    }
+  };
 
   test('1,000 events to a paused endpoint are queued, held, and after resume arrive once each in the order sent', { timeout: 90_000 }, async (t) => {
     const N = 1000;

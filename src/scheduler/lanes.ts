@@ -84,13 +84,17 @@ export async function createLanes(nats: Nats, store: EventStore) {
   /** The execution ended for good: free its lane and start the next one. */
   async function release(org: string, key: string, executionId: string, thenAdvance = true): Promise<void> {
     const entry = await heads.get(headKey(org, key));
-    if (!entry || entry.operation !== 'PUT' || !entry.value.length) return;
+    if (!entry || entry.operation !== 'PUT' || !entry.value.length) {
+      // Idle: a release cut short after freeing the head (a stop, a lost connection) and
+      // replayed must still start the next one, or the lane would wait forever.
+      if (thenAdvance) await advance(org, key);
+      return;
+    }
     const head = decodeJson<Head>(entry.value);
     if (head.execution_id !== executionId) return;
-    const [, freed] = await Promise.all([
-      nats.jsm.streams.deleteMessage(STREAMS.lanes.name, head.seq, false).catch(() => {}),
-      heads.delete(headKey(org, key), { previousSeq: entry.revision }).then(() => true, () => false),
-    ]);
+    // The queue entry goes first: a free head must never point back at a finished execution.
+    await nats.jsm.streams.deleteMessage(STREAMS.lanes.name, head.seq, false).catch(() => {});
+    const freed = await heads.delete(headKey(org, key), { previousSeq: entry.revision }).then(() => true, () => false);
     if (thenAdvance) await advance(org, key, freed);
   }
 
