@@ -8,7 +8,7 @@
 import { connectNats } from '../src/nats/connection.ts';
 import { sleep, startTarget, type CpuReport } from './harness.ts';
 import { closedLoop, HttpClient, openLoop, Outcomes, type SendResult } from './load.ts';
-import { stageTable, troubleNotes, withStack, type Benchmark, type Stack } from './stack.ts';
+import { hrToWallOffset, stageTable, troubleNotes, withStack, type Benchmark, type Stack } from './stack.ts';
 import { fmt, summarize, type Summary } from './stats.ts';
 
 const CONCURRENCY = 64;
@@ -134,6 +134,8 @@ function catchUpFigures(c: CatchUp): string {
 interface ForwardRun {
   accepted: number;
   latency: number[];
+  /** p50 of send → arrival for the events sent in the run's first and last second: a rising queue shows here. */
+  firstLastP50: [number, number];
   lost: number;
   duplicates: number;
   executionIds: number;
@@ -142,6 +144,52 @@ interface ForwardRun {
   outOfOrder: number;
   outcomes: Outcomes;
   sendLagP99: number;
+  /** Per stage, from the service's timestamps (ms resolution). */
+  stages: { label: string; values: number[] }[];
+}
+
+/**
+ * Splits send → target arrival with the service's own timestamps: the receiver's
+ * `received_at`, the router's decision (the execution's `created_at`) and the
+ * dispatcher's start. `events`: bench index → inbound event id (from the 200).
+ */
+async function forwardStages(s: Stack, events: Map<number, string>, sentHr: number[], arrived: Map<number, number>): Promise<ForwardRun['stages']> {
+  const ids = [...events.values()];
+  const query = () =>
+    s.db.query<{ id: string; r: string; c: string; st: string | null }>(
+      `SELECT ie.id, extract(epoch FROM ie.received_at) * 1000 AS r, extract(epoch FROM x.created_at) * 1000 AS c, extract(epoch FROM x.started_at) * 1000 AS st
+         FROM inbound_events ie JOIN executions x ON x.parent_id = ie.id
+        WHERE ie.id = ANY($1) AND x.finished_at IS NOT NULL`,
+      [ids],
+    );
+  const deadline = Date.now() + 15_000;
+  let rows = (await query()).rows;
+  while (rows.length < arrived.size && Date.now() < deadline) {
+    await sleep(200);
+    rows = (await query()).rows;
+  }
+  const byEvent = new Map(rows.map((x) => [x.id, x]));
+  const offset = hrToWallOffset();
+  const toReceiver: number[] = [];
+  const toRouter: number[] = [];
+  const toDispatcher: number[] = [];
+  const toTarget: number[] = [];
+  for (const [i, hr] of arrived) {
+    const x = byEvent.get(events.get(i)!);
+    if (!x) continue;
+    toReceiver.push(Number(x.r) - (sentHr[i]! + offset));
+    toRouter.push(Number(x.c) - Number(x.r));
+    if (x.st !== null) {
+      toDispatcher.push(Number(x.st) - Number(x.c));
+      toTarget.push(hr + offset - Number(x.st));
+    }
+  }
+  return [
+    { label: 'bench send → received (receiver stamp)', values: toReceiver },
+    { label: 'received → router decision (execution created_at)', values: toRouter },
+    { label: 'router decision → dispatcher start', values: toDispatcher },
+    { label: 'dispatcher start → target arrival', values: toTarget },
+  ];
 }
 
 /**
@@ -154,6 +202,7 @@ async function forwardRun(s: Stack, client: HttpClient, path: string, prefix: st
   const outcomes = new Outcomes();
   const sentHr = new Array<number>(count);
   const accepted: number[] = [];
+  const events = new Map<number, string>();
   const loop = await openLoop({
     rate,
     count,
@@ -161,7 +210,9 @@ async function forwardRun(s: Stack, client: HttpClient, path: string, prefix: st
     fn: async (i) => {
       const r = await client.send('POST', path, { body: payload(`${prefix}${i}`) });
       sentHr[i] = r.sentHr;
-      if (tally(r, isReceived, outcomes, [])) accepted.push(i);
+      if (!tally(r, isReceived, outcomes, [])) return;
+      accepted.push(i);
+      events.set(i, (JSON.parse(r.text) as { id: string }).id);
     },
   });
   const deadline = Date.now() + ARRIVAL_WAIT_MS;
@@ -176,9 +227,11 @@ async function forwardRun(s: Stack, client: HttpClient, path: string, prefix: st
     if (i < highest) outOfOrder++;
     highest = Math.max(highest, i);
   }
+  const latencyOf = (keep: (i: number) => boolean) => [...arrived].filter(([i]) => keep(i)).map(([i, hr]) => hr - sentHr[i]!);
   return {
     accepted: accepted.length,
-    latency: [...arrived].map(([i, hr]) => hr - sentHr[i]!),
+    latency: latencyOf(() => true),
+    firstLastP50: [summarize(latencyOf((i) => i < rate)).p50, summarize(latencyOf((i) => i >= count - rate)).p50],
     lost: accepted.filter((i) => !arrived.has(i)).length,
     duplicates: st.duplicates,
     executionIds: st.executionIds,
@@ -187,10 +240,12 @@ async function forwardRun(s: Stack, client: HttpClient, path: string, prefix: st
     outOfOrder,
     outcomes,
     sendLagP99: summarize(loop.sendLagMs).p99,
+    stages: await forwardStages(s, events, sentHr, arrived),
   };
 }
 
 const p50p99 = (x: Summary) => `${fmt.ms(x.p50)} / ${fmt.ms(x.p99)}`;
+const firstLast = (f: ForwardRun) => `p50 of the first / last second's events ${fmt.ms(f.firstLastP50[0])} / ${fmt.ms(f.firstLastP50[1])}`;
 
 function forwardFigures(f: ForwardRun): string {
   return `accepted ${fmt.int(f.accepted)}, arrived ${fmt.int(f.latency.length)}; lost: ${f.lost}, duplicates: ${f.duplicates} (by body id), ${f.executionIdRepeats} (by X-Jetcron-Execution-Id, ${fmt.int(f.executionIds)} distinct)`;
@@ -254,6 +309,7 @@ export const inbound: Benchmark = {
           const fwd = await forwardRun(s, open, forwardPath, 'F', FORWARD_RATE, FORWARD_COUNT);
           ctx.log(`inbound: receive → forward, ${LANE_COUNT} at ${LANE_RATE}/s (use_lane true)`);
           const lane = await forwardRun(s, open, lanePath, 'L', LANE_RATE, LANE_COUNT);
+          const variants = [['use_lane false', fwd], ['use_lane true', lane]] as const;
           const fwdLat = summarize(fwd.latency);
           const laneLat = summarize(lane.latency);
 
@@ -268,7 +324,7 @@ export const inbound: Benchmark = {
             ...[accept.outcomes, openOutcomes, fwd.outcomes, lane.outcomes].flatMap((o) => o.examples),
             ...troubleNotes(s.service),
           ];
-          for (const [label, f] of [['use_lane false', fwd], ['use_lane true', lane]] as const) {
+          for (const [label, f] of variants) {
             if (f.anonymous) notes.push(`${label}: ${f.anonymous} forwarded requests had no "bid" in their body (body altered?).`);
             if (f.executionIds < f.latency.length) notes.push(`${label}: only ${f.executionIds} distinct X-Jetcron-Execution-Id for ${f.latency.length} events.`);
           }
@@ -292,9 +348,9 @@ export const inbound: Benchmark = {
               { label: `latency at ${OPEN_FRACTION * 100}%: p50 / p99 / max`, value: `${p50p99(openLat)} / ${fmt.ms(openLat.max)}` },
               { label: 'open loop send lag p99 (bench side)', value: `${fmt.ms(summarize(openLoopRun.sendLagMs).p99)}; unfinished ${openLoopRun.unfinished}` },
               { label: `router + projector after the ${OPEN_FRACTION * 100}% run`, value: catchUpFigures(caughtUpOpen), ok: caughtUpOpen.ms !== undefined },
-              { label: `receive → forward p50 / p99, use_lane false (${FORWARD_RATE}/s)`, value: p50p99(fwdLat) },
+              { label: `receive → forward p50 / p99, use_lane false (${FORWARD_RATE}/s)`, value: `${p50p99(fwdLat)}; ${firstLast(fwd)}` },
               { label: 'use_lane false: events', value: forwardFigures(fwd), ok: exact(fwd) },
-              { label: `receive → forward p50 / p99, use_lane true (${LANE_RATE}/s)`, value: p50p99(laneLat) },
+              { label: `receive → forward p50 / p99, use_lane true (${LANE_RATE}/s)`, value: `${p50p99(laneLat)}; ${firstLast(lane)}` },
               { label: 'use_lane true: events', value: `${forwardFigures(lane)}; out of order: ${lane.outOfOrder}`, ok: exact(lane) && lane.outOfOrder === 0 },
               { label: 'forward send lag p99 (bench side), lane off / on', value: `${fmt.ms(fwd.sendLagP99)} / ${fmt.ms(lane.sendLagP99)}` },
             ],
@@ -315,6 +371,10 @@ export const inbound: Benchmark = {
                   { label: `receive → forward, use_lane true, ${LANE_RATE}/s`, values: lane.latency },
                 ]),
               },
+              ...variants.map(([label, f]) => ({
+                title: `Receive → forward, ${label}: where the time goes (service timestamps from Postgres, ms resolution)`,
+                table: stageTable([...f.stages, { label: 'total: send → target arrival', values: f.latency }]),
+              })),
             ],
             cpu: { phase: `${SECONDS} s inbound acceptance at saturation`, report: cpu, units: { count: accept.sent, what: 'request' } },
             notes,
