@@ -5,6 +5,8 @@
  * 80% of that rate (open loop); and receive → forward latency to an instant target,
  * every event counted (lost, duplicated), without and with the endpoint's lane.
  */
+import { Kvm } from '@nats-io/kv';
+import { KV_BUCKETS, STREAMS } from '../streams/definitions.ts';
 import { connectNats } from '../src/nats/connection.ts';
 import { sleep, startTarget, type CpuReport } from './harness.ts';
 import { closedLoop, HttpClient, openLoop, Outcomes, type SendResult } from './load.ts';
@@ -89,46 +91,60 @@ async function createEndpoint(s: Stack, spec: { name: string; forward_urls: stri
   return url.pathname + url.search;
 }
 
-/** Messages in the INBOUND stream, read from the service's nats-server. */
-async function inboundStored(natsUrl: string): Promise<number> {
-  const nats = await connectNats(natsUrl, 'bench-inbound');
+interface CatchUp {
+  /** Messages in INBOUND when the wait began. */
+  stored: number;
+  /** Stored requests not yet recorded in inbound_events when the wait began. */
+  backlog: number;
+  /** Until every stored request is an inbound_events row (router + projector); undefined = not within CATCH_UP_LIMIT_MS. */
+  recordedMs: number | undefined;
+  /** Until the translator's checkpoint passed every event in EVENTS by then. */
+  translatedMs: number | undefined;
+}
+
+/** The translator's position in EVENTS (src/scheduler/translator.ts keeps it under this key). */
+const TRANSLATOR_CHECKPOINT = 'translator';
+
+/**
+ * Waits until the pipeline has caught up with what was accepted: every INBOUND
+ * message is an inbound_events row (router, then projector), and the translator
+ * has read every event appended by then (it reads each collect-only request's
+ * InboundEventReceived too). So no phase measures the previous one's backlog.
+ */
+async function catchUp(s: Stack): Promise<CatchUp> {
+  const nats = await connectNats(s.nats.url, 'bench-inbound');
   try {
-    return (await nats.jsm.streams.info('INBOUND')).state.messages;
+    const checkpoints = await new Kvm(nats.nc).open(KV_BUCKETS.checkpoints.name);
+    const stored = (await nats.jsm.streams.info(STREAMS.inbound.name)).state.messages;
+    const t0 = performance.now();
+    let backlog: number | undefined;
+    let recordedMs: number | undefined;
+    let eventsSeq = 0;
+    while (performance.now() - t0 < CATCH_UP_LIMIT_MS) {
+      if (recordedMs === undefined) {
+        const r = await s.db.query<{ n: string }>('SELECT count(*) AS n FROM inbound_events');
+        const recorded = Number(r.rows[0]?.n ?? 0);
+        backlog ??= Math.max(0, stored - recorded);
+        if (recorded >= stored) {
+          recordedMs = performance.now() - t0;
+          eventsSeq = (await nats.jsm.streams.info(STREAMS.events.name)).state.last_seq;
+        }
+      }
+      if (recordedMs !== undefined && Number((await checkpoints.get(TRANSLATOR_CHECKPOINT))?.string() || 0) >= eventsSeq) {
+        return { stored, backlog: backlog ?? 0, recordedMs, translatedMs: performance.now() - t0 };
+      }
+      await sleep(100);
+    }
+    return { stored, backlog: backlog ?? 0, recordedMs, translatedMs: undefined };
   } finally {
     await nats.close();
   }
 }
 
-interface CatchUp {
-  stored: number;
-  /** Stored requests not yet recorded in inbound_events when the wait began. */
-  backlog: number;
-  /** Until every stored request is a row; undefined = not within CATCH_UP_LIMIT_MS. */
-  ms: number | undefined;
-}
-
-/**
- * Waits until every message in INBOUND is an inbound_events row, i.e. the router
- * (and the projector after it) have caught up with what was accepted, so the next
- * phase does not measure the previous one's backlog.
- */
-async function catchUp(s: Stack): Promise<CatchUp> {
-  const stored = await inboundStored(s.nats.url);
-  const t0 = performance.now();
-  let backlog: number | undefined;
-  for (;;) {
-    const r = await s.db.query<{ n: string }>('SELECT count(*) AS n FROM inbound_events');
-    const recorded = Number(r.rows[0]?.n ?? 0);
-    backlog ??= Math.max(0, stored - recorded);
-    if (recorded >= stored) return { stored, backlog, ms: performance.now() - t0 };
-    if (performance.now() - t0 > CATCH_UP_LIMIT_MS) return { stored, backlog, ms: undefined };
-    await sleep(100);
-  }
-}
-
 function catchUpFigures(c: CatchUp): string {
-  if (c.ms === undefined) return `backlog ${fmt.int(c.backlog)} not recorded within ${CATCH_UP_LIMIT_MS / 1000} s`;
-  return `backlog ${fmt.int(c.backlog)} recorded in ${fmt.s(c.ms / 1000)}${c.backlog > 0 ? ` (${fmt.rate(c.backlog / (c.ms / 1000))})` : ''}`;
+  const within = (ms: number | undefined) => (ms === undefined ? `not within ${CATCH_UP_LIMIT_MS / 1000} s` : `in ${fmt.s(ms / 1000)}`);
+  const rate = c.recordedMs && c.backlog > 0 ? ` (${fmt.rate(c.backlog / (c.recordedMs / 1000))})` : '';
+  return `backlog ${fmt.int(c.backlog)} recorded ${within(c.recordedMs)}${rate}; translator through EVENTS ${within(c.translatedMs)}`;
 }
 
 interface ForwardRun {
@@ -319,7 +335,7 @@ export const inbound: Benchmark = {
           const exact = (f: ForwardRun) => f.lost === 0 && f.duplicates === 0 && f.executionIdRepeats === 0 && f.accepted > 0;
           const notes = [
             `load generator for both the raw server and the service: undici Pool, ${CONCURRENCY} keep-alive connections, closed loop, ${WARMUP_MS / 1000} s warm-up then ${SECONDS} s measured; body ${BODY_BYTES} bytes of JSON; only 200 answers count (for the service, 200 with status "received").`,
-            'acceptance is measured on a collect-only endpoint (no forward URLs), so no forwarding competes with it; the 80% open loop uses the same endpoint. The router still records each collect-only request (an InboundEventReceived event, an inbound_events row), in the same process; after each of the two runs the bench waits until inbound_events has a row per INBOUND message, so no phase starts with the previous one\'s backlog ("backlog … recorded in" = that wait).',
+            'acceptance is measured on a collect-only endpoint (no forward URLs), so no forwarding competes with it; the 80% open loop uses the same endpoint. The router still records each collect-only request (an InboundEventReceived event, an inbound_events row) and the translator reads that event, in the same process; after each of the two runs the bench waits until inbound_events has a row per INBOUND message and the translator\'s checkpoint has passed every event, so no phase starts with the previous one\'s backlog ("pipeline catch-up" = that wait).',
             `receive → forward: forward URL = the bench target (answers 200 at once); arrival at the target − send time, both CLOCK_MONOTONIC; warm-up ${FORWARD_WARMUP} events first. Lane variant at ${LANE_RATE}/s, since a lane forwards one event at a time.`,
             ...[accept.outcomes, openOutcomes, fwd.outcomes, lane.outcomes].flatMap((o) => o.examples),
             ...troubleNotes(s.service),
@@ -343,11 +359,11 @@ export const inbound: Benchmark = {
                 value: `${fmt.int(storedAfterAccept)} ≥ ${fmt.int(okAfterAccept)} after saturation; ${fmt.int(storedAfterOpen)} ≥ ${fmt.int(okAfterOpen)} after the 80% run`,
                 ok: durable,
               },
-              { label: 'router + projector after saturation (INBOUND → inbound_events rows)', value: catchUpFigures(caughtUpAccept), ok: caughtUpAccept.ms !== undefined },
+              { label: 'pipeline catch-up after saturation (INBOUND → inbound_events rows; translator)', value: catchUpFigures(caughtUpAccept), ok: caughtUpAccept.translatedMs !== undefined },
               { label: `open loop at ${OPEN_FRACTION * 100}% (${fmt.rate(openRate)}, ${OPEN_SECONDS} s)`, value: `${fmt.int(openMs.length)} of ${fmt.int(openCount)} answered 200; ${openOutcomes.describe()}` },
               { label: `latency at ${OPEN_FRACTION * 100}%: p50 / p99 / max`, value: `${p50p99(openLat)} / ${fmt.ms(openLat.max)}` },
               { label: 'open loop send lag p99 (bench side)', value: `${fmt.ms(summarize(openLoopRun.sendLagMs).p99)}; unfinished ${openLoopRun.unfinished}` },
-              { label: `router + projector after the ${OPEN_FRACTION * 100}% run`, value: catchUpFigures(caughtUpOpen), ok: caughtUpOpen.ms !== undefined },
+              { label: `pipeline catch-up after the ${OPEN_FRACTION * 100}% run`, value: catchUpFigures(caughtUpOpen), ok: caughtUpOpen.translatedMs !== undefined },
               { label: `receive → forward p50 / p99, use_lane false (${FORWARD_RATE}/s)`, value: `${p50p99(fwdLat)}; ${firstLast(fwd)}` },
               { label: 'use_lane false: events', value: forwardFigures(fwd), ok: exact(fwd) },
               { label: `receive → forward p50 / p99, use_lane true (${LANE_RATE}/s)`, value: `${p50p99(laneLat)}; ${firstLast(lane)}` },

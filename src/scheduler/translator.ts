@@ -79,10 +79,25 @@ export function createTranslator(deps: TranslatorDeps) {
     }
   }
 
+  /**
+   * Endpoints' pause state and the sequence of their last event: read once, then kept
+   * by the endpoint's own events as its chain handles them (a later sequence wins),
+   * so a delivery costs no read. Emptied whenever the lease is taken again.
+   */
+  const endpoints = new Map<string, { paused: boolean; seq: number } | null>();
   async function endpointState(orgId: string, endpointId: string) {
+    if (endpoints.has(endpointId)) return endpoints.get(endpointId)!;
     const last = await deps.store.last<EndpointEvent>(SUBJECTS.endpoint(orgId, endpointId));
     const endpoint = last ? evolveEndpoint(null, last.event) : null;
-    return endpoint ? { paused: endpoint.paused, seq: last!.seq } : null;
+    const state = endpoint ? { paused: endpoint.paused, seq: last!.seq } : null;
+    if (!endpoints.has(endpointId)) endpoints.set(endpointId, state);
+    return endpoints.get(endpointId)!;
+  }
+  function learnEndpoint(event: EndpointEvent, seq: number) {
+    const id = event.data.endpoint.id;
+    const known = endpoints.get(id);
+    if (known === undefined || (known && known.seq >= seq)) return;
+    endpoints.set(id, event.type === 'EndpointDeleted' ? null : { paused: event.data.endpoint.paused, seq });
   }
 
   /**
@@ -167,6 +182,7 @@ export function createTranslator(deps: TranslatorDeps) {
   }
 
   async function handle(event: JetcronEvent, seq: number): Promise<void> {
+    if (event.type.startsWith('Endpoint')) learnEndpoint(event as EndpointEvent, seq);
     switch (event.type) {
       case 'InboundEventReceived':
       case 'InboundEventReplayed':
@@ -262,7 +278,7 @@ export function createTranslator(deps: TranslatorDeps) {
     }
   }
 
-  return { handle };
+  return { handle, forget: () => endpoints.clear() };
 }
 
 function chainKey(event: JetcronEvent, subject: string): string {
@@ -281,8 +297,9 @@ export function startTranslator(deps: TranslatorDeps) {
   const done = (async () => {
     const kv = await new Kvm(deps.nats.nc).open(KV_BUCKETS.checkpoints.name);
     const lease = createLease(await openLeaseBucket(deps.nats), 'translator', deps.owner);
-    await whileLeased(lease, abort.signal, deps.log, (signal) =>
-      readEventsKeyed({
+    await whileLeased(lease, abort.signal, deps.log, (signal) => {
+      translator.forget();
+      return readEventsKeyed({
         nats: deps.nats,
         kv,
         name: 'translator',
@@ -292,8 +309,8 @@ export function startTranslator(deps: TranslatorDeps) {
         log: deps.log,
         keyOf: (e) => chainKey(e.event, e.subject),
         handle: (e) => translator.handle(e.event, e.seq),
-      }),
-    );
+      });
+    });
   })();
   return {
     async stop() {
