@@ -37,12 +37,8 @@ export function createEventStore(nats: Nats): EventStore {
   return {
     async append(subject, event, expectedSeq) {
       assertLiteral(subject);
-      const opts = expectedSeq === undefined
-        ? { msgID: event.id }
-        : { msgID: event.id, expect: { lastSubjectSequence: expectedSeq } };
       try {
-        const ack = await nats.js.publish(subject, encodeJson(event), opts);
-        return ack.seq;
+        return await nats.publish(subject, encodeJson(event), { msgId: event.id, ...(expectedSeq === undefined ? {} : { expectLastSubjectSeq: expectedSeq }) });
       } catch (err) {
         if (isWrongLastSequence(err)) throw new ConcurrencyError(subject);
         throw err;

@@ -4,7 +4,6 @@ import type { Endpoint } from '../commands/endpoint/types.ts';
 import { newId } from '../lib/ids.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import type { Nats } from '../nats/connection.ts';
-import { createAckedPublisher } from '../nats/acked-publisher.ts';
 import type { EndpointDirectory } from '../inbound/endpoint-directory.ts';
 import { hookRequest, type HooksFor } from '../inbound/pipeline.ts';
 import { encodeStoredRequest, type InboundRequestMeta } from '../inbound/stored-request.ts';
@@ -74,7 +73,6 @@ function readBody(req: IncomingMessage): Promise<Buffer | 'too_large'> {
  * from there.
  */
 export function createInboundReceiver(deps: InboundReceiverDeps) {
-  const publisher = createAckedPublisher(deps.nats);
   const count = (status: number) => deps.metrics.inc('jetcron_inbound_requests_total', 'Inbound webhook requests answered', { status });
 
   async function receive(req: IncomingMessage, res: ServerResponse, slug: string, query: string): Promise<void> {
@@ -105,7 +103,7 @@ export function createInboundReceiver(deps: InboundReceiverDeps) {
     };
     const verdict = await verify(endpoint, meta, body);
     if (!verdict.accepted) meta.rejected = { status_code: verdict.status_code };
-    await publisher.publish(SUBJECTS.inbound(endpoint.org_id, endpoint.id), encodeStoredRequest(meta, body), meta.id);
+    await deps.nats.publish(SUBJECTS.inbound(endpoint.org_id, endpoint.id), encodeStoredRequest(meta, body), { msgId: meta.id });
     if (meta.rejected) return send(res, meta.rejected.status_code, { id: meta.id, status: 'rejected' });
     send(res, 200, { id: meta.id, status: endpoint.paused ? 'queued' : 'received' });
   }
@@ -143,6 +141,5 @@ export function createInboundReceiver(deps: InboundReceiverDeps) {
       });
       return true;
     },
-    close: () => publisher.close(),
   };
 }

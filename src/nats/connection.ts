@@ -1,10 +1,17 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import { createAckedPublisher, type AckedPublisher } from './acked-publisher.ts';
 
 export interface Nats {
   nc: NatsConnection;
   js: JetStreamClient;
   jsm: JetStreamManager;
+  /**
+   * JetStream publish that waits for the ack, shared by the process (see
+   * `createAckedPublisher`): resolves with the sequence; `expectLastSubjectSeq`
+   * guards the write; a refusal carries JetStream's `api_error`.
+   */
+  publish(subject: string, data: Uint8Array, opts?: { msgId?: string; expectLastSubjectSeq?: number }): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -19,11 +26,17 @@ export async function connectNats(url: string, name: string): Promise<Nats> {
   });
   const js = jetstream(nc, { timeout: 10_000 });
   const jsm = await jetstreamManager(nc, { timeout: 10_000 });
+  let publisher: AckedPublisher | undefined;
   return {
     nc,
     js,
     jsm,
+    publish(subject, data, opts = {}) {
+      publisher ??= createAckedPublisher({ nc });
+      return publisher.publish(subject, data, opts.msgId, opts.expectLastSubjectSeq);
+    },
     async close() {
+      publisher?.close();
       if (nc.isClosed()) return;
       await nc.drain().catch(() => nc.close());
     },

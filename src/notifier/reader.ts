@@ -30,7 +30,7 @@ export interface NotifyReaderDeps {
 
 /** Hands a planned delivery to the NOTIFY stream; the msg id makes a repeat a no-op. */
 export async function publishJob(nats: Nats, job: NotificationJob): Promise<void> {
-  await nats.js.publish(SUBJECTS.notify(job.org_id), encodeJson(job), { msgID: notifyMsgId(job) });
+  await nats.publish(SUBJECTS.notify(job.org_id), encodeJson(job), { msgId: notifyMsgId(job) });
 }
 
 /**

@@ -140,7 +140,6 @@ async function start(config: Config, log: (m: string) => void, stoppers: Stopper
     const app = createApp({ config, db, nats, store, clock, directory, watermark, rateLimiter, metrics, endpoints, secrets, hooks }, log, () => root);
     // Inbound URLs skip express: they are the hot path and need neither an API key nor JSON.
     const receiver = createInboundReceiver({ nats, endpoints, hooks, metrics, log });
-    stoppers.push(async () => receiver.close());
     const server: Server = createServer((req, res) => {
       if (!receiver.handle(req, res)) app(req, res);
     });

@@ -13,7 +13,7 @@ export function createHeld(nats: Nats) {
   const subjectOf = (job: AttemptJob) => SUBJECTS.held(job.org_id, job.source.id);
   return {
     async hold(job: AttemptJob): Promise<void> {
-      await nats.js.publish(subjectOf(job), encodeJson(job), { msgID: `${job.execution_id}:held:${job.attempt}` });
+      await nats.publish(subjectOf(job), encodeJson(job), { msgId: `${job.execution_id}:held:${job.attempt}` });
     },
     /** Starts every held job of the endpoint, oldest first; returns how many. */
     async release(orgId: string, endpointId: string, start: (job: AttemptJob) => Promise<void>): Promise<number> {

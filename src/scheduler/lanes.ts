@@ -76,7 +76,7 @@ export async function createLanes(nats: Nats, store: EventStore) {
         await release(org, key, job.execution_id, false);
         continue;
       }
-      await nats.js.publish(SUBJECTS.dispatch(org), encodeJson(job), { msgID: jobMsgId(job) });
+      await nats.publish(SUBJECTS.dispatch(org), encodeJson(job), { msgId: jobMsgId(job) });
       return;
     }
   }
@@ -101,7 +101,7 @@ export async function createLanes(nats: Nats, store: EventStore) {
   return {
     async enqueue(job: AttemptJob & { lane: string }): Promise<void> {
       const key = laneKey(job.lane);
-      await nats.js.publish(SUBJECTS.lane(job.org_id, key), encodeJson(job), { msgID: `${job.execution_id}:lane` });
+      await nats.publish(SUBJECTS.lane(job.org_id, key), encodeJson(job), { msgId: `${job.execution_id}:lane` });
       await advance(job.org_id, key);
     },
     release: (org: string, lane: string, executionId: string) => release(org, laneKey(lane), executionId),

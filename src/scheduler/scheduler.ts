@@ -32,7 +32,7 @@ export async function startScheduler(deps: {
     if (job.kind === 'tick') return recordTick(deps, job);
     if (job.kind === 'deadline') return recordDeadline(deps, job);
     if (job.kind === 'attempt' && job.attempt === 1 && job.lane) return lanes.enqueue({ ...job, lane: job.lane });
-    await deps.nats.js.publish(SUBJECTS.dispatch(job.org_id), encodeJson(job), { msgID: jobMsgId(job) });
+    await deps.nats.publish(SUBJECTS.dispatch(job.org_id), encodeJson(job), { msgId: jobMsgId(job) });
   };
   const translator = startTranslator({ ...deps, timers, lanes, held: createHeld(deps.nats), start });
   const endpoints = createEndpointDirectory(deps.nats, deps.store, null);

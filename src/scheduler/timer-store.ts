@@ -35,7 +35,7 @@ export function createTimerStore(nats: Nats, partitions: number) {
   return {
     subjectFor,
     async put(job: Job, value: TimerValue, expectedSeq?: number): Promise<void> {
-      await nats.js.publish(subjectFor(job), encodeJson(value), expectedSeq === undefined ? {} : { expect: { lastSubjectSequence: expectedSeq } });
+      await nats.publish(subjectFor(job), encodeJson(value), expectedSeq === undefined ? {} : { expectLastSubjectSeq: expectedSeq });
     },
     async purgeSource(orgId: string, sourceId: string): Promise<void> {
       await nats.jsm.streams.purge(STREAMS.timers.name, { filter: `${SUBJECTS.timer(partitionOf(orgId, partitions), sourceId)}.>` });
