@@ -8,7 +8,7 @@
 import { Kvm } from '@nats-io/kv';
 import { KV_BUCKETS, STREAMS } from '../streams/definitions.ts';
 import { connectNats } from '../src/nats/connection.ts';
-import { sleep, startTarget, type CpuReport } from './harness.ts';
+import { sleep, startService, startTarget, type CpuReport } from './harness.ts';
 import { closedLoop, HttpClient, openLoop, Outcomes, type SendResult } from './load.ts';
 import { hrToWallOffset, stageTable, troubleNotes, withStack, type Benchmark, type Stack } from './stack.ts';
 import { fmt, summarize, type Summary } from './stats.ts';
@@ -325,6 +325,25 @@ export const inbound: Benchmark = {
           const fwd = await forwardRun(s, open, forwardPath, 'F', FORWARD_RATE, FORWARD_COUNT);
           ctx.log(`inbound: receive → forward, ${LANE_COUNT} at ${LANE_RATE}/s (use_lane true)`);
           const lane = await forwardRun(s, open, lanePath, 'L', LANE_RATE, LANE_COUNT);
+          // 5. The production shape: an API process of its own takes the requests while
+          // the first process (every role) routes and projects them. Same machine, so the
+          // two still share its 2 cores; what they no longer share is one event loop.
+          ctx.log('inbound: acceptance at saturation through a second process with --roles api');
+          const apiOnly = await startService({ name: `${this.name}-api`, natsUrl: s.nats.url, databaseUrl: s.databaseUrl, env: { JETCRON_ROLES: 'api' } });
+          let split: Saturation;
+          try {
+            const splitClient = new HttpClient(apiOnly.url, CONCURRENCY);
+            try {
+              split = await saturate(splitClient, collectPath, isReceived);
+            } finally {
+              await splitClient.close();
+            }
+          } finally {
+            await apiOnly.stop();
+          }
+          const splitLat = summarize(split.ms);
+          const caughtUpSplit = await catchUp(s);
+
           const variants = [['use_lane false', fwd], ['use_lane true', lane]] as const;
           const fwdLat = summarize(fwd.latency);
           const laneLat = summarize(lane.latency);
@@ -364,6 +383,8 @@ export const inbound: Benchmark = {
               { label: `latency at ${OPEN_FRACTION * 100}%: p50 / p99 / max`, value: `${p50p99(openLat)} / ${fmt.ms(openLat.max)}` },
               { label: 'open loop send lag p99 (bench side)', value: `${fmt.ms(summarize(openLoopRun.sendLagMs).p99)}; unfinished ${openLoopRun.unfinished}` },
               { label: `pipeline catch-up after the ${OPEN_FRACTION * 100}% run`, value: catchUpFigures(caughtUpOpen), ok: caughtUpOpen.translatedMs !== undefined },
+              { label: 'inbound accepted by an API-only process (all roles in another)', value: `${fmt.rate(split.rate)} = ${fmt.frac(split.rate / raw.rate)} of raw; p50 / p99 ${p50p99(splitLat)}; ${split.outcomes.describe()}` },
+              { label: 'pipeline catch-up after the API-only run', value: catchUpFigures(caughtUpSplit), ok: caughtUpSplit.translatedMs !== undefined },
               { label: `receive → forward p50 / p99, use_lane false (${FORWARD_RATE}/s)`, value: `${p50p99(fwdLat)}; ${firstLast(fwd)}` },
               { label: 'use_lane false: events', value: forwardFigures(fwd), ok: exact(fwd) },
               { label: `receive → forward p50 / p99, use_lane true (${LANE_RATE}/s)`, value: `${p50p99(laneLat)}; ${firstLast(lane)}` },
@@ -373,6 +394,7 @@ export const inbound: Benchmark = {
             headline: [
               { label: 'inbound accepted/s (fraction of raw node:http)', value: `${fmt.rate(accept.rate)} (${fmt.frac(ratio)} of ${fmt.rate(raw.rate)})`, goal: `≥ ${GOAL_RATIO}`, ok: okRatio },
               { label: `inbound p99 at ${OPEN_FRACTION * 100}% of that rate`, value: fmt.ms(openLat.p99) },
+              { label: 'inbound accepted/s, API role in its own process', value: `${fmt.rate(split.rate)} (${fmt.frac(split.rate / raw.rate)} of raw)` },
               { label: 'receive → forward p50 / p99 (no lane)', value: p50p99(fwdLat) },
               { label: 'forwarded exactly once (no lane / lane)', value: `lost: ${fwd.lost + lane.lost}, duplicates: ${fwd.duplicates + lane.duplicates + fwd.executionIdRepeats + lane.executionIdRepeats}`, ok: exact(fwd) && exact(lane) },
             ],

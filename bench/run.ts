@@ -25,7 +25,7 @@ import { fmt, markdownTable, textTable, type Table } from './stats.ts';
 import { timers } from './timers.ts';
 
 const ALL: Benchmark[] = [reference, dispatchThroughput, latency, timers, createApi, lanes, batchAccept, idempotentReplay, schedules, monitors, inbound];
-const RUN_LIMIT_MS = 15 * 60_000;
+const RUN_LIMIT_MS = 30 * 60_000;
 
 const argv = process.argv.slice(2);
 if (argv.includes('--help') || argv.includes('-h')) {
