@@ -103,7 +103,7 @@ export function createInboundReceiver(deps: InboundReceiverDeps) {
     };
     const verdict = await verify(endpoint, meta, body);
     if (!verdict.accepted) meta.rejected = { status_code: verdict.status_code };
-    await deps.nats.publish(SUBJECTS.inbound(endpoint.org_id, endpoint.id), encodeStoredRequest(meta, body), { msgId: meta.id });
+    await deps.nats.publish(SUBJECTS.inbound(endpoint.org_id, endpoint.id), encodeStoredRequest(meta, body), { msgId: meta.id, batch: true });
     if (meta.rejected) return send(res, meta.rejected.status_code, { id: meta.id, status: 'rejected' });
     send(res, 200, { id: meta.id, status: endpoint.paused ? 'queued' : 'received' });
   }

@@ -14,8 +14,8 @@ const decoder = new TextDecoder();
  * `js.publish` is a request: a fresh reply subject, a timer and an Error object per
  * call, which showed as a tenth of the receiver's CPU. Here one wildcard
  * subscription takes every ack, matched by a counter in the reply subject, and one
- * sweep per second times out the late ones; one turn's publishes share one socket
- * write. Semantics are `js.publish`'s with a
+ * sweep per second times out the late ones; batched publishes of one turn share one
+ * socket write. Semantics are `js.publish`'s with a
  * `Nats-Msg-Id`: resolves with the stream sequence once the message is stored.
  */
 export function createAckedPublisher(nats: { nc: NatsConnection }, timeoutMs = 10_000) {
@@ -59,9 +59,10 @@ export function createAckedPublisher(nats: { nc: NatsConnection }, timeoutMs = 1
   }, 1000);
   sweep.unref();
 
-  // Publishes wait for the end of the event loop turn and go out together: nats.js
-  // writes to its socket once per microtask checkpoint, so requests answered in
-  // separate turns would each cost a write system call.
+  // Batched publishes wait for the end of the event loop turn and go out together:
+  // nats.js writes to its socket once per microtask checkpoint, so requests answered
+  // in separate turns would each cost a write system call. The wait costs latency,
+  // so only callers that take many small requests (the inbound receiver) ask for it.
   let queued: Array<{ subject: string; data: Uint8Array; msgId: string | undefined; expect: number | undefined; token: string }> = [];
   const send = () => {
     const batch = queued;
@@ -84,12 +85,14 @@ export function createAckedPublisher(nats: { nc: NatsConnection }, timeoutMs = 1
      * `expectLastSubjectSeq` guards the append like `expect.lastSubjectSequence`, and
      * a refusal carries JetStream's `api_error` (e.g. err_code 10071, wrong last sequence).
      */
-    publish(subject: string, data: Uint8Array, msgId?: string, expectLastSubjectSeq?: number): Promise<number> {
+    publish(subject: string, data: Uint8Array, msgId?: string, expectLastSubjectSeq?: number, batch = false): Promise<number> {
       const token = (counter++).toString(36);
       return new Promise<number>((resolve, reject) => {
         waiting.set(token, { resolve, reject, at: Date.now() });
-        if (!queued.length) setImmediate(send);
         queued.push({ subject, data, msgId, expect: expectLastSubjectSeq, token });
+        // Batched: wait for the end of the loop turn (throughput). Else out now (latency).
+        if (!batch) send();
+        else if (queued.length === 1) setImmediate(send);
       });
     },
     close(): void {

@@ -11,7 +11,7 @@ export interface Nats {
    * `createAckedPublisher`): resolves with the sequence; `expectLastSubjectSeq`
    * guards the write; a refusal carries JetStream's `api_error`.
    */
-  publish(subject: string, data: Uint8Array, opts?: { msgId?: string; expectLastSubjectSeq?: number }): Promise<number>;
+  publish(subject: string, data: Uint8Array, opts?: { msgId?: string; expectLastSubjectSeq?: number; batch?: boolean }): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -33,7 +33,7 @@ export async function connectNats(url: string, name: string): Promise<Nats> {
     jsm,
     publish(subject, data, opts = {}) {
       publisher ??= createAckedPublisher({ nc });
-      return publisher.publish(subject, data, opts.msgId, opts.expectLastSubjectSeq);
+      return publisher.publish(subject, data, opts.msgId, opts.expectLastSubjectSeq, opts.batch);
     },
     async close() {
       publisher?.close();
