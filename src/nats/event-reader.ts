@@ -57,9 +57,12 @@ export async function readStream<T>(
 
   const pump = (async () => {
     for await (const m of messages) {
+      // Stopped: what the closed iterator still yields is not needed, and waiting for
+      // room after the abort would wait forever (nothing drains the buffer any more).
+      if (opts.signal.aborted) break;
       buffer.push({ event: opts.decode(m.data), seq: m.seq, subject: m.subject });
       wake?.();
-      if (buffer.length >= opts.maxBatch * 4) await new Promise<void>((r) => (drained = r));
+      if (buffer.length >= opts.maxBatch * 4 && !opts.signal.aborted) await new Promise<void>((r) => (drained = r));
     }
   })();
 

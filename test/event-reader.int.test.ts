@@ -1,0 +1,42 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { RetentionPolicy, StorageType } from '@nats-io/jetstream';
+import { connectNats, type Nats } from '../src/nats/connection.ts';
+import { readStream } from '../src/nats/event-reader.ts';
+import { startTestNats } from './support/nats.ts';
+
+let server: Awaited<ReturnType<typeof startTestNats>>;
+let nats: Nats;
+before(async () => {
+  server = await startTestNats();
+  nats = await connectNats(server.url, 'event-reader test');
+  await nats.jsm.streams.add({ name: 'R', subjects: ['r.>'], retention: RetentionPolicy.Limits, storage: StorageType.Memory });
+  for (let i = 0; i < 300; i++) await nats.publish('r.x', new TextEncoder().encode(String(i)));
+});
+after(async () => {
+  await nats.close();
+  await server.stop();
+});
+
+// A reader whose handler is slower than the stream fills its buffer; a stop must
+// still end it (it used to wait for room in a buffer no one drained any more).
+test('readStream ends on abort while its buffer is full and the handler is busy', async () => {
+  const abort = new AbortController();
+  let release!: () => void;
+  const busy = new Promise<void>((r) => (release = r));
+  const seen: number[] = [];
+  const reading = readStream(
+    nats,
+    { stream: 'R', decode: (d) => Number(new TextDecoder().decode(d)), startSeq: 1, maxBatch: 5, signal: abort.signal, log: () => {}, name: 'test' },
+    async (batch) => {
+      seen.push(...batch.map((b) => b.event));
+      await busy;
+    },
+  );
+  await new Promise((r) => setTimeout(r, 300)); // the pump fills the buffer (20) while the first batch waits
+  abort.abort();
+  release();
+  const ended = await Promise.race([reading.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 5000))]);
+  assert.equal(ended, true, 'readStream did not end within 5 s of the abort');
+  assert.equal(seen[0], 0);
+});
