@@ -63,17 +63,33 @@ describe('restart and replay', () => {
       await api('PUT', `/tasks/${updated.id}`, { name: 'renamed', headers: { 'X-A': 'b' } });
       const gone = (await api('POST', '/tasks', { url: `${target.url}/gone`, delay: '1d' })).body.data;
       await api('DELETE', `/tasks/${gone.id}`);
-      await eventually(async () => (await api('GET', '/executions?status=pending')).body.data.length === 1);
+      // Endpoints: one forwarding (paused, so one delivery stays held), one collect-only, one deleted.
+      const ep = (await api('POST', '/endpoints', { name: 'hooks', forward_urls: [`${target.url}/ok`, `${target.url}/fail`], forward_headers: { 'X-F': '1' } })).body.data;
+      const collect = (await api('POST', '/endpoints', { name: 'collect' })).body.data;
+      for (const e of [ep, collect]) await fetch(e.inbound_url, { method: 'POST', body: '{"n":1}', headers: { 'Content-Type': 'application/json' } });
+      await eventually(async () => (await api('GET', `/endpoints/${ep.id}/events`)).body.data[0]?.executions.every((x: any) => x.status !== 'pending'));
+      await api('POST', `/endpoints/${ep.id}/pause`);
+      await fetch(ep.inbound_url, { method: 'PUT', body: 'held' });
+      await eventually(async () => (await api('GET', `/endpoints/${ep.id}/events`)).body.data.length === 2);
+      await eventually(async () => (await api('GET', `/endpoints/${collect.id}/events`)).body.data.length === 1);
+      const dropped = (await api('POST', '/endpoints', { name: 'dropped' })).body.data;
+      await api('DELETE', `/endpoints/${dropped.id}`);
+      await eventually(async () => (await api('GET', '/executions?status=pending')).body.data.length === 3);
 
       const snapshot = async () => {
         const tasks = (await api('GET', '/tasks')).body.data;
         const executions = (await api('GET', '/executions?limit=100')).body.data;
         const details = [];
         for (const e of executions) details.push((await api('GET', `/executions/${e.id}`)).body.data);
-        return { tasks, executions, details, org: (await api('GET', '/organization')).body.data };
+        // The restarted service listens on another port: compare inbound URLs by path.
+        const endpoints = (await api('GET', '/endpoints')).body.data.map((e: any) => ({ ...e, inbound_url: new URL(e.inbound_url).pathname }));
+        const events = [];
+        for (const e of endpoints) events.push((await api('GET', `/endpoints/${e.id}/events`)).body.data);
+        return { tasks, executions, details, endpoints, events, org: (await api('GET', '/organization')).body.data };
       };
       const before = await snapshot();
       assert.equal(before.tasks.length, 6);
+      assert.equal(before.endpoints.length, 2);
 
       await svc.stopService();
       const printed: unknown[] = [];
