@@ -3,7 +3,7 @@ import type { StoredEvent } from '../events/envelope.ts';
 import type { JetcronEvent } from '../events/types.ts';
 import { createKeyedPipeline } from '../scheduler/keyed-pipeline.ts';
 import type { Nats } from './connection.ts';
-import { readEvents, readStream, type StreamItem } from './event-reader.ts';
+import { readEvents } from './event-reader.ts';
 import { openCheckpoint } from './throttled-checkpoint.ts';
 
 /**
@@ -26,11 +26,6 @@ interface KeyedReadOptions<I> {
   log: (m: string) => void;
   keyOf: (e: I) => string;
   handle: (e: I) => Promise<void>;
-}
-
-/** The same over any stream: `decode` turns a message's bytes into what the handler gets. */
-export function readStreamKeyed<T>(opts: KeyedReadOptions<StreamItem<T>> & { stream: string; decode: (data: Uint8Array) => T }): Promise<void> {
-  return readKeyed(opts, (read, handle) => readStream(opts.nats, { ...read, stream: opts.stream, decode: opts.decode }, handle));
 }
 
 type Reader<I> = (
