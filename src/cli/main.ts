@@ -12,6 +12,7 @@ import { connectNats } from '../nats/connection.ts';
 import { defaultDataDir } from '../runtime/data-dir.ts';
 import { natsUrlFromDataDir } from '../runtime/find-nats-url.ts';
 import { parseArgs } from './args.ts';
+import { serviceUrls } from './services.ts';
 
 const USAGE = `usage:
   jetcron serve [--roles api,projector,scheduler,dispatcher,notifier]
@@ -19,7 +20,8 @@ const USAGE = `usage:
   jetcron org plan --org ORG_ID --plan free|pro
   jetcron key create --org ORG_ID
   jetcron key revoke --key pk_…
-  jetcron projections rebuild`;
+  jetcron projections rebuild
+  jetcron replay --projection FILE [--from-start] [--follow]`;
 
 class UsageError extends Error {}
 
@@ -107,17 +109,13 @@ async function main(argv: string[]): Promise<void> {
       });
     }
     case 'projections rebuild': {
-      // A running embedded service leaves its URLs in the data directory; a stopped one does not.
-      const pgFile = join(dataDir, 'postgres.url');
-      const runningPg = existsSync(pgFile) && existsSync(join(dataDir, 'nats.url')) ? readFileSync(pgFile, 'utf8').trim() : undefined;
       const { rebuildProjections } = await import('./rebuild.ts');
-      return rebuildProjections({
-        natsUrl: process.env.NATS_URL || natsUrlFromDataDir(dataDir),
-        databaseUrl: process.env.DATABASE_URL || runningPg,
-        dataDir,
-        log,
-        print,
-      });
+      return rebuildProjections({ ...serviceUrls(dataDir), log, print });
+    }
+    case 'replay': {
+      const file = need(flags, 'projection');
+      const { replayFromCli } = await import('../replay/cli.ts');
+      return replayFromCli({ ...serviceUrls(dataDir), file, fromStart: flags.has('from-start'), follow: flags.has('follow'), log, print });
     }
     default:
       throw new UsageError(cmd ? `unknown command "${words.join(' ')}"` : 'no command given');
