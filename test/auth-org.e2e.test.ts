@@ -218,6 +218,11 @@ describe('authentication, organization and service endpoints', () => {
     assert.deepEqual(create.properties.method.enum, ['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
     assert.ok(doc.paths['/tasks'].post);
     assert.equal(doc.components.schemas.UpdateOrganization.additionalProperties, false);
+    // Every resource's paths and request schemas are there.
+    for (const path of ['/tasks/batch', '/schedules', '/schedules/{id}/trigger', '/monitors/{id}/pause', '/sync', '/endpoints', '/endpoints/{id}/events/{event_id}/replay']) assert.ok(doc.paths[path], path);
+    assert.deepEqual(doc.components.schemas.CreateEndpoint.required, ['name']);
+    assert.equal(doc.components.schemas.CreateEndpoint.properties.forward_urls.maxItems, 10);
+    assert.ok(doc.components.schemas.CreateSchedule.required.includes('cron'));
   });
 
   test('unknown API paths are 404 with the error body', async () => {

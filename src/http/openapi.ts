@@ -3,6 +3,10 @@ import { errorSchema } from './schemas/common.ts';
 import { updateOrganizationSchema } from './schemas/organization.ts';
 import { createTaskSchema, triggerTaskSchema, updateTaskSchema } from './schemas/task.ts';
 import { createEndpointSchema, updateEndpointSchema } from './schemas/endpoint.ts';
+import { createBatchSchema } from './schemas/batch.ts';
+import { createMonitorSchema, updateMonitorSchema } from './schemas/monitor.ts';
+import { createScheduleSchema, updateScheduleSchema } from './schemas/schedule.ts';
+import { syncSchema } from './schemas/sync.ts';
 
 // Built from the very schema objects that validate requests, so the document cannot drift.
 function strip(schema: object): object {
@@ -31,6 +35,12 @@ export function openApiDocument(serverUrl: string) {
         UpdateTask: strip(updateTaskSchema),
         TriggerTask: strip(triggerTaskSchema),
         UpdateOrganization: strip(updateOrganizationSchema),
+        CreateBatch: strip(createBatchSchema),
+        CreateSchedule: strip(createScheduleSchema),
+        UpdateSchedule: strip(updateScheduleSchema),
+        CreateMonitor: strip(createMonitorSchema),
+        UpdateMonitor: strip(updateMonitorSchema),
+        Sync: strip(syncSchema),
         CreateEndpoint: strip(createEndpointSchema),
         UpdateEndpoint: strip(updateEndpointSchema),
         Error: errorSchema,
@@ -43,6 +53,17 @@ export function openApiDocument(serverUrl: string) {
       '/tasks/{id}/executions': { get: op('Task execution history') },
       '/executions': { get: op('List executions') },
       '/executions/{id}': { get: op('Get an execution with its attempts') },
+      '/tasks/batch': { post: { ...op('Create up to 1,000 tasks of one lane, all or nothing', 'CreateBatch', '201'), parameters: [idempotencyKeyParameter] } },
+      '/schedules': { get: op('List schedules'), post: op('Create a cron schedule', 'CreateSchedule', '201') },
+      '/schedules/{id}': { get: op('Get a schedule'), put: op('Update a schedule', 'UpdateSchedule'), delete: op('Delete a schedule and its history', undefined, '204') },
+      '/schedules/{id}/trigger': { post: op('Run a schedule now', 'TriggerTask', '202') },
+      '/schedules/{id}/executions': { get: op('Schedule execution history') },
+      '/monitors': { get: op('List heartbeat monitors'), post: op('Create a heartbeat monitor', 'CreateMonitor', '201') },
+      '/monitors/{id}': { get: op('Get a monitor with its ping_url'), put: op('Update a monitor', 'UpdateMonitor'), delete: op('Delete a monitor and its pings', undefined, '204') },
+      '/monitors/{id}/pause': { post: op('Pause a monitor (pings answer 410)') },
+      '/monitors/{id}/resume': { post: op('Resume a monitor') },
+      '/monitors/{id}/pings': { get: op('Ping history') },
+      '/sync': { put: op('Declare schedules and monitors by key', 'Sync') },
       '/endpoints': { get: op('List endpoints'), post: { ...op('Create an endpoint', 'CreateEndpoint', '201'), parameters: [idempotencyKeyParameter] } },
       '/endpoints/{id}': { get: op('Get an endpoint with its inbound_url'), put: op('Update an endpoint', 'UpdateEndpoint'), delete: op('Delete an endpoint and its inbound events', undefined, '204') },
       '/endpoints/{id}/pause': { post: op('Pause delivery (events are stored and held)') },
