@@ -3,7 +3,7 @@
  * allow, and time from the first create until Postgres shows all N executions
  * as success (polled every 50 ms), i.e. until the results are visible to users.
  */
-import { hrMs, sleep } from './harness.ts';
+import { hrMs, sleep, sampleTargetArrivals } from './harness.ts';
 import { closedLoop } from './load.ts';
 import { countExecutions, executionStatuses, executionTimes, hrToWallOffset, stageTable, troubleNotes, withStack, type Benchmark, type Metric } from './stack.ts';
 import { fmt, summarize, type Table } from './stats.ts';
@@ -57,15 +57,8 @@ export const dispatchThroughput: Benchmark = {
           await sleep(Math.max(0, POLL_MS - (hrMs() - at)));
         }
       })();
-      const targetSamples: { t: number; n: number }[] = [];
-      const targetPoller = (async () => {
-        while (sampling) {
-          const at = hrMs();
-          const st = await s.target.stats().catch(() => undefined);
-          if (st) targetSamples.push({ t: at - t0, n: st.unique });
-          await sleep(250);
-        }
-      })();
+      const arrivals = sampleTargetArrivals(s.target, t0);
+      const targetSamples = arrivals.samples;
 
       const cpuEnd = s.startCpuPhase();
       const createMs: number[] = [];
@@ -97,7 +90,7 @@ export const dispatchThroughput: Benchmark = {
       }
       const cpu = cpuEnd();
       sampling = false;
-      await Promise.all([pgPoller, targetPoller]);
+      await Promise.all([pgPoller, arrivals.stop()]);
       const finalSuccess = (await countExecutions(s.db)) - baseline;
       const statuses = await executionStatuses(s.db);
       const st = await s.target.stats(true);

@@ -203,6 +203,30 @@ export function natsServerVersion(): string {
 
 // ---------------------------------------------------------------- target server
 
+/**
+ * Samples every 250 ms how many distinct requests the target has received (times
+ * relative to `t0`, hr ms), until `stop()`: the arrival curve of a run.
+ */
+export function sampleTargetArrivals(target: Pick<Target, 'stats'>, t0: number) {
+  const samples: { t: number; n: number }[] = [];
+  let on = true;
+  const done = (async () => {
+    while (on) {
+      const at = hrMs();
+      const st = await target.stats().catch(() => undefined);
+      if (st) samples.push({ t: at - t0, n: st.unique });
+      await sleep(250);
+    }
+  })();
+  return {
+    samples,
+    async stop(): Promise<void> {
+      on = false;
+      await done;
+    },
+  };
+}
+
 export interface Target {
   url: string;
   pid: number;

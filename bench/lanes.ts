@@ -8,7 +8,7 @@
  * Within a lane the indices must arrive in increasing order (0, 1, … 99, no repeats)
  * and each arrival must come after the lane's previous request was answered.
  */
-import { hrMs, sleep } from './harness.ts';
+import { hrMs, sleep, sampleTargetArrivals } from './harness.ts';
 import { closedLoop } from './load.ts';
 import { executionStatuses, executionTimes, hrToWallOffset, stageTable, troubleNotes, withStack, type Benchmark, type Metric, type Stack } from './stack.ts';
 import { fmt, summarize, type Table } from './stats.ts';
@@ -160,15 +160,8 @@ export const lanes: Benchmark = {
           await sleep(Math.max(0, POLL_MS - (hrMs() - at)));
         }
       })();
-      const targetSamples: { t: number; n: number }[] = [];
-      const targetPoller = (async () => {
-        while (sampling) {
-          const at = hrMs();
-          const st = await s.target.stats().catch(() => undefined);
-          if (st) targetSamples.push({ t: at - t0, n: st.unique });
-          await sleep(250);
-        }
-      })();
+      const arrivals = sampleTargetArrivals(s.target, t0);
+      const targetSamples = arrivals.samples;
 
       const cpuEnd = s.startCpuPhase();
       const batchMs: number[] = [];
@@ -212,7 +205,7 @@ export const lanes: Benchmark = {
       }
       const cpu = cpuEnd();
       sampling = false;
-      await Promise.all([pgPoller, targetPoller]);
+      await Promise.all([pgPoller, arrivals.stop()]);
       // Let any response still being written land before asking for the records.
       await sleep(200);
 

@@ -12,7 +12,8 @@ import { FAILURES_BEFORE_BLOCK, MAX_RATE_LIMIT_BLOCK_MS, blockEnd, hostOf, hostS
 import type { AttemptJob, CallbackJob, Job } from './job.ts';
 import { classifyAttempt, maskHeaders } from './outcome.ts';
 import type { OutboundClient } from './outbound-client.ts';
-import { CALLBACK_RETRY_DELAYS_MS, endpointRetryDelayMs, retryLandsAfter, taskRetryDelayMs } from './retry-schedule.ts';
+import { CALLBACK_RETRY_DELAYS_MS, retryDelayMs, retryLandsAfter } from './retry-schedule.ts';
+import { executionCancelled, sourceGone } from '../commands/execution/ending.ts';
 import { loadForwardRequest, recordedBody } from './inbound-request.ts';
 import { forwardUrl } from '../inbound/pipeline.ts';
 import { signedHeaders } from './signing.ts';
@@ -66,10 +67,16 @@ export function startDispatcher(deps: DispatcherDeps) {
    * the task; what remains is a job that waited in DISPATCH, so only a job that has
    * waited pays for the check (a round trip per attempt on the hot path otherwise).
    */
-  async function sourceGone(job: AttemptJob): Promise<boolean> {
+  async function taskGone(job: AttemptJob): Promise<boolean> {
     if (job.source.type !== 'task' || deps.clock.now() - Date.parse(job.scheduled_for) < QUEUED_CHECK_AFTER_MS) return false;
-    const last = await deps.store.last(SUBJECTS.task(job.org_id, job.source.id));
-    return !last || last.event.type === 'TaskDeleted' || last.event.type === 'TaskCancelled';
+    return sourceGone(deps.store, job.org_id, job.source);
+  }
+
+  /** Records that the execution will not run, and lets its lane go on. */
+  async function cancel(job: AttemptJob, reason: string): Promise<undefined> {
+    const event = executionCancelled(job.org_id, { execution_id: job.execution_id, source: job.source, reason, lane: job.lane }, deps.clock.now());
+    await deps.store.append(SUBJECTS.execution(job.org_id, job.execution_id), event);
+    return undefined;
   }
 
   /**
@@ -101,12 +108,7 @@ export function startDispatcher(deps: DispatcherDeps) {
    */
   async function runAttempt(job: AttemptJob): Promise<number | undefined> {
     const subject = SUBJECTS.execution(job.org_id, job.execution_id);
-    if (await sourceGone(job)) {
-      const cancelled = envelope('ExecutionCancelled', job.org_id, { execution_id: job.execution_id, source: job.source, reason: 'task deleted', lane: job.lane });
-      cancelled.id = `${job.execution_id}.cancelled`;
-      await deps.store.append(subject, cancelled);
-      return undefined;
-    }
+    if (await taskGone(job)) return cancel(job, 'task deleted');
     const host = hostOf(job.request.url);
     let blockedUntil = host ? hosts.blockedUntil(job.org_id, host) : 0;
     if (blockedUntil && blockedUntil - deps.clock.now() <= SHORT_BLOCK_MS) {
@@ -125,13 +127,7 @@ export function startDispatcher(deps: DispatcherDeps) {
       uncounted = sofar.uncounted;
     }
     if (job.inbound && !blockedUntil && !forward) {
-      const cancelled = envelope('ExecutionCancelled', job.org_id, {
-        execution_id: job.execution_id, source: job.source, lane: job.lane,
-        reason: 'the inbound event is no longer stored (older than 30 days, or its endpoint was deleted)',
-      });
-      cancelled.id = `${job.execution_id}.cancelled`;
-      await deps.store.append(subject, cancelled);
-      return undefined;
+      return cancel(job, 'the inbound event is no longer stored (older than 30 days, or its endpoint was deleted)');
     }
     if (blockedUntil && host) {
       // Not sent: the block is the host's, so the attempt keeps its number and waits.
@@ -205,7 +201,7 @@ export function startDispatcher(deps: DispatcherDeps) {
     } else {
       const counted = job.attempt - uncounted;
       if (outcome.retryable && counted < job.max_attempts) {
-        const backoff = deps.clock.wait(job.inbound ? endpointRetryDelayMs(counted) : taskRetryDelayMs(counted));
+        const backoff = deps.clock.wait(retryDelayMs(job.source.type, counted));
         const wait = Math.max(backoff, deps.clock.wait(outcome.retry_after_ms ?? 0));
         nextAttemptAt = new Date(Math.max(now + wait, hostBlockEnd)).toISOString();
       }

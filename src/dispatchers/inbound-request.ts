@@ -1,6 +1,6 @@
-import { STREAMS } from '../../streams/definitions.ts';
+import { isUtf8 } from 'node:buffer';
 import { forwardRequest, type ForwardRequest } from '../inbound/pipeline.ts';
-import { decodeStoredRequest } from '../inbound/stored-request.ts';
+import { loadStoredRequest } from '../inbound/stored-request.ts';
 import type { Nats } from '../nats/connection.ts';
 import type { InboundRef } from './job.ts';
 
@@ -10,11 +10,8 @@ import type { InboundRef } from './job.ts';
  * 30-day history, or purged with its endpoint.
  */
 export async function loadForwardRequest(nats: Nats, ref: InboundRef): Promise<ForwardRequest | null> {
-  const msg = await nats.jsm.direct.getMessage(STREAMS.inbound.name, { seq: ref.seq });
-  if (!msg) return null;
-  const stored = decodeStoredRequest(msg.data);
-  if (stored.meta.id !== ref.event_id) return null;
-  return forwardRequest(stored, ref);
+  const stored = await loadStoredRequest(nats, ref.seq, ref.event_id);
+  return stored && forwardRequest(stored, ref);
 }
 
 const RECORDED_BODY_BYTES = 256 * 1024;
@@ -30,7 +27,7 @@ export function recordedBody(body: string | Buffer | null): { body: string | nul
   const kept = truncated ? body.subarray(0, RECORDED_BODY_BYTES) : body;
   const text = kept.toString('utf8');
   // A cut may split a multi-byte character: judge UTF-8 on the whole body, not the cut.
-  const utf8 = Buffer.from(body.toString('utf8'), 'utf8').equals(body);
+  const utf8 = isUtf8(body);
   const out = utf8 ? { body: text } : { body: kept.toString('base64'), body_encoding: 'base64' as const };
   return truncated ? { ...out, body_truncated: true } : out;
 }

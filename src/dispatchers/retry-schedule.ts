@@ -1,3 +1,5 @@
+import type { SourceType } from '../commands/execution/types.ts';
+
 const MINUTE = 60_000;
 
 /** Tasks and schedules: retry n waits (n+1)²/2 minutes (2, 4.5, 8, 12.5, 18, …). */
@@ -8,6 +10,11 @@ export function taskRetryDelayMs(retry: number): number {
 /** Endpoint forwarding (the contract): retry n waits min(30 s · 2^(n−1), 1 h). */
 export function endpointRetryDelayMs(retry: number): number {
   return Math.min(30_000 * 2 ** (retry - 1), 60 * MINUTE);
+}
+
+/** The wait before retry n of an execution of this kind of source. */
+export function retryDelayMs(source: SourceType, retry: number): number {
+  return source === 'endpoint' ? endpointRetryDelayMs(retry) : taskRetryDelayMs(retry);
 }
 
 /** Callbacks: 3 tries in all, 5 s then 20 s apart. */

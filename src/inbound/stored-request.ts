@@ -1,4 +1,6 @@
+import { STREAMS } from '../../streams/definitions.ts';
 import { decodeJson } from '../lib/json.ts';
+import type { Nats } from '../nats/connection.ts';
 
 /** An inbound request's metadata: the first line of its INBOUND message. */
 export interface InboundRequestMeta {
@@ -41,6 +43,17 @@ export function decodeStoredRequest(data: Uint8Array): StoredRequest {
   const cut = buf.indexOf(NEWLINE);
   if (cut < 0) throw new Error('stored inbound request has no metadata line');
   return { meta: decodeJson<InboundRequestMeta>(buf.subarray(0, cut)), body: buf.subarray(cut + 1) };
+}
+
+/**
+ * The request of inbound event `eventId` at INBOUND sequence `seq` (one direct get),
+ * or null once it is gone: past the 30-day history, or purged with its endpoint.
+ */
+export async function loadStoredRequest(nats: Nats, seq: number, eventId: string): Promise<StoredRequest | null> {
+  const msg = await nats.jsm.direct.getMessage(STREAMS.inbound.name, { seq });
+  if (!msg) return null;
+  const stored = decodeStoredRequest(msg.data);
+  return stored.meta.id === eventId ? stored : null;
 }
 
 /** Header names compared without case; the first spelling seen is kept. */

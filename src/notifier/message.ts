@@ -7,7 +7,7 @@ export interface NotifySource {
   id: string;
   org_id: string;
   name: string;
-  /** The target URL (tasks, schedules), forward URL (endpoints); none for monitors. */
+  /** The target URL (tasks, schedules); none for monitors and endpoints (an endpoint may forward to ten). */
   url: string | null;
   /** null = the organization's setting, true = always, false = never. */
   notify_on_failure: boolean | null;

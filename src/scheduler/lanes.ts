@@ -1,10 +1,8 @@
 import { createHash } from 'node:crypto';
 import { Kvm, type KV } from '@nats-io/kv';
 import { KV_BUCKETS, STREAMS, SUBJECTS } from '../../streams/definitions.ts';
-import type { ExecutionEvent } from '../commands/execution/types.ts';
-import type { TaskEvent } from '../commands/task/types.ts';
-import type { EndpointEvent } from '../commands/endpoint/types.ts';
 import type { EventStore } from '../events/store.ts';
+import { executionCancelled, sourceGone } from '../commands/execution/ending.ts';
 import { jobMsgId, type AttemptJob } from '../dispatchers/job.ts';
 import { decodeJson, encodeJson } from '../lib/json.ts';
 import type { Nats } from '../nats/connection.ts';
@@ -32,16 +30,6 @@ export async function createLanes(nats: Nats, store: EventStore) {
 
   const headKey = (org: string, key: string) => `${org}.${key}`;
 
-  async function taskGone(job: AttemptJob): Promise<boolean> {
-    if (job.source.type === 'endpoint') {
-      const last = await store.last<EndpointEvent>(SUBJECTS.endpoint(job.org_id, job.source.id));
-      return !last || last.event.type === 'EndpointDeleted';
-    }
-    if (job.source.type !== 'task') return false;
-    const last = await store.last<TaskEvent>(SUBJECTS.task(job.org_id, job.source.id));
-    return !last || last.event.type === 'TaskDeleted' || last.event.type === 'TaskCancelled';
-  }
-
   /**
    * Starts the lane's next execution unless one is running. `freed` says the caller
    * has just deleted the head itself, which saves reading it again: a hand-off is a
@@ -60,18 +48,12 @@ export async function createLanes(nats: Nats, store: EventStore) {
       // `create` succeeds on an absent or deleted key, so it is the claim in both cases.
       const [claimed, gone] = await Promise.all([
         heads.create(headKey(org, key), encodeJson(head)).then(() => true, () => false),
-        taskGone(job),
+        sourceGone(store, org, job.source),
       ]);
       if (!claimed) return; // another process took the head first; it starts the execution
       if (gone) {
         // Cancelled while waiting in the lane: record it and move on to the next.
-        const event: ExecutionEvent = {
-          type: 'ExecutionCancelled',
-          id: `${job.execution_id}.cancelled`,
-          at: new Date().toISOString(),
-          org_id: org,
-          data: { execution_id: job.execution_id, source: job.source, reason: `${job.source.type} deleted`, lane: null },
-        };
+        const event = executionCancelled(org, { execution_id: job.execution_id, source: job.source, reason: `${job.source.type} deleted`, lane: null });
         await store.append(SUBJECTS.execution(org, job.execution_id), event);
         await release(org, key, job.execution_id, false);
         continue;

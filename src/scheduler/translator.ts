@@ -1,6 +1,7 @@
 import { Kvm } from '@nats-io/kv';
 import { KV_BUCKETS, STREAMS, SUBJECTS } from '../../streams/definitions.ts';
-import type { AttemptResult, ExecutionEvent } from '../commands/execution/types.ts';
+import type { AttemptResult } from '../commands/execution/types.ts';
+import { executionCancelled } from '../commands/execution/ending.ts';
 import type { Task, TaskEvent } from '../commands/task/types.ts';
 import { evolveTask } from '../commands/task/decide.ts';
 import type { EventStore } from '../events/store.ts';
@@ -13,7 +14,7 @@ import { materializeBatch } from '../commands/batch/handlers.ts';
 import { callbackBody } from './callback-body.ts';
 import { evolveSchedule } from '../commands/schedule/decide.ts';
 import { scheduleSubject } from '../commands/schedule/handlers.ts';
-import type { ScheduleEvent } from '../commands/schedule/types.ts';
+import type { Schedule, ScheduleEvent } from '../commands/schedule/types.ts';
 import { scheduleAttemptJob, tickJob } from './schedule-jobs.ts';
 import { deadlineJob } from './monitor-deadlines.ts';
 import { taskAttemptJob } from './task-jobs.ts';
@@ -132,6 +133,25 @@ export function createTranslator(deps: TranslatorDeps) {
     return endpointAttemptJob(orgId, origin.event.data.endpoint, d.inbound, plan, d.attempt + 1, d.next_attempt_at!);
   }
 
+  /** The next attempt of a task's or an endpoint's execution, or null when its source is gone. */
+  async function retryOf(orgId: string, d: AttemptResult): Promise<{ job: AttemptJob; enabled: boolean } | null> {
+    if (d.source.type === 'endpoint') {
+      const job = await endpointRetry(orgId, d);
+      return job && { job, enabled: true };
+    }
+    const task = await currentTask(orgId, d.source.id);
+    if (!task) return null;
+    const planned = { id: d.execution_id, scheduled_for: d.next_attempt_at!, callback_url: d.push_callback_url };
+    return { job: taskAttemptJob(task, planned, d.attempt + 1), enabled: task.enabled };
+  }
+
+  /** A schedule's timer for its next tick; none when it has no next run. */
+  async function armTick(s: Schedule): Promise<void> {
+    if (!s.next_run_at) return;
+    const job = tickJob(s, s.next_run_at);
+    await deps.timers.put(job, { state: 'armed', due_at: Date.parse(s.next_run_at), job });
+  }
+
   async function onAttemptFinished(orgId: string, d: AttemptResult) {
     if (d.next_attempt_at && d.source.type === 'schedule') {
       const last = await deps.store.last<ScheduleEvent>(scheduleSubject(orgId, d.source.id));
@@ -143,26 +163,10 @@ export function createTranslator(deps: TranslatorDeps) {
       }
     }
     if (d.next_attempt_at && (d.source.type === 'task' || d.source.type === 'endpoint')) {
-      if (d.source.type === 'endpoint') {
-        const job = await endpointRetry(orgId, d);
-        if (job) return schedule(job, Date.parse(d.next_attempt_at));
-      } else {
-        const task = await currentTask(orgId, d.source.id);
-        if (task) {
-          const planned = { id: d.execution_id, scheduled_for: d.next_attempt_at, callback_url: d.push_callback_url };
-          const job = taskAttemptJob(task, planned, d.attempt + 1);
-          await schedule(job, Date.parse(d.next_attempt_at), task.enabled);
-          return;
-        }
-      }
+      const next = await retryOf(orgId, d);
+      if (next) return schedule(next.job, Date.parse(d.next_attempt_at), next.enabled);
       // Deleted or cancelled meanwhile: the attempt that ran was its last.
-      const cancelled: ExecutionEvent = {
-        type: 'ExecutionCancelled',
-        id: `${d.execution_id}.cancelled`,
-        at: new Date(deps.clock.now()).toISOString(),
-        org_id: orgId,
-        data: { execution_id: d.execution_id, source: d.source, reason: `${d.source.type} deleted`, lane: d.lane ?? null },
-      };
+      const cancelled = executionCancelled(orgId, { execution_id: d.execution_id, source: d.source, reason: `${d.source.type} deleted`, lane: d.lane ?? null }, deps.clock.now());
       await deps.store.append(SUBJECTS.execution(orgId, d.execution_id), cancelled);
       return;
     }
@@ -222,7 +226,7 @@ export function createTranslator(deps: TranslatorDeps) {
       case 'ScheduleCreated':
       case 'ScheduleUpdated': {
         const s = event.data.schedule;
-        if (s.next_run_at) await deps.timers.put(tickJob(s, s.next_run_at), { state: 'armed', due_at: Date.parse(s.next_run_at), job: tickJob(s, s.next_run_at) });
+        if (s.next_run_at) await armTick(s);
         else await deps.timers.purgeSource(s.org_id, s.id);
         return;
       }
@@ -249,7 +253,7 @@ export function createTranslator(deps: TranslatorDeps) {
       case 'ScheduleTicked': {
         const { schedule: s, execution } = event.data;
         await dispatchNow(scheduleAttemptJob(s, execution, 1));
-        if (s.next_run_at) await deps.timers.put(tickJob(s, s.next_run_at), { state: 'armed', due_at: Date.parse(s.next_run_at), job: tickJob(s, s.next_run_at) });
+        await armTick(s);
         return;
       }
       case 'ScheduleTriggered':
@@ -283,8 +287,9 @@ export function createTranslator(deps: TranslatorDeps) {
 
 function chainKey(event: JetcronEvent, subject: string): string {
   // An endpoint's changes and its events' deliveries share one chain: pause, hold, resume in order.
-  if (event.type.startsWith('Endpoint') && 'endpoint' in event.data) return `endpoint:${event.org_id}:${event.data.endpoint.id}`;
-  if (event.type === 'InboundEventReceived' || event.type === 'InboundEventReplayed') return `endpoint:${event.org_id}:${event.data.endpoint.id}`;
+  if ((event.type.startsWith('Endpoint') || event.type.startsWith('InboundEvent')) && 'endpoint' in event.data) {
+    return `endpoint:${event.org_id}:${event.data.endpoint.id}`;
+  }
   if (event.type.startsWith('Task') && 'task' in event.data && event.data.task.lane) {
     return `lane:${event.org_id}:${event.data.task.lane}`;
   }

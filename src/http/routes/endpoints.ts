@@ -1,16 +1,16 @@
 import { Router } from 'express';
 import type { Selectable } from 'kysely';
-import { STREAMS, SUBJECTS } from '../../../streams/definitions.ts';
+import { SUBJECTS } from '../../../streams/definitions.ts';
 import { createEndpoint, runEndpoint } from '../../commands/endpoint/handlers.ts';
 import type { Endpoint, EndpointInput, SecretsChange } from '../../commands/endpoint/types.ts';
 import type { InboundEventEvent } from '../../commands/inbound-event/types.ts';
 import type { EndpointsTable, InboundEventsTable } from '../../db/schema.ts';
-import { ConcurrencyError } from '../../events/store.ts';
 import { forbidden, notFound, unprocessable } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { planDelivery, plannedExecutionId } from '../../inbound/pipeline.ts';
 import { endpointSnapshot, eventRecord } from '../../inbound/router.ts';
-import { decodeStoredRequest, headerObject, type StoredRequest } from '../../inbound/stored-request.ts';
+import { headerObject, loadStoredRequest, type StoredRequest } from '../../inbound/stored-request.ts';
+import { isUtf8 } from 'node:buffer';
 import { jsonObject } from '../body.ts';
 import { handler, type ApiDeps } from '../context.ts';
 import { idempotent } from '../idempotency.ts';
@@ -98,21 +98,21 @@ export function endpointRoutes(deps: ApiDeps, rootUrl: () => string): Router {
     if (!row) throw notFound('Inbound event not found');
     return row;
   };
-  /** The stored request, or null once INBOUND no longer holds it (its 30 days are over). */
-  const storedRequest = async (row: Selectable<InboundEventsTable>): Promise<StoredRequest | null> => {
-    const msg = await deps.nats.jsm.direct.getMessage(STREAMS.inbound.name, { seq: Number(row.inbound_seq) });
-    if (!msg) return null;
-    const stored = decodeStoredRequest(msg.data);
-    return stored.meta.id === row.id ? stored : null;
-  };
+  const storedRequest = (row: Selectable<InboundEventsTable>) => loadStoredRequest(deps.nats, Number(row.inbound_seq), row.id);
   const eventRows = async (rows: Selectable<InboundEventsTable>[]) => {
     const ids = rows.map((e) => e.id);
     const executions = ids.length
       ? await deps.db.selectFrom('executions').select(['id', 'url', 'status', 'parent_id']).where('parent_id', 'in', ids)
         .orderBy('created_at').orderBy('id').execute()
       : [];
+    const byEvent = new Map<string, Array<{ id: string; url: string; status: string }>>();
+    for (const x of executions) {
+      const list = byEvent.get(x.parent_id!) ?? [];
+      list.push({ id: x.id, url: x.url, status: x.status });
+      byEvent.set(x.parent_id!, list);
+    }
     return rows.map((e) => {
-      const mine = executions.filter((x) => x.parent_id === e.id).map((x) => ({ id: x.id, url: x.url, status: x.status }));
+      const mine = byEvent.get(e.id) ?? [];
       const first = mine.find((x) => x.id === e.execution_id);
       const status = e.outcome === 'filtered' || e.outcome === 'rejected' ? e.outcome : first?.status ?? null;
       return {
@@ -134,7 +134,7 @@ export function endpointRoutes(deps: ApiDeps, rootUrl: () => string): Router {
     const stored = await storedRequest(row);
     if (!stored) throw notFound('Inbound event not found');
     const [data] = await eventRows([row]);
-    const utf8 = Buffer.from(stored.body.toString('utf8'), 'utf8').equals(stored.body);
+    const utf8 = isUtf8(stored.body);
     res.json({
       data: {
         ...data,
@@ -166,20 +166,12 @@ export function endpointRoutes(deps: ApiDeps, rootUrl: () => string): Router {
     const replayId = newId('evt', nowMs);
     const delivery = await planDelivery({ endpoint, request, hooks: deps.hooks(endpoint), now, executionId: (i) => plannedExecutionId(replayId, nowMs, i) });
     const subject = SUBJECTS.inboundEvent(orgId, row.id);
-    let seq = 0;
-    for (let attempt = 0; ; attempt++) {
-      const last = await deps.store.last<InboundEventEvent>(subject);
-      const event: InboundEventEvent = {
-        type: 'InboundEventReplayed', id: replayId, at: now, org_id: orgId,
-        data: { event: eventRecord(stored.meta, Number(row.inbound_seq), delivery.outcome), endpoint: endpointSnapshot(endpoint), executions: delivery.executions },
-      };
-      try {
-        seq = await deps.store.append(subject, event, last?.seq ?? 0);
-        break;
-      } catch (err) {
-        if (!(err instanceof ConcurrencyError) || attempt >= 5) throw err;
-      }
-    }
+    // Replays of one event are independent of each other: no guard on the subject's sequence.
+    const event: InboundEventEvent = {
+      type: 'InboundEventReplayed', id: replayId, at: now, org_id: orgId,
+      data: { event: eventRecord(stored.meta, Number(row.inbound_seq), delivery.outcome), endpoint: endpointSnapshot(endpoint), executions: delivery.executions },
+    };
+    const seq = await deps.store.append(subject, event);
     await deps.watermark.waitFor(seq);
     const ids = delivery.executions.map((x) => x.execution_id);
     const message = ids.length ? `Replay queued: ${ids.length} execution(s)${endpoint.paused ? ', held while the endpoint is paused' : ''}` : `Nothing to forward: the event was ${delivery.outcome}`;

@@ -1,0 +1,32 @@
+import { SUBJECTS } from '../../../streams/definitions.ts';
+import type { EventStore } from '../../events/store.ts';
+import type { EndpointEvent } from '../endpoint/types.ts';
+import type { TaskEvent } from '../task/types.ts';
+import type { ExecutionEvent, ExecutionSource } from './types.ts';
+
+/**
+ * `ExecutionCancelled` for an execution that will not run (again). Its id is fixed
+ * per execution, so the dispatcher, a lane and the translator deciding it at once
+ * record it once.
+ */
+export function executionCancelled(
+  orgId: string,
+  data: { execution_id: string; source: ExecutionSource; reason: string; lane: string | null },
+  nowMs = Date.now(),
+): ExecutionEvent {
+  return { type: 'ExecutionCancelled', id: `${data.execution_id}.cancelled`, at: new Date(nowMs).toISOString(), org_id: orgId, data };
+}
+
+/**
+ * Whether a queued execution's task or endpoint is gone (deleted, or a task cancelled
+ * with its lane): one direct get of its last event. Other sources answer false.
+ */
+export async function sourceGone(store: EventStore, orgId: string, source: ExecutionSource): Promise<boolean> {
+  if (source.type === 'endpoint') {
+    const last = await store.last<EndpointEvent>(SUBJECTS.endpoint(orgId, source.id));
+    return !last || last.event.type === 'EndpointDeleted';
+  }
+  if (source.type !== 'task') return false;
+  const last = await store.last<TaskEvent>(SUBJECTS.task(orgId, source.id));
+  return !last || last.event.type === 'TaskDeleted' || last.event.type === 'TaskCancelled';
+}
