@@ -1,6 +1,6 @@
 import { derivedId } from '../lib/ids.ts';
 import type { Endpoint } from '../commands/endpoint/types.ts';
-import type { ForwardPlan, InboundOutcome } from '../commands/inbound-event/types.ts';
+import type { ForwardPlan, InboundEventRecord, InboundOutcome } from '../commands/inbound-event/types.ts';
 import { headerObject, type InboundRequestMeta, type StoredRequest } from './stored-request.ts';
 
 /**
@@ -50,6 +50,25 @@ export function hookRequest(meta: InboundRequestMeta, body: Buffer): HookRequest
 export function plannedExecutionId(seed: string, atMs: number, index: number): string {
   return derivedId('exe', atMs, seed, index);
 }
+
+/** What an `InboundEventReceived`/`Replayed` records of the request (not its headers or body). */
+export function eventRecord(meta: InboundRequestMeta, inboundSeq: number, outcome: InboundOutcome): InboundEventRecord {
+  return {
+    id: meta.id,
+    endpoint_id: meta.endpoint_id,
+    method: meta.method,
+    path: meta.path,
+    query: meta.query,
+    source_ip: meta.source_ip,
+    received_at: meta.received_at,
+    body_size: meta.body_size,
+    inbound_seq: inboundSeq,
+    outcome,
+  };
+}
+
+/** The endpoint as its deliveries need it later. */
+export const endpointSnapshot = (e: Endpoint) => ({ id: e.id, name: e.name, use_lane: e.use_lane, retry_attempts: e.retry_attempts });
 
 export interface RoutedDelivery {
   outcome: InboundOutcome;

@@ -1,7 +1,6 @@
 import { Kvm } from '@nats-io/kv';
 import { KV_BUCKETS, STREAMS, SUBJECTS } from '../../streams/definitions.ts';
-import type { Endpoint } from '../commands/endpoint/types.ts';
-import type { InboundEventEvent, InboundEventRecord, InboundOutcome } from '../commands/inbound-event/types.ts';
+import type { InboundEventEvent } from '../commands/inbound-event/types.ts';
 import { ConcurrencyError, type EventStore } from '../events/store.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Nats } from '../nats/connection.ts';
@@ -9,8 +8,8 @@ import { readStream, type StreamItem } from '../nats/event-reader.ts';
 import { openCheckpoint } from '../nats/throttled-checkpoint.ts';
 import { createLease, openLeaseBucket, whileLeased } from '../nats/lease.ts';
 import type { EndpointDirectory } from './endpoint-directory.ts';
-import { planDelivery, plannedExecutionId, type HooksFor } from './pipeline.ts';
-import { decodeStoredRequest, type InboundRequestMeta, type StoredRequest } from './stored-request.ts';
+import { endpointSnapshot, eventRecord, planDelivery, plannedExecutionId, type HooksFor } from './pipeline.ts';
+import { decodeStoredRequest, type StoredRequest } from './stored-request.ts';
 
 const CHECKPOINT_KEY = 'inbound-router';
 const CHECKPOINT_EVERY_MS = 250;
@@ -24,23 +23,6 @@ export interface RouterDeps {
   owner: string;
   log: (m: string) => void;
 }
-
-export function eventRecord(meta: InboundRequestMeta, inboundSeq: number, outcome: InboundOutcome): InboundEventRecord {
-  return {
-    id: meta.id,
-    endpoint_id: meta.endpoint_id,
-    method: meta.method,
-    path: meta.path,
-    query: meta.query,
-    source_ip: meta.source_ip,
-    received_at: meta.received_at,
-    body_size: meta.body_size,
-    inbound_seq: inboundSeq,
-    outcome,
-  };
-}
-
-export const endpointSnapshot = (e: Endpoint) => ({ id: e.id, name: e.name, use_lane: e.use_lane, retry_attempts: e.retry_attempts });
 
 /**
  * The router: the filter, custom forwarding, transform and route stages. It reads

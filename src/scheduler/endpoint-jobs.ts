@@ -27,7 +27,8 @@ export function endpointAttemptJob(
     attempt,
     max_attempts: 1 + endpoint.retry_attempts,
     scheduled_for: scheduledFor,
-    request: { url: plan.url, method: plan.method ?? '', headers: plan.headers ?? {}, body: plan.body, timeout_ms: ENDPOINT_TIMEOUT_MS },
+    // Method, headers and body come from INBOUND and `inbound` when it is sent: not carried twice.
+    request: { url: plan.url, method: '', headers: {}, body: null, timeout_ms: ENDPOINT_TIMEOUT_MS },
     expected_status_codes: null,
     expected_body_pattern: null,
     callback_url: null,
