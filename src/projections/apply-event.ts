@@ -12,20 +12,26 @@ export function taskDoc(task: Task): Record<string, unknown> {
   return doc;
 }
 
-function executionRow(task: Task, execution: { id: string; scheduled_for: string; callback_url: string | null }, at: string) {
+/** A new execution's row: pending, no attempt yet. */
+function pendingExecution(
+  source: { type: string; id: string; name: string; url: string; org_id: string },
+  execution: { id: string; scheduled_for: string; callback_url: string | null; parent_id?: string },
+  at: string,
+) {
   return {
     id: execution.id,
-    org_id: task.org_id,
-    source_type: 'task',
-    source_id: task.id,
-    source_name: task.name,
-    url: task.url,
+    org_id: source.org_id,
+    source_type: source.type,
+    source_id: source.id,
+    source_name: source.name,
+    url: source.url,
     status: 'pending',
     attempt: 0,
     scheduled_for: execution.scheduled_for,
     callback_url: execution.callback_url,
     script_logs: [],
     response_truncated: false,
+    ...(execution.parent_id ? { parent_id: execution.parent_id } : {}),
     created_at: at,
     updated_at: at,
   };
@@ -56,11 +62,9 @@ function endpointRow(e: Endpoint) {
 function inboundExecutions(batch: ProjectionBatch, event: InboundEventEvent): void {
   const { event: record, endpoint, executions } = event.data;
   for (const plan of executions) {
-    batch.newExecutions.set(plan.execution_id, {
-      id: plan.execution_id, org_id: event.org_id, source_type: 'endpoint', source_id: endpoint.id, source_name: endpoint.name,
-      url: plan.url, status: 'pending', attempt: 0, scheduled_for: plan.scheduled_for, callback_url: null,
-      script_logs: [], response_truncated: false, parent_id: record.id, created_at: event.at, updated_at: event.at,
-    });
+    const source = { type: 'endpoint', id: endpoint.id, name: endpoint.name, url: plan.url, org_id: event.org_id };
+    const execution = { id: plan.execution_id, scheduled_for: plan.scheduled_for, callback_url: null, parent_id: record.id };
+    batch.newExecutions.set(plan.execution_id, pendingExecution(source, execution, event.at));
   }
 }
 
@@ -91,7 +95,7 @@ export function applyEvent(batch: ProjectionBatch, event: JetcronEvent): void {
         created_at: task.created_at,
         updated_at: task.updated_at,
       });
-      batch.newExecutions.set(execution.id, executionRow(task, execution, event.at));
+      batch.newExecutions.set(execution.id, pendingExecution({ ...task, type: 'task' }, execution, event.at));
       return;
     }
     case 'TaskUpdated': {
@@ -177,11 +181,7 @@ export function applyEvent(batch: ProjectionBatch, event: JetcronEvent): void {
     case 'ScheduleTriggered': {
       const { schedule: s, execution } = event.data;
       batch.patch(batch.schedules, s.id, { ...scheduleRow(s), last_execution_id: execution.id, last_status: 'pending' });
-      batch.newExecutions.set(execution.id, {
-        id: execution.id, org_id: s.org_id, source_type: 'schedule', source_id: s.id, source_name: s.name, url: s.url,
-        status: 'pending', attempt: 0, scheduled_for: execution.scheduled_for, callback_url: execution.callback_url,
-        script_logs: [], response_truncated: false, created_at: event.at, updated_at: event.at,
-      });
+      batch.newExecutions.set(execution.id, pendingExecution({ ...s, type: 'schedule' }, execution, event.at));
       return;
     }
     case 'MonitorCreated':
