@@ -19,6 +19,10 @@ export interface Config {
   secretsKey: string | undefined;
   timerPartitions: number;
   dispatchConcurrency: number;
+  /** Test-only (JETCRON_EMBEDDED_PDEATHSIG=0): false lets the embedded servers outlive a killed service. */
+  embeddedDieWithParent: boolean;
+  /** A consumer failing on one item, or behind without moving, for this long makes /healthz answer 503. */
+  healthStuckMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -63,5 +67,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { roles?: string; dataD
     secretsKey: env.JETCRON_SECRETS_KEY || undefined,
     timerPartitions: num(env, 'JETCRON_TIMER_PARTITIONS', 8, (n) => Number.isInteger(n) && n >= 1 && n <= 256),
     dispatchConcurrency: num(env, 'JETCRON_DISPATCH_CONCURRENCY', 256, (n) => Number.isInteger(n) && n >= 1),
+    embeddedDieWithParent: env.JETCRON_EMBEDDED_PDEATHSIG !== '0',
+    healthStuckMs: num(env, 'JETCRON_HEALTH_STUCK_MS', 30_000, (n) => Number.isInteger(n) && n >= 100),
   };
 }

@@ -135,6 +135,12 @@ export const KV_BUCKETS = {
   notifyState: { name: 'notify-state', ttlMs: 0 },
   /** Service-wide settings shared by every process, e.g. the key endpoint secrets are sealed with. */
   config: { name: 'config', ttlMs: 0 },
+  /**
+   * Items a consumer skipped after failing on them the same way several times
+   * (`<consumer>.<stream seq>`, src/nats/failure-ledger.ts): why, and for work-queue
+   * jobs and timers the message itself, so `jetcron projections retry` can run them again.
+   */
+  failures: { name: 'failures', ttlMs: 0 },
 } as const;
 
 export const CONSUMERS = {

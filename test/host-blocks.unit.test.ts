@@ -48,7 +48,7 @@ describe('hostOf and hostBlockKey', () => {
 
 describe('hostSignalOf', () => {
   const response = (statusCode: number, headers: Record<string, string> = {}): OutboundResult =>
-    ({ kind: 'response', statusCode, headers, body: '', truncated: false, startedAt: new Date(T0), durationMs: 5 });
+    ({ kind: 'response', statusCode, headers, body: '', bytes: Buffer.alloc(0), truncated: false, startedAt: new Date(T0), durationMs: 5 });
   const error = (e: 'timeout' | 'connection' | 'refused_target' | 'invalid_url'): OutboundResult =>
     ({ kind: 'error', error: e, message: e, startedAt: new Date(T0), durationMs: 5 });
   const outcome = (status: AttemptOutcome['status'], retry_after_ms: number | null = null): AttemptOutcome =>

@@ -8,7 +8,7 @@ import { createEventStore } from '../events/store.ts';
 import { createClock } from '../lib/clock.ts';
 import { ApiError } from '../lib/errors.ts';
 import { applyStreams } from '../nats/apply-streams.ts';
-import { connectNats } from '../nats/connection.ts';
+import { connectNats, type Nats } from '../nats/connection.ts';
 import { defaultDataDir } from '../runtime/data-dir.ts';
 import { natsUrlFromDataDir } from '../runtime/find-nats-url.ts';
 import { parseArgs } from './args.ts';
@@ -21,6 +21,8 @@ const USAGE = `usage:
   jetcron key create --org ORG_ID
   jetcron key revoke --key pk_…
   jetcron projections rebuild
+  jetcron projections failures [--consumer NAME]
+  jetcron projections retry [--consumer NAME] [--seq N] [--wait SECONDS]
   jetcron replay --projection FILE [--from-start] [--follow]`;
 
 class UsageError extends Error {}
@@ -42,14 +44,18 @@ function natsUrl(dataDir: string): string {
   return process.env.NATS_URL || natsUrlFromDataDir(dataDir) || 'nats://127.0.0.1:4222';
 }
 
-async function withStore<T>(dataDir: string, fn: (deps: { store: ReturnType<typeof createEventStore>; clock: ReturnType<typeof createClock> }) => Promise<T>) {
+async function withNats<T>(dataDir: string, fn: (nats: Nats) => Promise<T>) {
   const nats = await connectNats(natsUrl(dataDir), 'jetcron cli');
   try {
     await applyStreams(nats, Number(process.env.JETCRON_STREAM_REPLICAS || 1));
-    return await fn({ store: createEventStore(nats), clock: createClock(1) });
+    return await fn(nats);
   } finally {
     await nats.close();
   }
+}
+
+function withStore<T>(dataDir: string, fn: (deps: { store: ReturnType<typeof createEventStore>; clock: ReturnType<typeof createClock> }) => Promise<T>) {
+  return withNats(dataDir, (nats) => fn({ store: createEventStore(nats), clock: createClock(1) }));
 }
 
 async function runServe(flags: Map<string, string>, dataDir: string) {
@@ -111,6 +117,21 @@ async function main(argv: string[]): Promise<void> {
     case 'projections rebuild': {
       const { rebuildProjections } = await import('./rebuild.ts');
       return rebuildProjections({ ...serviceUrls(dataDir), log, print });
+    }
+    case 'projections failures': {
+      const { listFailures } = await import('./failures.ts');
+      return withNats(dataDir, (nats) => listFailures(nats, print, { consumer: flags.get('consumer') }));
+    }
+    case 'projections retry': {
+      const { retryFailures } = await import('./failures.ts');
+      const seq = flags.has('seq') ? Number(need(flags, 'seq')) : undefined;
+      if (seq !== undefined && !(Number.isInteger(seq) && seq > 0)) throw new UsageError('--seq must be a positive integer');
+      const waitS = Number(flags.get('wait') ?? 30);
+      if (!(waitS >= 0)) throw new UsageError('--wait must be a number of seconds');
+      return withNats(dataDir, async (nats) => {
+        const { failed } = await retryFailures(nats, print, { consumer: flags.get('consumer'), seq }, waitS * 1000);
+        if (failed > 0) process.exitCode = 1;
+      });
     }
     case 'replay': {
       const file = need(flags, 'projection');

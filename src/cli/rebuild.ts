@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { dropReadModels, migrate } from '../db/migrations.ts';
 import { createLease, openLeaseBucket } from '../nats/lease.ts';
+import { openSupervisor } from '../nats/supervisor.ts';
 import { withServices, type ServiceUrls } from './services.ts';
 import { STREAMS } from '../../streams/definitions.ts';
 import { PROJECTOR_LEASE, readCheckpoint, runProjection } from '../projections/projector.ts';
@@ -29,7 +30,8 @@ export async function rebuildProjections(opts: ServiceUrls & { log: (m: string) 
       const target = (await nats.jsm.streams.info(STREAMS.events.name)).state.last_seq;
       const run = new AbortController();
       lease.onLost(() => run.abort());
-      const projecting = runProjection({ nats, db, log: opts.log }, run.signal);
+      const supervisor = await openSupervisor(nats, opts.log);
+      const projecting = runProjection({ nats, db, log: opts.log, supervisor }, run.signal).finally(() => supervisor.close());
       while ((await readCheckpoint(db)) < target && !run.signal.aborted) await new Promise((r) => setTimeout(r, 50));
       run.abort();
       await projecting;

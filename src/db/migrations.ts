@@ -163,6 +163,12 @@ const migrations: Record<string, Migration> = {
         CREATE INDEX executions_parent ON executions (parent_id) WHERE parent_id IS NOT NULL;`.execute(db);
     },
   },
+  // A response body that is not storable as text is kept as base64 of its bytes.
+  '0006_response_body_encoding': {
+    async up(db) {
+      await sql`ALTER TABLE executions ADD COLUMN response_body_encoding text`.execute(db);
+    },
+  },
 };
 
 export const READ_MODEL_TABLES = [

@@ -89,6 +89,8 @@ export interface ExecutionsTable {
   callback_url: string | null;
   request: Json | null;
   response_body: string | null;
+  /** `base64` when the body is kept as base64 of its bytes; null = utf8 text. */
+  response_body_encoding: string | null;
   response_truncated: boolean;
   response_headers: Json | null;
   script_logs: Json<string[]>;

@@ -6,6 +6,8 @@ import type { Clock } from '../lib/clock.ts';
 import { newId } from '../lib/ids.ts';
 import { decodeJson } from '../lib/json.ts';
 import type { Nats } from '../nats/connection.ts';
+import type { Supervisor } from '../nats/supervisor.ts';
+import { storedBody } from './stored-body.ts';
 import { consumeWork, type WorkConsumer } from '../nats/work-consumer.ts';
 import type { Directory } from '../nats/org-directory.ts';
 import { FAILURES_BEFORE_BLOCK, MAX_RATE_LIMIT_BLOCK_MS, blockEnd, hostOf, hostSignalOf, openHostBlocks, type HostBlocks } from './host-blocks.ts';
@@ -26,6 +28,7 @@ export interface DispatcherDeps {
   clock: Clock;
   concurrency: number;
   log: (m: string) => void;
+  supervisor: Supervisor;
   onAttempt?: (job: Job, ms: number) => void;
 }
 
@@ -159,6 +162,8 @@ export function startDispatcher(deps: DispatcherDeps) {
     });
     started.id = `${job.execution_id}.${job.attempt}.started`;
     const startedAck = deps.store.append(subject, started);
+    // Awaited after the request; until then a refusal must not count as unhandled (it would crash the process).
+    startedAck.catch(() => {});
     const method = forward?.method ?? job.request.method;
     const sentBody = forward ? forward.body : job.request.body;
     const headers = {
@@ -226,7 +231,7 @@ export function startDispatcher(deps: DispatcherDeps) {
       finished_at: new Date(result.startedAt.getTime() + result.durationMs).toISOString(),
       duration_ms: Math.round(result.durationMs),
       request: { method, url, headers: maskHeaders(headers), ...recordedBody(sentBody) },
-      response_body: result.kind === 'response' ? result.body : null,
+      ...(result.kind === 'response' ? storedBody(result.bytes, result.truncated) : { response_body: null }),
       response_truncated: result.kind === 'response' ? result.truncated : false,
       response_headers: result.kind === 'response' ? result.headers : null,
       script_logs: [],
@@ -275,9 +280,6 @@ export function startDispatcher(deps: DispatcherDeps) {
       }
       if (!handedBack()) msg.ack();
       deps.onAttempt?.(job, performance.now() - t0);
-    } catch (err) {
-      deps.log(`dispatcher: ${job.kind} ${job.execution_id}#${job.attempt} failed to record, will retry: ${(err as Error).message}`);
-      if (!handedBack()) msg.nak(1000);
     } finally {
       clearInterval(keepAlive);
     }
@@ -291,6 +293,8 @@ export function startDispatcher(deps: DispatcherDeps) {
       stream: CONSUMERS.dispatchers.stream,
       durable: CONSUMERS.dispatchers.durable_name,
       concurrency: deps.concurrency,
+      supervisor: deps.supervisor,
+      log: deps.log,
       handle,
     });
   })();

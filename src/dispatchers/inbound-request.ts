@@ -20,14 +20,15 @@ const RECORDED_BODY_BYTES = 256 * 1024;
 export function recordedBody(body: string | Buffer | null): { body: string | null; body_encoding?: 'base64'; body_truncated?: boolean } {
   if (body === null) return { body: null };
   if (typeof body === 'string') {
-    if (Buffer.byteLength(body) <= RECORDED_BODY_BYTES) return { body };
+    if (Buffer.byteLength(body) <= RECORDED_BODY_BYTES && !body.includes('\0')) return { body };
     body = Buffer.from(body, 'utf8');
   }
   const truncated = body.length > RECORDED_BODY_BYTES;
   const kept = truncated ? body.subarray(0, RECORDED_BODY_BYTES) : body;
   const text = kept.toString('utf8');
   // A cut may split a multi-byte character: judge UTF-8 on the whole body, not the cut.
-  const utf8 = isUtf8(body);
+  // NUL is valid UTF-8 but no Postgres text can hold it: such bodies are kept as base64 too.
+  const utf8 = isUtf8(body) && !body.includes(0);
   const out = utf8 ? { body: text } : { body: kept.toString('base64'), body_encoding: 'base64' as const };
   return truncated ? { ...out, body_truncated: true } : out;
 }

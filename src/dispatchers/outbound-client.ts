@@ -16,7 +16,10 @@ export type OutboundResult =
       kind: 'response';
       statusCode: number;
       headers: Record<string, string>;
+      /** The body as text (UTF-8, undecodable bytes replaced): for matching. */
       body: string;
+      /** The body's bytes as received (up to the cap): what is stored. */
+      bytes: Buffer;
       truncated: boolean;
       startedAt: Date;
       durationMs: number;
@@ -173,14 +176,14 @@ class Exchange implements Dispatcher.DispatchHandlers {
     this.settled = true;
     clearTimeout(this.timer);
     const { chunks } = this;
-    const body =
-      chunks.length === 0 ? '' : chunks.length === 1 ? (chunks[0] as Buffer).toString('utf8') : Buffer.concat(chunks, this.bytes).toString('utf8');
+    const bytes = chunks.length === 0 ? Buffer.alloc(0) : chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, this.bytes);
     this.chunks = [];
     this.resolve({
       kind: 'response',
       statusCode: this.statusCode,
       headers: this.headers,
-      body,
+      body: bytes.toString('utf8'),
+      bytes,
       truncated,
       startedAt: new Date(this.startMs),
       durationMs: Date.now() - this.startMs,

@@ -1,11 +1,11 @@
 import express from 'express';
-import { sql } from 'kysely';
 import { notFound } from '../lib/errors.ts';
 import { authenticate, rateLimit } from './auth.ts';
 import type { ApiDeps } from './context.ts';
 import { errorMiddleware } from './errors.ts';
-import { keepRawBody } from './idempotency.ts';
 import { openApiDocument } from './openapi.ts';
+import { jsonBody } from './request-body.ts';
+import { checkPath, checkQuery } from './request-target.ts';
 import { executionRoutes } from './routes/executions.ts';
 import { organizationRoutes } from './routes/organization.ts';
 import { batchRoutes } from './routes/batch.ts';
@@ -15,17 +15,6 @@ import { endpointRoutes } from './routes/endpoints.ts';
 import { scheduleRoutes } from './routes/schedules.ts';
 import { syncRoutes } from './routes/sync.ts';
 import { taskRoutes } from './routes/tasks.ts';
-
-async function healthy(deps: ApiDeps): Promise<boolean> {
-  const within = <T>(p: Promise<T>) => Promise.race([p, new Promise<never>((_, rej) => setTimeout(() => rej(new Error('timeout')), 2000).unref())]);
-  try {
-    await within(deps.nats.nc.flush());
-    await within(sql`SELECT 1`.execute(deps.db));
-    return !deps.nats.nc.isClosed();
-  } catch {
-    return false;
-  }
-}
 
 /** `rootUrl` is read per request: with PORT=0 the real port is known only after listen. */
 export function createApp(deps: ApiDeps, log: (m: string) => void, rootUrl: () => string = () => deps.config.publicUrl ?? `http://${deps.config.host}:${deps.config.port}`) {
@@ -43,10 +32,11 @@ export function createApp(deps: ApiDeps, log: (m: string) => void, rootUrl: () =
     });
     next();
   });
+  app.use(checkPath);
 
-  app.get('/healthz', (_req, res, next) => {
-    healthy(deps).then((ok) => res.status(ok ? 200 : 503).json({ status: ok ? 'ok' : 'unavailable' }), next);
-  });
+  app.get('/healthz', deps.health.handler);
+  // Liveness only (the process answers); /healthz says whether its work gets done.
+  app.get('/livez', (_req, res) => void res.json({ status: 'ok' }));
   app.get('/metrics', (_req, res) => {
     res.type('text/plain; version=0.0.4').send(deps.metrics.render());
   });
@@ -60,11 +50,10 @@ export function createApp(deps: ApiDeps, log: (m: string) => void, rootUrl: () =
   // Key and rate limit first: a stranger's or an over-limit body is never parsed.
   api.use(authenticate(deps));
   api.use(rateLimit(deps));
-  // 1 MiB leaves room for a 256 KB task body plus the other fields; the body rule itself is checked per field.
-  // keepRawBody: the Idempotency-Key fingerprint hashes the body as sent.
+  api.use(checkQuery);
   // The batch route parses its own, larger body; it sits before the general parser.
   api.use(batchRoutes(deps));
-  api.use(express.json({ limit: '1mb', type: () => true, strict: false, verify: keepRawBody }));
+  api.use(jsonBody());
   api.use(laneCancelRoutes(deps));
   api.use(taskRoutes(deps));
   api.use(scheduleRoutes(deps));

@@ -10,6 +10,7 @@ import type { RateLimiter } from './rate-limit.ts';
 import type { EndpointDirectory } from '../inbound/endpoint-directory.ts';
 import type { HooksFor } from '../inbound/pipeline.ts';
 import type { SecretBox } from '../lib/secret-box.ts';
+import type { Health } from './health.ts';
 
 export interface ApiDeps extends CommandDeps {
   config: Config;
@@ -22,6 +23,7 @@ export interface ApiDeps extends CommandDeps {
   endpoints: EndpointDirectory;
   secrets: SecretBox;
   hooks: HooksFor;
+  health: Health;
 }
 
 export interface AuthedRequest extends Request {

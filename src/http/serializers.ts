@@ -67,6 +67,7 @@ export function executionDetail(e: Selectable<ExecutionsTable>, attempts: Select
     callback_url: e.callback_url,
     request: e.request,
     response_body: e.response_body,
+    response_body_encoding: e.response_body_encoding ?? 'utf8',
     response_truncated: e.response_truncated,
     response_headers: e.response_headers,
     script_logs: e.script_logs,

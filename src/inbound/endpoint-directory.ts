@@ -24,8 +24,11 @@ export function createEndpointDirectory(nats: Nats, store: EventStore, db: Db | 
   };
   const sub = nats.nc.subscribe('evt.*.endpoint.*', {
     callback: (_err, msg) => {
-      const e = decodeJson<EndpointEvent>(msg.data);
-      learn(e.data.endpoint.id, evolveEndpoint(null, e));
+      // A message that is not a well-formed event teaches nothing (the log readers record it).
+      try {
+        const e = decodeJson<EndpointEvent>(msg.data);
+        learn(e.data.endpoint.id, evolveEndpoint(null, e));
+      } catch { /* ignored */ }
     },
   });
   onConnectionGap(nats, () => {

@@ -5,6 +5,7 @@ import { ConcurrencyError, type EventStore } from '../events/store.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Nats } from '../nats/connection.ts';
 import { readStream, type StreamItem } from '../nats/event-reader.ts';
+import type { Supervisor } from '../nats/supervisor.ts';
 import { openCheckpoint } from '../nats/throttled-checkpoint.ts';
 import { createLease, openLeaseBucket, whileLeased } from '../nats/lease.ts';
 import type { EndpointDirectory } from './endpoint-directory.ts';
@@ -22,6 +23,7 @@ export interface RouterDeps {
   clock: Clock;
   owner: string;
   log: (m: string) => void;
+  supervisor: Supervisor;
 }
 
 /**
@@ -91,7 +93,12 @@ export function startInboundRouter(deps: RouterDeps) {
     await whileLeased(lease, abort.signal, deps.log, async (signal) => {
       const checkpoint = await openCheckpoint(kv, CHECKPOINT_KEY, CHECKPOINT_EVERY_MS);
       try {
-        const read = { stream: STREAMS.inbound.name, decode: decodeStoredRequest, startSeq: checkpoint.position + 1, maxBatch: 500, signal, log: deps.log, name: 'inbound router' };
+        const read = {
+          stream: STREAMS.inbound.name, decode: decodeStoredRequest, startSeq: checkpoint.position + 1, maxBatch: 500, signal, log: deps.log,
+          name: CHECKPOINT_KEY, supervisor: deps.supervisor,
+          onSkip: ({ seq }: { seq: number }) => checkpoint.advance(seq),
+          reapply: (item: StreamItem<StoredRequest>) => routeBatch([item]),
+        };
         await readStream<StoredRequest>(deps.nats, read, async (batch) => {
           await routeBatch(batch);
           await checkpoint.advance(batch[batch.length - 1]!.seq);

@@ -10,6 +10,7 @@ const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5
 export class Metrics {
   private counters = new Map<string, { help: string; values: Map<string, number> }>();
   private gauges = new Map<string, { help: string; read: () => number }>();
+  private labeledGauges = new Map<string, { help: string; read: () => Array<[Labels, number]> }>();
   private histograms = new Map<string, { help: string; values: Map<string, { counts: number[]; sum: number; count: number }> }>();
 
   inc(name: string, help: string, labels: Labels = {}, by = 1): void {
@@ -21,6 +22,11 @@ export class Metrics {
 
   gauge(name: string, help: string, read: () => number): void {
     this.gauges.set(name, { help, read });
+  }
+
+  /** A gauge with one series per label set, read at render time. */
+  labeledGauge(name: string, help: string, read: () => Array<[Labels, number]>): void {
+    this.labeledGauges.set(name, { help, read });
   }
 
   observe(name: string, help: string, seconds: number, labels: Labels = {}): void {
@@ -42,6 +48,13 @@ export class Metrics {
     }
     for (const [name, g] of this.gauges) {
       out.push(`# HELP ${name} ${g.help}`, `# TYPE ${name} gauge`, `${name} ${g.read()}`);
+    }
+    for (const [name, g] of this.labeledGauges) {
+      out.push(`# HELP ${name} ${g.help}`, `# TYPE ${name} gauge`);
+      for (const [labels, v] of g.read()) {
+        const k = key(labels);
+        out.push(`${name}${k ? `{${k}}` : ''} ${v}`);
+      }
     }
     for (const [name, h] of this.histograms) {
       out.push(`# HELP ${name} ${h.help}`, `# TYPE ${name} histogram`);

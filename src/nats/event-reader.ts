@@ -3,7 +3,9 @@ import { STREAMS } from '../../streams/definitions.ts';
 import type { StoredEvent } from '../events/envelope.ts';
 import type { JetcronEvent } from '../events/types.ts';
 import { decodeJson } from '../lib/json.ts';
+import { isTransient } from '../lib/transient.ts';
 import type { Nats } from './connection.ts';
+import { POISON_AFTER, type Supervisor } from './supervisor.ts';
 
 export interface EventReaderOptions {
   /** First stream sequence to deliver. */
@@ -11,12 +13,32 @@ export interface EventReaderOptions {
   maxBatch: number;
   signal: AbortSignal;
   log: (msg: string) => void;
+  /** The consumer's name: in logs, failure records (`jetcron projections failures`) and /healthz. */
   name: string;
+  supervisor: Supervisor;
+  /**
+   * Called once an item has been recorded as failed and is skipped, so the consumer
+   * can move its position past it (otherwise the next handled batch does).
+   */
+  onSkip?: (item: StreamItem<unknown>) => Promise<void>;
+  /**
+   * How a skipped item is run again on `jetcron projections retry`; default: the
+   * handler with a batch of that one item. Only the process reading runs retries.
+   */
+  reapply?: (item: StreamItem<never>) => Promise<void>;
+  /** false: the caller reports its own progress (a keyed reader finishes items later than it takes them). */
+  trackProgress?: boolean;
 }
 
 /** One stored message as a reader hands it on: its decoded content, sequence and subject. */
 export interface StreamItem<T> {
   event: T;
+  seq: number;
+  subject: string;
+}
+
+interface RawItem {
+  data: Uint8Array;
   seq: number;
   subject: string;
 }
@@ -31,21 +53,31 @@ export function readEvents(
 }
 
 /**
- * Reads a stream in order with an ordered consumer and hands the handler
- * batches: whatever has arrived, up to maxBatch. A failing handler gets the same
- * batch again after a pause, so nothing is skipped. Resolves when `signal` aborts.
+ * The one loop every log reader (projector, translator, notifier, inbound router,
+ * replay projections) runs on: reads a stream in order with an ordered consumer and
+ * hands the handler batches of whatever has arrived, up to maxBatch.
+ *
+ * A failing batch is never skipped whole. A transient failure (a store down) retries
+ * the batch forever with backoff. Any other failure splits the batch into single
+ * items to find the one at fault; that item is retried, and once it has failed
+ * POISON_AFTER times it is recorded in the failure ledger, logged as an error and
+ * skipped, so one poison event cannot stop the consumer. An item that does not even
+ * decode is recorded and skipped at once.
  */
 export async function readStream<T>(
   nats: Nats,
   opts: EventReaderOptions & { stream: string; decode: (data: Uint8Array) => T },
   handle: (batch: StreamItem<T>[]) => Promise<void>,
 ): Promise<void> {
+  const { supervisor } = opts;
+  const progress = supervisor.progress(opts.name, opts.stream);
+  const tracking = opts.trackProgress !== false;
   const consumer = await nats.js.consumers.get(opts.stream, {
     deliver_policy: DeliverPolicy.StartSequence,
     opt_start_seq: Math.max(1, opts.startSeq),
   });
   const messages = await consumer.consume({ max_messages: Math.max(100, opts.maxBatch) });
-  const buffer: StreamItem<T>[] = [];
+  const buffer: RawItem[] = [];
   let wake: (() => void) | undefined;
   let drained: (() => void) | undefined;
   const onAbort = () => {
@@ -54,18 +86,48 @@ export async function readStream<T>(
     drained?.();
   };
   opts.signal.addEventListener('abort', onAbort, { once: true });
+  if (tracking) progress.started(opts.startSeq - 1);
+
+  const reapplyRecord = async (record: { seq: number }) => {
+    const stored = await nats.jsm.streams.getMessage(opts.stream, { seq: record.seq });
+    if (!stored) throw new Error(`seq ${record.seq} is no longer in ${opts.stream}`);
+    const item = { event: opts.decode(stored.data), seq: stored.seq, subject: stored.subject };
+    await (opts.reapply ? opts.reapply(item as StreamItem<never>) : handle([item]));
+  };
+  const stopServingRetries = supervisor.ledger.serveRetries(opts.name, reapplyRecord, opts.log);
 
   const pump = (async () => {
     for await (const m of messages) {
       // Stopped: what the closed iterator still yields is not needed, and waiting for
       // room after the abort would wait forever (nothing drains the buffer any more).
       if (opts.signal.aborted) break;
-      buffer.push({ event: opts.decode(m.data), seq: m.seq, subject: m.subject });
+      buffer.push({ data: m.data, seq: m.seq, subject: m.subject });
       wake?.();
       if (buffer.length >= opts.maxBatch * 4 && !opts.signal.aborted) await new Promise<void>((r) => (drained = r));
     }
   })();
 
+  const taken = (n: number) => {
+    const last = buffer[n - 1]!.seq;
+    buffer.splice(0, n);
+    if (tracking) progress.advanced(last);
+    if (buffer.length < opts.maxBatch) {
+      drained?.();
+      drained = undefined;
+    }
+  };
+  const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  const skipHead = async (verdictSkip: boolean, waitMs: number) => {
+    if (!verdictSkip) return pause(waitMs);
+    const head = buffer[0]!;
+    await opts.onSkip?.({ event: undefined, seq: head.seq, subject: head.subject }).catch((err: Error) =>
+      opts.log(`${opts.name}: moving past skipped seq ${head.seq} failed: ${err.message}`));
+    taken(1);
+  };
+
+  // Batches of one while looking for the item at fault in a batch that failed.
+  let isolateThrough = 0;
+  let tries = 0;
   try {
     while (!opts.signal.aborted) {
       if (!buffer.length) {
@@ -73,20 +135,46 @@ export async function readStream<T>(
         wake = undefined;
         continue;
       }
-      const batch = buffer.slice(0, opts.maxBatch);
+      const size = buffer[0]!.seq <= isolateThrough ? 1 : opts.maxBatch;
+      const batch: StreamItem<T>[] = [];
+      let undecodable: unknown;
+      for (const raw of buffer.slice(0, size)) {
+        try {
+          batch.push({ event: opts.decode(raw.data), seq: raw.seq, subject: raw.subject });
+        } catch (err) {
+          undecodable = err;
+          break;
+        }
+      }
+      if (batch.length === 0) {
+        // The head does not decode: no try will ever do better.
+        const head = buffer[0]!;
+        const verdict = await supervisor.failed(opts.name, { stream: opts.stream, seq: head.seq, subject: head.subject, payload: head.data }, undecodable, POISON_AFTER);
+        await skipHead(verdict.skip, verdict.skip ? 0 : verdict.waitMs);
+        continue;
+      }
       try {
         await handle(batch);
-        buffer.splice(0, batch.length);
-        if (buffer.length < opts.maxBatch) {
-          drained?.();
-          drained = undefined;
-        }
+        taken(batch.length);
+        tries = 0;
       } catch (err) {
-        opts.log(`${opts.name}: batch at seq ${batch[0]!.seq} failed, retrying: ${(err as Error).message}`);
-        await new Promise((r) => setTimeout(r, 500));
+        if (opts.signal.aborted) break;
+        if (batch.length > 1 && !isTransient(err)) {
+          opts.log(`${opts.name}: batch of seq ${batch[0]!.seq}-${batch[batch.length - 1]!.seq} failed (${(err as Error).message}); retrying it one event at a time`);
+          isolateThrough = batch[batch.length - 1]!.seq;
+          tries = 0;
+          continue;
+        }
+        tries++;
+        const head = batch[0]!;
+        const verdict = await supervisor.failed(opts.name, { stream: opts.stream, seq: head.seq, subject: head.subject }, err, tries);
+        if (verdict.skip) tries = 0;
+        await skipHead(verdict.skip, verdict.skip ? 0 : verdict.waitMs);
       }
     }
   } finally {
+    stopServingRetries();
+    if (tracking) progress.stopped();
     opts.signal.removeEventListener('abort', onAbort);
     await messages.close();
     await pump.catch(() => {});

@@ -4,6 +4,7 @@ import type { JetcronEvent } from '../events/types.ts';
 import { createKeyedPipeline } from '../scheduler/keyed-pipeline.ts';
 import type { Nats } from './connection.ts';
 import { readEvents } from './event-reader.ts';
+import { untilDoneOrSkipped, type FailedItem, type Supervisor } from './supervisor.ts';
 import { openCheckpoint } from './throttled-checkpoint.ts';
 
 /**
@@ -11,9 +12,11 @@ import { openCheckpoint } from './throttled-checkpoint.ts';
  * (same key: in order; different keys: concurrently). The checkpoint only passes
  * events that have finished, so a restart replays just the unfinished tail.
  * Used by the single active translator and notifier reader while they hold their lease.
+ * An event that keeps failing is recorded and skipped by the supervisor (its key's
+ * chain then goes on); one that fails transiently is retried until it passes.
  */
 export function readEventsKeyed(opts: KeyedReadOptions<StoredEvent<JetcronEvent>>): Promise<void> {
-  return readKeyed(opts, (read, handle) => readEvents(opts.nats, read, handle));
+  return readKeyed(opts, (read, handle) => readEvents(opts.nats, { ...read, reapply: (e) => opts.handle(e) }, handle));
 }
 
 interface KeyedReadOptions<I> {
@@ -24,29 +27,43 @@ interface KeyedReadOptions<I> {
   checkpointEveryMs: number;
   signal: AbortSignal;
   log: (m: string) => void;
+  supervisor: Supervisor;
   keyOf: (e: I) => string;
   handle: (e: I) => Promise<void>;
 }
 
 type Reader<I> = (
-  read: { startSeq: number; maxBatch: number; signal: AbortSignal; log: (m: string) => void; name: string },
+  read: { startSeq: number; maxBatch: number; signal: AbortSignal; log: (m: string) => void; name: string; supervisor: Supervisor; trackProgress: false },
   handle: (batch: I[]) => Promise<void>,
 ) => Promise<void>;
 
-async function readKeyed<I extends { seq: number }>(opts: KeyedReadOptions<I>, reader: Reader<I>): Promise<void> {
-  const { signal } = opts;
+async function readKeyed<I extends { seq: number; subject: string }>(opts: KeyedReadOptions<I>, reader: Reader<I>): Promise<void> {
+  const { signal, supervisor } = opts;
   const checkpoint = await openCheckpoint(opts.kv, opts.checkpointKey, opts.checkpointEveryMs);
   const pipeline = createKeyedPipeline({ maxInFlight: 2000, retryMs: 500, log: (m) => opts.log(`${opts.name}: ${m}`) });
-  const advance = () => (pipeline.completed > checkpoint.position ? checkpoint.advance(pipeline.completed) : Promise.resolve());
-  const progress = setInterval(() => void advance().catch(() => {}), opts.checkpointEveryMs);
+  const progress = supervisor.progress(opts.name, 'EVENTS');
+  progress.started(checkpoint.position);
+  const advance = () => {
+    if (pipeline.completed <= checkpoint.position) return Promise.resolve();
+    progress.advanced(pipeline.completed);
+    return checkpoint.advance(pipeline.completed);
+  };
+  const ticking = setInterval(() => void advance().catch(() => {}), opts.checkpointEveryMs);
+  const stopped = () => signal.aborted;
+  // Done or skipped (recorded): the checkpoint may pass it. Stopped mid-way: it may not.
+  const runItem = async (item: FailedItem, work: () => Promise<void>) => (await untilDoneOrSkipped(supervisor, opts.name, item, work, stopped)) || !stopped();
   try {
-    const read = { startSeq: checkpoint.position + 1, maxBatch: 500, signal, log: opts.log, name: opts.name };
+    const read = { startSeq: checkpoint.position + 1, maxBatch: 500, signal, log: opts.log, name: opts.name, supervisor, trackProgress: false as const };
     await reader(read, async (events) => {
-      for (const e of events) await pipeline.push(opts.keyOf(e), e.seq, () => opts.handle(e), () => signal.aborted);
+      for (const e of events) {
+        const item = { stream: 'EVENTS', seq: e.seq, subject: e.subject };
+        await pipeline.push(opts.keyOf(e), e.seq, () => runItem(item, () => opts.handle(e)), stopped);
+      }
       await advance();
     });
   } finally {
-    clearInterval(progress);
+    progress.stopped();
+    clearInterval(ticking);
     await pipeline.drain();
     await advance().catch(() => {});
     await checkpoint.flush().catch(() => {});

@@ -15,14 +15,19 @@ export function createDirectory(nats: Nats, store: EventStore) {
   const keys = new Map<string, ApiKey | null>();
   const orgSub = nats.nc.subscribe('evt.*.org', {
     callback: (_err, msg) => {
-      const e = decodeJson<OrganizationEvent>(msg.data);
-      orgs.set(e.data.organization.id, e.data.organization);
+      // A message that is not a well-formed event is no one's organization (the readers record it).
+      try {
+        const e = decodeJson<OrganizationEvent>(msg.data);
+        orgs.set(e.data.organization.id, e.data.organization);
+      } catch { /* ignored */ }
     },
   });
   const keySub = nats.nc.subscribe('evt.apikey.*', {
     callback: (_err, msg) => {
-      const e = decodeJson<ApiKeyEvent>(msg.data);
-      keys.set(e.data.key.public_id, e.data.key);
+      try {
+        const e = decodeJson<ApiKeyEvent>(msg.data);
+        keys.set(e.data.key.public_id, e.data.key);
+      } catch { /* ignored, as above */ }
     },
   });
   onConnectionGap(nats, () => {

@@ -1,5 +1,6 @@
 import type { JsMsg } from '@nats-io/jetstream';
 import type { Nats } from './connection.ts';
+import type { Supervisor } from './supervisor.ts';
 
 export interface WorkConsumer {
   /** Stops taking work; in-flight items get `graceMs` to finish, then go back to the stream. */
@@ -10,14 +11,38 @@ export interface WorkConsumer {
  * The one shape of a work-queue consumer: pull from a durable consumer with at most
  * `concurrency` items in flight; `handle` acks or naks each item itself, unless
  * `handedBack()` says a stop has already returned it to the stream.
+ *
+ * A `handle` that throws (a job that does not decode, a result that cannot be
+ * recorded) leaves the decision to the supervisor: the job goes back to the stream
+ * after a pause, and once it has failed the same non-transient way POISON_AFTER
+ * times it is recorded in the failure ledger with its content and terminated, so a
+ * poison job is not redelivered forever. The ledger's retry republishes it.
  */
 export function consumeWork(opts: {
   nats: Nats;
   stream: string;
   durable: string;
   concurrency: number;
+  supervisor: Supervisor;
+  log: (m: string) => void;
   handle: (msg: JsMsg, handedBack: () => boolean) => Promise<void>;
 }): WorkConsumer {
+  const { supervisor } = opts;
+  const progress = supervisor.progress(opts.durable, opts.stream);
+  progress.started(0);
+  const failed = async (msg: JsMsg, err: unknown) => {
+    if (handedBack.has(msg)) return;
+    const item = { stream: opts.stream, seq: msg.seq, subject: msg.subject, payload: msg.data };
+    const verdict = await supervisor.failed(opts.durable, item, err, Math.max(1, msg.info.deliveryCount)).catch(() => ({ skip: false as const, waitMs: 1000 }));
+    if (handedBack.has(msg)) return;
+    // No reason text: nats-server 2.9 ignores a `+TERM` that carries one.
+    if (verdict.skip) msg.term();
+    else msg.nak(verdict.waitMs);
+  };
+  const stopServingRetries = supervisor.ledger.serveRetries(opts.durable, async (record) => {
+    if (!record.payload) throw new Error('the failure record holds no message to republish');
+    await opts.nats.publish(record.subject, Buffer.from(record.payload, 'base64'), { msgId: `${opts.durable}:${record.seq}:retry:${record.retries ?? 0}` });
+  }, opts.log);
   let slotFree: (() => void) | undefined;
   let stopping = false;
   let stopPulling = () => {};
@@ -34,7 +59,10 @@ export function consumeWork(opts: {
         msg.nak();
         continue;
       }
-      const p = opts.handle(msg, () => handedBack.has(msg)).catch(() => {}).finally(() => {
+      const p = opts.handle(msg, () => handedBack.has(msg)).then(
+        () => progress.advanced(msg.seq),
+        (err: unknown) => failed(msg, err),
+      ).catch(() => {}).finally(() => {
         inFlight.delete(msg);
         handedBack.delete(msg);
         slotFree?.();
@@ -48,6 +76,8 @@ export function consumeWork(opts: {
   return {
     async stop(graceMs = 10_000) {
       stopping = true;
+      stopServingRetries();
+      progress.stopped();
       stopPulling();
       const all = Promise.all([...inFlight.values()]);
       const timedOut = await Promise.race([all.then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), graceMs).unref())]);

@@ -7,6 +7,7 @@ import type { EventStore } from '../events/store.ts';
 import type { Clock } from '../lib/clock.ts';
 import { decodeJson } from '../lib/json.ts';
 import type { Nats } from '../nats/connection.ts';
+import type { Supervisor } from '../nats/supervisor.ts';
 import { consumeWork } from '../nats/work-consumer.ts';
 import type { Directory } from '../nats/org-directory.ts';
 import type { Mailer } from './mailer.ts';
@@ -27,6 +28,7 @@ export interface DelivererDeps {
   clock: Clock;
   concurrency: number;
   log: (m: string) => void;
+  supervisor: Supervisor;
 }
 
 type TryResult = { ok: true; status_code: number | null } | { ok: false; final: boolean; status_code: number | null; error: string };
@@ -120,9 +122,6 @@ export function startDeliverer(deps: DelivererDeps) {
       if (!result.ok) deps.log(`notifier: ${job.event} ${job.id} to ${job.channel} given up after ${tries} tries: ${result.error}`);
       await record(job, result, tries);
       if (!handedBack()) msg.ack();
-    } catch (err) {
-      deps.log(`notifier: ${job.id} to ${job.channel} not recorded, will retry: ${(err as Error).message}`);
-      if (!handedBack()) msg.nak(1000);
     } finally {
       clearInterval(keepAlive);
     }
@@ -133,6 +132,8 @@ export function startDeliverer(deps: DelivererDeps) {
     stream: CONSUMERS.notifiers.stream,
     durable: CONSUMERS.notifiers.durable_name,
     concurrency: deps.concurrency,
+    supervisor: deps.supervisor,
+    log: deps.log,
     handle,
   });
 

@@ -3,6 +3,7 @@ import type { OutboundClient } from '../dispatchers/outbound-client.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Nats } from '../nats/connection.ts';
 import type { Directory } from '../nats/org-directory.ts';
+import type { Supervisor } from '../nats/supervisor.ts';
 import { startDeliverer } from './deliverer.ts';
 import { createMailer, parseSmtpUrl, type Mailer } from './mailer.ts';
 import { ensureCheckpoint, startNotifyReader } from './reader.ts';
@@ -18,6 +19,7 @@ export interface NotifierDeps {
   smtpUrl: string | undefined;
   owner: string;
   log: (m: string) => void;
+  supervisor: Supervisor;
   /** Deliveries in flight per process. */
   concurrency?: number;
 }
@@ -43,6 +45,7 @@ export async function startNotifier(deps: NotifierDeps) {
     clock: deps.clock,
     owner: deps.owner,
     log: deps.log,
+    supervisor: deps.supervisor,
     resolvers: defaultResolvers(deps.store),
     emailEnabled: mailer !== null,
   });
@@ -55,6 +58,7 @@ export async function startNotifier(deps: NotifierDeps) {
     clock: deps.clock,
     concurrency: deps.concurrency ?? 64,
     log: deps.log,
+    supervisor: deps.supervisor,
   });
   return {
     async stop() {

@@ -13,6 +13,7 @@ import { notificationIdFor, notifyMsgId, planNotifications, type NotificationJob
 import type { SourceResolver } from './sources.ts';
 import { nextState, openNotifyState, type NotifyStateStore, type Outcome } from './state.ts';
 import { readEventsKeyed } from '../nats/keyed-event-reader.ts';
+import type { Supervisor } from '../nats/supervisor.ts';
 
 export const CHECKPOINT_KEY = 'notifier';
 const CHECKPOINT_EVERY_MS = 250;
@@ -23,6 +24,7 @@ export interface NotifyReaderDeps {
   clock: Clock;
   owner: string;
   log: (m: string) => void;
+  supervisor: Supervisor;
   resolvers: Partial<Record<NotifySourceType, SourceResolver>>;
   /** Whether this notifier sends email (SMTP_URL set): email deliveries are planned only then. */
   emailEnabled: boolean;
@@ -183,6 +185,7 @@ export function startNotifyReader(deps: NotifyReaderDeps) {
         checkpointEveryMs: CHECKPOINT_EVERY_MS,
         signal,
         log: deps.log,
+        supervisor: deps.supervisor,
         keyOf: (e) => notifyChainKey(e.event, e.subject),
         handle: (e) => decider.handle(e),
       }),

@@ -140,6 +140,7 @@ export function applyEvent(batch: ProjectionBatch, event: JetcronEvent): void {
         ...(d.next_attempt_at ? { scheduled_for: d.next_attempt_at } : {}),
         request: d.request,
         response_body: d.response_body,
+        response_body_encoding: d.response_body_encoding ?? null,
         response_truncated: d.response_truncated,
         response_headers: d.response_headers,
         script_logs: d.script_logs,

@@ -17,7 +17,7 @@ export const EXECUTION_TYPES: ColumnTypes = {
   id: 'text', org_id: 'text', source_type: 'text', source_id: 'text', source_name: 'text', url: 'text',
   status: 'text', status_code: 'integer', error_message: 'text', attempt: 'integer', duration_ms: 'integer',
   scheduled_for: TS, started_at: TS, finished_at: TS, callback_url: 'text', request: 'jsonb',
-  response_body: 'text', response_truncated: 'boolean', response_headers: 'jsonb', script_logs: 'jsonb',
+  response_body: 'text', response_body_encoding: 'text', response_truncated: 'boolean', response_headers: 'jsonb', script_logs: 'jsonb',
   parent_id: 'text', created_at: TS, updated_at: TS,
 };
 const ENDPOINT_TYPES: ColumnTypes = { id: 'text', org_id: 'text', slug: 'text', doc: 'jsonb', paused: 'boolean', created_at: TS, updated_at: TS };

@@ -20,12 +20,26 @@ function recordset(columns: string[], types: ColumnTypes) {
   return sql.join(columns.map((c) => sql`${sql.ref(c)} ${sql.raw(types[c] ?? 'text')}`));
 }
 
-function toJsonRows(rows: Row[], columns: string[]): string {
-  return JSON.stringify(rows.map((r) => {
+// JSON.stringify writes NUL and lone surrogates as these escapes; jsonb refuses both.
+const UNSTORABLE_ESCAPE = /\\u0000|\\ud[89a-f][0-9a-f]{2}/i;
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+const storable = (_key: string, value: unknown) =>
+  typeof value === 'string' ? value.replaceAll('\0', '\uFFFD').replace(LONE_SURROGATE, '\uFFFD') : value;
+
+/**
+ * The rows as one JSON text Postgres accepts. An event is kept in the log as it was;
+ * its read-model copy replaces what no Postgres text or jsonb can hold (NUL, lone
+ * surrogates) with U+FFFD, so such an event can never stop the projector. The
+ * replacer runs only when the fast path finds one of those escapes.
+ */
+export function toJsonRows(rows: Row[], columns: string[]): string {
+  const picked = rows.map((r) => {
     const out: Row = {};
     for (const c of columns) out[c] = r[c] ?? null;
     return out;
-  }));
+  });
+  const text = JSON.stringify(picked);
+  return UNSTORABLE_ESCAPE.test(text) ? JSON.stringify(picked, storable) : text;
 }
 
 /** One INSERT … ON CONFLICT DO UPDATE per column set, rows passed as one jsonb array. */

@@ -4,10 +4,12 @@ import type { Db } from '../db/connect.ts';
 import type { Nats } from '../nats/connection.ts';
 import { readEvents } from '../nats/event-reader.ts';
 import { createLease, openLeaseBucket, whileLeased } from '../nats/lease.ts';
+import type { Supervisor } from '../nats/supervisor.ts';
 import { applyEvent } from './apply-event.ts';
 import { ProjectionBatch } from './batch.ts';
 
 export const PROJECTOR_NAME = 'read_models_v1';
+export const PROJECTOR_LEASE = 'projector';
 const PRUNE_EVERY_MS = 3_600_000;
 
 export async function readCheckpoint(db: Db, name = PROJECTOR_NAME): Promise<number> {
@@ -16,10 +18,20 @@ export async function readCheckpoint(db: Db, name = PROJECTOR_NAME): Promise<num
 }
 
 /** Projects from the checkpoint until `signal` aborts; the caller holds the projector lease. */
-export async function runProjection(deps: { nats: Nats; db: Db; log: (m: string) => void }, signal: AbortSignal): Promise<void> {
+export async function runProjection(deps: ProjectorDeps, signal: AbortSignal): Promise<void> {
   const from = (await readCheckpoint(deps.db)) + 1;
   let prunedAt = 0;
-  await readEvents(deps.nats, { startSeq: from, maxBatch: 2000, signal, log: deps.log, name: 'projector' }, async (events) => {
+  const writeCheckpoint = async (db: Db, seq: number) => {
+    await sql`INSERT INTO projection_checkpoints (name, seq) VALUES (${PROJECTOR_NAME}, ${seq})
+      ON CONFLICT (name) DO UPDATE SET seq = GREATEST(projection_checkpoints.seq, EXCLUDED.seq), updated_at = now()`.execute(db);
+  };
+  // A skipped (recorded) event: the read models move past it, and writers waiting for it are released.
+  const onSkip = async ({ seq }: { seq: number }) => {
+    await writeCheckpoint(deps.db, seq);
+    deps.nats.nc.publish(SUBJECTS.projected, String(seq));
+  };
+  const read = { startSeq: from, maxBatch: 2000, signal, log: deps.log, name: PROJECTOR_LEASE, supervisor: deps.supervisor, onSkip };
+  await readEvents(deps.nats, read, async (events) => {
     const batch = new ProjectionBatch();
     for (const e of events) applyEvent(batch, e.event);
     const last = events[events.length - 1]!.seq;
@@ -30,14 +42,12 @@ export async function runProjection(deps: { nats: Nats; db: Db; log: (m: string)
         await sql`DELETE FROM inbound_events WHERE received_at < now() - interval '30 days'`.execute(trx);
         prunedAt = Date.now();
       }
-      await sql`INSERT INTO projection_checkpoints (name, seq) VALUES (${PROJECTOR_NAME}, ${last})
-        ON CONFLICT (name) DO UPDATE SET seq = GREATEST(projection_checkpoints.seq, EXCLUDED.seq), updated_at = now()`.execute(trx);
+      await writeCheckpoint(trx, last);
     });
     deps.nats.nc.publish(SUBJECTS.projected, String(last));
   });
 }
 
-export const PROJECTOR_LEASE = 'projector';
 
 /**
  * Projects EVENTS into the Postgres read models. One active projector at a time
@@ -45,7 +55,14 @@ export const PROJECTOR_LEASE = 'projector';
  * batch and its checkpoint commit in one transaction, so a crash replays at most
  * the uncommitted batch and replays change nothing (rows are upserts of state).
  */
-export function startProjector(deps: { nats: Nats; db: Db; owner: string; log: (m: string) => void }) {
+export interface ProjectorDeps {
+  nats: Nats;
+  db: Db;
+  log: (m: string) => void;
+  supervisor: Supervisor;
+}
+
+export function startProjector(deps: ProjectorDeps & { owner: string }) {
   const abort = new AbortController();
   const done = (async () => {
     const lease = createLease(await openLeaseBucket(deps.nats), PROJECTOR_LEASE, deps.owner);

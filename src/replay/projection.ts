@@ -7,6 +7,7 @@ import type { JetcronEvent } from '../events/types.ts';
 import type { Nats } from '../nats/connection.ts';
 import { readEvents } from '../nats/event-reader.ts';
 import { createLease, openLeaseBucket } from '../nats/lease.ts';
+import { openSupervisor } from '../nats/supervisor.ts';
 import { PROJECTOR_NAME, readCheckpoint } from '../projections/projector.ts';
 
 /**
@@ -76,18 +77,31 @@ export async function replayProjection(
     lease.onLost(() => run.abort());
     opts.signal?.addEventListener('abort', () => run.abort(), { once: true });
     if (!opts.follow && reached >= target) run.abort();
-    const reading = readEvents(deps.nats, { startSeq: from, maxBatch: 1000, signal: run.signal, log: deps.log, name: projection.name }, async (batch) => {
+    const checkpointTo = (db: Db | Transaction<any>, seq: number) => sql`INSERT INTO projection_checkpoints (name, seq) VALUES (${projection.name}, ${seq})
+      ON CONFLICT (name) DO UPDATE SET seq = GREATEST(projection_checkpoints.seq, EXCLUDED.seq), updated_at = now()`.execute(db);
+    const reachedSeq = (seq: number) => {
+      reached = Math.max(reached, seq);
+      if (!opts.follow && reached >= target) run.abort();
+    };
+    // Events the projection fails on repeatedly are recorded (consumer `replay.<name>`) and skipped.
+    const supervisor = await openSupervisor(deps.nats, deps.log);
+    const read = {
+      startSeq: from, maxBatch: 1000, signal: run.signal, log: deps.log, name: `replay.${projection.name}`, supervisor,
+      onSkip: async ({ seq }: { seq: number }) => {
+        await checkpointTo(deps.db, seq);
+        reachedSeq(seq);
+      },
+    };
+    const reading = readEvents(deps.nats, read, async (batch) => {
       const last = batch[batch.length - 1]!.seq;
       await deps.db.transaction().execute(async (trx) => {
         await projection.apply(batch, trx);
-        await sql`INSERT INTO projection_checkpoints (name, seq) VALUES (${projection.name}, ${last})
-          ON CONFLICT (name) DO UPDATE SET seq = EXCLUDED.seq, updated_at = now()`.execute(trx);
+        await checkpointTo(trx, last);
       });
-      reached = last;
       applied += batch.length;
-      if (!opts.follow && reached >= target) run.abort();
+      reachedSeq(last);
     });
-    await reading;
+    await reading.finally(() => supervisor.close());
     if (!opts.follow && reached < target && !opts.signal?.aborted) throw new Error(`lost the lease of projection ${projection.name} at seq ${reached}; run it again`);
     return { projection: projection.name, events: applied, last_seq: reached, seconds: (Date.now() - t0) / 1000 };
   } finally {

@@ -9,6 +9,9 @@ import { createEventStore } from '../events/store.ts';
 import { startDispatcher } from '../dispatchers/dispatcher.ts';
 import { createOutboundClient } from '../dispatchers/outbound-client.ts';
 import { createApp } from '../http/app.ts';
+import { createHealth } from '../http/health.ts';
+import { openFailureLedger } from '../nats/failure-ledger.ts';
+import { createSupervisor } from '../nats/supervisor.ts';
 import { createInboundReceiver } from '../http/inbound-receiver.ts';
 import { createEndpointDirectory } from '../inbound/endpoint-directory.ts';
 import { noHooks } from '../inbound/pipeline.ts';
@@ -69,14 +72,14 @@ async function start(config: Config, log: (m: string) => void, stoppers: Stopper
   mkdirSync(config.dataDir, { recursive: true });
   let natsUrl = config.natsUrl;
   if (!natsUrl) {
-    const n = await startEmbeddedNats({ dataDir: config.dataDir, log: serverLog });
+    const n = await startEmbeddedNats({ dataDir: config.dataDir, log: serverLog, notice: log, dieWithParent: config.embeddedDieWithParent });
     stoppers.push(named('embedded nats-server', () => n.stop()));
     natsUrl = n.url;
     log(`embedded nats-server at ${natsUrl}`);
   }
   let databaseUrl = config.databaseUrl;
   if (!databaseUrl) {
-    const pg = await startEmbeddedPostgres({ dataDir: config.dataDir, log: serverLog });
+    const pg = await startEmbeddedPostgres({ dataDir: config.dataDir, log: serverLog, notice: log, dieWithParent: config.embeddedDieWithParent });
     stoppers.push(named('embedded Postgres', () => pg.stop()));
     databaseUrl = pg.url;
     const pgUrlFile = join(config.dataDir, 'postgres.url');
@@ -99,20 +102,23 @@ async function start(config: Config, log: (m: string) => void, stoppers: Stopper
   const directory = createDirectory(nats, store);
   stoppers.push(async () => directory.close());
   const metrics = new Metrics();
+  const ledger = await openFailureLedger(nats, log);
+  stoppers.push(async () => ledger.close());
+  const supervisor = createSupervisor({ ledger, metrics, log });
 
   if (config.roles.has('projector')) {
-    const p = startProjector({ nats, db, owner: instanceId, log });
+    const p = startProjector({ nats, db, owner: instanceId, log, supervisor });
     stoppers.push(named('projector', () => p.stop()));
   }
   if (config.roles.has('scheduler')) {
-    const s = await startScheduler({ nats, store, clock, owner: instanceId, partitions: config.timerPartitions, log });
+    const s = await startScheduler({ nats, store, clock, owner: instanceId, partitions: config.timerPartitions, log, supervisor });
     stoppers.push(named('scheduler', () => s.stop()));
   }
   if (config.roles.has('dispatcher')) {
     const outbound = createOutboundClient({ allowPrivateTargets: config.allowPrivateTargets });
     stoppers.push(named('outbound client', () => outbound.close()));
     const d = startDispatcher({
-      nats, store, directory, outbound, clock, concurrency: config.dispatchConcurrency, log,
+      nats, store, directory, outbound, clock, concurrency: config.dispatchConcurrency, log, supervisor,
       onAttempt: (job, ms) => metrics.observe('jetcron_dispatch_seconds', 'Time to run and record one job', ms / 1000, { kind: job.kind }),
     });
     stoppers.push(named('dispatcher', () => d.stop()));
@@ -120,7 +126,7 @@ async function start(config: Config, log: (m: string) => void, stoppers: Stopper
   if (config.roles.has('notifier')) {
     const notifyOutbound = createOutboundClient({ allowPrivateTargets: config.allowPrivateTargets, connectionsPerOrigin: 16 });
     stoppers.push(named('notifier outbound client', () => notifyOutbound.close()));
-    const n = await startNotifier({ nats, store, directory, outbound: notifyOutbound, clock, smtpUrl: config.smtpUrl, owner: instanceId, log });
+    const n = await startNotifier({ nats, store, directory, outbound: notifyOutbound, clock, smtpUrl: config.smtpUrl, owner: instanceId, log, supervisor });
     stoppers.push(named('notifier', () => n.stop()));
   }
 
@@ -137,7 +143,9 @@ async function start(config: Config, log: (m: string) => void, stoppers: Stopper
     stoppers.push(async () => endpoints.close());
     const secrets = await openSecretBox({ nats, envKey: config.secretsKey, log });
     const hooks = noHooks;
-    const app = createApp({ config, db, nats, store, clock, directory, watermark, rateLimiter, metrics, endpoints, secrets, hooks }, log, () => root);
+    const health = createHealth({ nats, db, supervisor, metrics, stuckMs: config.healthStuckMs });
+    stoppers.push(async () => health.close());
+    const app = createApp({ config, db, nats, store, clock, directory, watermark, rateLimiter, metrics, endpoints, secrets, hooks, health }, log, () => root);
     // Inbound URLs skip express: they are the hot path and need neither an API key nor JSON.
     const receiver = createInboundReceiver({ nats, endpoints, hooks, metrics, log });
     const server: Server = createServer((req, res) => {

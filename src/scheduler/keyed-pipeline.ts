@@ -1,8 +1,9 @@
 /**
  * Runs work items as they arrive: items with the same key one after another in
  * arrival order, different keys concurrently. `completed` is the highest position
- * below which every item has finished (a safe checkpoint). A failing item is
- * retried after a pause, so its key stalls rather than skipping it.
+ * below which every item has finished (a safe checkpoint). `work` owns its failures
+ * (the reader wraps it in the supervisor's retry-or-skip); should it still throw,
+ * the item is retried after a pause, so its key stalls rather than skipping it.
  */
 export function createKeyedPipeline(opts: { maxInFlight: number; retryMs: number; log: (m: string) => void }) {
   const chains = new Map<string, Promise<void>>();
@@ -10,6 +11,8 @@ export function createKeyedPipeline(opts: { maxInFlight: number; retryMs: number
   const done = new Set<number>();
   let head = 0;
   let completed = 0;
+  // An item left unfinished by a stop: the checkpoint must not pass it.
+  let ceiling = Infinity;
   let inFlight = 0;
   let slot: (() => void) | undefined;
 
@@ -31,18 +34,23 @@ export function createKeyedPipeline(opts: { maxInFlight: number; retryMs: number
 
   return {
     get completed() {
-      return completed;
+      return Math.min(completed, ceiling);
     },
-    async push(key: string, position: number, work: () => Promise<void>, stopped: () => boolean): Promise<void> {
+    /** `work` resolving `false` means it was abandoned unfinished (a stop). */
+    async push(key: string, position: number, work: () => Promise<boolean | void>, stopped: () => boolean): Promise<void> {
       while (inFlight >= opts.maxInFlight) await new Promise<void>((r) => (slot = r));
       inFlight++;
       order.push(position);
       const run = async () => {
         for (;;) {
           try {
-            return await work();
+            if ((await work()) === false) ceiling = Math.min(ceiling, position - 1);
+            return;
           } catch (err) {
-            if (stopped()) return;
+            if (stopped()) {
+              ceiling = Math.min(ceiling, position - 1);
+              return;
+            }
             opts.log(`item ${position} (${key}) failed, retrying: ${(err as Error).message}`);
             await new Promise((r) => setTimeout(r, opts.retryMs));
           }

@@ -2,6 +2,7 @@ import type { EventStore } from '../events/store.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Nats } from '../nats/connection.ts';
 import { openLeaseBucket } from '../nats/lease.ts';
+import type { Supervisor } from '../nats/supervisor.ts';
 import { SUBJECTS } from '../../streams/definitions.ts';
 import { jobMsgId, type Job } from '../dispatchers/job.ts';
 import { encodeJson } from '../lib/json.ts';
@@ -24,6 +25,7 @@ export async function startScheduler(deps: {
   owner: string;
   partitions: number;
   log: (m: string) => void;
+  supervisor: Supervisor;
   hooks?: HooksFor;
 }) {
   const timers = createTimerStore(deps.nats, deps.partitions);
@@ -40,7 +42,7 @@ export async function startScheduler(deps: {
   const leases = await openLeaseBucket(deps.nats);
   const abort = new AbortController();
   const partitions = Array.from({ length: deps.partitions }, (_, p) =>
-    runTimerPartition(p, { timers, leases, start, owner: deps.owner, log: deps.log }, abort.signal),
+    runTimerPartition(p, { timers, leases, start, owner: deps.owner, log: deps.log, supervisor: deps.supervisor }, abort.signal),
   );
   return {
     async stop() {

@@ -1,5 +1,6 @@
 import type { Job } from '../dispatchers/job.ts';
-import { decodeJson } from '../lib/json.ts';
+import { decodeJson, encodeJson } from '../lib/json.ts';
+import { POISON_AFTER, type Supervisor } from '../nats/supervisor.ts';
 import { createLease, whileLeased, type Lease } from '../nats/lease.ts';
 import type { KV } from '@nats-io/kv';
 import { TimerHeap } from './timer-heap.ts';
@@ -12,6 +13,7 @@ export interface PartitionDeps {
   leases: KV;
   owner: string;
   log: (m: string) => void;
+  supervisor: Supervisor;
 }
 
 /**
@@ -29,6 +31,13 @@ async function ownPartition(partition: number, deps: PartitionDeps, signal: Abor
   const heap = new TimerHeap<Job>();
   let timer: NodeJS.Timeout | undefined;
   let firing = false;
+  const consumerName = `timers.${partition}`;
+  const progress = deps.supervisor.progress(consumerName, 'TIMERS');
+  progress.started(0);
+  // Failed fires in a row per timer, for the supervisor's retry-or-skip.
+  const tries = new Map<string, number>();
+  const { supervisor } = deps;
+  const stopRetries = supervisor.ledger.serveRetries(consumerName, (r) => deps.timers.republish(r.subject, Buffer.from(r.payload ?? '', 'base64')), deps.log);
 
   const fire = async (job: Job, seq: number) => {
     if (!(await deps.timers.stillStored(seq))) return;
@@ -39,6 +48,7 @@ async function ownPartition(partition: number, deps: PartitionDeps, signal: Abor
   const arm = () => {
     clearTimeout(timer);
     const due = heap.peekDue();
+    progress.oldestDueAt = due ?? null;
     if (due === undefined || signal.aborted) return;
     timer = setTimeout(() => void tick(), Math.max(0, due - Date.now()));
   };
@@ -61,10 +71,20 @@ async function ownPartition(partition: number, deps: PartitionDeps, signal: Abor
         for (const e of list) {
           try {
             await fire(e.value, e.seq);
+            tries.delete(e.key);
+            progress.advanced(e.seq);
           } catch (err) {
-            // Put it back: it stays stored, so trying again later is safe.
-            deps.log(`timers.${partition}: firing ${e.key} failed: ${(err as Error).message}`);
-            heap.set(e.key, e.seq, Date.now() + 1000, e.value);
+            const n = (tries.get(e.key) ?? 0) + 1;
+            tries.set(e.key, n);
+            const item = { stream: 'TIMERS', seq: e.seq, subject: e.key, payload: encodeJson({ state: 'armed', due_at: e.due, job: e.value }) };
+            const verdict = await supervisor.failed(consumerName, item, err, n).catch(() => ({ skip: false as const, waitMs: 1000 }));
+            if (verdict.skip) {
+              tries.delete(e.key);
+              await deps.timers.remove(e.seq);
+            } else {
+              // Put it back: it stays stored, so trying again later is safe.
+              heap.set(e.key, e.seq, Date.now() + verdict.waitMs, e.value);
+            }
           }
         }
       }));
@@ -80,12 +100,23 @@ async function ownPartition(partition: number, deps: PartitionDeps, signal: Abor
   signal.addEventListener('abort', onAbort, { once: true });
   try {
     for await (const m of messages) {
-      const value = decodeJson<TimerValue>(m.data);
+      let value: TimerValue;
+      try {
+        value = decodeJson<TimerValue>(m.data);
+      } catch (err) {
+        const item = { stream: 'TIMERS', seq: m.seq, subject: m.subject, payload: m.data };
+        const verdict = await supervisor.failed(consumerName, item, err, POISON_AFTER).catch(() => ({ skip: false }));
+        if (verdict.skip) await deps.timers.remove(m.seq);
+        continue;
+      }
       if (value.state === 'armed') heap.set(m.subject, m.seq, value.due_at, value.job);
       else heap.delete(m.subject);
       if (!firing) arm();
     }
   } finally {
+    stopRetries();
+    progress.stopped();
+    progress.oldestDueAt = null;
     signal.removeEventListener('abort', onAbort);
     clearTimeout(timer);
   }

@@ -37,6 +37,10 @@ export function createTimerStore(nats: Nats, partitions: number) {
     async put(job: Job, value: TimerValue, expectedSeq?: number): Promise<void> {
       await nats.publish(subjectFor(job), encodeJson(value), expectedSeq === undefined ? {} : { expectLastSubjectSeq: expectedSeq });
     },
+    /** A timer message as it was (a skipped timer's retry). */
+    async republish(subject: string, data: Uint8Array): Promise<void> {
+      await nats.publish(subject, data);
+    },
     async purgeSource(orgId: string, sourceId: string): Promise<void> {
       await nats.jsm.streams.purge(STREAMS.timers.name, { filter: `${SUBJECTS.timer(partitionOf(orgId, partitions), sourceId)}.>` });
     },

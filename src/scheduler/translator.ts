@@ -21,6 +21,7 @@ import { taskAttemptJob } from './task-jobs.ts';
 import type { Lanes } from './lanes.ts';
 import type { TimerStore } from './timer-store.ts';
 import { readEventsKeyed } from '../nats/keyed-event-reader.ts';
+import type { Supervisor } from '../nats/supervisor.ts';
 import { evolveEndpoint } from '../commands/endpoint/decide.ts';
 import type { EndpointEvent } from '../commands/endpoint/types.ts';
 import type { InboundEventEvent } from '../commands/inbound-event/types.ts';
@@ -41,6 +42,7 @@ export interface TranslatorDeps {
   clock: Clock;
   owner: string;
   log: (m: string) => void;
+  supervisor: Supervisor;
 }
 
 /**
@@ -312,6 +314,7 @@ export function startTranslator(deps: TranslatorDeps) {
         checkpointEveryMs: CHECKPOINT_EVERY_MS,
         signal,
         log: deps.log,
+        supervisor: deps.supervisor,
         keyOf: (e) => chainKey(e.event, e.subject),
         handle: (e) => translator.handle(e.event, e.seq),
       });

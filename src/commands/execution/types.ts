@@ -34,6 +34,8 @@ export interface AttemptResult {
   duration_ms: number;
   request: SentRequest;
   response_body: string | null;
+  /** `base64` when the body is not storable as text (not UTF-8, or holds NUL); absent = utf8. */
+  response_body_encoding?: 'base64';
   response_truncated: boolean;
   response_headers: Record<string, string> | null;
   script_logs: string[];

@@ -1,0 +1,74 @@
+import { Kvm } from '@nats-io/kv';
+import { KV_BUCKETS } from '../../streams/definitions.ts';
+import type { Nats } from '../nats/connection.ts';
+import type { FailureRecord } from '../nats/failure-ledger.ts';
+
+/**
+ * `jetcron projections failures` and `jetcron projections retry`: what consumers
+ * skipped after failing on it repeatedly, and asking them to run it again. The retry
+ * itself happens in the process that runs the consumer (it watches KV `failures`);
+ * this command marks the records and waits for each to be removed (succeeded) or
+ * marked skipped again (failed again).
+ */
+
+async function readAll(nats: Nats): Promise<Array<{ key: string; record: FailureRecord; revision: number }>> {
+  const kv = await new Kvm(nats.nc).open(KV_BUCKETS.failures.name);
+  const out = [];
+  for await (const key of await kv.keys()) {
+    const e = await kv.get(key);
+    if (!e || e.operation !== 'PUT' || e.value.length === 0) continue;
+    try {
+      out.push({ key, record: e.json<FailureRecord>(), revision: e.revision });
+    } catch {
+      // not a record of ours
+    }
+  }
+  return out.sort((a, b) => a.record.consumer.localeCompare(b.record.consumer) || a.record.seq - b.record.seq);
+}
+
+const shown = ({ payload, ...rest }: FailureRecord) => ({ ...rest, ...(payload ? { payload_bytes: Buffer.from(payload, 'base64').length } : {}) });
+
+export async function listFailures(nats: Nats, print: (o: unknown) => void, filter: { consumer?: string }): Promise<void> {
+  for (const { record } of await readAll(nats)) if (!filter.consumer || record.consumer === filter.consumer) print(shown(record));
+}
+
+export async function retryFailures(
+  nats: Nats,
+  print: (o: unknown) => void,
+  filter: { consumer?: string; seq?: number },
+  waitMs: number,
+): Promise<{ failed: number }> {
+  const kv = await new Kvm(nats.nc).open(KV_BUCKETS.failures.name);
+  const chosen = (await readAll(nats)).filter(({ record }) =>
+    record.state === 'skipped' && (!filter.consumer || record.consumer === filter.consumer) && (filter.seq === undefined || record.seq === filter.seq));
+  const asked = new Map<string, FailureRecord>();
+  for (const { key, record, revision } of chosen) {
+    try {
+      await kv.update(key, JSON.stringify({ ...record, state: 'retry' }), revision);
+      asked.set(key, record);
+    } catch {
+      // changed meanwhile (another retry): leave it
+    }
+  }
+  const deadline = Date.now() + waitMs;
+  const outcome = new Map<string, 'succeeded' | 'failed again'>();
+  while (outcome.size < asked.size && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 200));
+    for (const [key, record] of asked) {
+      if (outcome.has(key)) continue;
+      const e = await kv.get(key);
+      if (!e || e.operation !== 'PUT' || e.value.length === 0) outcome.set(key, 'succeeded');
+      else if (e.json<FailureRecord>().state === 'skipped') outcome.set(key, 'failed again');
+    }
+  }
+  let failed = 0;
+  for (const [key, record] of asked) {
+    const result = outcome.get(key) ?? 'pending';
+    if (result !== 'succeeded') failed++;
+    const now = result === 'failed again' ? (await kv.get(key))?.json<FailureRecord>() : undefined;
+    print({ consumer: record.consumer, seq: record.seq, subject: record.subject, result, ...(now ? { error: now.error } : {}),
+      ...(result === 'pending' ? { note: 'no running process serving this consumer took it yet; it stays asked for and runs when one does' } : {}) });
+  }
+  if (asked.size === 0) print({ retried: 0, note: 'no skipped items match' });
+  return { failed };
+}

@@ -1,0 +1,139 @@
+import type { Request, Response } from 'express';
+import { sql } from 'kysely';
+import { CONSUMERS } from '../../streams/definitions.ts';
+import type { Db } from '../db/connect.ts';
+import type { Metrics } from '../lib/metrics.ts';
+import type { Nats } from '../nats/connection.ts';
+import type { ConsumerProgress, Supervisor } from '../nats/supervisor.ts';
+
+/**
+ * `/healthz`: 200 only when both stores answer and every consumer this process runs
+ * is making progress; 503 when a store is unreachable or a consumer is stuck (failing
+ * on one item, or behind the log without moving) for longer than `stuckMs`. The body
+ * names each consumer with its state and lag, so an operator sees which one and why.
+ */
+
+type ConsumerState = 'ok' | 'standby' | 'retrying' | 'stuck';
+
+interface ConsumerReport {
+  state: ConsumerState;
+  /** Log readers: stream sequences behind the stream's end. */
+  lag?: number;
+  /** Work queues: jobs waiting or in flight. */
+  backlog?: number;
+  /** Timer partitions: how late the earliest waiting timer is. */
+  overdue_ms?: number;
+  position?: number;
+  skipped?: number;
+  error?: string;
+  failing_for_ms?: number;
+}
+
+export interface HealthReport {
+  status: 'ok' | 'degraded';
+  stores: { nats: 'ok' | 'unreachable'; postgres: 'ok' | 'unreachable' };
+  consumers: Record<string, ConsumerReport>;
+  failures_recorded: number;
+}
+
+const WORK_QUEUES: Record<string, string> = {
+  [CONSUMERS.dispatchers.durable_name]: CONSUMERS.dispatchers.stream,
+  [CONSUMERS.notifiers.durable_name]: CONSUMERS.notifiers.stream,
+};
+const PROBE_TIMEOUT_MS = 2000;
+const BACKGROUND_EVERY_MS = 5000;
+
+function within<T>(p: Promise<T>): Promise<T> {
+  return Promise.race([p, new Promise<never>((_, rej) => setTimeout(() => rej(new Error('timeout')), PROBE_TIMEOUT_MS).unref())]);
+}
+
+export function createHealth(deps: { nats: Nats; db: Db; supervisor: Supervisor; metrics: Metrics; stuckMs: number }) {
+  // Where each consumer was when it was first seen behind: unchanged for stuckMs = stuck.
+  const behind = new Map<string, { position: number; since: number }>();
+  let last: HealthReport | undefined;
+
+  const streamEnd = async (stream: string, cache: Map<string, Promise<number>>) => {
+    let p = cache.get(stream);
+    if (!p) cache.set(stream, (p = within(deps.nats.jsm.streams.info(stream)).then((i) => i.state.last_seq)));
+    return p;
+  };
+
+  async function consumerReport(c: ConsumerProgress, ends: Map<string, Promise<number>>, now: number): Promise<ConsumerReport> {
+    if (!c.active) {
+      behind.delete(c.consumer);
+      return { state: 'standby' };
+    }
+    const r: ConsumerReport = { state: 'ok', position: c.position };
+    if (c.skipped) r.skipped = c.skipped;
+    let stalled = false;
+    const queue = WORK_QUEUES[c.consumer];
+    if (queue) {
+      const info = await within(deps.nats.jsm.consumers.info(queue, c.consumer)).catch(() => null);
+      if (info) r.backlog = info.num_pending + info.num_ack_pending;
+      delete r.position;
+    } else if (c.stream === 'TIMERS') {
+      if (c.oldestDueAt !== null && c.oldestDueAt < now) r.overdue_ms = now - c.oldestDueAt;
+      stalled = (r.overdue_ms ?? 0) > deps.stuckMs;
+    } else if (c.stream) {
+      const end = await streamEnd(c.stream, ends).catch(() => null);
+      if (end !== null) {
+        r.lag = Math.max(0, end - c.position);
+        const seen = behind.get(c.consumer);
+        if (r.lag === 0) behind.delete(c.consumer);
+        else if (!seen || seen.position !== c.position) behind.set(c.consumer, { position: c.position, since: now });
+        else stalled = now - seen.since > deps.stuckMs;
+      }
+    }
+    if (c.failingSince !== null) {
+      r.state = 'retrying';
+      r.error = c.lastError ?? undefined;
+      r.failing_for_ms = now - c.failingSince;
+      if (r.failing_for_ms > deps.stuckMs) stalled = true;
+    }
+    if (stalled) r.state = 'stuck';
+    return r;
+  }
+
+  async function evaluate(): Promise<HealthReport> {
+    const now = Date.now();
+    const [natsOk, pgOk] = await Promise.all([
+      within(deps.nats.nc.flush()).then(() => !deps.nats.nc.isClosed(), () => false),
+      within(sql`SELECT 1`.execute(deps.db)).then(() => true, () => false),
+    ]);
+    const ends = new Map<string, Promise<number>>();
+    const consumers: Record<string, ConsumerReport> = {};
+    for (const c of deps.supervisor.consumers().sort((a, b) => a.consumer.localeCompare(b.consumer))) {
+      consumers[c.consumer] = await consumerReport(c, ends, now);
+    }
+    const ok = natsOk && pgOk && Object.values(consumers).every((c) => c.state !== 'stuck');
+    last = {
+      status: ok ? 'ok' : 'degraded',
+      stores: { nats: natsOk ? 'ok' : 'unreachable', postgres: pgOk ? 'ok' : 'unreachable' },
+      consumers,
+      failures_recorded: deps.supervisor.ledger.list().length,
+    };
+    return last;
+  }
+
+  deps.metrics.labeledGauge('jetcron_consumer_lag', 'Stream sequences a log reader is behind (as of the last health check)', () =>
+    Object.entries(last?.consumers ?? {}).filter(([, r]) => r.lag !== undefined).map(([consumer, r]) => [{ consumer }, r.lag!]));
+  deps.metrics.labeledGauge('jetcron_consumer_stuck', '1 when a consumer is stuck past the threshold (as of the last health check)', () =>
+    Object.entries(last?.consumers ?? {}).map(([consumer, r]) => [{ consumer }, r.state === 'stuck' ? 1 : 0]));
+
+  // Checked in the background too, so "behind and not moving" is measured even when no one asks.
+  const ticker = setInterval(() => void evaluate().catch(() => {}), BACKGROUND_EVERY_MS);
+  ticker.unref();
+
+  return {
+    evaluate,
+    handler: (_req: Request, res: Response) => {
+      evaluate().then(
+        (report) => void res.status(report.status === 'ok' ? 200 : 503).json(report),
+        () => void res.status(503).json({ status: 'degraded' }),
+      );
+    },
+    close: () => clearInterval(ticker),
+  };
+}
+
+export type Health = ReturnType<typeof createHealth>;
