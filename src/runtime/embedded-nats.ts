@@ -1,9 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, constants, readFileSync } from 'node:fs';
+import { accessSync, constants } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
-import { isAlive } from './process-alive.ts';
+import { dieWithParent } from './die-with-parent.ts';
+import { recordServer, stopLeftover } from './leftovers.ts';
+import { commandMentions, processIdentity } from './process-identity.ts';
 
 export interface EmbeddedNats {
   url: string;
@@ -14,12 +16,18 @@ export interface EmbeddedNatsOptions {
   dataDir: string;
   host?: string;
   preferredPort?: number;
+  /** The server's own output. */
   log?: (line: string) => void;
+  /** Lines about the server's lifecycle, such as a leftover found and stopped. */
+  notice?: (line: string) => void;
+  /** false: the server outlives this process if it is killed (test-only, to leave a leftover behind). */
+  dieWithParent?: boolean;
 }
 
 const READY_TIMEOUT_MS = 15_000;
 const STOP_TIMEOUT_MS = 10_000;
 const START_ATTEMPTS = 3;
+const RECORD = 'nats-server';
 
 export function findNatsServer(envPath = process.env.PATH ?? ''): string | undefined {
   const candidates = [...envPath.split(path.delimiter).filter(Boolean).map((dir) => path.join(dir, 'nats-server')), '/usr/sbin/nats-server'];
@@ -41,12 +49,14 @@ export async function startEmbeddedNats(opts: EmbeddedNatsOptions): Promise<Embe
   const host = opts.host ?? '127.0.0.1';
   const dataDir = path.resolve(opts.dataDir);
   await mkdir(dataDir, { recursive: true });
+  // Before picking a port: a leftover may hold the preferred one.
+  await stopLeftover(dataDir, RECORD, { signals: ['SIGTERM', 'SIGKILL'], notice: opts.notice ?? (() => {}) });
   await refuseIfAlreadyRunning(dataDir);
 
   let port = await pickPort(host, opts.preferredPort ?? 4222);
   for (let attempt = 1; ; attempt++) {
     try {
-      return await launch(binary, dataDir, host, port, opts.log ?? (() => {}));
+      return await launch(binary, dataDir, host, port, opts.log ?? (() => {}), opts.dieWithParent ?? true);
     } catch (err) {
       // The probed port can be taken by someone else before nats-server binds it.
       if (attempt >= START_ATTEMPTS || !(err instanceof PortInUseError)) throw err;
@@ -57,11 +67,12 @@ export async function startEmbeddedNats(opts: EmbeddedNatsOptions): Promise<Embe
 
 class PortInUseError extends Error {}
 
-async function launch(binary: string, dataDir: string, host: string, port: number, log: (line: string) => void): Promise<EmbeddedNats> {
+async function launch(binary: string, dataDir: string, host: string, port: number, log: (line: string) => void, withParent: boolean): Promise<EmbeddedNats> {
   const configFile = path.join(dataDir, 'nats-server.conf');
   await writeFile(configFile, renderConfig(dataDir, host, port));
 
-  const child = spawn(binary, ['-c', configFile], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const command = withParent ? dieWithParent(binary, ['-c', configFile], 'SIGTERM') : { file: binary, args: ['-c', configFile] };
+  const child = spawn(command.file, command.args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const tail: string[] = [];
   const onOutput = (chunk: Buffer): void => {
     for (const line of chunk.toString('utf8').split('\n')) {
@@ -80,8 +91,10 @@ async function launch(binary: string, dataDir: string, host: string, port: numbe
       resolve();
     });
   });
+  const forget = child.pid === undefined ? () => {} : recordServer(dataDir, RECORD, { pid: child.pid, binary, host, port });
   const killOnExit = (): void => {
     child.kill('SIGKILL');
+    forget();
   };
   process.on('exit', killOnExit);
 
@@ -91,6 +104,7 @@ async function launch(binary: string, dataDir: string, host: string, port: numbe
   } catch (err) {
     process.off('exit', killOnExit);
     await terminate(child, exited);
+    forget();
     const output = tail.join('\n');
     const message = `nats-server did not start on ${host}:${port}: ${(err as Error).message}\n${output}`;
     throw /address already in use/i.test(output) ? new PortInUseError(message) : new Error(message);
@@ -105,6 +119,7 @@ async function launch(binary: string, dataDir: string, host: string, port: numbe
       stopping ??= (async () => {
         await terminate(child, exited);
         process.off('exit', killOnExit);
+        forget();
         // Another instance may have taken over the data dir's URL file meanwhile.
         const current = await readFile(urlFile, 'utf8').catch(() => '');
         if (current.trim() === url) await rm(urlFile, { force: true });
@@ -127,17 +142,13 @@ function renderConfig(dataDir: string, host: string, port: number): string {
   ].join('\n');
 }
 
-// Two servers sharing one store_dir would corrupt it.
+// Two servers sharing one store_dir would corrupt it. Without a record (an older version
+// started it) nats.pid still names it; its command line naming this data dir's config
+// tells it from an unrelated process that got the pid since.
 async function refuseIfAlreadyRunning(dataDir: string): Promise<void> {
   const pid = Number((await readFile(path.join(dataDir, 'nats.pid'), 'utf8').catch(() => '')).trim());
-  if (!Number.isInteger(pid) || pid <= 0 || !isAlive(pid)) return;
-  let comm = '';
-  try {
-    comm = readFileSync(`/proc/${pid}/comm`, 'utf8');
-  } catch {
-    comm = 'nats-server';
-  }
-  if (comm.includes('nats')) {
+  const running = processIdentity(pid);
+  if (running && commandMentions(running, path.join(dataDir, 'nats-server.conf'))) {
     throw new Error(`a nats-server (pid ${pid}) is already running on ${dataDir}; stop it first`);
   }
 }
