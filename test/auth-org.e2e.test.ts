@@ -189,10 +189,18 @@ describe('authentication, organization and service endpoints', () => {
     assert.equal((await free.api('GET', '/tasks')).status, 200);
   });
 
-  test('/healthz answers 200 {status: ok} without a key', async () => {
+  test('/healthz answers 200 {status: ok} without a key, naming each consumer this process runs', async () => {
     const res = await raw('/healthz');
     assert.equal(res.status, 200);
-    assert.deepEqual(await res.json(), { status: 'ok' });
+    const body = await res.json() as any;
+    assert.equal(body.status, 'ok');
+    assert.deepEqual(body.stores, { nats: 'ok', postgres: 'ok' });
+    assert.equal(body.failures_recorded, 0);
+    for (const consumer of ['projector', 'translator', 'notifier', 'inbound-router', 'dispatchers', 'notifiers', 'timers.0']) {
+      assert.ok(body.consumers[consumer], `${consumer} in ${JSON.stringify(body.consumers)}`);
+      assert.notEqual(body.consumers[consumer].state, 'stuck', consumer);
+    }
+    assert.equal(body.consumers.projector.lag, 0);
   });
 
   test('/metrics is Prometheus text with the request counter', async () => {
