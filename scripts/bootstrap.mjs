@@ -72,7 +72,11 @@ function run(file, fileArgs, env = process.env) {
 }
 
 function runAndExit(nodeArgs) {
-  const child = spawn(process.execPath, nodeArgs, { cwd: root, stdio: 'inherit' });
+  // The service must not outlive a SIGKILLed `npm start` (this process): on Linux it gets
+  // SIGTERM when we die and shuts down cleanly with its embedded servers. Same as
+  // src/runtime/die-with-parent.ts, which this file cannot import (it runs before npm install).
+  const [file, fileArgs] = withPdeathsig(process.execPath, nodeArgs);
+  const child = spawn(file, fileArgs, { cwd: root, stdio: 'inherit' });
   const forward = (signal) => child.kill(signal);
   for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, forward);
   child.on('error', (err) => {
@@ -82,4 +86,10 @@ function runAndExit(nodeArgs) {
   child.on('exit', (code, signal) => {
     process.exit(code ?? 128 + (os.constants.signals[signal] ?? 1));
   });
+}
+
+function withPdeathsig(file, fileArgs) {
+  if (os.platform() !== 'linux') return [file, fileArgs];
+  const probe = spawnSync('setpriv', ['--pdeathsig', 'SIGTERM', '--', 'setpriv', '--version'], { stdio: 'ignore' });
+  return probe.status === 0 ? ['setpriv', ['--pdeathsig', 'SIGTERM', '--', file, ...fileArgs]] : [file, fileArgs];
 }
