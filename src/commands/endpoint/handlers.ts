@@ -1,6 +1,6 @@
 import { SUBJECTS } from '../../../streams/definitions.ts';
 import type { PlanLimit } from '../quota.ts';
-import type { CommandDeps, Decided } from '../execute.ts';
+import { planLimitedCreate, type CommandDeps, type Decided } from '../execute.ts';
 import { orgAggregate } from '../org-aggregate.ts';
 import { decideEndpoint, evolveEndpoint, type EndpointCommand } from './decide.ts';
 import type { Endpoint, EndpointEvent, EndpointInput, SecretsChange } from './types.ts';
@@ -21,5 +21,5 @@ export function createEndpoint(
   secrets: SecretsChange | null,
   plan: PlanLimit,
 ): Promise<Result> {
-  return endpoints.create(deps, orgId, { type: 'CreateEndpoint', orgId, input, secrets }, plan);
+  return planLimitedCreate(deps, orgId, 'endpoint', plan, () => endpoints.create(deps, orgId, { type: 'CreateEndpoint', orgId, input, secrets }, plan));
 }

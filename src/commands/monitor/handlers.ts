@@ -1,6 +1,6 @@
 import { newId } from '../../lib/ids.ts';
 import type { PlanLimit } from '../quota.ts';
-import type { CommandDeps, Decided } from '../execute.ts';
+import { planLimitedCreate, type CommandDeps, type Decided } from '../execute.ts';
 import { orgAggregate } from '../org-aggregate.ts';
 import { decideMonitor, evolveMonitor, type MonitorCommand } from './decide.ts';
 import type { Monitor, MonitorEvent, MonitorInput, PingRecord } from './types.ts';
@@ -21,7 +21,7 @@ export function createMonitor(
   input: MonitorInput & { name: string; schedule_type: 'interval' | 'cron' },
   plan: PlanLimit,
 ): Promise<Result> {
-  return monitors.create(deps, orgId, { type: 'CreateMonitor', orgId, input }, plan);
+  return planLimitedCreate(deps, orgId, 'monitor', plan, () => monitors.create(deps, orgId, { type: 'CreateMonitor', orgId, input }, plan));
 }
 
 export function pingMonitor(deps: CommandDeps, orgId: string, id: string, ping: Omit<PingRecord, 'id' | 'received_at'>) {

@@ -1,5 +1,5 @@
 import type { PlanLimit } from '../quota.ts';
-import type { CommandDeps, Decided } from '../execute.ts';
+import { planLimitedCreate, type CommandDeps, type Decided } from '../execute.ts';
 import { orgAggregate } from '../org-aggregate.ts';
 import { decideSchedule, evolveSchedule, type ScheduleCommand } from './decide.ts';
 import type { Schedule, ScheduleEvent, ScheduleInput } from './types.ts';
@@ -19,7 +19,7 @@ export function createSchedule(
   input: ScheduleInput & { url: string; cron: string },
   plan: PlanLimit,
 ): Promise<Result> {
-  return schedules.create(deps, orgId, { type: 'CreateSchedule', orgId, input }, plan);
+  return planLimitedCreate(deps, orgId, 'schedule', plan, () => schedules.create(deps, orgId, { type: 'CreateSchedule', orgId, input }, plan));
 }
 
 export const updateSchedule = (deps: CommandDeps, orgId: string, id: string, input: ScheduleInput) =>
