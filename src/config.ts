@@ -11,7 +11,8 @@ export interface Config {
   roles: Set<Role>;
   timeScale: number;
   allowPrivateTargets: boolean;
-  streamReplicas: number;
+  /** JETCRON_STREAM_REPLICAS; unset = keep what existing streams have (1 for new ones). */
+  streamReplicas: number | undefined;
   rateLimitFree: number;
   rateLimitPro: number;
   smtpUrl: string | undefined;
@@ -60,7 +61,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { roles?: string; dataD
     roles: parseRoles(opts.roles ?? env.JETCRON_ROLES),
     timeScale: num(env, 'JETCRON_TIME_SCALE', 1, (n) => n > 0),
     allowPrivateTargets: env.JETCRON_ALLOW_PRIVATE_TARGETS === '1' || env.JETCRON_ALLOW_PRIVATE_TARGETS === 'true',
-    streamReplicas: num(env, 'JETCRON_STREAM_REPLICAS', 1, (n) => [1, 3, 5].includes(n)),
+    streamReplicas: env.JETCRON_STREAM_REPLICAS ? num(env, 'JETCRON_STREAM_REPLICAS', 1, (n) => [1, 3, 5].includes(n)) : undefined,
     rateLimitFree: num(env, 'JETCRON_RATE_LIMIT_FREE', 20, (n) => n >= 0),
     rateLimitPro: num(env, 'JETCRON_RATE_LIMIT_PRO', 200, (n) => n >= 0),
     smtpUrl: env.SMTP_URL || undefined,

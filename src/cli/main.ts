@@ -7,7 +7,7 @@ import { ConfigError, loadConfig } from '../config.ts';
 import { createEventStore } from '../events/store.ts';
 import { createClock } from '../lib/clock.ts';
 import { ApiError } from '../lib/errors.ts';
-import { applyStreams } from '../nats/apply-streams.ts';
+import { applyStreams, replicasFromEnv } from '../nats/apply-streams.ts';
 import { connectNats, type Nats } from '../nats/connection.ts';
 import { defaultDataDir } from '../runtime/data-dir.ts';
 import { natsUrlFromDataDir } from '../runtime/find-nats-url.ts';
@@ -47,7 +47,7 @@ function natsUrl(dataDir: string): string {
 async function withNats<T>(dataDir: string, fn: (nats: Nats) => Promise<T>) {
   const nats = await connectNats(natsUrl(dataDir), 'jetcron cli');
   try {
-    await applyStreams(nats, Number(process.env.JETCRON_STREAM_REPLICAS || 1));
+    await applyStreams(nats, replicasFromEnv(process.env));
     return await fn(nats);
   } finally {
     await nats.close();

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connectDb, type Db } from '../db/connect.ts';
-import { applyStreams } from '../nats/apply-streams.ts';
+import { applyStreams, replicasFromEnv } from '../nats/apply-streams.ts';
 import { connectNats, type Nats } from '../nats/connection.ts';
 import { startEmbeddedNats } from '../runtime/embedded-nats.ts';
 import { startEmbeddedPostgres } from '../runtime/embedded-postgres.ts';
@@ -44,7 +44,7 @@ export async function withServices<T>(urls: ServiceUrls, name: string, fn: (s: {
     cleanup.push(() => nats.close());
     const { db } = connectDb(databaseUrl);
     cleanup.push(() => db.destroy());
-    await applyStreams(nats, Number(process.env.JETCRON_STREAM_REPLICAS || 1));
+    await applyStreams(nats, replicasFromEnv(process.env));
     return await fn({ nats, db });
   } finally {
     for (const c of cleanup.reverse()) await c().catch(() => {});

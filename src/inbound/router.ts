@@ -89,7 +89,7 @@ export function startInboundRouter(deps: RouterDeps) {
   const abort = new AbortController();
   const done = (async () => {
     const kv = await new Kvm(deps.nats.nc).open(KV_BUCKETS.checkpoints.name);
-    const lease = createLease(await openLeaseBucket(deps.nats), 'inbound-router', deps.owner);
+    const lease = createLease(await openLeaseBucket(deps.nats), 'inbound-router', deps.owner, deps.log);
     await whileLeased(lease, abort.signal, deps.log, async (signal) => {
       const checkpoint = await openCheckpoint(kv, CHECKPOINT_KEY, CHECKPOINT_EVERY_MS);
       try {

@@ -29,6 +29,7 @@ const TRANSIENT_MESSAGES = [
   /no responders/i,
   /\btimeout\b/i,
   /status 503/i,
+  /no JetStream ack within|publisher closed|JetStream refused the message: (stream|cluster|leader)|temporarily unavailable/i,
   /JetStream (not enabled|unavailable|is not ready)/i,
   /cluster not ready|leader|no suitable peers|insufficient resources/i,
 ];

@@ -8,17 +8,28 @@ function isNotFound(err: unknown): boolean {
   return e?.api_error?.err_code === 10059 || e?.code === '404' || /not found/i.test(String(e?.message));
 }
 
-/** Creates or updates every stream, consumer and bucket; safe to run from many processes at once. */
-export async function applyStreams(nats: Nats, replicas: number): Promise<void> {
+/** JETCRON_STREAM_REPLICAS for admin commands (they read no config file); unset = undefined. */
+export function replicasFromEnv(env: NodeJS.ProcessEnv): number | undefined {
+  const n = Number(env.JETCRON_STREAM_REPLICAS);
+  return [1, 3, 5].includes(n) ? n : undefined;
+}
+
+/**
+ * Creates or updates every stream, consumer and bucket; safe to run from many
+ * processes at once. `replicas` undefined keeps each existing stream's replica count
+ * (1 for a new one), so a process or command started without the setting can never
+ * shrink a cluster's streams; a number is applied to every stream and bucket.
+ */
+export async function applyStreams(nats: Nats, replicas: number | undefined): Promise<void> {
   for (const def of Object.values(STREAMS)) {
-    const config = { ...def, subjects: [...def.subjects], num_replicas: replicas } as Partial<StreamConfig> & { name: string };
+    const config = { ...def, subjects: [...def.subjects] } as Partial<StreamConfig> & { name: string };
     try {
-      await nats.jsm.streams.info(def.name);
-      await nats.jsm.streams.update(def.name, config);
+      const existing = await nats.jsm.streams.info(def.name);
+      await nats.jsm.streams.update(def.name, { ...config, num_replicas: replicas ?? existing.config.num_replicas });
     } catch (err) {
       if (!isNotFound(err)) throw err;
       try {
-        await nats.jsm.streams.add(config);
+        await nats.jsm.streams.add({ ...config, num_replicas: replicas ?? 1 });
       } catch (addErr) {
         // Another process created it between our info and add.
         if (!/already in use|exists/i.test(String((addErr as Error).message))) throw addErr;
@@ -33,13 +44,18 @@ export async function applyStreams(nats: Nats, replicas: number): Promise<void> 
       ack_wait: c.ack_wait,
       max_ack_pending: c.max_ack_pending,
       max_deliver: c.max_deliver,
-      num_replicas: replicas,
+      num_replicas: replicas ?? 0, // 0: the stream's own
     }).catch(async (err: Error) => {
       if (!/already in use|exists/i.test(err.message)) throw err;
     });
   }
   const kvm = new Kvm(nats.nc);
   for (const b of Object.values(KV_BUCKETS)) {
-    await kvm.create(b.name, { history: 1, replicas, ...(b.ttlMs ? { ttl: b.ttlMs } : {}) });
+    // An existing bucket keeps its configuration here; only an explicit count changes its replicas.
+    await kvm.create(b.name, { history: 1, replicas: replicas ?? 1, ...(b.ttlMs ? { ttl: b.ttlMs } : {}) });
+    if (replicas !== undefined) {
+      const info = await nats.jsm.streams.info(`KV_${b.name}`);
+      if (info.config.num_replicas !== replicas) await nats.jsm.streams.update(`KV_${b.name}`, { ...info.config, num_replicas: replicas });
+    }
   }
 }

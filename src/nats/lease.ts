@@ -1,6 +1,7 @@
 import { Kvm, type KV } from '@nats-io/kv';
 import { KV_BUCKETS } from '../../streams/definitions.ts';
 import type { Nats } from './connection.ts';
+import { isWrongLastSequence } from './jetstream-errors.ts';
 
 /**
  * A single-owner lease on a KV key. The bucket's max age expires a key that is not
@@ -20,20 +21,58 @@ export async function openLeaseBucket(nats: Nats): Promise<KV> {
   return new Kvm(nats.nc).open(KV_BUCKETS.leases.name);
 }
 
-export function createLease(kv: KV, name: string, owner: string): Lease {
-  const renewEvery = Math.floor(KV_BUCKETS.leases.ttlMs / 3);
+// A holder that could not renew stops this long before its key would expire, so two
+// holders never work at once even if its clock runs a little behind the server's.
+const STOP_BEFORE_EXPIRY_MS = 2_000;
+const RETRY_RENEW_MS = 1_000;
+
+export function createLease(kv: KV, name: string, owner: string, log: (m: string) => void = () => {}): Lease {
+  const ttl = KV_BUCKETS.leases.ttlMs;
+  const renewEvery = Math.floor(ttl / 3);
   let revision = 0;
+  let renewedAt = 0;
   let timer: NodeJS.Timeout | undefined;
+  let failing = false;
   const lost: Array<() => void> = [];
 
+  const drop = (why: string) => {
+    clearTimeout(timer);
+    timer = undefined;
+    revision = 0;
+    log(`lease ${name}: lost (${why}); stopping its work`);
+    for (const fn of lost) fn();
+  };
+
+  /** Our own write whose answer was lost (a timeout, a leader change): the key still names us. */
+  const stillOurs = async (): Promise<number> => {
+    const e = await kv.get(name).catch(() => null);
+    return e && e.operation === 'PUT' && e.string() === owner ? e.revision : 0;
+  };
+
   const renew = async () => {
+    if (!revision) return;
     try {
       revision = await kv.update(name, owner, revision);
-    } catch {
-      clearInterval(timer);
-      timer = undefined;
-      revision = 0;
-      for (const fn of lost) fn();
+      renewedAt = Date.now();
+      if (failing) log(`lease ${name}: renewed again`);
+      failing = false;
+      timer = setTimeout(() => void renew(), renewEvery);
+    } catch (err) {
+      if (!revision) return; // released meanwhile
+      if (isWrongLastSequence(err)) {
+        const mine = await stillOurs();
+        if (mine) {
+          revision = mine;
+          return renew();
+        }
+        return drop('another process holds it');
+      }
+      // Unknown (a timeout, an election): keep trying while the key cannot have expired.
+      const left = renewedAt + ttl - STOP_BEFORE_EXPIRY_MS - Date.now();
+      if (left <= 0) return drop(`renewals failed for ${Math.round((Date.now() - renewedAt) / 1000)} s: ${(err as Error).message}`);
+      if (!failing) log(`lease ${name}: renewal failed (${(err as Error).message}); retrying for ${Math.round(left / 1000)} s more`);
+      failing = true;
+      timer = setTimeout(() => void renew(), Math.min(RETRY_RENEW_MS, left));
     }
   };
 
@@ -44,20 +83,26 @@ export function createLease(kv: KV, name: string, owner: string): Lease {
       while (!signal.aborted) {
         try {
           revision = await kv.create(name, owner);
-          timer = setInterval(() => void renew(), renewEvery);
-          return;
-        } catch {
-          await new Promise((r) => setTimeout(r, 500));
+        } catch (err) {
+          revision = isWrongLastSequence(err) ? 0 : await stillOurs();
         }
+        if (revision) {
+          renewedAt = Date.now();
+          failing = false;
+          timer = setTimeout(() => void renew(), renewEvery);
+          return;
+        }
+        await new Promise((r) => setTimeout(r, 500));
       }
       throw new Error(`lease ${name}: aborted`);
     },
     async release() {
-      clearInterval(timer);
+      clearTimeout(timer);
       timer = undefined;
       if (revision) {
-        await kv.delete(name, { previousSeq: revision }).catch(() => {});
+        const rev = revision;
         revision = 0;
+        await kv.delete(name, { previousSeq: rev }).catch(() => {});
       }
     },
   };

@@ -175,7 +175,7 @@ export function startNotifyReader(deps: NotifyReaderDeps) {
     const kv = await new Kvm(deps.nats.nc).open(KV_BUCKETS.checkpoints.name);
     const states = await openNotifyState(deps.nats);
     const decider = createNotifyDecider(deps, states, (job) => publishJob(deps.nats, job));
-    const lease = createLease(await openLeaseBucket(deps.nats), 'notifier', deps.owner);
+    const lease = createLease(await openLeaseBucket(deps.nats), 'notifier', deps.owner, deps.log);
     await whileLeased(lease, abort.signal, deps.log, (signal) =>
       readEventsKeyed({
         nats: deps.nats,

@@ -65,7 +65,7 @@ export interface ProjectorDeps {
 export function startProjector(deps: ProjectorDeps & { owner: string }) {
   const abort = new AbortController();
   const done = (async () => {
-    const lease = createLease(await openLeaseBucket(deps.nats), PROJECTOR_LEASE, deps.owner);
+    const lease = createLease(await openLeaseBucket(deps.nats), PROJECTOR_LEASE, deps.owner, deps.log);
     await whileLeased(lease, abort.signal, deps.log, (signal) => runProjection(deps, signal));
   })();
   return {

@@ -28,6 +28,7 @@ import { createWatermark } from '../projections/watermark.ts';
 import { startScheduler } from '../scheduler/scheduler.ts';
 import { bootstrapFirstOrganization } from './first-organization.ts';
 import { startEmbeddedNats } from './embedded-nats.ts';
+import { untilStarted } from './startup-retry.ts';
 import { startEmbeddedPostgres } from './embedded-postgres.ts';
 
 export interface Running {
@@ -89,19 +90,27 @@ async function start(config: Config, log: (m: string) => void, stoppers: Stopper
   }
 
   const instanceId = `${process.pid}-${randomBytes(4).toString('hex')}`;
-  const nats = await connectNats(natsUrl, `jetcron ${[...config.roles].join(',')} ${instanceId}`);
+  const nats = await untilStarted('connecting to NATS', () => connectNats(natsUrl, `jetcron ${[...config.roles].join(',')} ${instanceId}`), log);
   stoppers.push(named('NATS connection', () => nats.close()));
-  await applyStreams(nats, config.streamReplicas);
+  await untilStarted('applying the stream definitions', () => applyStreams(nats, config.streamReplicas), log);
 
   const { db } = connectDb(databaseUrl, 20);
   stoppers.push(named('Postgres pool', () => db.destroy()));
-  if (config.roles.has('api') || config.roles.has('projector')) await migrate(db);
+  if (config.roles.has('api') || config.roles.has('projector')) await untilStarted('migrating Postgres', () => migrate(db), log);
 
   const clock = createClock(config.timeScale);
   const store = createEventStore(nats);
   const directory = createDirectory(nats, store);
   stoppers.push(async () => directory.close());
   const metrics = new Metrics();
+  // Last resort only: every path handles its own failures. One that slips through is
+  // logged and counted, never a crash that takes the other roles down with it.
+  const onUnhandled = (err: unknown) => {
+    metrics.inc('jetcron_unhandled_rejections_total', 'Promise rejections no code path handled (each one is a bug)');
+    log(`ERROR unhandled rejection: ${(err as Error)?.stack ?? String(err)}`);
+  };
+  process.on('unhandledRejection', onUnhandled);
+  stoppers.push(async () => void process.off('unhandledRejection', onUnhandled));
   const ledger = await openFailureLedger(nats, log);
   stoppers.push(async () => ledger.close());
   const supervisor = createSupervisor({ ledger, metrics, log });

@@ -6,6 +6,8 @@ import { executionCancelled, sourceGone } from '../commands/execution/ending.ts'
 import { jobMsgId, type AttemptJob } from '../dispatchers/job.ts';
 import { decodeJson, encodeJson } from '../lib/json.ts';
 import type { Nats } from '../nats/connection.ts';
+import { deleteIfStored } from '../nats/delete-message.ts';
+import { isWrongLastSequence } from '../nats/jetstream-errors.ts';
 
 interface Head {
   execution_id: string;
@@ -31,6 +33,23 @@ export async function createLanes(nats: Nats, store: EventStore) {
   const headKey = (org: string, key: string) => `${org}.${key}`;
 
   /**
+   * Claims the lane's head for `head`. Lost to another writer: false, unless the head
+   * now names this same job — our own claim whose answer was lost (a timeout, a
+   * leader change) — which we go on with (publishing the job is deduplicated). Any
+   * other error propagates: unknown is not "someone else has it".
+   */
+  async function claim(org: string, key: string, head: Head): Promise<boolean> {
+    try {
+      await heads.create(headKey(org, key), encodeJson(head));
+      return true;
+    } catch (err) {
+      if (!isWrongLastSequence(err)) throw err;
+      const current = await heads.get(headKey(org, key));
+      return !!current && current.operation === 'PUT' && current.value.length > 0 && decodeJson<Head>(current.value).execution_id === head.execution_id;
+    }
+  }
+
+  /**
    * Starts the lane's next execution unless one is running. `freed` says the caller
    * has just deleted the head itself, which saves reading it again: a hand-off is a
    * handful of round trips, and on a busy process each one waits its turn.
@@ -46,10 +65,7 @@ export async function createLanes(nats: Nats, store: EventStore) {
       const job = decodeJson<AttemptJob>(next.data);
       const head: Head = { execution_id: job.execution_id, seq: next.seq };
       // `create` succeeds on an absent or deleted key, so it is the claim in both cases.
-      const [claimed, gone] = await Promise.all([
-        heads.create(headKey(org, key), encodeJson(head)).then(() => true, () => false),
-        sourceGone(store, org, job.source),
-      ]);
+      const [claimed, gone] = await Promise.all([claim(org, key, head), sourceGone(store, org, job.source)]);
       if (!claimed) return; // another process took the head first; it starts the execution
       if (gone) {
         // Cancelled while waiting in the lane: record it and move on to the next.
@@ -75,8 +91,13 @@ export async function createLanes(nats: Nats, store: EventStore) {
     const head = decodeJson<Head>(entry.value);
     if (head.execution_id !== executionId) return;
     // The queue entry goes first: a free head must never point back at a finished execution.
-    await nats.jsm.streams.deleteMessage(STREAMS.lanes.name, head.seq, false).catch(() => {});
-    const freed = await heads.delete(headKey(org, key), { previousSeq: entry.revision }).then(() => true, () => false);
+    await deleteIfStored(nats, STREAMS.lanes.name, head.seq);
+    // Lost to another writer: the head changed, so read it again. Any other error is
+    // unknown and propagates, so the release is tried again rather than the lane left held.
+    const freed = await heads.delete(headKey(org, key), { previousSeq: entry.revision }).then(() => true, (err: unknown) => {
+      if (isWrongLastSequence(err)) return false;
+      throw err;
+    });
     if (thenAdvance) await advance(org, key, freed);
   }
 

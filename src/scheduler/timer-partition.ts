@@ -23,7 +23,7 @@ export interface PartitionDeps {
  * timer message. A timer replaced or purged meanwhile is skipped at fire time.
  */
 export function runTimerPartition(partition: number, deps: PartitionDeps, signal: AbortSignal): Promise<void> {
-  const lease: Lease = createLease(deps.leases, `timers.${partition}`, deps.owner);
+  const lease: Lease = createLease(deps.leases, `timers.${partition}`, deps.owner, deps.log);
   return whileLeased(lease, signal, deps.log, (run) => ownPartition(partition, deps, run));
 }
 

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { DeliverPolicy } from '@nats-io/jetstream';
 import { STREAMS, SUBJECTS } from '../../streams/definitions.ts';
 import type { Job } from '../dispatchers/job.ts';
+import { deleteIfStored } from '../nats/delete-message.ts';
 import { decodeJson, encodeJson } from '../lib/json.ts';
 import type { Nats } from '../nats/connection.ts';
 
@@ -47,21 +48,23 @@ export function createTimerStore(nats: Nats, partitions: number) {
     /** Current timers of one source (a few at most: its pending execution and retries). */
     async listSource(orgId: string, sourceId: string): Promise<StoredTimer[]> {
       const filter = `${SUBJECTS.timer(partitionOf(orgId, partitions), sourceId)}.>`;
-      const info = await nats.jsm.streams.info(STREAMS.timers.name, { subjects_filter: filter }).catch(() => null);
+      // An error is not "no timers": it propagates, and the caller tries again.
+      const info = await nats.jsm.streams.info(STREAMS.timers.name, { subjects_filter: filter });
       const subjects = Object.keys(info?.state.subjects ?? {});
       const out: StoredTimer[] = [];
       for (const subject of subjects) {
-        const msg = await nats.jsm.direct.getMessage(STREAMS.timers.name, { last_by_subj: subject }).catch(() => null);
+        const msg = await nats.jsm.direct.getMessage(STREAMS.timers.name, { last_by_subj: subject });
         if (msg) out.push({ subject, seq: msg.seq, value: decodeJson<TimerValue>(msg.data) });
       }
       return out;
     },
+    /** false only when JetStream says the message is gone; a failed call rejects (unknown, not absent). */
     async stillStored(seq: number): Promise<boolean> {
-      const msg = await nats.jsm.direct.getMessage(STREAMS.timers.name, { seq }).catch(() => null);
+      const msg = await nats.jsm.direct.getMessage(STREAMS.timers.name, { seq });
       return msg !== null && msg.seq === seq;
     },
     async remove(seq: number): Promise<void> {
-      await nats.jsm.streams.deleteMessage(STREAMS.timers.name, seq, false).catch(() => {});
+      await deleteIfStored(nats, STREAMS.timers.name, seq);
     },
     consumerFor(partition: number) {
       return nats.js.consumers.get(STREAMS.timers.name, {

@@ -303,7 +303,7 @@ export function startTranslator(deps: TranslatorDeps) {
   const abort = new AbortController();
   const done = (async () => {
     const kv = await new Kvm(deps.nats.nc).open(KV_BUCKETS.checkpoints.name);
-    const lease = createLease(await openLeaseBucket(deps.nats), 'translator', deps.owner);
+    const lease = createLease(await openLeaseBucket(deps.nats), 'translator', deps.owner, deps.log);
     await whileLeased(lease, abort.signal, deps.log, (signal) => {
       translator.forget();
       return readEventsKeyed({
