@@ -38,7 +38,7 @@ export async function startNotifier(deps: NotifierDeps) {
     deps.log('notifier: SMTP_URL is not set, so email notifications are off (webhooks still go out)');
   }
   // Before anything is read: a first start begins at the end of the log.
-  await ensureCheckpoint(deps.nats);
+  await ensureCheckpoint(deps.nats, deps.log);
   const reader = startNotifyReader({
     nats: deps.nats,
     directory: deps.directory,

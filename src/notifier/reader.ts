@@ -13,7 +13,9 @@ import { notificationIdFor, notifyMsgId, planNotifications, type NotificationJob
 import type { SourceResolver } from './sources.ts';
 import { nextState, openNotifyState, type NotifyStateStore, type Outcome } from './state.ts';
 import { readEventsKeyed } from '../nats/keyed-event-reader.ts';
+import { isWrongLastSequence } from '../nats/jetstream-errors.ts';
 import type { Supervisor } from '../nats/supervisor.ts';
+import { untilStarted } from '../runtime/startup-retry.ts';
 
 export const CHECKPOINT_KEY = 'notifier';
 const CHECKPOINT_EVERY_MS = 250;
@@ -156,13 +158,17 @@ export function notifyChainKey(event: JetcronEvent, subject: string): string {
  * turning notifications on must not announce every failure in the history. `create`
  * only writes when there is no checkpoint, so concurrent starts agree.
  */
-export async function ensureCheckpoint(nats: Nats): Promise<void> {
-  const kv: KV = await new Kvm(nats.nc).open(KV_BUCKETS.checkpoints.name);
-  if (await kv.get(CHECKPOINT_KEY)) return;
-  const info = await nats.jsm.streams.info(STREAMS.events.name);
-  await kv.create(CHECKPOINT_KEY, String(info.state.last_seq)).catch(() => {
-    // Another notifier wrote it first.
-  });
+export async function ensureCheckpoint(nats: Nats, log: (m: string) => void): Promise<void> {
+  await untilStarted('reading the notifier checkpoint', async () => {
+    const kv: KV = await new Kvm(nats.nc).open(KV_BUCKETS.checkpoints.name);
+    if (await kv.get(CHECKPOINT_KEY)) return;
+    const info = await nats.jsm.streams.info(STREAMS.events.name);
+    await kv.create(CHECKPOINT_KEY, String(info.state.last_seq)).catch((err: unknown) => {
+      // Another notifier wrote it first; any other failure is retried, or the reader
+      // would start from the beginning of the log and announce its whole history.
+      if (!isWrongLastSequence(err)) throw err;
+    });
+  }, log);
 }
 
 /**

@@ -21,6 +21,7 @@ import { taskAttemptJob } from './task-jobs.ts';
 import type { Lanes } from './lanes.ts';
 import type { TimerStore } from './timer-store.ts';
 import { readEventsKeyed } from '../nats/keyed-event-reader.ts';
+import { isWrongLastSequence } from '../nats/jetstream-errors.ts';
 import type { Supervisor } from '../nats/supervisor.ts';
 import { evolveEndpoint } from '../commands/endpoint/decide.ts';
 import type { EndpointEvent } from '../commands/endpoint/types.ts';
@@ -76,8 +77,10 @@ export function createTranslator(deps: TranslatorDeps) {
       const job: AttemptJob = taskAttemptJob(task, planned, old.attempt);
       const dueAt = Date.parse(job.scheduled_for);
       const value = task.enabled ? { state: 'armed' as const, due_at: dueAt, job } : { state: 'paused' as const, job };
-      await deps.timers.put(job, value, timer.seq).catch(() => {
-        // The timer fired or changed meanwhile; the run it started keeps the old definition.
+      await deps.timers.put(job, value, timer.seq).catch((err: unknown) => {
+        // Lost the race: the timer fired or changed meanwhile; the run it started keeps the
+        // old definition. Anything else is unknown and propagates, so the update is retried.
+        if (!isWrongLastSequence(err)) throw err;
       });
     }
   }
