@@ -1,5 +1,5 @@
 import type { Request } from 'express';
-import { badRequest } from '../lib/errors.ts';
+import { badRequest, unprocessable } from '../lib/errors.ts';
 
 /** The parsed JSON object of a request; 400 when it is not JSON or not an object. */
 export function jsonObject(req: Request, optional = false): Record<string, unknown> {
@@ -19,7 +19,10 @@ export function queryInt(req: Request, name: string, fallback: number): number {
   const raw = req.query[name];
   if (raw === undefined) return fallback;
   if (typeof raw !== 'string' || !/^-?\d+$/.test(raw)) throw badRequest(`${name} must be an integer`, name);
-  return Number(raw);
+  const n = Number(raw);
+  // Past 2^53 a number is no longer exact, and Postgres would refuse it as text ("1e+20").
+  if (!Number.isSafeInteger(n)) throw unprocessable(`${name} is out of range`, name);
+  return n;
 }
 
 export function queryString(req: Request, name: string): string | undefined {

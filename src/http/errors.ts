@@ -1,24 +1,28 @@
+import { STATUS_CODES } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
 import { ApiError } from '../lib/errors.ts';
 
+const send = (res: Response, status: number, message: string, field: string | null = null) =>
+  void res.status(status).json({ error: { message, field } });
+
 /** Turns every error into the contract's body; a 5xx body reveals nothing. */
 export function errorMiddleware(log: (m: string) => void) {
-  return (err: unknown, _req: Request, res: Response, _next: NextFunction) => {
+  return (err: unknown, _req: Request, res: Response, next: NextFunction) => {
+    // The answer has begun: all that is left is to end the connection (express does).
+    if (res.headersSent) return next(err);
     if (err instanceof ApiError) {
       for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
-      res.status(err.status).json({ error: { message: err.message, field: err.field } });
-      return;
+      return send(res, err.status, err.message, err.field);
     }
-    const e = err as { type?: string; status?: number; message?: string };
-    if (e?.type === 'entity.too.large') {
-      res.status(413).json({ error: { message: 'Request body too large', field: null } });
-      return;
-    }
-    if (e?.type === 'entity.parse.failed') {
-      res.status(400).json({ error: { message: 'Request body is not valid JSON', field: null } });
-      return;
+    // express and its parsers mark a client's fault with a 4xx `status` (the router's
+    // URIError for a path parameter that does not decode, for one): that is the answer.
+    const e = err as { status?: unknown; statusCode?: unknown; expose?: boolean; message?: string } | null;
+    const status = Number(e?.status ?? e?.statusCode);
+    if (Number.isInteger(status) && status >= 400 && status < 500) {
+      const message = err instanceof URIError ? 'The path has bad percent-encoding' : e?.expose && e.message ? e.message : STATUS_CODES[status] ?? 'Bad request';
+      return send(res, status, message);
     }
     log(`http: ${(err as Error)?.stack ?? String(err)}`);
-    res.status(500).json({ error: { message: 'Internal server error', field: null } });
+    send(res, 500, 'Internal server error');
   };
 }

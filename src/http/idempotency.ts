@@ -19,7 +19,7 @@
  * reach with the whole body; routes behind this middleware must not stream (`res.write`).
  */
 import { createHash } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Kvm, type KV } from '@nats-io/kv';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
@@ -70,8 +70,8 @@ const sha256 = (data: string | Uint8Array) => createHash('sha256').update(data).
 
 const rawBodies = new WeakMap<IncomingMessage, Buffer>();
 
-/** `verify` option of the JSON body parser: keeps the raw bytes the fingerprint hashes. */
-export function keepRawBody(req: IncomingMessage, _res: ServerResponse, buf: Buffer): void {
+/** Called by the body parser (`request-body.ts`): keeps the raw bytes the fingerprint hashes. */
+export function keepRawBody(req: IncomingMessage, buf: Buffer): void {
   rawBodies.set(req, buf);
 }
 
@@ -182,8 +182,8 @@ function beforeEnd(res: Response, settle: (status: number, body: Buffer) => Prom
 
 /**
  * Express middleware honouring `Idempotency-Key` on the route it guards. Must run
- * after authentication (it needs the organization) and after the JSON body parser
- * configured with {@link keepRawBody}.
+ * after authentication (it needs the organization) and after the body parser
+ * (`jsonBody`, which calls {@link keepRawBody}).
  */
 export function idempotent(deps: Pick<ApiDeps, 'nats' | 'metrics'>): RequestHandler {
   const now = () => Date.now(); // wall clock: staleness is about real processes, not scaled waits

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SUBJECTS } from '../../streams/definitions.ts';
 import type { Endpoint } from '../commands/endpoint/types.ts';
 import { newId } from '../lib/ids.ts';
+import { storableText } from '../lib/input-checks.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import type { Nats } from '../nats/connection.ts';
 import type { EndpointDirectory } from '../inbound/endpoint-directory.ts';
@@ -30,6 +31,7 @@ function send(res: ServerResponse, status: number, body: unknown, headers: Recor
 const error = (res: ServerResponse, status: number, message: string, headers?: Record<string, string>) =>
   send(res, status, { error: { message, field: null } }, headers);
 
+const nullableText = (text: string | null) => (text === null ? null : storableText(text));
 const isLoopback = (ip: string) => ip === '::1' || ip.startsWith('127.');
 const plainIp = (ip: string) => (ip.startsWith('::ffff:') ? ip.slice(7) : ip);
 
@@ -95,9 +97,11 @@ export function createInboundReceiver(deps: InboundReceiverDeps) {
       endpoint_id: endpoint.id,
       method,
       path: `/in/${slug}`,
-      query,
+      // These two reach the event log (the headers and body stay in INBOUND only). Node's
+      // parser lets no NUL into a request line, but the forwarded address is any text.
+      query: storableText(query),
       headers: pairs,
-      source_ip: sourceIp(req),
+      source_ip: nullableText(sourceIp(req)),
       received_at: new Date(now).toISOString(),
       body_size: body.length,
     };

@@ -1,12 +1,29 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
+import { fullFormats } from 'ajv-formats/dist/formats.js';
+import { durationProblem } from '../lib/duration.ts';
 import { unprocessable } from '../lib/errors.ts';
+import { httpUrlProblem, instantProblem } from '../lib/input-checks.ts';
 
 // ajv-formats is CommonJS; under NodeNext its default export arrives wrapped.
 const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ?? addFormatsModule) as unknown as (a: Ajv) => Ajv;
 
-const ajv = new Ajv({ allErrors: false, strict: false });
+// verbose: a format error carries the value, so its message can say what is wrong with it.
+const ajv = new Ajv({ allErrors: false, strict: false, verbose: true });
 addFormats(ajv);
+
+/**
+ * Formats whose check goes past the text's shape to what the service can act on. Each
+ * gives the end of the error sentence for a value, or null when it is fine.
+ */
+const rfc3339 = fullFormats['date-time'] as { validate: (s: string) => boolean };
+const problems: Record<string, (value: string) => string | null> = {
+  // A run time: RFC 3339, then within the years and the horizon Date and the timers can hold.
+  'date-time': (v) => (rfc3339.validate(v) ? instantProblem(v, Date.now()) : 'must be an RFC 3339 date-time such as 2030-01-31T09:00:00Z'),
+  uri: httpUrlProblem,
+  'jetcron-duration': durationProblem,
+};
+for (const [name, problem] of Object.entries(problems)) ajv.addFormat(name, { type: 'string', validate: (v: string) => problem(v) === null });
 
 const compiled = new Map<object, ValidateFunction>();
 
@@ -28,6 +45,10 @@ function messageOf(err: ErrorObject, field: string | null): string {
   if (err.keyword === 'required') return `${field} is required`;
   if (err.keyword === 'anyOf' || err.keyword === 'type') {
     return `${field ?? 'body'} has the wrong type`;
+  }
+  if (err.keyword === 'format' && typeof err.data === 'string') {
+    const problem = problems[(err.params as { format: string }).format]?.(err.data);
+    if (problem) return `${field ?? 'body'} ${problem}`;
   }
   if (err.keyword === 'pattern' && /url/.test(field ?? '')) return `${field} must be an http or https URL`;
   if (err.keyword === 'pattern' && /delay|debounce$/.test(field ?? '')) return `${field} must be a number followed by s, m, h or d`;

@@ -1,15 +1,16 @@
-import express, { Router } from 'express';
+import { Router } from 'express';
 import { createBatch, type BatchInput } from '../../commands/batch/handlers.ts';
 import { unprocessable } from '../../lib/errors.ts';
 import { jsonObject } from '../body.ts';
 import { handler, type ApiDeps } from '../context.ts';
-import { idempotent, keepRawBody } from '../idempotency.ts';
+import { idempotent } from '../idempotency.ts';
+import { jsonBody } from '../request-body.ts';
 import { createBatchSchema, MAX_BATCH_HOSTS } from '../schemas/batch.ts';
 import { checkBodySize, checkHeaders } from '../task-checks.ts';
 import { validate } from '../validate.ts';
 
-/** Room for a full batch; each task body is still held to 256 KB. */
-export const BATCH_REQUEST_LIMIT = '8mb';
+/** Room for a full batch (8 MiB); each task body is still held to 256 KB. */
+export const BATCH_REQUEST_LIMIT = 8 * 1024 * 1024;
 
 function host(url: string): string {
   return new URL(url).host.toLowerCase();
@@ -35,7 +36,7 @@ export function batchRoutes(deps: ApiDeps): Router {
   const r = Router();
   r.post(
     '/tasks/batch',
-    express.json({ limit: BATCH_REQUEST_LIMIT, type: () => true, strict: false, verify: keepRawBody }),
+    jsonBody(BATCH_REQUEST_LIMIT),
     idempotent(deps),
     handler(async (req, res) => {
       const input = validate<BatchInput>(createBatchSchema, jsonObject(req));

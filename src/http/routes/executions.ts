@@ -1,6 +1,7 @@
 import { Router, type Request } from 'express';
-import { parseDuration } from '../../lib/duration.ts';
+import { DURATION_PATTERN, durationProblem, parseDuration } from '../../lib/duration.ts';
 import { badRequest, notFound, unprocessable } from '../../lib/errors.ts';
+import { instantProblem } from '../../lib/input-checks.ts';
 import { queryInt, queryString } from '../body.ts';
 import { handler, type ApiDeps } from '../context.ts';
 import { executionDetail, executionRow } from '../serializers.ts';
@@ -17,13 +18,15 @@ export function limitParam(req: Request): number {
 function instant(req: Request, name: string, nowMs: number): Date | undefined {
   const raw = queryString(req, name);
   if (raw === undefined || raw === '') return undefined;
-  const rel = parseDuration(raw);
-  if (rel !== undefined) return new Date(nowMs - rel);
-  const t = Date.parse(raw);
-  if (!/^\d{4}-\d{2}-\d{2}/.test(raw) || Number.isNaN(t)) {
-    throw badRequest(`${name} must be an ISO 8601 timestamp or a duration such as 30m, 24h, 7d`, name);
+  if (new RegExp(DURATION_PATTERN).test(raw)) {
+    const problem = durationProblem(raw);
+    if (problem) throw unprocessable(`${name} ${problem}`, name);
+    return new Date(nowMs - parseDuration(raw)!);
   }
-  return new Date(t);
+  if (!/^\d{4}-\d{2}-\d{2}/.test(raw) || Number.isNaN(Date.parse(raw))) throw badRequest(`${name} must be an ISO 8601 timestamp or a duration such as 30m, 24h, 7d`, name);
+  const problem = instantProblem(raw);
+  if (problem) throw unprocessable(`${name} ${problem}`, name);
+  return new Date(raw);
 }
 
 export function executionRoutes(deps: ApiDeps): Router {

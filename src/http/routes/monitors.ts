@@ -1,12 +1,14 @@
-import express, { Router, type Request } from 'express';
+import { Router, type Request } from 'express';
 import type { Selectable } from 'kysely';
 import { createMonitor, pingMonitor, runMonitor } from '../../commands/monitor/handlers.ts';
 import type { Monitor, MonitorInput } from '../../commands/monitor/types.ts';
 import type { MonitorsTable } from '../../db/schema.ts';
 import { ApiError, notFound } from '../../lib/errors.ts';
+import { storableText } from '../../lib/input-checks.ts';
 import { jsonObject } from '../body.ts';
 import { handler, type ApiDeps } from '../context.ts';
 import { createMonitorSchema, updateMonitorSchema } from '../schemas/monitor.ts';
+import { rawBody } from '../request-body.ts';
 import { validate } from '../validate.ts';
 import { liveIds } from '../plan-limits.ts';
 import { limitParam } from './executions.ts';
@@ -77,17 +79,20 @@ export function monitorRoutes(deps: ApiDeps, rootUrl: () => string): Router {
 /** `{root}/ping/<token>` and `/ping/<token>/fail`, GET or POST, no API key: the token is the credential. */
 export function pingRoutes(deps: ApiDeps): Router {
   const r = Router();
-  const raw = express.raw({ type: () => true, limit: '1mb' });
+  const raw = rawBody();
   const ping = (kind: 'ping' | 'fail') => handler(async (req, res) => {
     const token = req.params.token!;
     const row = /^pm_[0-9a-z]{32}$/.test(token)
       ? await deps.db.selectFrom('monitors').select(['id', 'org_id', 'doc']).where('token', '=', token).executeTakeFirst()
       : undefined;
     if (!row) throw notFound('Not found');
-    const body = Buffer.isBuffer(req.body) ? req.body.subarray(0, PING_BODY_BYTES).toString('utf8') : '';
+    // A ping is never refused for what it carries: bytes that are not UTF-8 decode to
+    // U+FFFD, and what the store cannot hold (NUL) is replaced the same way.
+    const text = (value: string | undefined) => (value === undefined ? null : storableText(value));
+    const body = Buffer.isBuffer(req.body) ? storableText(req.body.subarray(0, PING_BODY_BYTES).toString('utf8')) : '';
     try {
       const { state, seq } = await pingMonitor(deps, row.org_id, row.id, {
-        kind, method: req.method, source_ip: (req as Request).ip ?? null, user_agent: req.get('user-agent') ?? null, body,
+        kind, method: req.method, source_ip: text((req as Request).ip), user_agent: text(req.get('user-agent')), body,
       });
       await deps.watermark.waitFor(seq);
       res.json({ monitor: state!.name, status: state!.status });

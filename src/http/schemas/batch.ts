@@ -1,6 +1,6 @@
-import { durationSchema, headersSchema, methodSchema, timestampSchema } from './common.ts';
+import { durationSchema, headersSchema, methodSchema, timestampSchema, urlSchema } from './common.ts';
 
-const url255 = { type: 'string', minLength: 1, maxLength: 255, pattern: '^[hH][tT][tT][pP][sS]?://[^\\s/?#]+' } as const;
+const url255 = { ...urlSchema, maxLength: 255 } as const;
 
 export const MAX_BATCH_TASKS = 1000;
 export const MAX_BATCH_HOSTS = 50;

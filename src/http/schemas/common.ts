@@ -1,9 +1,12 @@
 import { DURATION_PATTERN } from '../../lib/duration.ts';
 
-export const urlSchema = { type: 'string', minLength: 1, maxLength: 2048, pattern: '^[hH][tT][tT][pP][sS]?://[^\\s/?#]+' } as const;
+/** http(s) only; `format: uri` is checked by parsing it as the HTTP client will, port included (1..65535). */
+export const urlSchema = { type: 'string', minLength: 1, maxLength: 2048, pattern: '^[hH][tT][tT][pP][sS]?://[^\\s/?#]+', format: 'uri' } as const;
 export const nullableUrl = { anyOf: [urlSchema, { type: 'null' }] } as const;
-export const durationSchema = { type: 'string', pattern: DURATION_PATTERN } as const;
+/** `jetcron-duration`: the pattern, at most 3650d (10 years). */
+export const durationSchema = { type: 'string', pattern: DURATION_PATTERN, format: 'jetcron-duration' } as const;
 export const nullable = <T extends object>(schema: T) => ({ anyOf: [schema, { type: 'null' }] }) as const;
+/** A run time: RFC 3339, years 1970..9999 and at most 10 years ahead. */
 export const timestampSchema = { type: 'string', format: 'date-time' } as const;
 export const headersSchema = {
   type: 'object',
