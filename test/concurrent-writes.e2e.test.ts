@@ -148,6 +148,25 @@ describe('concurrent writes on one aggregate', () => {
     const events = await subjectEvents<TaskEvent>(svc.natsUrl, SUBJECTS.task(orgId, id));
     assert.equal(events.filter((e) => e.type === 'TaskUpdated').length, 16);
   });
+
+  test('16 concurrent debounced creates of one window across two API processes: all 201, one task', async () => {
+    const { api, apiKey } = await svc.createOrg();
+    const other = (await import('./support/service.ts')).apiClient(() => second.url!, apiKey);
+    const base = { url: 'http://127.0.0.1:9/never', lane: 'deb', debounce: '1h', debounce_key: 'k' };
+    const answers = await Promise.all(Array.from({ length: 16 }, (_, i) => (i % 2 ? api : other)('POST', '/tasks', { ...base, body: `p${i}` })));
+    assert.deepEqual(answers.map((a) => a.status), Array(16).fill(201), JSON.stringify(answers.find((a) => a.status !== 201)?.body));
+    assert.equal(new Set(answers.map((a) => a.body.data.id)).size, 1, 'every request lands on the window\'s one task');
+    assert.equal(answers.filter((a) => a.body.message === 'Debounce window opened').length, 1);
+  });
+
+  test('concurrent creates against the Free plan limit across two API processes: 10 created, the rest 403, none 5xx', async () => {
+    const { api, apiKey } = await svc.createOrg();
+    const other = (await import('./support/service.ts')).apiClient(() => second.url!, apiKey);
+    const answers = await Promise.all(Array.from({ length: 24 }, (_, i) =>
+      (i % 2 ? api : other)('POST', '/monitors', { name: `m${i}`, schedule_type: 'interval', interval_seconds: 3600 })));
+    const statuses = answers.map((a) => a.status).sort();
+    assert.deepEqual(statuses, [...Array(10).fill(201), ...Array(14).fill(403)], JSON.stringify(answers.find((a) => a.status >= 500)?.body));
+  });
 });
 
 describe('conflict handling without a service', () => {
@@ -165,8 +184,22 @@ describe('conflict handling without a service', () => {
     assert.equal(err.headers['Retry-After'], '1');
     assert.doesNotMatch(err.message, /org_x|mon_x/, 'the subject is not revealed');
     assert.ok(attempts > 5, `kept retrying within the budget (${attempts} attempts)`);
-    assert.ok(Date.now() - t0 <= 400, 'gave up within the budget');
+    assert.ok(Date.now() - t0 < 300 + 500, 'gave up at the budget, not after a count');
     assert.equal(queuedSubjects(store), 0, 'no entry left behind');
+  });
+
+  test('a command whose turn comes after its budget is spent answers 503 without being tried', async () => {
+    let release!: () => void;
+    const holding = retryConflicts({ store }, 'slow', () => new Promise<string>((r) => (release = () => r('held'))));
+    let tried = false;
+    const late = retryConflicts({ store }, 'slow', async () => { tried = true; return 'late'; }, 50).catch((e: unknown) => e);
+    await new Promise((r) => setTimeout(r, 100));
+    release();
+    assert.equal(await holding, 'held');
+    const err = await late;
+    assert.ok(err instanceof ApiError && err.status === 503, String(err));
+    assert.equal(tried, false);
+    assert.equal(queuedSubjects(store), 0);
   });
 
   test('attempts on one key run one at a time, in order; other keys in parallel; other errors pass through', async () => {

@@ -48,27 +48,31 @@ function queuesOf(store: EventStore): KeyedMutex {
 /** Subjects with commands running or waiting in this process (0 when idle). */
 export const queuedSubjects = (store: EventStore): number => queues.get(store)?.size ?? 0;
 
+const contended = () => new ApiError(503, 'Too many concurrent changes to this resource; retry', null, { 'Retry-After': '1' });
+
 /**
  * Runs `attempt` (load → decide → guarded append) for one aggregate until it does
  * not conflict. Attempts on one key in this process run one after another, so they
  * do not conflict with each other at all; a conflict with another process is met
  * by deciding again after a jittered, growing pause. The conflict count is not the
- * limit, time is: after `budgetMs` the caller gets a 503 with Retry-After, never
- * the ConcurrencyError (a 500). The first attempt always runs, however long the
- * queue took.
+ * limit, time is: `budgetMs` after the call, queueing included, the caller gets a
+ * 503 with Retry-After, never the ConcurrencyError (a 500). A command whose turn
+ * comes after its budget is spent is not tried: the queue sheds load instead of
+ * growing while the store is slow.
  */
 export function retryConflicts<T>(deps: Pick<CommandDeps, 'store'>, key: string, attempt: () => Promise<T>, budgetMs = CONFLICT_BUDGET_MS): Promise<T> {
   const deadline = Date.now() + budgetMs;
   return queuesOf(deps.store).run(key, async () => {
     for (let conflicts = 0; ; conflicts++) {
+      // The key names an organization and an aggregate: not for a ping_url caller to read.
+      if (Date.now() > deadline) throw contended();
       try {
         return await attempt();
       } catch (err) {
         if (!(err instanceof ConcurrencyError)) throw err;
         // Full jitter: writers that collided pick apart instead of colliding again in step.
         const pause = Math.random() * Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** conflicts);
-        // The key names an organization and an aggregate: not for a ping_url caller to read.
-        if (Date.now() + pause > deadline) throw new ApiError(503, 'Too many concurrent changes to this resource; retry', null, { 'Retry-After': '1' });
+        if (Date.now() + pause > deadline) throw contended();
         await new Promise((r) => setTimeout(r, pause));
       }
     }
