@@ -16,8 +16,10 @@ const NODE_TRANSIENT_CODES = new Set([
   'ENOTFOUND', 'EAI_AGAIN', 'EADDRNOTAVAIL',
 ]);
 
-// nats.js names (v3): the request timed out, nobody answered, the connection is gone or draining.
+// nats.js names (v3): the request timed out, nobody answered, the connection is gone or draining;
+// and ours: a guarded append that lost to a concurrent writer passes once it re-reads.
 const NATS_TRANSIENT_NAMES = new Set([
+  'ConcurrencyError',
   'TimeoutError', 'NoRespondersError', 'ClosedConnectionError', 'ConnectionError', 'DrainingConnectionError', 'RequestError',
 ]);
 

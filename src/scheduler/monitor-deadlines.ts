@@ -42,4 +42,6 @@ export async function recordDeadline(deps: { store: EventStore; clock: Clock }, 
       if (!(err instanceof ConcurrencyError)) throw err;
     }
   }
+  // Still contended: fail, so the timer is fired again (a conflict is transient), never dropped.
+  throw new ConcurrencyError(subject);
 }

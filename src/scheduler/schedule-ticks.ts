@@ -38,4 +38,6 @@ export async function recordTick(deps: { store: EventStore; clock: Clock }, job:
       if (!(err instanceof ConcurrencyError)) throw err;
     }
   }
+  // Still contended: fail, so the timer is fired again (a conflict is transient), never dropped.
+  throw new ConcurrencyError(subject);
 }

@@ -95,11 +95,13 @@ export function decideMonitor(command: MonitorCommand, state: Monitor | null, me
     case 'Ping': {
       if (state.paused || !state.enabled) throw new ApiError(410, 'Monitor is paused or disabled');
       const ping = command.ping;
+      // Pings received by two API processes may be decided out of arrival order: the latest one counts.
+      const latest = state.last_ping_at && state.last_ping_at > ping.received_at ? state.last_ping_at : ping.received_at;
       if (ping.kind === 'fail') {
-        return { ...base, org_id, type: 'MonitorWentDown', data: { monitor: { ...state, ...at, status: 'down', last_ping_at: ping.received_at, deadline_at: null }, reason: 'fail_signal', ping } };
+        return { ...base, org_id, type: 'MonitorWentDown', data: { monitor: { ...state, ...at, status: 'down', last_ping_at: latest, deadline_at: null }, reason: 'fail_signal', ping } };
       }
-      const e = expectation(state, Date.parse(ping.received_at), meta);
-      const monitor: Monitor = { ...state, ...at, status: 'up', last_ping_at: ping.received_at, next_expected_at: e.next, deadline_at: e.deadline };
+      const e = expectation(state, Date.parse(latest), meta);
+      const monitor: Monitor = { ...state, ...at, status: 'up', last_ping_at: latest, next_expected_at: e.next, deadline_at: e.deadline };
       return { ...base, org_id, type: 'MonitorPinged', data: { monitor, ping, previous_status: state.status } };
     }
     default: {
