@@ -9,6 +9,10 @@ import { KV_BUCKETS } from '../streams/definitions.ts';
 import { loadConfig } from '../src/config.ts';
 import { encodeRecord, idempotencyKvKey, requestFingerprint, STALE_AFTER_MS } from '../src/http/idempotency.ts';
 import { connectNats } from '../src/nats/connection.ts';
+import { createTask } from '../src/commands/task/handlers.ts';
+import { createEventStore } from '../src/events/store.ts';
+import { createClock } from '../src/lib/clock.ts';
+import { derivedId } from '../src/lib/ids.ts';
 import { serve, type Running } from '../src/runtime/serve.ts';
 import { apiClient, startTestService, type Api, type TestService } from './support/service.ts';
 
@@ -168,6 +172,34 @@ describe('Idempotency-Key', () => {
       assert.equal(taken.status, 201, JSON.stringify(taken.body));
       assert.equal(taken.headers.get('idempotent-replayed'), null);
       assert.equal((await post(api, task('taken-over'), stale)).headers.get('idempotent-replayed'), 'true');
+      assert.equal(await count(api), 1);
+    } finally {
+      await nats.close();
+    }
+  });
+
+  test('a create whose process died after appending its task is not run twice when the key goes stale', async () => {
+    const { api, orgId } = await svc.createOrg();
+    const nats = await connectNats(svc.natsUrl, 'test idempotency crash');
+    try {
+      const kv = await new Kvm(nats.nc).open(KV_BUCKETS.idempotency.name);
+      const key = randomUUID();
+      const body = task('appended-then-crashed');
+      const kvKey = idempotencyKvKey(orgId, key);
+      const startedMs = Date.now() - STALE_AFTER_MS - 1000;
+      // What a process leaves when it dies after its TaskCreated was stored but before it
+      // answered: the in-flight record, and the task under the id the key derives.
+      await kv.put(kvKey, encodeRecord({ state: 'in_flight', fingerprint: requestFingerprint('POST', '/api/v1/tasks', Buffer.from(JSON.stringify(body))), started_at: new Date(startedMs).toISOString() }));
+      const crashedId = derivedId('tsk', startedMs, kvKey, 0);
+      const stored = await createTask({ store: createEventStore(nats), clock: createClock(1) }, orgId, body, crashedId);
+      assert.equal(stored.state!.id, crashedId);
+
+      const retried = await post(api, body, key);
+      assert.equal(retried.status, 201, JSON.stringify(retried.body));
+      assert.equal(retried.body.data.id, crashedId, 'the retry answers with the task the crashed request stored');
+      assert.equal(retried.body.data.last_execution_id, stored.state!.pending_execution!.id);
+      assert.equal(await count(api), 1);
+      assert.equal((await post(api, body, key)).headers.get('idempotent-replayed'), 'true');
       assert.equal(await count(api), 1);
     } finally {
       await nats.close();

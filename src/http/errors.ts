@@ -1,6 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
 import { ApiError } from '../lib/errors.ts';
+import { describeError, isTransient } from '../lib/transient.ts';
 
 const send = (res: Response, status: number, message: string, field: string | null = null) =>
   void res.status(status).json({ error: { message, field } });
@@ -21,6 +22,14 @@ export function errorMiddleware(log: (m: string) => void) {
     if (Number.isInteger(status) && status >= 400 && status < 500) {
       const message = err instanceof URIError ? 'The path has bad percent-encoding' : e?.expose && e.message ? e.message : STATUS_CODES[status] ?? 'Bad request';
       return send(res, status, message);
+    }
+    // The log or the database cannot answer right now (an election, a restart): say when
+    // to try again. Whether a write landed may be unknown (a publish that timed out); a
+    // retry with the same Idempotency-Key finds out instead of writing twice.
+    if (isTransient(err)) {
+      log(`http: ${describeError(err)}; answered 503`);
+      res.setHeader('Retry-After', '1');
+      return send(res, 503, 'Service temporarily unavailable; retry shortly');
     }
     log(`http: ${(err as Error)?.stack ?? String(err)}`);
     send(res, 500, 'Internal server error');

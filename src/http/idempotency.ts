@@ -7,13 +7,19 @@
  * - The first request creates the record `in_flight` with `kv.create`: create-if-absent
  *   is the lock, so of any number of concurrent requests (in any process) one proceeds.
  * - A 2xx answer is stored (`done`: status, selected headers, body) *before* it is sent,
- *   so a retry that follows the answer replays it. Any other answer (a 4xx, a thrown
- *   error, a 5xx) deletes the record first, so a retry does the work normally.
+ *   so a retry that follows the answer replays it. A 4xx deletes the record first, so a
+ *   retry does the work normally; a 5xx marks it `unsettled` (its write may have landed),
+ *   and the next request takes it over at once with the first `started_at`.
  * - A retry meanwhile: 409 while in flight; the stored answer with
  *   `Idempotent-Replayed: true` once done; 422 when the key came with a different
  *   request (method, path or raw body).
  * - An `in_flight` record older than {@link STALE_AFTER_MS} belongs to a process that
- *   died mid-request; the next request takes it over (update on its revision).
+ *   died mid-request; the next request takes it over (update on its revision), keeping
+ *   the record's `started_at`. Whether the dead request's command reached the log is
+ *   not guessed: routes derive the new resource's id from the key and that first
+ *   `started_at` ({@link onceId}), so a command appended before the crash makes the
+ *   re-run's append fail as a conflict, and the route answers with what is stored.
+ *   A second resource for one key cannot be created, whatever the KV record says.
  *
  * The answer is captured at `res.end`, which `res.json`, `res.send` and `res.end` all
  * reach with the whole body; routes behind this middleware must not stream (`res.write`).
@@ -25,12 +31,17 @@ import { Kvm, type KV } from '@nats-io/kv';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { KV_BUCKETS } from '../../streams/definitions.ts';
 import { badRequest, conflict, unprocessable } from '../lib/errors.ts';
+import { derivedId, type IdPrefix } from '../lib/ids.ts';
 import type { ApiDeps, AuthedRequest } from './context.ts';
 
 export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
 export const REPLAYED_HEADER = 'Idempotent-Replayed';
-/** An in-flight record this old is taken over: no request of ours runs this long. */
-export const STALE_AFTER_MS = 60_000;
+/**
+ * An in-flight record this old is taken over. No request runs this long (the conflict
+ * budget, the read-your-writes wait and a publish timeout add up to ~20 s), and a
+ * takeover of one that still runs cannot create twice (see {@link onceId}).
+ */
+export const STALE_AFTER_MS = 30_000;
 /** Response headers replayed besides the status and body. */
 const KEPT_HEADERS = ['content-type', 'location'];
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
@@ -50,6 +61,8 @@ interface InFlight {
   state: 'in_flight';
   fingerprint: string;
   started_at: string;
+  /** Answered 5xx: its outcome may be unknown, so the next request takes over at once, keeping `started_at`. */
+  unsettled?: boolean;
 }
 interface Done {
   state: 'done';
@@ -118,28 +131,31 @@ function bucket(nc: NatsConnection): Promise<KV> {
 
 // ---- middleware --------------------------------------------------------------------
 
-type Claim = { kind: 'claimed'; revision: number } | { kind: 'replay'; record: IdempotencyRecord & { meta: Done } };
+type Claim = { kind: 'claimed'; revision: number; startedAt: string } | { kind: 'replay'; record: IdempotencyRecord & { meta: Done } };
 
 /**
  * Takes the key for this request, or says why not. Loops because the record can
  * change between a failed `create` and the read that explains it (deleted, taken over).
  */
 async function claim(kv: KV, kvKey: string, fingerprint: string, now: () => number): Promise<Claim> {
-  const inFlight = () => encodeRecord({ state: 'in_flight', fingerprint, started_at: new Date(now()).toISOString() });
+  const inFlight = (startedAt: string) => encodeRecord({ state: 'in_flight', fingerprint, started_at: startedAt });
   let lastError: unknown;
   for (let i = 0; i < 5; i++) {
+    const startedAt = new Date(now()).toISOString();
     try {
-      return { kind: 'claimed', revision: await kv.create(kvKey, inFlight()) };
+      return { kind: 'claimed', revision: await kv.create(kvKey, inFlight(startedAt)), startedAt };
     } catch (err) {
       lastError = err; // usually "wrong last sequence": the key exists
     }
     const entry = await kv.get(kvKey);
     if (!entry || entry.operation !== 'PUT') continue; // released meanwhile: create again
     const record = decodeRecord(entry.value);
-    const stale = !record || (record.meta.state === 'in_flight' && now() - Date.parse(record.meta.started_at) > STALE_AFTER_MS);
+    const stale = !record || (record.meta.state === 'in_flight' && (record.meta.unsettled === true || now() - Date.parse(record.meta.started_at) > STALE_AFTER_MS));
     if (stale) {
+      // The first request's start stays: the ids it derived are the ones this one derives.
+      const first = record?.meta.state === 'in_flight' && record.meta.fingerprint === fingerprint ? record.meta.started_at : startedAt;
       try {
-        return { kind: 'claimed', revision: await kv.update(kvKey, inFlight(), entry.revision) };
+        return { kind: 'claimed', revision: await kv.update(kvKey, inFlight(first), entry.revision), startedAt: first };
       } catch (err) {
         lastError = err; // another request took it over first
         continue;
@@ -157,6 +173,18 @@ function replay(res: Response, record: IdempotencyRecord & { meta: Done }): void
   res.setHeader(REPLAYED_HEADER, 'true');
   res.setHeader('Content-Length', String(record.body.length));
   res.status(record.meta.status).end(record.body);
+}
+
+const onces = new WeakMap<Response, { seed: string; atMs: number }>();
+
+/**
+ * The id a create guarded by `Idempotency-Key` gives its new resource: the same for
+ * every request with that key (and its first start), so a re-run after a crash finds
+ * the resource its first run stored. Undefined without the header: a fresh id is made.
+ */
+export function onceId(res: Response, prefix: IdPrefix): string | undefined {
+  const once = onces.get(res);
+  return once && derivedId(prefix, once.atMs, once.seed, 0);
 }
 
 type EndArgs = [chunk?: unknown, encoding?: unknown, cb?: unknown];
@@ -208,6 +236,7 @@ export function idempotent(deps: Pick<ApiDeps, 'nats' | 'metrics'>): RequestHand
       return replay(res, claimed.record);
     }
 
+    onces.set(res, { seed: kvKey, atMs: Date.parse(claimed.startedAt) });
     beforeEnd(res, async (status, body) => {
       if (status >= 200 && status < 300) {
         const headers: Record<string, string> = {};
@@ -218,6 +247,11 @@ export function idempotent(deps: Pick<ApiDeps, 'nats' | 'metrics'>): RequestHand
         const meta: Done = { state: 'done', fingerprint, status, headers, completed_at: new Date(now()).toISOString() };
         // Update on our revision: if a takeover happened, the newer owner's record stands.
         await kv.update(kvKey, encodeRecord(meta, body), claimed.revision).catch(() => failed('done'));
+      } else if (status >= 500) {
+        // A 503 during an election may follow a write that landed: keep the first start,
+        // so the retry derives the same ids and finds it (see onceId).
+        const meta: InFlight = { state: 'in_flight', fingerprint, started_at: claimed.startedAt, unsettled: true };
+        await kv.update(kvKey, encodeRecord(meta), claimed.revision).catch(() => failed('release'));
       } else {
         await kv.delete(kvKey, { previousSeq: claimed.revision }).catch(() => failed('release'));
       }

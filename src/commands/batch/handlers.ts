@@ -35,7 +35,12 @@ export async function materializeBatch(deps: CommandDeps, batch: BatchEvent): Pr
 }
 
 /** Decides every task of the batch, stores the batch atomically, then its tasks. */
-export async function createBatch(deps: CommandDeps, orgId: string, input: BatchInput): Promise<{ event: BatchEvent; seq: number }> {
+/**
+ * `batchId` (derived from an Idempotency-Key) makes it once-only: a batch already
+ * stored under that id — the same request, run before a crash — is completed and
+ * answered instead of a second one being accepted.
+ */
+export async function createBatch(deps: CommandDeps, orgId: string, input: BatchInput, onceBatchId?: string): Promise<{ event: BatchEvent; seq: number }> {
   const meta = commandMeta(deps.clock);
   const shared = {
     lane: input.lane,
@@ -57,7 +62,7 @@ export async function createBatch(deps: CommandDeps, orgId: string, input: Batch
     const eventMeta = { ...meta, eventId: newId('evt', meta.nowMs) };
     return decideTask({ type: 'CreateTask', orgId, input: taskInput, runAt: scheduledFor }, null, eventMeta) as Created;
   });
-  const batchId = newId('cmd', meta.nowMs);
+  const batchId = onceBatchId ?? newId('cmd', meta.nowMs);
   const event: BatchEvent = {
     type: 'BatchAccepted',
     id: meta.eventId,
@@ -65,7 +70,14 @@ export async function createBatch(deps: CommandDeps, orgId: string, input: Batch
     org_id: orgId,
     data: { batch_id: batchId, lane: input.lane, scheduled_for: scheduledFor, tasks },
   };
-  await deps.store.append(batchSubject(orgId, batchId), event, 0);
+  try {
+    await deps.store.append(batchSubject(orgId, batchId), event, 0);
+  } catch (err) {
+    if (!onceBatchId || !(err instanceof ConcurrencyError)) throw err;
+    const stored = await deps.store.last<BatchEvent>(batchSubject(orgId, batchId));
+    if (!stored || stored.event.type !== 'BatchAccepted') throw err;
+    return { event: stored.event, seq: await materializeBatch(deps, stored.event) };
+  }
   const seq = await materializeBatch(deps, event);
   return { event, seq };
 }

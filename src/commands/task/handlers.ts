@@ -1,4 +1,5 @@
 import { SUBJECTS } from '../../../streams/definitions.ts';
+import { ConcurrencyError } from '../../events/store.ts';
 import { ID_PATTERN } from '../../lib/ids.ts';
 import { notFound } from '../../lib/errors.ts';
 import { commandMeta, execute, type CommandDeps, type Decided } from '../execute.ts';
@@ -18,12 +19,26 @@ function scoped(orgId: string, task: Task | null): Task | null {
   return task && task.org_id === orgId ? task : null;
 }
 
-export async function createTask(deps: CommandDeps, orgId: string, input: TaskInput & { url: string }): Promise<Result> {
-  // A new id cannot conflict, so there is nothing to load; expectedSeq 0 still guards it.
-  const event = decideTask({ type: 'CreateTask', orgId, input }, null, commandMeta(deps.clock));
+/**
+ * A new task. `taskId` (an id derived from an Idempotency-Key) makes the create
+ * once-only: if a task with that id is already stored — the same request ran before a
+ * crash — it is the answer, and nothing new is appended. A random id cannot conflict,
+ * so there is nothing to load; expectedSeq 0 still guards it.
+ */
+export async function createTask(deps: CommandDeps, orgId: string, input: TaskInput & { url: string }, taskId?: string): Promise<Result> {
+  const event = decideTask({ type: 'CreateTask', orgId, input, ...(taskId ? { taskId } : {}) }, null, commandMeta(deps.clock));
   const task = evolveTask(null, event)!;
-  const seq = await deps.store.append(SUBJECTS.task(orgId, task.id), event, 0);
-  return { event, state: task, seq };
+  const subject = SUBJECTS.task(orgId, task.id);
+  try {
+    return { event, state: task, seq: await deps.store.append(subject, event, 0) };
+  } catch (err) {
+    if (!taskId || !(err instanceof ConcurrencyError)) throw err;
+    const stored = await deps.store.last<TaskEvent>(subject);
+    const state = stored && scoped(orgId, evolveTask(null, stored.event));
+    // Deleted since: the key is being reused for a new task.
+    if (!stored || !state) return createTask(deps, orgId, input);
+    return { event: stored.event, state, seq: stored.seq };
+  }
 }
 
 export const updateTask = (deps: CommandDeps, orgId: string, id: string, input: TaskInput) =>

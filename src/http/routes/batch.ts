@@ -3,7 +3,7 @@ import { createBatch, type BatchInput } from '../../commands/batch/handlers.ts';
 import { unprocessable } from '../../lib/errors.ts';
 import { jsonObject } from '../body.ts';
 import { handler, type ApiDeps } from '../context.ts';
-import { idempotent } from '../idempotency.ts';
+import { idempotent, onceId } from '../idempotency.ts';
 import { jsonBody } from '../request-body.ts';
 import { createBatchSchema, MAX_BATCH_HOSTS } from '../schemas/batch.ts';
 import { checkBodySize, checkHeaders } from '../task-checks.ts';
@@ -41,7 +41,7 @@ export function batchRoutes(deps: ApiDeps): Router {
     handler(async (req, res) => {
       const input = validate<BatchInput>(createBatchSchema, jsonObject(req));
       checkBatch(input);
-      const { event, seq } = await createBatch(deps, req.orgId, input);
+      const { event, seq } = await createBatch(deps, req.orgId, input, onceId(res, 'cmd'));
       await deps.watermark.waitFor(seq);
       const created = event.data.tasks.length;
       res.status(201).json({

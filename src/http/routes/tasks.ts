@@ -8,7 +8,7 @@ import { forbidden, notFound, unprocessable } from '../../lib/errors.ts';
 import { jsonObject } from '../body.ts';
 import { checkBodySize, checkHeaders } from '../task-checks.ts';
 import { handler, type ApiDeps } from '../context.ts';
-import { idempotent } from '../idempotency.ts';
+import { idempotent, onceId } from '../idempotency.ts';
 import { createTaskSchema, triggerTaskSchema, updateTaskSchema } from '../schemas/task.ts';
 import { historyRow, taskResource } from '../serializers.ts';
 import { validate } from '../validate.ts';
@@ -64,7 +64,7 @@ export function taskRoutes(deps: ApiDeps): Router {
       res.status(201).json({ data: await written(req.orgId, d.state!, d.seq, !d.replaced), message });
       return;
     }
-    const { state, seq } = await createTask(deps, req.orgId, input);
+    const { state, seq } = await createTask(deps, req.orgId, input, onceId(res, 'tsk'));
     res.status(201).json({ data: await written(req.orgId, state!, seq, true) });
   }));
 
