@@ -28,8 +28,15 @@ export type Api = (method: string, path: string, body?: unknown, headers?: Recor
 
 const log = process.env.JETCRON_TEST_LOG ? (m: string) => process.stderr.write(`[svc] ${m}\n`) : () => {};
 
-export async function startTestService(env: Record<string, string> = {}): Promise<TestService> {
-  const nats = await startTestNats();
+export interface TestServiceOptions {
+  /** Run against these NATS servers (comma-separated, e.g. a test cluster) instead of a fresh nats-server; stop() leaves them running. */
+  natsUrl?: string;
+  /** Where the service's log lines go (default: stderr with JETCRON_TEST_LOG set, else nowhere). */
+  log?: (m: string) => void;
+}
+
+export async function startTestService(env: Record<string, string> = {}, opts: TestServiceOptions = {}): Promise<TestService> {
+  const nats = opts.natsUrl ? { url: opts.natsUrl, stop: async () => {} } : await startTestNats();
   const db = await createTestDatabase();
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'jetcron-test-svc-'));
   let running: Running | undefined;
@@ -49,7 +56,7 @@ export async function startTestService(env: Record<string, string> = {}): Promis
       },
       { dataDir },
     );
-    running = await serve(config, log);
+    running = await serve(config, opts.log ?? log);
     svc.url = running.url!;
   };
   const stopService = async () => {
