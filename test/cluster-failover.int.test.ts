@@ -62,6 +62,8 @@ interface Phase {
   placement: string;
   killedAt: number;
   restartedAt: number;
+  /** How long nats-server took to elect new leaders for what the victim led: the floor under any resume time. */
+  elections: string;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -253,14 +255,21 @@ test('cluster failover: kill -9 of the EVENTS leader, then of the KV_leases lead
     const phases: Phase[] = [];
     const killPhase = async (label: string, victim: number) => {
       const where = await placement();
+      const led: Array<[string, () => Promise<number>]> = [];
+      for (const s of ['EVENTS', 'DISPATCH', 'TIMERS', 'KV_leases']) {
+        if ((await c.leaderOf(s, 5000).catch(() => -1)) === victim) led.push([s, () => c.leaderOf(s, 30_000)]);
+      }
+      if ((await c.consumerLeaderOf('DISPATCH', 'dispatchers', 5000).catch(() => -1)) === victim) led.push(['dispatchers consumer', () => c.consumerLeaderOf('DISPATCH', 'dispatchers', 30_000)]);
       note(`${label}: kill -9 ${name(victim)} (${where})`);
       const killedAt = Date.now();
       await c.kill(victim);
+      // leaderOf answers only with a running node: the time it takes is the election.
+      const elections = Promise.all(led.map(([what, leader]) => leader().then(() => `${what} ${Date.now() - killedAt} ms`, () => `${what} none within 30 s`)));
       await sleep(DOWN_MS); // the outage itself: the node stays down this long
       await c.restart(victim);
       const restartedAt = Date.now();
       note(`${label}: ${name(victim)} restarted after ${restartedAt - killedAt} ms`);
-      phases.push({ label, victim: name(victim), placement: where, killedAt, restartedAt });
+      phases.push({ label, victim: name(victim), placement: where, killedAt, restartedAt, elections: (await elections).join(', ') || 'none' });
       await eventually(async () => firstNewArrival(killedAt), 30_000, 100).catch(() => note(`${label}: no new task dispatched within 30 s of the kill`));
       note(`${label}: new work dispatched`);
       await c.waitHealthy(HEALTH_STREAMS, 30_000).catch((err: Error) => note(`${label}: ${err.message}`));
@@ -412,7 +421,7 @@ test('cluster failover: kill -9 of the EVENTS leader, then of the KV_leases lead
       const statuses = new Map<string, number>();
       for (const tr of sent503) statuses.set(String(tr.status ?? tr.error?.split(':')[0]), (statuses.get(String(tr.status ?? tr.error?.split(':')[0])) ?? 0) + 1);
       const line = `${ph.label} (${ph.victim} killed at +${since(ph.killedAt)}, restarted +${since(ph.restartedAt)}; ${ph.placement}): `
-        + `new work dispatched after ${resumeMs} ms; API answered 2xx again after ${apiBack ? apiBack - ph.killedAt : 'never'} ms; `
+        + `NATS elected new leaders: ${ph.elections}; new work dispatched after ${resumeMs} ms; API answered 2xx again after ${apiBack ? apiBack - ph.killedAt : 'never'} ms; `
         + `delayed tasks due in the ${((windowEnd - ph.killedAt) / 1000).toFixed(0)} s after: ${late.length}, latest ${worst.ms} ms late${worst.p ? ` (${worst.p.key})` : ''}; `
         + `longest target silence ${gap} ms from +${since(gapAt)}; create answers in the 30 s after: ${JSON.stringify(Object.fromEntries(statuses))}`;
       figures.push(line);
