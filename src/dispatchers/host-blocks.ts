@@ -1,4 +1,5 @@
 import { Kvm, type KV, type KvEntry } from '@nats-io/kv';
+import { watchForever } from '../nats/kv-watch.ts';
 import { KV_BUCKETS } from '../../streams/definitions.ts';
 import type { Clock } from '../lib/clock.ts';
 import { decodeJson, encodeJson } from '../lib/json.ts';
@@ -188,13 +189,10 @@ export async function openHostBlocks(deps: { nats: Nats; clock: Clock; log: (m: 
 
   let markReady: () => void = () => {};
   const ready = new Promise<void>((r) => (markReady = r));
-  const watch = await kv.watch();
-  void (async () => {
-    for await (const e of watch) {
-      apply(e.key, e.revision, entryState(e));
-      if (e.isUpdate) markReady();
-    }
-  })().catch((err: Error) => deps.log(`host-blocks: watch ended: ${err.message}`));
+  const watch = await watchForever(kv, (e) => {
+    apply(e.key, e.revision, entryState(e));
+    if (e.isUpdate) markReady();
+  }, deps.log, 'host-blocks');
   // The watch flags the last of the initial values; an empty bucket has none.
   await kv.status().then((st) => {
     if (st.values === 0) markReady();
@@ -255,10 +253,17 @@ export async function openHostBlocks(deps: { nats: Nats; clock: Clock; log: (m: 
     }
   }
 
+  /**
+   * After a lost compare-and-set the server's entry is the truth, even when the cache
+   * holds a higher revision (a write whose answer was lost, then undone by a leader
+   * change): taking only newer revisions here would retry a stale one forever.
+   */
   async function refresh(key: string): Promise<void> {
     const e = await kv.get(key);
-    if (!e) cache.delete(key);
-    else apply(key, e.revision, entryState(e));
+    const state = e ? entryState(e) : null;
+    if (e && state) cache.set(key, { state, revision: e.revision });
+    else if (e) cache.set(key, { state: null, revision: e.revision });
+    else cache.delete(key);
   }
 
   return {

@@ -2,6 +2,7 @@ import { Kvm, type KV, type KvEntry } from '@nats-io/kv';
 import { KV_BUCKETS } from '../../streams/definitions.ts';
 import { describeError } from '../lib/transient.ts';
 import type { Nats } from './connection.ts';
+import { watchForever } from './kv-watch.ts';
 
 /**
  * One item a consumer gave up on: the event (or job, or timer) it failed on the same
@@ -63,18 +64,17 @@ export async function openFailureLedger(nats: Nats, log: (m: string) => void): P
   const records = new Map<string, { record: FailureRecord; revision: number }>();
   const servers = new Map<string, (key: string) => void>();
 
-  const watch = await kv.watch();
-  void (async () => {
-    for await (const e of watch) {
-      const record = decode(e);
-      if (!record) {
-        records.delete(e.key);
-        continue;
-      }
-      records.set(e.key, { record, revision: e.revision });
-      if (record.state === 'retry') servers.get(record.consumer)?.(e.key);
+  const watch = await watchForever(kv, (e) => {
+    const record = decode(e);
+    if (!record) {
+      records.delete(e.key);
+      return;
     }
-  })().catch((err: Error) => log(`failures: watch ended: ${err.message}`));
+    const seen = records.get(e.key);
+    records.set(e.key, { record, revision: e.revision });
+    // A watch started again delivers current values again: ask only once per revision.
+    if (record.state === 'retry' && seen?.revision !== e.revision) servers.get(record.consumer)?.(e.key);
+  }, log, 'failures');
 
   const claimAndRun = async (key: string, reapply: Reapply, serverLog: (m: string) => void) => {
     const seen = records.get(key);
