@@ -439,6 +439,23 @@ test('cluster failover: kill -9 of the EVENTS leader, then of the KV_leases lead
       if (!(resumeMs <= RESUME_BOUND_MS)) problems.push(`${ph.label}: new work dispatched ${resumeMs} ms after the kill (bound ${RESUME_BOUND_MS} ms)`);
       if (late.length && !(worst.ms <= RESUME_BOUND_MS)) problems.push(`${ph.label}: delayed task ${worst.p?.key} ran ${worst.ms} ms after it was due (bound ${RESUME_BOUND_MS} ms): ${worst.p ? describe(worst.p) : ''}`);
     }
+    // Idempotency: the longest a key kept answering 409 (its first request still in flight, or its record never settled).
+    const busy = planned.map((p) => {
+      let longest = 0;
+      let from: number | undefined;
+      for (const tr of p.tries) {
+        if (tr.status === 409) from ??= tr.at;
+        else if (from !== undefined) {
+          longest = Math.max(longest, tr.at - from);
+          from = undefined;
+        }
+      }
+      return { p, longest };
+    }).sort((a, b) => b.longest - a.longest);
+    if (busy[0]?.longest) note(`longest run of 409 for one key: ${busy[0].longest} ms; e.g.\n  ${busy.slice(0, 3).map((b) => describe(b.p)).join('\n  ')}`);
+    const metrics = await fetch(`${service.url}/metrics`).then((r) => r.text(), () => '');
+    const idem = metrics.split('\n').filter((l) => /^jetcron_idempot/.test(l));
+    if (idem.length) note(`idempotency metrics: ${idem.join('; ')}`);
     const counts = `${planned.length} creates (${KINDS.map((k) => `${k} ${planned.filter((p) => p.kind === k).length}`).filter((v, i, a) => a.indexOf(v) === i).join(', ')}), `
       + `${acked.length} acknowledged (${acked.filter((p) => p.acked!.replayed).length} replayed), ${all.length} target requests, ${planned.reduce((s, p) => s + p.tries.length - 1, 0)} client retries`;
     note(counts);
