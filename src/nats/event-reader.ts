@@ -1,10 +1,10 @@
-import { DeliverPolicy } from '@nats-io/jetstream';
 import { STREAMS } from '../../streams/definitions.ts';
 import type { StoredEvent } from '../events/envelope.ts';
 import type { JetcronEvent } from '../events/types.ts';
 import { decodeJson } from '../lib/json.ts';
 import { isTransient } from '../lib/transient.ts';
 import type { Nats } from './connection.ts';
+import { followOrdered } from './follow.ts';
 import { POISON_AFTER, type Supervisor } from './supervisor.ts';
 
 export interface EventReaderOptions {
@@ -72,16 +72,14 @@ export async function readStream<T>(
   const { supervisor } = opts;
   const progress = supervisor.progress(opts.name, opts.stream);
   const tracking = opts.trackProgress !== false;
-  const consumer = await nats.js.consumers.get(opts.stream, {
-    deliver_policy: DeliverPolicy.StartSequence,
-    opt_start_seq: Math.max(1, opts.startSeq),
-  });
-  const messages = await consumer.consume({ max_messages: Math.max(100, opts.maxBatch) });
+  // Ends only when reading stops: a lost consumer is replaced underneath (follow.ts).
+  const reading = new AbortController();
+  const messages = followOrdered(nats, { stream: opts.stream, startSeq: opts.startSeq, maxMessages: Math.max(100, opts.maxBatch), signal: reading.signal, log: opts.log, name: opts.name });
   const buffer: RawItem[] = [];
   let wake: (() => void) | undefined;
   let drained: (() => void) | undefined;
   const onAbort = () => {
-    void messages.close();
+    reading.abort();
     wake?.();
     drained?.();
   };
@@ -100,10 +98,10 @@ export async function readStream<T>(
     for await (const m of messages) {
       // Stopped: what the closed iterator still yields is not needed, and waiting for
       // room after the abort would wait forever (nothing drains the buffer any more).
-      if (opts.signal.aborted) break;
+      if (reading.signal.aborted) break;
       buffer.push({ data: m.data, seq: m.seq, subject: m.subject });
       wake?.();
-      if (buffer.length >= opts.maxBatch * 4 && !opts.signal.aborted) await new Promise<void>((r) => (drained = r));
+      if (buffer.length >= opts.maxBatch * 4 && !reading.signal.aborted) await new Promise<void>((r) => (drained = r));
     }
   })();
 
@@ -176,7 +174,8 @@ export async function readStream<T>(
     stopServingRetries();
     if (tracking) progress.stopped();
     opts.signal.removeEventListener('abort', onAbort);
-    await messages.close();
+    reading.abort();
+    drained?.();
     await pump.catch(() => {});
   }
 }

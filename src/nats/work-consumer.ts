@@ -1,5 +1,6 @@
 import type { JsMsg } from '@nats-io/jetstream';
 import type { Nats } from './connection.ts';
+import { followDurable } from './follow.ts';
 import type { Supervisor } from './supervisor.ts';
 
 export interface WorkConsumer {
@@ -45,15 +46,17 @@ export function consumeWork(opts: {
   }, opts.log);
   let slotFree: (() => void) | undefined;
   let stopping = false;
-  let stopPulling = () => {};
+  const pulling = new AbortController();
+  const stopPulling = () => pulling.abort();
   const inFlight = new Map<JsMsg, Promise<void>>();
   const handedBack = new Set<JsMsg>();
 
   const done = (async () => {
-    const consumer = await opts.nats.js.consumers.get(opts.stream, opts.durable);
-    const messages = await consumer.consume({ max_messages: Math.min(opts.concurrency, 1000) });
-    stopPulling = () => void messages.close();
-    if (stopping) stopPulling();
+    // Pulls again whenever the consumer's leader changes (follow.ts); ends on stop.
+    const messages = followDurable(opts.nats, {
+      stream: opts.stream, durable: opts.durable, maxMessages: Math.min(opts.concurrency, 1000),
+      signal: pulling.signal, log: opts.log, name: opts.durable,
+    });
     for await (const msg of messages) {
       if (stopping) {
         msg.nak();

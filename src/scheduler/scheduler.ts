@@ -42,7 +42,7 @@ export async function startScheduler(deps: {
   const leases = await openLeaseBucket(deps.nats);
   const abort = new AbortController();
   const partitions = Array.from({ length: deps.partitions }, (_, p) =>
-    runTimerPartition(p, { timers, leases, start, owner: deps.owner, log: deps.log, supervisor: deps.supervisor }, abort.signal),
+    runTimerPartition(p, { timers, leases, start, owner: deps.owner, log: deps.log, supervisor: deps.supervisor, nats: deps.nats }, abort.signal),
   );
   return {
     async stop() {

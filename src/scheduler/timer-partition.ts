@@ -1,6 +1,9 @@
 import type { Job } from '../dispatchers/job.ts';
 import { decodeJson, encodeJson } from '../lib/json.ts';
 import { POISON_AFTER, type Supervisor } from '../nats/supervisor.ts';
+import type { Nats } from '../nats/connection.ts';
+import { followOrdered } from '../nats/follow.ts';
+import { STREAMS, SUBJECTS } from '../../streams/definitions.ts';
 import { createLease, whileLeased, type Lease } from '../nats/lease.ts';
 import type { KV } from '@nats-io/kv';
 import { TimerHeap } from './timer-heap.ts';
@@ -14,6 +17,7 @@ export interface PartitionDeps {
   owner: string;
   log: (m: string) => void;
   supervisor: Supervisor;
+  nats: Nats;
 }
 
 /**
@@ -94,10 +98,12 @@ async function ownPartition(partition: number, deps: PartitionDeps, signal: Abor
     }
   };
 
-  const consumer = await deps.timers.consumerFor(partition);
-  const messages = await consumer.consume({ max_messages: 1000 });
-  const onAbort = () => void messages.close();
-  signal.addEventListener('abort', onAbort, { once: true });
+  // The partition's pending timers (last value per subject), then new ones live; a lost
+  // consumer is replaced from the next sequence (follow.ts). Ends when `signal` aborts.
+  const messages = followOrdered(deps.nats, {
+    stream: STREAMS.timers.name, filter: SUBJECTS.timerPartition(partition), lastPerSubject: true, startSeq: 1,
+    maxMessages: 1000, signal, log: deps.log, name: consumerName,
+  });
   try {
     for await (const m of messages) {
       let value: TimerValue;
@@ -117,7 +123,6 @@ async function ownPartition(partition: number, deps: PartitionDeps, signal: Abor
     stopRetries();
     progress.stopped();
     progress.oldestDueAt = null;
-    signal.removeEventListener('abort', onAbort);
     clearTimeout(timer);
   }
 }

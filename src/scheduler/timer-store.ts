@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { DeliverPolicy } from '@nats-io/jetstream';
 import { STREAMS, SUBJECTS } from '../../streams/definitions.ts';
 import type { Job } from '../dispatchers/job.ts';
 import { deleteIfStored } from '../nats/delete-message.ts';
@@ -65,12 +64,6 @@ export function createTimerStore(nats: Nats, partitions: number) {
     },
     async remove(seq: number): Promise<void> {
       await deleteIfStored(nats, STREAMS.timers.name, seq);
-    },
-    consumerFor(partition: number) {
-      return nats.js.consumers.get(STREAMS.timers.name, {
-        filter_subjects: SUBJECTS.timerPartition(partition),
-        deliver_policy: DeliverPolicy.LastPerSubject,
-      });
     },
   };
 }

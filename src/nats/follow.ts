@@ -1,0 +1,105 @@
+import { DeliverPolicy, jetstream, type ConsumerMessages, type JetStreamClient, type JsMsg } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { Nats } from './connection.ts';
+
+/**
+ * Pulls that notice a lost consumer in seconds. nats.js's defaults (30 s pulls, and
+ * after missed heartbeats a consumer-info check that waits on the consumer's dead
+ * leader) left readers stalled 30–90 s when a cluster node died. Here pulls expire
+ * after 2 s, so a heartbeat is due every second; when two are missed the pull loop is
+ * closed and started again: an ordered read creates a new consumer from the next
+ * sequence it has not handed on, a durable one pulls again (from its new leader).
+ */
+const EXPIRES_MS = 2_000;
+const CREATE_TIMEOUT_MS = 3_000;
+const RETRY_MAX_MS = 2_000;
+
+// Creating a consumer during an election should fail fast and be tried again, not
+// wait out the service-wide 10 s API timeout.
+const quickClients = new WeakMap<NatsConnection, JetStreamClient>();
+function quick(nats: Nats): JetStreamClient {
+  let js = quickClients.get(nats.nc);
+  if (!js) quickClients.set(nats.nc, (js = jetstream(nats.nc, { timeout: CREATE_TIMEOUT_MS })));
+  return js;
+}
+
+interface FollowOptions {
+  signal: AbortSignal;
+  log: (m: string) => void;
+  name: string;
+  maxMessages: number;
+}
+
+async function* pullLoop(open: () => Promise<ConsumerMessages>, opts: FollowOptions, where: () => string): AsyncGenerator<JsMsg> {
+  let failures = 0;
+  while (!opts.signal.aborted) {
+    let messages: ConsumerMessages;
+    try {
+      messages = await open();
+    } catch (err) {
+      if (opts.signal.aborted) return;
+      failures++;
+      if (failures === 1 || failures % 10 === 0) opts.log(`${opts.name}: cannot start reading (${(err as Error).message}); trying again`);
+      await new Promise((r) => setTimeout(r, Math.min(250 * failures, RETRY_MAX_MS)));
+      continue;
+    }
+    if (failures) opts.log(`${opts.name}: reading again ${where()}`);
+    failures = 0;
+    const close = () => void messages.close().catch(() => {});
+    opts.signal.addEventListener('abort', close, { once: true });
+    void (async () => {
+      for await (const s of messages.status()) {
+        if (s.type === 'heartbeats_missed') {
+          opts.log(`${opts.name}: its consumer stopped answering (missed heartbeats); starting over ${where()}`);
+          failures = 1;
+          close();
+          return;
+        }
+      }
+    })().catch(() => {});
+    try {
+      for await (const m of messages) yield m;
+    } catch (err) {
+      if (!opts.signal.aborted) opts.log(`${opts.name}: reading ended (${(err as Error).message}); starting over ${where()}`);
+      failures = 1;
+    } finally {
+      opts.signal.removeEventListener('abort', close);
+      close();
+    }
+  }
+}
+
+/**
+ * An ordered read of `stream` (optionally one subject filter) from `startSeq`, or —
+ * with `lastPerSubject` — the last message of each subject first, then what follows.
+ * Yields until `signal` aborts, whatever happens to the consumers underneath.
+ */
+export function followOrdered(nats: Nats, opts: FollowOptions & { stream: string; startSeq: number; filter?: string; lastPerSubject?: boolean }): AsyncGenerator<JsMsg> {
+  let next = Math.max(1, opts.startSeq);
+  let fresh = true;
+  const open = async () => {
+    // A restart continues after the last message handed on, so nothing is read twice or skipped.
+    const deliver = fresh && opts.lastPerSubject
+      ? { deliver_policy: DeliverPolicy.LastPerSubject }
+      : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: next };
+    const consumer = await quick(nats).consumers.get(opts.stream, { ...deliver, ...(opts.filter ? { filter_subjects: opts.filter } : {}) });
+    return consumer.consume({ max_messages: opts.maxMessages, expires: EXPIRES_MS });
+  };
+  const messages = pullLoop(open, opts, () => `from seq ${next}`);
+  return (async function* () {
+    for await (const m of messages) {
+      fresh = false;
+      next = m.seq + 1;
+      yield m;
+    }
+  })();
+}
+
+/** Pulls from a durable consumer until `signal` aborts, pulling again whenever its leader changes. */
+export function followDurable(nats: Nats, opts: FollowOptions & { stream: string; durable: string }): AsyncGenerator<JsMsg> {
+  const open = async () => {
+    const consumer = await quick(nats).consumers.get(opts.stream, opts.durable);
+    return consumer.consume({ max_messages: opts.maxMessages, expires: EXPIRES_MS });
+  };
+  return pullLoop(open, opts, () => `from ${opts.stream}/${opts.durable}`);
+}
