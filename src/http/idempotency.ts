@@ -32,6 +32,7 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { KV_BUCKETS } from '../../streams/definitions.ts';
 import { badRequest, conflict, unprocessable } from '../lib/errors.ts';
 import { derivedId, type IdPrefix } from '../lib/ids.ts';
+import { isWrongLastSequence } from '../nats/jetstream-errors.ts';
 import type { ApiDeps, AuthedRequest } from './context.ts';
 
 export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
@@ -42,6 +43,7 @@ export const REPLAYED_HEADER = 'Idempotent-Replayed';
  * takeover of one that still runs cannot create twice (see {@link onceId}).
  */
 export const STALE_AFTER_MS = 30_000;
+const PERSIST_FOR_MS = 8_000;
 /** Response headers replayed besides the status and body. */
 const KEPT_HEADERS = ['content-type', 'location'];
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
@@ -217,6 +219,24 @@ export function idempotent(deps: Pick<ApiDeps, 'nats' | 'metrics'>): RequestHand
   const now = () => Date.now(); // wall clock: staleness is about real processes, not scaled waits
   const failed = (what: string) =>
     deps.metrics.inc('jetcron_idempotency_store_failures_total', 'Idempotency records that could not be written', { what });
+  // The bucket's leader may be changing: a record left in flight would answer 409 until it
+  // goes stale, so its update is tried for a while (the answer waits) before giving up.
+  const persist = async (write: () => Promise<unknown>, what: string) => {
+    const until = Date.now() + PERSIST_FOR_MS;
+    for (let wait = 100; ; wait = Math.min(wait * 2, 1000)) {
+      try {
+        await write();
+        return;
+      } catch (err) {
+        // Lost to a takeover (its record stands), or out of time.
+        if (isWrongLastSequence(err) || Date.now() + wait > until) {
+          failed(what);
+          return;
+        }
+        await new Promise((r) => setTimeout(r, wait));
+      }
+    }
+  };
 
   const run = async (req: Request, res: Response, next: NextFunction) => {
     const header = req.headers['idempotency-key'];
@@ -246,14 +266,14 @@ export function idempotent(deps: Pick<ApiDeps, 'nats' | 'metrics'>): RequestHand
         }
         const meta: Done = { state: 'done', fingerprint, status, headers, completed_at: new Date(now()).toISOString() };
         // Update on our revision: if a takeover happened, the newer owner's record stands.
-        await kv.update(kvKey, encodeRecord(meta, body), claimed.revision).catch(() => failed('done'));
+        await persist(() => kv.update(kvKey, encodeRecord(meta, body), claimed.revision), 'done');
       } else if (status >= 500) {
         // A 503 during an election may follow a write that landed: keep the first start,
         // so the retry derives the same ids and finds it (see onceId).
         const meta: InFlight = { state: 'in_flight', fingerprint, started_at: claimed.startedAt, unsettled: true };
-        await kv.update(kvKey, encodeRecord(meta), claimed.revision).catch(() => failed('release'));
+        await persist(() => kv.update(kvKey, encodeRecord(meta), claimed.revision), 'release');
       } else {
-        await kv.delete(kvKey, { previousSeq: claimed.revision }).catch(() => failed('release'));
+        await persist(() => kv.delete(kvKey, { previousSeq: claimed.revision }), 'release');
       }
     });
     next();
