@@ -114,8 +114,12 @@ export const STREAMS = {
 } as const;
 
 export const KV_BUCKETS = {
-  /** Single-owner leases: projector, translator, timer partitions. Entries expire unless renewed. */
-  leases: { name: 'leases', ttlMs: 15_000 },
+  /**
+   * Single-owner leases: projector, translator, timer partitions. Entries expire unless
+   * renewed: a dead holder's work is taken over within 10 s, while a live holder keeps
+   * its lease through a NATS leader election (5–9 s on 2.9) by retrying renewals.
+   */
+  leases: { name: 'leases', ttlMs: 10_000 },
   /** Progress of consumers that keep their position outside Postgres (the translator). */
   checkpoints: { name: 'checkpoints', ttlMs: 0 },
   /** The execution each lane is running (its head), keyed `<org>.<lane key>`; absent = idle. */

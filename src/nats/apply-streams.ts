@@ -53,9 +53,14 @@ export async function applyStreams(nats: Nats, replicas: number | undefined): Pr
   for (const b of Object.values(KV_BUCKETS)) {
     // An existing bucket keeps its configuration here; only an explicit count changes its replicas.
     await kvm.create(b.name, { history: 1, replicas: replicas ?? 1, ...(b.ttlMs ? { ttl: b.ttlMs } : {}) });
-    if (replicas !== undefined) {
-      const info = await nats.jsm.streams.info(`KV_${b.name}`);
-      if (info.config.num_replicas !== replicas) await nats.jsm.streams.update(`KV_${b.name}`, { ...info.config, num_replicas: replicas });
+    // ...and a changed TTL (an upgrade that shortened the leases') or an explicit count.
+    const info = await nats.jsm.streams.info(`KV_${b.name}`);
+    const maxAge = b.ttlMs * 1_000_000;
+    const want = { num_replicas: replicas ?? info.config.num_replicas, max_age: maxAge };
+    if (info.config.num_replicas !== want.num_replicas || info.config.max_age !== want.max_age) {
+      // The server refuses a dedupe window longer than the age limit.
+      const window = maxAge && info.config.duplicate_window > maxAge ? { duplicate_window: maxAge } : {};
+      await nats.jsm.streams.update(`KV_${b.name}`, { ...info.config, ...want, ...window });
     }
   }
 }
