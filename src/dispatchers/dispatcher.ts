@@ -109,7 +109,7 @@ export function startDispatcher(deps: DispatcherDeps) {
    * Runs one attempt. Resolves to a delay in ms when the job must go back to the
    * stream (its host is blocked), undefined when it is done and can be acked.
    */
-  async function runAttempt(job: AttemptJob): Promise<number | undefined> {
+  async function runAttempt(job: AttemptJob, redelivered: boolean): Promise<number | undefined> {
     const subject = SUBJECTS.execution(job.org_id, job.execution_id);
     if (await taskGone(job)) return cancel(job, 'task deleted');
     const host = hostOf(job.request.url);
@@ -120,9 +120,11 @@ export function startDispatcher(deps: DispatcherDeps) {
     }
     let uncounted = 0;
     // An endpoint's request is the stored inbound one; its job may also be one a
-    // resume or a replayed translator sent again, so its log is always checked.
+    // resume or a replayed translator sent again, so its log is always checked. So is a
+    // redelivered job's: its result may be stored while its AttemptStarted was lost (a
+    // leader election), and sending it again would record a start after the end.
     const [sofar, forward] = await Promise.all([
-      blockedUntil || job.attempt > 1 || job.inbound ? executionSoFar(job) : null,
+      blockedUntil || job.attempt > 1 || job.inbound || redelivered ? executionSoFar(job) : null,
       job.inbound && !blockedUntil ? loadForwardRequest(deps.nats, job.inbound) : null,
     ]);
     if (sofar) {
@@ -272,7 +274,7 @@ export function startDispatcher(deps: DispatcherDeps) {
     const t0 = performance.now();
     try {
       // Ticks never reach DISPATCH (the scheduler records them); one that did is dropped.
-      const backInMs = job.kind === 'attempt' ? await runAttempt(job) : job.kind === 'callback' ? await runCallback(job) : undefined;
+      const backInMs = job.kind === 'attempt' ? await runAttempt(job, msg.info.deliveryCount > 1) : job.kind === 'callback' ? await runCallback(job) : undefined;
       if (backInMs !== undefined) {
         // Its host is blocked: JetStream redelivers the job when the block ends.
         if (!handedBack()) msg.nak(backInMs);

@@ -1,10 +1,10 @@
-import type { Nats } from './connection.ts';
+import type { JetStreamManager } from '@nats-io/jetstream';
 import { isNoMessage } from './jetstream-errors.ts';
 
 /** Deletes one stored message; already gone is fine, any other error propagates (retry). */
-export async function deleteIfStored(nats: Nats, stream: string, seq: number): Promise<void> {
+export async function deleteIfStored(jsm: JetStreamManager, stream: string, seq: number): Promise<void> {
   try {
-    await nats.jsm.streams.deleteMessage(stream, seq, false);
+    await jsm.streams.deleteMessage(stream, seq, false);
   } catch (err) {
     if (!isNoMessage(err)) throw err;
   }

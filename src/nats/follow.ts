@@ -1,6 +1,6 @@
-import { DeliverPolicy, jetstream, type ConsumerMessages, type JetStreamClient, type JsMsg } from '@nats-io/jetstream';
-import type { NatsConnection } from '@nats-io/transport-node';
+import { DeliverPolicy, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
 import type { Nats } from './connection.ts';
+import { quickClient as quick } from './quick-clients.ts';
 
 /**
  * Pulls that notice a lost consumer in seconds. nats.js's defaults (30 s pulls, and
@@ -11,17 +11,7 @@ import type { Nats } from './connection.ts';
  * sequence it has not handed on, a durable one pulls again (from its new leader).
  */
 const EXPIRES_MS = 2_000;
-const CREATE_TIMEOUT_MS = 3_000;
-const RETRY_MAX_MS = 2_000;
-
-// Creating a consumer during an election should fail fast and be tried again, not
-// wait out the service-wide 10 s API timeout.
-const quickClients = new WeakMap<NatsConnection, JetStreamClient>();
-function quick(nats: Nats): JetStreamClient {
-  let js = quickClients.get(nats.nc);
-  if (!js) quickClients.set(nats.nc, (js = jetstream(nats.nc, { timeout: CREATE_TIMEOUT_MS })));
-  return js;
-}
+const RETRY_MAX_MS = 1_000;
 
 interface FollowOptions {
   signal: AbortSignal;

@@ -5,7 +5,8 @@ import { openFailureLedger, type FailureLedger, type FailureRecord } from './fai
 
 /** Tries of one item that fail the same, non-transient way before it is recorded and skipped. */
 export const POISON_AFTER = 3;
-const TRANSIENT_WAIT_MAX_MS = 5_000;
+// Short: a store coming back from an election should be used within a couple of seconds.
+const TRANSIENT_WAIT_MAX_MS = 2_000;
 
 /** What a consumer knows of the item it failed on. */
 export interface FailedItem {

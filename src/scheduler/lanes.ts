@@ -91,7 +91,7 @@ export async function createLanes(nats: Nats, store: EventStore) {
     const head = decodeJson<Head>(entry.value);
     if (head.execution_id !== executionId) return;
     // The queue entry goes first: a free head must never point back at a finished execution.
-    await deleteIfStored(nats, STREAMS.lanes.name, head.seq);
+    await deleteIfStored(nats.jsm, STREAMS.lanes.name, head.seq);
     // Lost to another writer: the head changed, so read it again. Any other error is
     // unknown and propagates, so the release is tried again rather than the lane left held.
     const freed = await heads.delete(headKey(org, key), { previousSeq: entry.revision }).then(() => true, (err: unknown) => {

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { STREAMS, SUBJECTS } from '../../streams/definitions.ts';
 import type { Job } from '../dispatchers/job.ts';
 import { deleteIfStored } from '../nats/delete-message.ts';
+import { quickManager } from '../nats/quick-clients.ts';
 import { decodeJson, encodeJson } from '../lib/json.ts';
 import type { Nats } from '../nats/connection.ts';
 
@@ -59,11 +60,11 @@ export function createTimerStore(nats: Nats, partitions: number) {
     },
     /** false only when JetStream says the message is gone; a failed call rejects (unknown, not absent). */
     async stillStored(seq: number): Promise<boolean> {
-      const msg = await nats.jsm.direct.getMessage(STREAMS.timers.name, { seq });
+      const msg = await (await quickManager(nats)).direct.getMessage(STREAMS.timers.name, { seq });
       return msg !== null && msg.seq === seq;
     },
     async remove(seq: number): Promise<void> {
-      await deleteIfStored(nats, STREAMS.timers.name, seq);
+      await deleteIfStored(await quickManager(nats), STREAMS.timers.name, seq);
     },
   };
 }
