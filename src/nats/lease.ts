@@ -2,6 +2,7 @@ import { Kvm, type KV } from '@nats-io/kv';
 import { KV_BUCKETS } from '../../streams/definitions.ts';
 import type { Nats } from './connection.ts';
 import { isWrongLastSequence } from './jetstream-errors.ts';
+import { quickClient } from './quick-clients.ts';
 
 /**
  * A single-owner lease on a KV key. The bucket's max age expires a key that is not
@@ -18,7 +19,8 @@ export interface Lease {
 }
 
 export async function openLeaseBucket(nats: Nats): Promise<KV> {
-  return new Kvm(nats.nc).open(KV_BUCKETS.leases.name);
+  // Short request timeouts: a renewal must fail (and be retried) well within the TTL.
+  return new Kvm(quickClient(nats)).open(KV_BUCKETS.leases.name);
 }
 
 // A holder that could not renew stops this long before its key would expire, so two
@@ -29,18 +31,36 @@ const RETRY_RENEW_MS = 1_000;
 export function createLease(kv: KV, name: string, owner: string, log: (m: string) => void = () => {}): Lease {
   const ttl = KV_BUCKETS.leases.ttlMs;
   const renewEvery = Math.floor(ttl / 3);
+  // Each holding is a generation; an answer that arrives after the holding ended is ignored.
+  let generation = 0;
   let revision = 0;
   let renewedAt = 0;
   let timer: NodeJS.Timeout | undefined;
+  let expiry: NodeJS.Timeout | undefined;
   let failing = false;
   const lost: Array<() => void> = [];
 
-  const drop = (why: string) => {
+  const clearTimers = () => {
     clearTimeout(timer);
-    timer = undefined;
+    clearTimeout(expiry);
+    timer = expiry = undefined;
+  };
+
+  const drop = (why: string) => {
+    if (!revision) return;
+    clearTimers();
     revision = 0;
+    generation++;
     log(`lease ${name}: lost (${why}); stopping its work`);
     for (const fn of lost) fn();
+  };
+
+  // Whatever a pending renewal is doing, the work stops before the key can expire.
+  const renewed = (rev: number) => {
+    revision = rev;
+    renewedAt = Date.now();
+    clearTimeout(expiry);
+    expiry = setTimeout(() => drop(`no renewal for ${((Date.now() - renewedAt) / 1000).toFixed(1)} s`), ttl - STOP_BEFORE_EXPIRY_MS);
   };
 
   /** Our own write whose answer was lost (a timeout, a leader change): the key still names us. */
@@ -49,30 +69,31 @@ export function createLease(kv: KV, name: string, owner: string, log: (m: string
     return e && e.operation === 'PUT' && e.string() === owner ? e.revision : 0;
   };
 
-  const renew = async () => {
+  const renew = async (): Promise<void> => {
+    const mine = generation;
     if (!revision) return;
     try {
-      revision = await kv.update(name, owner, revision);
-      renewedAt = Date.now();
+      const rev = await kv.update(name, owner, revision);
+      if (mine !== generation) return; // released or dropped meanwhile
+      renewed(rev);
       if (failing) log(`lease ${name}: renewed again`);
       failing = false;
       timer = setTimeout(() => void renew(), renewEvery);
     } catch (err) {
-      if (!revision) return; // released meanwhile
+      if (mine !== generation) return;
       if (isWrongLastSequence(err)) {
-        const mine = await stillOurs();
-        if (mine) {
-          revision = mine;
+        const rev = await stillOurs();
+        if (mine !== generation) return;
+        if (rev) {
+          revision = rev;
           return renew();
         }
         return drop('another process holds it');
       }
-      // Unknown (a timeout, an election): keep trying while the key cannot have expired.
-      const left = renewedAt + ttl - STOP_BEFORE_EXPIRY_MS - Date.now();
-      if (left <= 0) return drop(`renewals failed for ${Math.round((Date.now() - renewedAt) / 1000)} s: ${(err as Error).message}`);
-      if (!failing) log(`lease ${name}: renewal failed (${(err as Error).message}); retrying for ${Math.round(left / 1000)} s more`);
+      // Unknown (a timeout, an election): try again; the expiry timer ends the holding in time.
+      if (!failing) log(`lease ${name}: renewal failed (${(err as Error).message}); retrying until ${Math.round((renewedAt + ttl - STOP_BEFORE_EXPIRY_MS - Date.now()) / 1000)} s from now`);
       failing = true;
-      timer = setTimeout(() => void renew(), Math.min(RETRY_RENEW_MS, left));
+      timer = setTimeout(() => void renew(), RETRY_RENEW_MS);
     }
   };
 
@@ -81,14 +102,17 @@ export function createLease(kv: KV, name: string, owner: string, log: (m: string
     onLost: (fn) => void lost.push(fn),
     async acquire(signal) {
       while (!signal.aborted) {
+        let rev = 0;
         try {
-          revision = await kv.create(name, owner);
-        } catch (err) {
-          revision = isWrongLastSequence(err) ? 0 : await stillOurs();
+          rev = await kv.create(name, owner);
+        } catch {
+          // Someone's key, or our own write whose answer was lost: the key says which.
+          rev = await stillOurs();
         }
-        if (revision) {
-          renewedAt = Date.now();
+        if (rev) {
+          generation++;
           failing = false;
+          renewed(rev);
           timer = setTimeout(() => void renew(), renewEvery);
           return;
         }
@@ -97,8 +121,8 @@ export function createLease(kv: KV, name: string, owner: string, log: (m: string
       throw new Error(`lease ${name}: aborted`);
     },
     async release() {
-      clearTimeout(timer);
-      timer = undefined;
+      clearTimers();
+      generation++;
       if (revision) {
         const rev = revision;
         revision = 0;

@@ -161,7 +161,8 @@ export function notifyChainKey(event: JetcronEvent, subject: string): string {
 export async function ensureCheckpoint(nats: Nats, log: (m: string) => void): Promise<void> {
   await untilStarted('reading the notifier checkpoint', async () => {
     const kv: KV = await new Kvm(nats.nc).open(KV_BUCKETS.checkpoints.name);
-    if (await kv.get(CHECKPOINT_KEY)) return;
+    const current = await kv.get(CHECKPOINT_KEY);
+    if (current && current.operation === 'PUT') return;
     const info = await nats.jsm.streams.info(STREAMS.events.name);
     await kv.create(CHECKPOINT_KEY, String(info.state.last_seq)).catch((err: unknown) => {
       // Another notifier wrote it first; any other failure is retried, or the reader

@@ -1,15 +1,30 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startEmbeddedNats } from '../../src/runtime/embedded-nats.ts';
 
-/** A fresh nats-server with its own store on a random port; stop() also removes the store. */
-export async function startTestNats(): Promise<{ url: string; stop(): Promise<void> }> {
+/**
+ * A fresh nats-server with its own store on a random port; stop() also removes the store.
+ * freeze() stops the server process (SIGSTOP) until the returned function resumes it:
+ * its connections stay open and every request times out, as during a stall or an election.
+ */
+export async function startTestNats(): Promise<{ url: string; stop(): Promise<void>; freeze(): Promise<() => void> }> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'jetcron-test-nats-'));
   try {
     const nats = await startEmbeddedNats({ dataDir, preferredPort: 0 });
     return {
       url: nats.url,
+      async freeze() {
+        const pid = Number((await readFile(path.join(dataDir, 'nats.pid'), 'utf8')).trim());
+        process.kill(pid, 'SIGSTOP');
+        // The signal takes effect when the process is next scheduled: wait until it has.
+        for (let i = 0; i < 200; i++) {
+          const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+          if (/\) T /.test(stat)) break;
+          await new Promise((r) => setTimeout(r, 5));
+        }
+        return () => process.kill(pid, 'SIGCONT');
+      },
       async stop() {
         await nats.stop();
         await rm(dataDir, { recursive: true, force: true });

@@ -1,0 +1,122 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { Kvm } from '@nats-io/kv';
+import { STREAMS, SUBJECTS } from '../streams/definitions.ts';
+import { applyStreams } from '../src/nats/apply-streams.ts';
+import { connectNats, type Nats } from '../src/nats/connection.ts';
+import { deleteIfStored } from '../src/nats/delete-message.ts';
+import { createLease, openLeaseBucket } from '../src/nats/lease.ts';
+import { quickManager } from '../src/nats/quick-clients.ts';
+import { createTimerStore } from '../src/scheduler/timer-store.ts';
+import { ensureCheckpoint } from '../src/notifier/reader.ts';
+import { isTransient } from '../src/lib/transient.ts';
+import { startTestNats } from './support/nats.ts';
+import type { Job } from '../src/dispatchers/job.ts';
+
+// "A call that failed is not an answer": with the server frozen (SIGSTOP) every request
+// times out; the paths that decide whether work runs must reject (so it is retried),
+// never conclude "absent" or "lost".
+describe('NATS errors are unknown, never absent', () => {
+  let server: Awaited<ReturnType<typeof startTestNats>>;
+  let nats: Nats;
+  before(async () => {
+    server = await startTestNats();
+    nats = await connectNats(server.url, 'nats-errors test');
+    await applyStreams(nats, 1);
+  });
+  after(async () => {
+    await nats.close();
+    await server.stop();
+  });
+
+  const frozen = async <T>(fn: () => Promise<T>): Promise<PromiseSettledResult<T>> => {
+    const resume = await server.freeze();
+    try {
+      return (await Promise.allSettled([fn()]))[0]!;
+    } finally {
+      resume();
+    }
+  };
+
+  test('a timer whose check times out is not "gone"; its delete times out as an error', async () => {
+    const timers = createTimerStore(nats, 1);
+    const job = { kind: 'attempt', org_id: 'org_x', execution_id: 'exe_timeout1', source: { type: 'task', id: 'tsk_timeout1', name: 't' }, attempt: 1 } as unknown as Job;
+    await timers.put(job, { state: 'armed', due_at: Date.now(), job } as never);
+    const stored = await (await quickManager(nats)).streams.getMessage(STREAMS.timers.name, { last_by_subj: timers.subjectFor(job) });
+    assert.ok(stored);
+    const check = await frozen(() => timers.stillStored(stored.seq));
+    assert.equal(check.status, 'rejected', 'a timed-out check must not say "not stored"');
+    assert.ok(isTransient((check as PromiseRejectedResult).reason), String((check as PromiseRejectedResult).reason));
+    const removal = await frozen(() => timers.remove(stored.seq));
+    assert.equal(removal.status, 'rejected', 'a timed-out delete is an error (whether it happened is unknown)');
+    await timers.remove(stored.seq); // again: done now, or found gone
+    assert.equal(await timers.stillStored(stored.seq), false, 'JetStream said it is gone: now it is absent');
+    await timers.remove(stored.seq); // gone already: fine
+  });
+
+  test('deleting a message: "no message" is fine, a timeout is an error', async () => {
+    const seq = await nats.publish(SUBJECTS.lane('org_x', 'k'), new TextEncoder().encode('{}'));
+    const jsm = await quickManager(nats);
+    assert.equal((await frozen(() => deleteIfStored(jsm, STREAMS.lanes.name, seq))).status, 'rejected');
+    await deleteIfStored(jsm, STREAMS.lanes.name, seq);
+    await deleteIfStored(jsm, STREAMS.lanes.name, seq);
+    await deleteIfStored(jsm, STREAMS.lanes.name, seq + 1000);
+  });
+
+  test('a lease keeps its holder through renewals that time out, and is dropped before it could expire', async () => {
+    const kv = await openLeaseBucket(nats);
+    const logs: string[] = [];
+    const lease = createLease(kv, 'test-stall', 'owner-a', (m) => logs.push(m));
+    let lostAt = 0;
+    lease.onLost(() => (lostAt = Date.now()));
+    await lease.acquire(AbortSignal.timeout(5000));
+    // A stall shorter than the TTL: the renewal due at 3.3 s times out (2 s), is retried, and the lease is kept.
+    const resume = await server.freeze();
+    await new Promise((r) => setTimeout(r, 6000));
+    resume();
+    await new Promise((r) => setTimeout(r, 2500));
+    assert.equal(lostAt, 0, `lease dropped during a short stall: ${logs.join(' | ')}`);
+    assert.ok(logs.some((l) => /renewal failed/.test(l)), logs.join(' | '));
+    assert.ok(logs.some((l) => /renewed again/.test(l)), logs.join(' | '));
+    const held = await kv.get('test-stall');
+    assert.equal(held?.string(), 'owner-a', `key now: ${held?.operation} ${held?.string()} | ${logs.join(' | ')}`);
+    // A stall past the TTL: the holder stops before the key can have expired (TTL 10 s, margin 2 s).
+    const renewedBefore = Date.now();
+    const resume2 = await server.freeze();
+    try {
+      const deadline = Date.now() + 11_000;
+      while (!lostAt && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    } finally {
+      resume2();
+    }
+    assert.ok(lostAt > 0, 'the holder must stop when it cannot renew');
+    assert.ok(lostAt - renewedBefore <= 8_500, `stopped ${lostAt - renewedBefore} ms into the stall: must be before the 10 s TTL minus the margin`);
+    assert.ok(logs.some((l) => /lost \(no renewal for/.test(l)), logs.join(' | '));
+    await lease.release();
+  });
+
+  test('a lease whose create answer was lost is recognised as ours', async () => {
+    const kv = await openLeaseBucket(nats);
+    // Our write landed but we never heard: the key names us.
+    await kv.create('test-own', 'owner-b');
+    const lease = createLease(kv, 'test-own', 'owner-b');
+    await lease.acquire(AbortSignal.timeout(3000));
+    const other = createLease(kv, 'test-own', 'owner-c');
+    await assert.rejects(other.acquire(AbortSignal.timeout(1200)), /aborted/);
+    await lease.release();
+    assert.equal((await kv.get('test-own'))?.operation, 'DEL');
+  });
+
+  test('the notifier\'s first checkpoint is written through a stall, not skipped', async () => {
+    const kv = await new Kvm(nats.nc).open('checkpoints');
+    await kv.purge('notifier').catch(() => {});
+    const last = await nats.publish('evt.org_x.org', new TextEncoder().encode('{}'));
+    const resume = await server.freeze();
+    const done = ensureCheckpoint(nats, () => {});
+    setTimeout(resume, 3000);
+    await done;
+    const written = await kv.get('notifier');
+    assert.equal(written?.operation, 'PUT', 'the checkpoint was written after the stall');
+    assert.equal(Number(written!.string()), last, 'it starts at the end of the log');
+  });
+});
