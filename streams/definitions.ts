@@ -152,7 +152,9 @@ export const CONSUMERS = {
   dispatchers: {
     stream: STREAMS.dispatch.name,
     durable_name: 'dispatchers',
-    ack_wait: 60 * SECOND_NS,
+    // A job pulled by a process that died goes back to work after this; a live
+    // dispatcher keeps a long attempt's job with working() every 5 s.
+    ack_wait: 15 * SECOND_NS,
     max_ack_pending: 20_000,
     max_deliver: -1,
   },
@@ -160,7 +162,7 @@ export const CONSUMERS = {
   notifiers: {
     stream: STREAMS.notify.name,
     durable_name: 'notifiers',
-    ack_wait: 60 * SECOND_NS,
+    ack_wait: 15 * SECOND_NS,
     max_ack_pending: 10_000,
     max_deliver: -1,
   },

@@ -32,7 +32,8 @@ export interface DispatcherDeps {
   onAttempt?: (job: Job, ms: number) => void;
 }
 
-const WORKING_EVERY_MS = 20_000;
+// Well inside the consumer's 15 s ack wait, so a long attempt keeps its job.
+const WORKING_EVERY_MS = 5_000;
 const CALLBACK_TIMEOUT_MS = 10_000;
 const QUEUED_CHECK_AFTER_MS = 250;
 /** A block that ends this soon is waited out in place rather than handed back to the stream. */

@@ -47,6 +47,11 @@ export async function applyStreams(nats: Nats, replicas: number | undefined): Pr
       num_replicas: replicas ?? 0, // 0: the stream's own
     }).catch(async (err: Error) => {
       if (!/already in use|exists/i.test(err.message)) throw err;
+      // An existing durable gets the settings that may change between versions (an upgrade shortened ack_wait).
+      const info = await nats.jsm.consumers.info(c.stream, c.durable_name);
+      if (info.config.ack_wait !== c.ack_wait || info.config.max_ack_pending !== c.max_ack_pending) {
+        await nats.jsm.consumers.update(c.stream, c.durable_name, { ack_wait: c.ack_wait, max_ack_pending: c.max_ack_pending });
+      }
     });
   }
   const kvm = new Kvm(nats.nc);

@@ -84,6 +84,7 @@ export async function readStream<T>(
     drained?.();
   };
   opts.signal.addEventListener('abort', onAbort, { once: true });
+  if (opts.signal.aborted) onAbort();
   if (tracking) progress.started(opts.startSeq - 1);
 
   const reapplyRecord = async (record: { seq: number }) => {

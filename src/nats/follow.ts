@@ -36,6 +36,11 @@ async function* pullLoop(open: () => Promise<ConsumerMessages>, opts: FollowOpti
     if (failures) opts.log(`${opts.name}: reading again ${where()}`);
     failures = 0;
     const close = () => void messages.close().catch(() => {});
+    // Aborted while the consumer was being created: a listener added now would never fire.
+    if (opts.signal.aborted) {
+      close();
+      return;
+    }
     opts.signal.addEventListener('abort', close, { once: true });
     void (async () => {
       for await (const s of messages.status()) {

@@ -17,7 +17,7 @@ import type { NotificationJob } from './plan.ts';
 export const NOTIFY_RETRY_DELAYS_MS = [5_000, 20_000] as const;
 export const NOTIFY_MAX_TRIES = NOTIFY_RETRY_DELAYS_MS.length + 1;
 const WEBHOOK_TIMEOUT_MS = 10_000;
-const WORKING_EVERY_MS = 20_000;
+const WORKING_EVERY_MS = 5_000;
 
 export interface DelivererDeps {
   nats: Nats;

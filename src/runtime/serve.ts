@@ -115,6 +115,14 @@ async function start(config: Config, log: (m: string) => void, stoppers: Stopper
   stoppers.push(async () => ledger.close());
   const supervisor = createSupervisor({ ledger, metrics, log });
 
+  // Consumers this process may take over are listed (standby) in /healthz from the start.
+  if (config.roles.has('projector')) supervisor.progress('projector', 'EVENTS');
+  if (config.roles.has('scheduler')) {
+    for (const c of ['translator', 'inbound-router']) supervisor.progress(c, c === 'translator' ? 'EVENTS' : 'INBOUND');
+    for (let p = 0; p < config.timerPartitions; p++) supervisor.progress(`timers.${p}`, 'TIMERS');
+  }
+  if (config.roles.has('notifier')) supervisor.progress('notifier', 'EVENTS');
+
   if (config.roles.has('projector')) {
     const p = startProjector({ nats, db, owner: instanceId, log, supervisor });
     stoppers.push(named('projector', () => p.stop()));
