@@ -7,6 +7,7 @@ import { openFailureLedger, type FailureLedger, type FailureRecord } from './fai
 export const POISON_AFTER = 3;
 // Short: a store coming back from an election should be used within a couple of seconds.
 const TRANSIENT_WAIT_MAX_MS = 2_000;
+const FIRST_FAILURES_KEPT = 10_000;
 
 /** What a consumer knows of the item it failed on. */
 export interface FailedItem {
@@ -98,7 +99,11 @@ export function createSupervisor(deps: { ledger: FailureLedger; metrics: Metrics
       const p = progress(consumer, item.stream);
       const error = describeError(err);
       const key = `${consumer}.${item.seq}`;
-      if (!firstFailedAt.has(key)) firstFailedAt.set(key, new Date().toISOString());
+      if (!firstFailedAt.has(key)) {
+        firstFailedAt.set(key, new Date().toISOString());
+        // Items that failed and then passed are never told here: keep the memory bounded.
+        if (firstFailedAt.size > FIRST_FAILURES_KEPT) firstFailedAt.delete(firstFailedAt.keys().next().value!);
+      }
       p.failing(error);
       deps.metrics.inc('jetcron_consumer_errors_total', 'Failed tries of an event, job or timer, by consumer and kind', { consumer, kind: isTransient(err) ? 'transient' : 'permanent' });
       if (isTransient(err) || tries < POISON_AFTER) {
