@@ -10,6 +10,8 @@ import { loadConfig } from '../src/config.ts';
 import { encodeRecord, idempotencyKvKey, requestFingerprint, STALE_AFTER_MS } from '../src/http/idempotency.ts';
 import { connectNats } from '../src/nats/connection.ts';
 import { createTask } from '../src/commands/task/handlers.ts';
+import { createSchedule } from '../src/commands/schedule/handlers.ts';
+import { createEndpoint } from '../src/commands/endpoint/handlers.ts';
 import { createEventStore } from '../src/events/store.ts';
 import { createClock } from '../src/lib/clock.ts';
 import { derivedId } from '../src/lib/ids.ts';
@@ -201,6 +203,38 @@ describe('Idempotency-Key', () => {
       assert.equal(await count(api), 1);
       assert.equal((await post(api, body, key)).headers.get('idempotent-replayed'), 'true');
       assert.equal(await count(api), 1);
+    } finally {
+      await nats.close();
+    }
+  });
+
+  test('schedules and endpoints: a create whose process died after storing it is not run twice', async () => {
+    const { api, orgId } = await svc.createOrg();
+    const nats = await connectNats(svc.natsUrl, 'test idempotency crash 2');
+    try {
+      const kv = await new Kvm(nats.nc).open(KV_BUCKETS.idempotency.name);
+      const deps = { store: createEventStore(nats), clock: createClock(1) };
+      const free = { name: 'Free', limit: 10, live: [] };
+      const cases = [
+        { path: '/schedules', prefix: 'sch' as const, body: { url: 'http://127.0.0.1:9/never', cron: '0 0 1 1 *', enabled: false, name: 'crashed-schedule' },
+          store: (id: string) => createSchedule(deps, orgId, { url: 'http://127.0.0.1:9/never', cron: '0 0 1 1 *', enabled: false, name: 'crashed-schedule' }, free, id) },
+        { path: '/endpoints', prefix: 'ep' as const, body: { name: 'crashed-endpoint', forward_urls: [] },
+          store: (id: string) => createEndpoint(deps, orgId, { name: 'crashed-endpoint', forward_urls: [] }, null, { ...free, limit: 3 }, id) },
+      ];
+      for (const c of cases) {
+        const key = randomUUID();
+        const kvKey = idempotencyKvKey(orgId, key);
+        const startedMs = Date.now() - STALE_AFTER_MS - 1000;
+        // What the dead request left: its in-flight record, and its resource under the id the key derives.
+        await kv.put(kvKey, encodeRecord({ state: 'in_flight', fingerprint: requestFingerprint('POST', `/api/v1${c.path}`, Buffer.from(JSON.stringify(c.body))), started_at: new Date(startedMs).toISOString() }));
+        const crashedId = derivedId(c.prefix, startedMs, kvKey, 0);
+        assert.equal((await c.store(crashedId)).state!.id, crashedId);
+        const retried = await api('POST', c.path, c.body, { 'Idempotency-Key': key });
+        assert.equal(retried.status, 201, JSON.stringify(retried.body));
+        assert.equal(retried.body.data.id, crashedId, `${c.path}: the retry answers with what the crashed request stored`);
+        const list = (await api('GET', c.path)).body.data as Array<{ id: string }>;
+        assert.equal(list.length, 1, `${c.path}: one, not two`);
+      }
     } finally {
       await nats.close();
     }

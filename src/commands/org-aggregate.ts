@@ -1,4 +1,5 @@
 import type { Envelope } from '../events/envelope.ts';
+import { ConcurrencyError } from '../events/store.ts';
 import { notFound } from '../lib/errors.ts';
 import { ID_PATTERN } from '../lib/ids.ts';
 import type { CommandMeta } from './meta.ts';
@@ -31,13 +32,33 @@ export function orgAggregate<S extends { id: string; org_id: string }, C, E exte
         return next && next.org_id === orgId ? next : null;
       });
     },
-    /** Decides the create, takes a place of the plan's count (`plan.live` = the read model's ids), then appends. */
-    async create(deps: CommandDeps, orgId: string, command: C, plan: PlanLimit): Promise<Decided<S, E>> {
-      const event = def.decide(command, null, commandMeta(deps.clock));
+    /**
+     * Decides the create, takes a place of the plan's count (`plan.live` = the read
+     * model's ids), then appends. `onceId` (derived from an Idempotency-Key) makes it
+     * once-only: if that aggregate is already stored (the same request ran before a
+     * crash) it is the answer, and nothing is reserved or appended again.
+     */
+    async create(deps: CommandDeps, orgId: string, command: C, plan: PlanLimit, onceId?: string): Promise<Decided<S, E>> {
+      const stored = async (): Promise<Decided<S, E> | null> => {
+        const last = onceId ? await deps.store.last<E>(def.subject(orgId, onceId)) : null;
+        const state = last && def.evolve(null, last.event);
+        return last && state && state.org_id === orgId ? { event: last.event, state, seq: last.seq } : null;
+      };
+      const before = await stored();
+      if (before) return before;
+      const meta = commandMeta(deps.clock);
+      const prefix = def.idPrefix.replace(/_$/, '');
+      const event = def.decide(command, null, onceId ? { ...meta, newId: (p) => (p === prefix ? onceId : meta.newId(p)) } : meta);
       const state = def.evolve(null, event)!;
       await reserveSlot(deps, orgId, def.kind, plan, state.id, live(deps, orgId));
-      const seq = await deps.store.append(def.subject(orgId, state.id), event, 0);
-      return { event, state, seq };
+      try {
+        return { event, state, seq: await deps.store.append(def.subject(orgId, state.id), event, 0) };
+      } catch (err) {
+        // Stored meanwhile by the same request's first run (a takeover of its key).
+        const raced = onceId && err instanceof ConcurrencyError ? await stored() : null;
+        if (raced) return raced;
+        throw err;
+      }
     },
   };
 }

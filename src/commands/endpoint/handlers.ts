@@ -20,6 +20,7 @@ export function createEndpoint(
   input: EndpointInput & { name: string },
   secrets: SecretsChange | null,
   plan: PlanLimit,
+  onceId?: string,
 ): Promise<Result> {
-  return planLimitedCreate(deps, orgId, 'endpoint', plan, () => endpoints.create(deps, orgId, { type: 'CreateEndpoint', orgId, input, secrets }, plan));
+  return planLimitedCreate(deps, orgId, 'endpoint', plan, () => endpoints.create(deps, orgId, { type: 'CreateEndpoint', orgId, input, secrets }, plan, onceId));
 }

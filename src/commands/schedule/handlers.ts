@@ -18,8 +18,9 @@ export function createSchedule(
   orgId: string,
   input: ScheduleInput & { url: string; cron: string },
   plan: PlanLimit,
+  onceId?: string,
 ): Promise<Result> {
-  return planLimitedCreate(deps, orgId, 'schedule', plan, () => schedules.create(deps, orgId, { type: 'CreateSchedule', orgId, input }, plan));
+  return planLimitedCreate(deps, orgId, 'schedule', plan, () => schedules.create(deps, orgId, { type: 'CreateSchedule', orgId, input }, plan, onceId));
 }
 
 export const updateSchedule = (deps: CommandDeps, orgId: string, id: string, input: ScheduleInput) =>

@@ -12,7 +12,7 @@ import { headerObject, loadStoredRequest, type StoredRequest } from '../../inbou
 import { isUtf8 } from 'node:buffer';
 import { jsonObject } from '../body.ts';
 import { handler, type ApiDeps } from '../context.ts';
-import { idempotent } from '../idempotency.ts';
+import { idempotent, onceId } from '../idempotency.ts';
 import { createEndpointSchema, updateEndpointSchema } from '../schemas/endpoint.ts';
 import { checkBodySize, checkHeaders } from '../task-checks.ts';
 import { validate } from '../validate.ts';
@@ -70,7 +70,7 @@ export function endpointRoutes(deps: ApiDeps, rootUrl: () => string): Router {
     const { input, secrets, pro } = await prepare(req.orgId, body);
     const live = pro ? [] : await liveIds(deps, 'endpoints', req.orgId);
     const plan = { name: pro ? 'Pro' : 'Free', limit: pro ? null : FREE_ENDPOINTS, live };
-    const { state, seq } = await createEndpoint(deps, req.orgId, { ...input, name: body.name }, secrets, plan);
+    const { state, seq } = await createEndpoint(deps, req.orgId, { ...input, name: body.name }, secrets, plan, onceId(res, 'ep'));
     res.status(201).json({ data: await answer(req.orgId, state!, seq) });
   }));
   r.put('/endpoints/:id', handler(async (req, res) => {

@@ -6,7 +6,7 @@ import type { SchedulesTable } from '../../db/schema.ts';
 import { forbidden, notFound } from '../../lib/errors.ts';
 import { jsonObject } from '../body.ts';
 import { handler, type ApiDeps } from '../context.ts';
-import { idempotent } from '../idempotency.ts';
+import { idempotent, onceId } from '../idempotency.ts';
 import { createScheduleSchema, updateScheduleSchema } from '../schemas/schedule.ts';
 import { triggerTaskSchema } from '../schemas/task.ts';
 import { historyRow } from '../serializers.ts';
@@ -65,7 +65,7 @@ export function scheduleRoutes(deps: ApiDeps): Router {
     const org = await deps.directory.organization(req.orgId);
     const pro = org?.plan === 'pro';
     const live = pro ? [] : await liveIds(deps, 'schedules', req.orgId);
-    const { state, seq } = await createSchedule(deps, req.orgId, input, { name: pro ? 'Pro' : 'Free', limit: pro ? null : FREE_SCHEDULES, live });
+    const { state, seq } = await createSchedule(deps, req.orgId, input, { name: pro ? 'Pro' : 'Free', limit: pro ? null : FREE_SCHEDULES, live }, onceId(res, 'sch'));
     await deps.watermark.waitFor(seq);
     res.status(201).json({ data: fromState(state!) });
   }));
