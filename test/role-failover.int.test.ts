@@ -90,6 +90,12 @@ test('role failover: kill -9 of the process holding every lease; the standby tak
     [nats, db] = await Promise.all([startTestNats(), createTestDatabase()]);
     target = await startTarget(() => ({ status: 200, body: 'ok' }));
     const tg = target;
+    // Both processes: the same NATS, database and settings.
+    const shared = { NATS_URL: nats.url, DATABASE_URL: db.url };
+    const serviceEnv = () => ({
+      ...shared, PORT: '0', HOST: '127.0.0.1', JETCRON_ALLOW_PRIVATE_TARGETS: '1',
+      JETCRON_RATE_LIMIT_FREE: '0', JETCRON_RATE_LIMIT_PRO: '0', JETCRON_TIMER_PARTITIONS: String(PARTITIONS),
+    });
 
     // ---- process A: the real service as a child, started first so it takes every lease ----
     const dataA = mkdtempSync(path.join(os.tmpdir(), 'jetcron-test-failover-a-'));
@@ -99,17 +105,7 @@ test('role failover: kill -9 of the process holding every lease; the standby tak
     child = spawn(cmd.file, cmd.args, {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: {
-        ...process.env,
-        NATS_URL: nats.url,
-        DATABASE_URL: db.url,
-        PORT: '0',
-        HOST: '127.0.0.1',
-        JETCRON_ALLOW_PRIVATE_TARGETS: '1',
-        JETCRON_RATE_LIMIT_FREE: '0',
-        JETCRON_RATE_LIMIT_PRO: '0',
-        JETCRON_TIMER_PARTITIONS: String(PARTITIONS),
-      },
+      env: { ...process.env, ...serviceEnv() },
     });
     const a = child;
     childExited = new Promise((r) => a.once('exit', r));
@@ -173,16 +169,7 @@ test('role failover: kill -9 of the process holding every lease; the standby tak
     // ---- process B: in-process, same NATS and Postgres; every lease is A's, so it waits on standby ----
     const dataB = mkdtempSync(path.join(os.tmpdir(), 'jetcron-test-failover-b-'));
     dirs.push(dataB);
-    const configB = loadConfig({
-      NATS_URL: nats.url,
-      DATABASE_URL: db.url,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      JETCRON_ALLOW_PRIVATE_TARGETS: '1',
-      JETCRON_RATE_LIMIT_FREE: '0',
-      JETCRON_RATE_LIMIT_PRO: '0',
-      JETCRON_TIMER_PARTITIONS: String(PARTITIONS),
-    }, { dataDir: dataB });
+    const configB = loadConfig(serviceEnv(), { dataDir: dataB });
     b = await serve(configB, (m) => {
       logB.push(`${since(Date.now())} ${m}`);
       if (process.env.JETCRON_TEST_LOG) process.stderr.write(`[B ${since(Date.now())}] ${m}\n`);

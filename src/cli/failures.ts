@@ -1,7 +1,7 @@
 import { Kvm } from '@nats-io/kv';
 import { KV_BUCKETS } from '../../streams/definitions.ts';
 import type { Nats } from '../nats/connection.ts';
-import type { FailureRecord } from '../nats/failure-ledger.ts';
+import { failureRecordOf, type FailureRecord } from '../nats/failure-ledger.ts';
 
 /**
  * `jetcron projections failures` and `jetcron projections retry`: what consumers
@@ -16,12 +16,8 @@ async function readAll(nats: Nats): Promise<Array<{ key: string; record: Failure
   const out = [];
   for await (const key of await kv.keys()) {
     const e = await kv.get(key);
-    if (!e || e.operation !== 'PUT' || e.value.length === 0) continue;
-    try {
-      out.push({ key, record: e.json<FailureRecord>(), revision: e.revision });
-    } catch {
-      // not a record of ours
-    }
+    const record = e && failureRecordOf(e);
+    if (record) out.push({ key, record, revision: e.revision });
   }
   return out.sort((a, b) => a.record.consumer.localeCompare(b.record.consumer) || a.record.seq - b.record.seq);
 }
@@ -57,15 +53,17 @@ export async function retryFailures(
     for (const [key, record] of asked) {
       if (outcome.has(key)) continue;
       const e = await kv.get(key);
-      if (!e || e.operation !== 'PUT' || e.value.length === 0) outcome.set(key, 'succeeded');
-      else if (e.json<FailureRecord>().state === 'skipped') outcome.set(key, 'failed again');
+      const now = e && failureRecordOf(e);
+      if (!now) outcome.set(key, 'succeeded');
+      else if (now.state === 'skipped') outcome.set(key, 'failed again');
     }
   }
   let failed = 0;
   for (const [key, record] of asked) {
     const result = outcome.get(key) ?? 'pending';
     if (result !== 'succeeded') failed++;
-    const now = result === 'failed again' ? (await kv.get(key))?.json<FailureRecord>() : undefined;
+    const entry = result === 'failed again' ? await kv.get(key) : null;
+    const now = entry ? failureRecordOf(entry) : null;
     print({ consumer: record.consumer, seq: record.seq, subject: record.subject, result, ...(now ? { error: now.error } : {}),
       ...(result === 'pending' ? { note: 'no running process serving this consumer took it yet; it stays asked for and runs when one does' } : {}) });
   }

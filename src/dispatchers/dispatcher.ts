@@ -32,8 +32,6 @@ export interface DispatcherDeps {
   onAttempt?: (job: Job, ms: number) => void;
 }
 
-// Well inside the consumer's 15 s ack wait, so a long attempt keeps its job.
-const WORKING_EVERY_MS = 5_000;
 const CALLBACK_TIMEOUT_MS = 10_000;
 const QUEUED_CHECK_AFTER_MS = 250;
 /** A block that ends this soon is waited out in place rather than handed back to the stream. */
@@ -271,21 +269,16 @@ export function startDispatcher(deps: DispatcherDeps) {
 
   async function handle(msg: JsMsg, handedBack: () => boolean): Promise<void> {
     const job = decodeJson<Job>(msg.data);
-    const keepAlive = setInterval(() => msg.working(), WORKING_EVERY_MS);
     const t0 = performance.now();
-    try {
-      // Ticks never reach DISPATCH (the scheduler records them); one that did is dropped.
-      const backInMs = job.kind === 'attempt' ? await runAttempt(job, msg.info.deliveryCount > 1) : job.kind === 'callback' ? await runCallback(job) : undefined;
-      if (backInMs !== undefined) {
-        // Its host is blocked: JetStream redelivers the job when the block ends.
-        if (!handedBack()) msg.nak(backInMs);
-        return;
-      }
-      if (!handedBack()) msg.ack();
-      deps.onAttempt?.(job, performance.now() - t0);
-    } finally {
-      clearInterval(keepAlive);
+    // Ticks never reach DISPATCH (the scheduler records them); one that did is dropped.
+    const backInMs = job.kind === 'attempt' ? await runAttempt(job, msg.info.deliveryCount > 1) : job.kind === 'callback' ? await runCallback(job) : undefined;
+    if (backInMs !== undefined) {
+      // Its host is blocked: JetStream redelivers the job when the block ends.
+      if (!handedBack()) msg.nak(backInMs);
+      return;
     }
+    if (!handedBack()) msg.ack();
+    deps.onAttempt?.(job, performance.now() - t0);
   }
 
   let work: WorkConsumer | undefined;

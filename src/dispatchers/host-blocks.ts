@@ -1,5 +1,6 @@
 import { Kvm, type KV, type KvEntry } from '@nats-io/kv';
 import { watchForever } from '../nats/kv-watch.ts';
+import { KeyedMutex } from '../lib/keyed-mutex.ts';
 import { KV_BUCKETS } from '../../streams/definitions.ts';
 import type { Clock } from '../lib/clock.ts';
 import { decodeJson, encodeJson } from '../lib/json.ts';
@@ -219,16 +220,7 @@ export async function openHostBlocks(deps: { nats: Nats; clock: Clock; log: (m: 
 
   // One write at a time per key within this process: concurrent failures to one
   // host would otherwise mostly conflict with each other.
-  const queues = new Map<string, Promise<unknown>>();
-  function serialized<T>(key: string, fn: () => Promise<T>): Promise<T> {
-    const run = (queues.get(key) ?? Promise.resolve()).then(fn, fn);
-    const tail = run.catch(() => {});
-    queues.set(key, tail);
-    void tail.then(() => {
-      if (queues.get(key) === tail) queues.delete(key);
-    });
-    return run;
-  }
+  const writes = new KeyedMutex();
 
   async function write(key: string, host: string, signal: HostSignal): Promise<HostState | null> {
     for (let i = 1; ; i++) {
@@ -277,7 +269,7 @@ export async function openHostBlocks(deps: { nats: Nats; clock: Clock; log: (m: 
       const key = hostBlockKey(orgId, host);
       // The healthy path (no entry, host up) decides without queueing.
       if (signal.kind === 'up' && !cache.has(key)) return Promise.resolve(null);
-      return serialized(key, () => write(key, host, signal));
+      return writes.run(key, () => write(key, host, signal));
     },
     async close() {
       clearInterval(prune);

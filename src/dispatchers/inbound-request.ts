@@ -1,8 +1,8 @@
-import { isUtf8 } from 'node:buffer';
 import { forwardRequest, type ForwardRequest } from '../inbound/pipeline.ts';
 import { loadStoredRequest } from '../inbound/stored-request.ts';
 import type { Nats } from '../nats/connection.ts';
 import type { InboundRef } from './job.ts';
+import { storableAsText } from './stored-body.ts';
 
 /**
  * The request an endpoint execution forwards: the stored inbound request (one direct
@@ -26,9 +26,8 @@ export function recordedBody(body: string | Buffer | null): { body: string | nul
   const truncated = body.length > RECORDED_BODY_BYTES;
   const kept = truncated ? body.subarray(0, RECORDED_BODY_BYTES) : body;
   const text = kept.toString('utf8');
-  // A cut may split a multi-byte character: judge UTF-8 on the whole body, not the cut.
-  // NUL is valid UTF-8 but no Postgres text can hold it: such bodies are kept as base64 too.
-  const utf8 = isUtf8(body) && !body.includes(0);
+  // A cut may split a multi-byte character: judge the whole body, not the cut.
+  const utf8 = storableAsText(body);
   const out = utf8 ? { body: text } : { body: kept.toString('base64'), body_encoding: 'base64' as const };
   return truncated ? { ...out, body_truncated: true } : out;
 }

@@ -11,6 +11,9 @@ export interface StoredBody {
   response_body_encoding?: 'base64';
 }
 
+/** NUL is valid UTF-8, but no Postgres text or jsonb can hold it: such bytes are not storable text. */
+export const storableAsText = (bytes: Buffer): boolean => isUtf8(bytes) && !bytes.includes(0);
+
 export function storedBody(bytes: Buffer, truncated: boolean): StoredBody {
   let text = bytes;
   // A body cut at the size cap may end inside a character: drop that partial character.
@@ -22,6 +25,6 @@ export function storedBody(bytes: Buffer, truncated: boolean): StoredBody {
       }
     }
   }
-  if (isUtf8(text) && !text.includes(0)) return { response_body: text.toString('utf8') };
+  if (storableAsText(text)) return { response_body: text.toString('utf8') };
   return { response_body: bytes.toString('base64'), response_body_encoding: 'base64' };
 }

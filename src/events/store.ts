@@ -1,6 +1,7 @@
 import { STREAMS } from '../../streams/definitions.ts';
 import { decodeJson, encodeJson } from '../lib/json.ts';
 import type { Nats } from '../nats/connection.ts';
+import { isWrongLastSequence } from '../nats/jetstream-errors.ts';
 import type { Envelope, StoredEvent } from './envelope.ts';
 
 export class ConcurrencyError extends Error {
@@ -21,11 +22,6 @@ export interface EventStore {
   last<E extends Envelope>(subject: string): Promise<StoredEvent<E> | null>;
   /** The event stored at this stream sequence, or null. */
   at<E extends Envelope>(seq: number): Promise<StoredEvent<E> | null>;
-}
-
-function isWrongLastSequence(err: unknown): boolean {
-  const e = err as { api_error?: { err_code?: number }; message?: string };
-  return e?.api_error?.err_code === 10071 || /wrong last sequence/i.test(String(e?.message));
 }
 
 // Ids become subject tokens; a `*` or `>` from a careless caller would address other aggregates.

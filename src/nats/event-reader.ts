@@ -5,7 +5,7 @@ import { decodeJson } from '../lib/json.ts';
 import { isTransient } from '../lib/transient.ts';
 import type { Nats } from './connection.ts';
 import { followOrdered } from './follow.ts';
-import { POISON_AFTER, type Supervisor } from './supervisor.ts';
+import { POISON_AFTER, type Supervisor, type Verdict } from './supervisor.ts';
 
 export interface EventReaderOptions {
   /** First stream sequence to deliver. */
@@ -115,9 +115,9 @@ export async function readStream<T>(
       drained = undefined;
     }
   };
-  const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
-  const skipHead = async (verdictSkip: boolean, waitMs: number) => {
-    if (!verdictSkip) return pause(waitMs);
+  // After a failed try of the head: wait and try again, or move past it once recorded.
+  const settleHead = async (verdict: Verdict) => {
+    if (!verdict.skip) return new Promise((r) => setTimeout(r, verdict.waitMs));
     const head = buffer[0]!;
     await opts.onSkip?.({ event: undefined, seq: head.seq, subject: head.subject }).catch((err: Error) =>
       opts.log(`${opts.name}: moving past skipped seq ${head.seq} failed: ${err.message}`));
@@ -148,8 +148,7 @@ export async function readStream<T>(
       if (batch.length === 0) {
         // The head does not decode: no try will ever do better.
         const head = buffer[0]!;
-        const verdict = await supervisor.failed(opts.name, { stream: opts.stream, seq: head.seq, subject: head.subject, payload: head.data }, undecodable, POISON_AFTER);
-        await skipHead(verdict.skip, verdict.skip ? 0 : verdict.waitMs);
+        await settleHead(await supervisor.failed(opts.name, { stream: opts.stream, seq: head.seq, subject: head.subject, payload: head.data }, undecodable, POISON_AFTER));
         continue;
       }
       try {
@@ -168,7 +167,7 @@ export async function readStream<T>(
         const head = batch[0]!;
         const verdict = await supervisor.failed(opts.name, { stream: opts.stream, seq: head.seq, subject: head.subject }, err, tries);
         if (verdict.skip) tries = 0;
-        await skipHead(verdict.skip, verdict.skip ? 0 : verdict.waitMs);
+        await settleHead(verdict);
       }
     }
   } finally {

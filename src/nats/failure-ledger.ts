@@ -50,7 +50,8 @@ export function failureKey(consumer: string, seq: number): string {
   return `${consumer.replace(/[^-_a-zA-Z0-9]/g, '_')}.${seq}`;
 }
 
-function decode(e: KvEntry): FailureRecord | null {
+/** The record a KV entry holds; null for a deletion or anything else. */
+export function failureRecordOf(e: KvEntry): FailureRecord | null {
   if (e.operation !== 'PUT' || e.value.length === 0) return null;
   try {
     return e.json<FailureRecord>();
@@ -65,7 +66,7 @@ export async function openFailureLedger(nats: Nats, log: (m: string) => void): P
   const servers = new Map<string, (key: string) => void>();
 
   const watch = await watchForever(kv, (e) => {
-    const record = decode(e);
+    const record = failureRecordOf(e);
     if (!record) {
       records.delete(e.key);
       return;

@@ -68,6 +68,7 @@ export interface Supervisor {
    * After a failed try of `item` (the `tries`-th in a row): wait and try again, or —
    * once a non-transient failure has repeated POISON_AFTER times — record it in the
    * ledger and skip it. A transient failure (a store down) is retried forever.
+   * Never rejects: a record that cannot be written is a "try again".
    */
   failed(consumer: string, item: FailedItem, err: unknown, tries: number): Promise<Verdict>;
   progress(consumer: string, stream: string | null): ConsumerProgress;

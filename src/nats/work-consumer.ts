@@ -3,6 +3,9 @@ import type { Nats } from './connection.ts';
 import { followDurable } from './follow.ts';
 import type { Supervisor } from './supervisor.ts';
 
+/** Well inside the work queues' 15 s ack wait (streams/definitions.ts). */
+const WORKING_EVERY_MS = 5_000;
+
 export interface WorkConsumer {
   /** Stops taking work; in-flight items get `graceMs` to finish, then go back to the stream. */
   stop(graceMs?: number): Promise<void>;
@@ -34,7 +37,7 @@ export function consumeWork(opts: {
   const failed = async (msg: JsMsg, err: unknown) => {
     if (handedBack.has(msg)) return;
     const item = { stream: opts.stream, seq: msg.seq, subject: msg.subject, payload: msg.data };
-    const verdict = await supervisor.failed(opts.durable, item, err, Math.max(1, msg.info.deliveryCount)).catch(() => ({ skip: false as const, waitMs: 1000 }));
+    const verdict = await supervisor.failed(opts.durable, item, err, Math.max(1, msg.info.deliveryCount));
     if (handedBack.has(msg)) return;
     // No reason text: nats-server 2.9 ignores a `+TERM` that carries one.
     if (verdict.skip) msg.term();
@@ -46,6 +49,12 @@ export function consumeWork(opts: {
   }, opts.log);
   let slotFree: (() => void) | undefined;
   let stopping = false;
+  // One timer for every item in flight, not one per item: a long call keeps its
+  // message (the consumers' ack wait is 15 s) without a timer set and cleared per job.
+  const keepAlive = setInterval(() => {
+    for (const msg of inFlight.keys()) if (!handedBack.has(msg)) msg.working();
+  }, WORKING_EVERY_MS);
+  keepAlive.unref();
   const pulling = new AbortController();
   const stopPulling = () => pulling.abort();
   const inFlight = new Map<JsMsg, Promise<void>>();
@@ -79,6 +88,7 @@ export function consumeWork(opts: {
   return {
     async stop(graceMs = 10_000) {
       stopping = true;
+      clearInterval(keepAlive);
       stopServingRetries();
       progress.stopped();
       stopPulling();

@@ -17,7 +17,6 @@ import type { NotificationJob } from './plan.ts';
 export const NOTIFY_RETRY_DELAYS_MS = [5_000, 20_000] as const;
 export const NOTIFY_MAX_TRIES = NOTIFY_RETRY_DELAYS_MS.length + 1;
 const WEBHOOK_TIMEOUT_MS = 10_000;
-const WORKING_EVERY_MS = 5_000;
 
 export interface DelivererDeps {
   nats: Nats;
@@ -110,21 +109,16 @@ export function startDeliverer(deps: DelivererDeps) {
     const job = decodeJson<NotificationJob>(msg.data);
     // Every redelivery counts as a try, whether a retry we asked for or one after a crash.
     const tries = Math.max(1, msg.info.deliveryCount);
-    const keepAlive = setInterval(() => msg.working(), WORKING_EVERY_MS);
-    try {
-      const result = job.channel === 'email' ? await sendEmail(job) : await sendWebhook(job);
-      if (!result.ok && !result.final && tries < NOTIFY_MAX_TRIES) {
-        const delay = deps.clock.wait(NOTIFY_RETRY_DELAYS_MS[Math.min(tries, NOTIFY_RETRY_DELAYS_MS.length) - 1]!);
-        deps.log(`notifier: ${job.event} ${job.id} to ${job.channel} failed (try ${tries}): ${result.error}; again in ${delay} ms`);
-        if (!handedBack()) msg.nak(Math.max(delay, 1));
-        return;
-      }
-      if (!result.ok) deps.log(`notifier: ${job.event} ${job.id} to ${job.channel} given up after ${tries} tries: ${result.error}`);
-      await record(job, result, tries);
-      if (!handedBack()) msg.ack();
-    } finally {
-      clearInterval(keepAlive);
+    const result = job.channel === 'email' ? await sendEmail(job) : await sendWebhook(job);
+    if (!result.ok && !result.final && tries < NOTIFY_MAX_TRIES) {
+      const delay = deps.clock.wait(NOTIFY_RETRY_DELAYS_MS[Math.min(tries, NOTIFY_RETRY_DELAYS_MS.length) - 1]!);
+      deps.log(`notifier: ${job.event} ${job.id} to ${job.channel} failed (try ${tries}): ${result.error}; again in ${delay} ms`);
+      if (!handedBack()) msg.nak(Math.max(delay, 1));
+      return;
     }
+    if (!result.ok) deps.log(`notifier: ${job.event} ${job.id} to ${job.channel} given up after ${tries} tries: ${result.error}`);
+    await record(job, result, tries);
+    if (!handedBack()) msg.ack();
   }
 
   const work = consumeWork({

@@ -1,5 +1,6 @@
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../db/schema.ts';
+import { storableText } from '../lib/input-checks.ts';
 
 export type Row = Record<string, unknown>;
 export type ColumnTypes = Record<string, string>;
@@ -22,9 +23,7 @@ function recordset(columns: string[], types: ColumnTypes) {
 
 // JSON.stringify writes NUL and lone surrogates as these escapes; jsonb refuses both.
 const UNSTORABLE_ESCAPE = /\\u0000|\\ud[89a-f][0-9a-f]{2}/i;
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
-const storable = (_key: string, value: unknown) =>
-  typeof value === 'string' ? value.replaceAll('\0', '\uFFFD').replace(LONE_SURROGATE, '\uFFFD') : value;
+const storable = (_key: string, value: unknown) => (typeof value === 'string' ? storableText(value) : value);
 
 /**
  * The rows as one JSON text Postgres accepts. An event is kept in the log as it was;

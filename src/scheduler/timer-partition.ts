@@ -81,7 +81,7 @@ async function ownPartition(partition: number, deps: PartitionDeps, signal: Abor
             const n = (tries.get(e.key) ?? 0) + 1;
             tries.set(e.key, n);
             const item = { stream: 'TIMERS', seq: e.seq, subject: e.key, payload: encodeJson({ state: 'armed', due_at: e.due, job: e.value }) };
-            const verdict = await supervisor.failed(consumerName, item, err, n).catch(() => ({ skip: false as const, waitMs: 1000 }));
+            const verdict = await supervisor.failed(consumerName, item, err, n);
             if (verdict.skip) {
               tries.delete(e.key);
               await deps.timers.remove(e.seq);
@@ -111,7 +111,7 @@ async function ownPartition(partition: number, deps: PartitionDeps, signal: Abor
         value = decodeJson<TimerValue>(m.data);
       } catch (err) {
         const item = { stream: 'TIMERS', seq: m.seq, subject: m.subject, payload: m.data };
-        const verdict = await supervisor.failed(consumerName, item, err, POISON_AFTER).catch(() => ({ skip: false }));
+        const verdict = await supervisor.failed(consumerName, item, err, POISON_AFTER);
         if (verdict.skip) await deps.timers.remove(m.seq);
         continue;
       }
