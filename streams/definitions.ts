@@ -190,6 +190,8 @@ export const SUBJECTS = {
   held: (org: string, endpointId: string) => `held.${org}.${endpointId}`,
   /** Core NATS (not stored): the projector's progress, for read-your-writes. */
   projected: 'jetcron.projected',
+  /** An API process wrote `<org> <seq>`: reads of that organization wait for it in every API process. */
+  written: 'jetcron.written',
   /** Core NATS: API processes announce themselves so each takes its share of the rate limit. */
   apiPresence: 'jetcron.presence.api',
 } as const;

@@ -68,10 +68,12 @@ describe('concurrent writes on one aggregate', () => {
     await svc.stop();
   });
 
-  // The pings route pages at most 100; the read model's table holds every one.
-  const recordedPings = async (monitorId: string): Promise<Set<string>> => {
-    const rows = await db.query<{ body: string }>('SELECT body FROM pings WHERE monitor_id = $1', [monitorId]);
-    return new Set(rows.rows.map((r) => r.body));
+  // The pings route pages at most 100; the read model's table holds every one. A ping
+  // answers once the log stored it, so the projection may still be catching up.
+  const recordedPings = async (monitorId: string, expected: number): Promise<Set<string>> => {
+    const read = async () => new Set((await db.query<{ body: string }>('SELECT body FROM pings WHERE monitor_id = $1', [monitorId])).rows.map((r) => r.body));
+    for (let tries = 0; tries < 50 && (await read()).size < expected; tries++) await new Promise((r) => setTimeout(r, 100));
+    return read();
   };
 
   const newMonitor = async (api: Api) => {
@@ -87,7 +89,7 @@ describe('concurrent writes on one aggregate', () => {
     const answers = await hammer(CLIENTS, ROUNDS, (c, r) => ping(m.ping_url, `c${c}r${r}`));
     const ms = Date.now() - t0;
     const ok = answers.filter((a) => a.status === 200).length;
-    const recorded = await recordedPings(m.id);
+    const recorded = await recordedPings(m.id, CLIENTS * ROUNDS);
     t.diagnostic(`one process: ${ok}/${answers.length} answered 2xx, ${recorded.size} pings recorded, ${ms} ms`);
     assert.equal(ok, CLIENTS * ROUNDS, failures(answers));
     assert.equal(recorded.size, CLIENTS * ROUNDS);
@@ -105,7 +107,7 @@ describe('concurrent writes on one aggregate', () => {
     const answers = await hammer(CLIENTS, ROUNDS, (c, r) => ping(`${c % 2 ? svc.url : second.url}${token}`, `c${c}r${r}`));
     const ms = Date.now() - t0;
     const ok = answers.filter((a) => a.status === 200).length;
-    const recorded = await recordedPings(m.id);
+    const recorded = await recordedPings(m.id, CLIENTS * ROUNDS);
     t.diagnostic(`two processes: ${ok}/${answers.length} answered 2xx, ${recorded.size} pings recorded, ${ms} ms`);
     assert.equal(ok, CLIENTS * ROUNDS, failures(answers));
     assert.equal(recorded.size, CLIENTS * ROUNDS);

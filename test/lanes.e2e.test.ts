@@ -129,6 +129,9 @@ describe('lanes', () => {
       const listed = (await api('GET', '/tasks')).body.data.map((t: { id: string }) => t.id);
       for (const t of tasks) assert.ok(!listed.includes(t.id));
       assert.equal((await api('GET', `/tasks/${tasks[1].id}`)).status, 404);
+      // A quick attempt is recorded when it ends (no start event), so the one in flight
+      // during the cancel shows its attempt once it has ended; then it is not retried.
+      await eventually(async () => (await api('GET', `/executions/${tasks[0].last_execution_id}`)).body.data.attempt === 1, 20_000);
       const rows = await finishedAll(tasks.map((t) => t.last_execution_id));
       assert.deepEqual(rows.map((e) => e.status), ['cancelled', 'cancelled', 'cancelled', 'cancelled', 'cancelled']);
       assert.equal(rows[0].attempt, 1, 'the running attempt was recorded');

@@ -1,6 +1,8 @@
 import type { JsMsg } from '@nats-io/jetstream';
 import { CONSUMERS, SUBJECTS } from '../../streams/definitions.ts';
-import type { AttemptResult, ExecutionEvent } from '../commands/execution/types.ts';
+import type { ExecutionEvent } from '../commands/execution/types.ts';
+import { attemptStarted, decideAttemptResult, executionSoFar, planAttempt } from '../commands/execution/decide.ts';
+import { unreachable } from '../lib/unreachable.ts';
 import type { EventStore } from '../events/store.ts';
 import type { Clock } from '../lib/clock.ts';
 import { newId } from '../lib/ids.ts';
@@ -10,12 +12,12 @@ import type { Supervisor } from '../nats/supervisor.ts';
 import { storedBody } from './stored-body.ts';
 import { consumeWork, type WorkConsumer } from '../nats/work-consumer.ts';
 import type { Directory } from '../nats/org-directory.ts';
-import { FAILURES_BEFORE_BLOCK, MAX_RATE_LIMIT_BLOCK_MS, blockEnd, hostOf, hostSignalOf, openHostBlocks, type HostBlocks } from './host-blocks.ts';
+import { MAX_RATE_LIMIT_BLOCK_MS, blockEnd, hostOf, hostSignalOf, openHostBlocks, type HostBlocks, type HostSignal } from './host-blocks.ts';
 import type { AttemptJob, CallbackJob, Job } from './job.ts';
 import { classifyAttempt, maskHeaders } from './outcome.ts';
 import type { OutboundClient } from './outbound-client.ts';
-import { CALLBACK_RETRY_DELAYS_MS, retryDelayMs, retryLandsAfter } from './retry-schedule.ts';
-import { executionCancelled, sourceGone } from '../commands/execution/ending.ts';
+import { CALLBACK_RETRY_DELAYS_MS } from './retry-schedule.ts';
+import { sourceGone } from '../commands/execution/ending.ts';
 import { loadForwardRequest, recordedBody } from './inbound-request.ts';
 import { forwardUrl } from '../inbound/pipeline.ts';
 import { signedHeaders } from './signing.ts';
@@ -36,10 +38,8 @@ const CALLBACK_TIMEOUT_MS = 10_000;
 const QUEUED_CHECK_AFTER_MS = 250;
 /** A block that ends this soon is waited out in place rather than handed back to the stream. */
 const SHORT_BLOCK_MS = 50;
-/** 429 attempts of one execution that do not use a retry; later ones count like a 5xx. */
-export const MAX_UNCOUNTED_ATTEMPTS = 20;
-/** The least wait before the attempt after a 429, whatever its Retry-After says. */
-const MIN_RATE_LIMIT_WAIT_MS = 1_000;
+/** An attempt still running after this long is recorded as started, so its execution shows `running`. */
+export const RUNNING_VISIBLE_AFTER_MS = 500;
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms)));
 
@@ -49,10 +49,12 @@ function envelope<T extends ExecutionEvent['type']>(type: T, orgId: string, data
 }
 
 /**
- * Runs jobs from DISPATCH: signs and sends the request, records the attempt as
- * events and acks only after they are stored, so a crash re-runs the attempt
- * with the same execution id. Event ids derive from (execution, attempt), so the
- * re-run's events dedupe against the first run's when those were stored.
+ * Runs jobs from DISPATCH: prepare (what the log and the host say), call (sign and
+ * send), record (the host's state, then the attempt's result as one event), and acks
+ * only after the result is stored, so a crash re-runs the attempt with the same
+ * execution id. Event ids derive from (execution, attempt), so the re-run's events
+ * dedupe against the first run's when those were stored. The rules of an execution
+ * are the decider's (src/commands/execution/decide.ts).
  */
 export function startDispatcher(deps: DispatcherDeps) {
   // Opened before the first job is taken (see `done` below).
@@ -64,44 +66,54 @@ export function startDispatcher(deps: DispatcherDeps) {
     return signedHeaders({ secret: org.webhook_secret, taskId: job.source.id, executionId: job.execution_id, body, nowMs: deps.clock.now() });
   }
 
-  /**
-   * A job queued before its task was deleted must not run. Timers are purged with
-   * the task; what remains is a job that waited in DISPATCH, so only a job that has
-   * waited pays for the check (a round trip per attempt on the hot path otherwise).
-   */
-  async function taskGone(job: AttemptJob): Promise<boolean> {
-    if (job.source.type !== 'task' || deps.clock.now() - Date.parse(job.scheduled_for) < QUEUED_CHECK_AFTER_MS) return false;
-    return sourceGone(deps.store, job.org_id, job.source);
-  }
-
-  /** Records that the execution will not run, and lets its lane go on. */
-  async function cancel(job: AttemptJob, reason: string): Promise<undefined> {
-    const event = executionCancelled(job.org_id, { execution_id: job.execution_id, source: job.source, reason, lane: job.lane }, deps.clock.now());
-    await deps.store.append(SUBJECTS.execution(job.org_id, job.execution_id), event);
-    return undefined;
-  }
+  const append = (job: Job, events: ExecutionEvent[]) =>
+    Promise.all(events.map((e) => deps.store.append(SUBJECTS.execution(job.org_id, job.execution_id), e)));
 
   /**
-   * What the execution's log says before this attempt: how many earlier attempts
-   * were uncounted 429s, and whether this attempt (or the execution) is already
-   * recorded as done, which happens when a job is redelivered after its result
-   * was stored but before the ack. One direct get; paid by retries and deferrals only.
+   * What the attempt needs to know before it is sent, read only where it can matter:
+   * the execution's log for retries, deferrals, endpoint forwards (a resume or a
+   * replayed translator may send a job again) and redeliveries (its result may be
+   * stored already); the task's log for a job that waited (it may have been deleted);
+   * the stored inbound request for a forward. A fresh first attempt reads nothing.
    */
-  async function executionSoFar(job: AttemptJob): Promise<{ uncounted: number; done: boolean }> {
-    const last = await deps.store.last<ExecutionEvent>(SUBJECTS.execution(job.org_id, job.execution_id));
-    if (!last) return { uncounted: 0, done: false };
-    const e = last.event;
-    switch (e.type) {
-      case 'AttemptFinished':
-        return { uncounted: e.data.uncounted_attempts ?? 0, done: e.data.attempt >= job.attempt };
-      case 'AttemptStarted':
-      case 'AttemptDeferred':
-        return { uncounted: e.data.uncounted_attempts ?? 0, done: e.data.attempt > job.attempt };
-      case 'ExecutionCancelled':
-        return { uncounted: 0, done: true };
-      default:
-        return { uncounted: 0, done: e.type === 'CallbackAttempted' };
+  async function prepare(job: AttemptJob, redelivered: boolean) {
+    const host = hostOf(job.request.url);
+    let blockedUntil = host ? hosts.blockedUntil(job.org_id, host) : 0;
+    if (blockedUntil && blockedUntil - deps.clock.now() <= SHORT_BLOCK_MS) {
+      await sleep(blockedUntil - deps.clock.now());
+      blockedUntil = host ? hosts.blockedUntil(job.org_id, host) : 0;
     }
+    const waited = job.source.type === 'task' && deps.clock.now() - Date.parse(job.scheduled_for) >= QUEUED_CHECK_AFTER_MS;
+    const readLog = blockedUntil || job.attempt > 1 || job.inbound || redelivered;
+    const [last, gone, forward] = await Promise.all([
+      readLog ? deps.store.last<ExecutionEvent>(SUBJECTS.execution(job.org_id, job.execution_id)) : null,
+      waited ? sourceGone(deps.store, job.org_id, job.source) : false,
+      job.inbound && !blockedUntil ? loadForwardRequest(deps.nats, job.inbound) : null,
+    ]);
+    const plan = planAttempt({
+      job,
+      sofar: readLog ? executionSoFar(last?.event ?? null, job.attempt) : null,
+      sourceGone: gone,
+      requestGone: !!job.inbound && !blockedUntil && !forward,
+      host,
+      blockedUntil,
+      hostState: host ? hosts.state(job.org_id, host) : null,
+      nowMs: deps.clock.now(),
+    });
+    return { plan, host, forward };
+  }
+
+  /** Counts the attempt against its host first, so the block holds for every dispatcher before the result is out. */
+  async function recordHost(job: AttemptJob, host: string | null, signal: HostSignal | null, nowMs: number): Promise<number> {
+    let end = host ? hosts.blockedUntil(job.org_id, host) : 0;
+    if (!host || !signal) return end;
+    try {
+      end = blockEnd(await hosts.record(job.org_id, host, signal), deps.clock.now());
+    } catch (err) {
+      deps.log(`dispatcher: host state of ${host} for ${job.org_id} not recorded: ${(err as Error).message}`);
+      if (signal.kind === 'rate_limited') end = Math.max(end, nowMs + deps.clock.wait(Math.min(signal.blockMs, MAX_RATE_LIMIT_BLOCK_MS)));
+    }
+    return end;
   }
 
   /**
@@ -109,62 +121,22 @@ export function startDispatcher(deps: DispatcherDeps) {
    * stream (its host is blocked), undefined when it is done and can be acked.
    */
   async function runAttempt(job: AttemptJob, redelivered: boolean): Promise<number | undefined> {
-    const subject = SUBJECTS.execution(job.org_id, job.execution_id);
-    if (await taskGone(job)) return cancel(job, 'task deleted');
-    const host = hostOf(job.request.url);
-    let blockedUntil = host ? hosts.blockedUntil(job.org_id, host) : 0;
-    if (blockedUntil && blockedUntil - deps.clock.now() <= SHORT_BLOCK_MS) {
-      await sleep(blockedUntil - deps.clock.now());
-      blockedUntil = host ? hosts.blockedUntil(job.org_id, host) : 0;
-    }
-    let uncounted = 0;
-    // An endpoint's request is the stored inbound one; its job may also be one a
-    // resume or a replayed translator sent again, so its log is always checked. So is a
-    // redelivered job's: its result may be stored while its AttemptStarted was lost (a
-    // leader election), and sending it again would record a start after the end.
-    const [sofar, forward] = await Promise.all([
-      blockedUntil || job.attempt > 1 || job.inbound || redelivered ? executionSoFar(job) : null,
-      job.inbound && !blockedUntil ? loadForwardRequest(deps.nats, job.inbound) : null,
-    ]);
-    if (sofar) {
-      if (sofar.done) return undefined;
-      uncounted = sofar.uncounted;
-    }
-    if (job.inbound && !blockedUntil && !forward) {
-      return cancel(job, 'the inbound event is no longer stored (older than 30 days, or its endpoint was deleted)');
-    }
-    if (blockedUntil && host) {
-      // Not sent: the block is the host's, so the attempt keeps its number and waits.
-      const state = hosts.state(job.org_id, host);
-      const deferred = envelope('AttemptDeferred', job.org_id, {
-        execution_id: job.execution_id,
-        source: job.source,
-        attempt: job.attempt,
-        scheduled_for: new Date(blockedUntil).toISOString(),
-        reason: state?.reason === 'rate_limited'
-          ? `${host} answered 429: blocked for this organization`
-          : `${host} failed ${state?.failures ?? FAILURES_BEFORE_BLOCK} times in a row: blocked for this organization`,
-        host,
-        ...(uncounted ? { uncounted_attempts: uncounted } : {}),
-      });
-      deferred.id = `${job.execution_id}.${job.attempt}.deferred.${blockedUntil}`;
-      await deps.store.append(subject, deferred);
-      return Math.max(blockedUntil - deps.clock.now(), 1);
+    const { plan, host, forward } = await prepare(job, redelivered);
+    switch (plan.kind) {
+      case 'done':
+        return undefined;
+      case 'record':
+        await append(job, plan.events);
+        return undefined;
+      case 'defer':
+        await append(job, plan.events);
+        return Math.max(plan.untilMs - deps.clock.now(), 1);
+      case 'send':
+        break;
+      default:
+        return unreachable(plan);
     }
 
-    const startedAt = new Date();
-    const started = envelope('AttemptStarted', job.org_id, {
-      execution_id: job.execution_id,
-      source: job.source,
-      attempt: job.attempt,
-      started_at: startedAt.toISOString(),
-      scheduled_for: job.scheduled_for,
-      ...(uncounted ? { uncounted_attempts: uncounted } : {}),
-    });
-    started.id = `${job.execution_id}.${job.attempt}.started`;
-    const startedAck = deps.store.append(subject, started);
-    // Awaited after the request; until then a refusal must not count as unhandled (it would crash the process).
-    startedAck.catch(() => {});
     const method = forward?.method ?? job.request.method;
     const sentBody = forward ? forward.body : job.request.body;
     const headers = {
@@ -173,79 +145,43 @@ export function startDispatcher(deps: DispatcherDeps) {
       ...(await sign(job, sentBody ?? '')),
     };
     const url = forward ? forwardUrl(job.request.url, forward.query) : job.request.url;
-    const result = await deps.outbound.send({
-      url,
-      method,
-      headers,
-      body: sentBody ?? undefined,
-      timeoutMs: job.request.timeout_ms,
-    });
-    const now = deps.clock.now();
-    const outcome = classifyAttempt(job, result, now);
-
-    // The host's state first, so the block holds for every dispatcher before this attempt's result is out.
-    const signal = host ? hostSignalOf(result, outcome) : null;
-    let hostBlockEnd = host ? hosts.blockedUntil(job.org_id, host) : 0;
-    if (host && signal) {
-      try {
-        hostBlockEnd = blockEnd(await hosts.record(job.org_id, host, signal), deps.clock.now());
-      } catch (err) {
-        deps.log(`dispatcher: host state of ${host} for ${job.org_id} not recorded: ${(err as Error).message}`);
-        if (signal.kind === 'rate_limited') hostBlockEnd = Math.max(hostBlockEnd, now + deps.clock.wait(Math.min(signal.blockMs, MAX_RATE_LIMIT_BLOCK_MS)));
-      }
-    }
-
-    // A 429 is the host's doing, not the task's: it does not use one of the task's
-    // retries (bounded, so a target that always answers 429 cannot keep an execution alive forever).
-    const rateLimited = signal?.kind === 'rate_limited';
-    const free = rateLimited && uncounted < MAX_UNCOUNTED_ATTEMPTS;
-    let nextAttemptAt: string | null = null;
-    let errorMessage = outcome.error_message;
-    if (free) {
-      uncounted++;
-      nextAttemptAt = new Date(Math.max(hostBlockEnd, now + deps.clock.wait(MIN_RATE_LIMIT_WAIT_MS))).toISOString();
-    } else {
-      const counted = job.attempt - uncounted;
-      if (outcome.retryable && counted < job.max_attempts) {
-        const backoff = deps.clock.wait(retryDelayMs(job.source.type, counted));
-        const wait = Math.max(backoff, deps.clock.wait(outcome.retry_after_ms ?? 0));
-        nextAttemptAt = new Date(Math.max(now + wait, hostBlockEnd)).toISOString();
-      }
-    }
-    // A schedule's retry that would land after its next tick is skipped: the tick takes over.
-    if (nextAttemptAt && job.next_tick_at && retryLandsAfter(job.next_tick_at, nextAttemptAt)) {
-      nextAttemptAt = null;
-      errorMessage = `${errorMessage ?? 'failed'}; retry skipped: it would land after the next run at ${job.next_tick_at}`;
-    }
-    if (host && hostBlockEnd > now && signal && signal.kind !== 'up') {
-      errorMessage = `${errorMessage ?? 'failed'}; ${host} blocked for this organization until ${new Date(hostBlockEnd).toISOString()}`;
-    }
-    const data: AttemptResult = {
-      execution_id: job.execution_id,
-      source: job.source,
-      attempt: job.attempt,
-      status: outcome.status,
-      status_code: outcome.status_code,
-      error_message: errorMessage,
-      scheduled_for: job.scheduled_for,
-      started_at: result.startedAt.toISOString(),
-      finished_at: new Date(result.startedAt.getTime() + result.durationMs).toISOString(),
-      duration_ms: Math.round(result.durationMs),
-      request: { method, url, headers: maskHeaders(headers), ...recordedBody(sentBody) },
-      ...(result.kind === 'response' ? storedBody(result.bytes, result.truncated) : { response_body: null }),
-      response_truncated: result.kind === 'response' ? result.truncated : false,
-      response_headers: result.kind === 'response' ? result.headers : null,
-      script_logs: [],
-      next_attempt_at: nextAttemptAt,
-      callback_url: job.callback_url,
-      push_callback_url: job.push_callback_url,
-      lane: job.lane,
-      ...(uncounted ? { uncounted_attempts: uncounted } : {}),
-      ...(job.inbound ? { inbound: { event_id: job.inbound.event_id, seq: job.inbound.seq, origin_seq: job.inbound.origin_seq } } : {}),
+    // A retry is recorded as started at once; a first attempt only if it outlives RUNNING_VISIBLE_AFTER_MS.
+    let started: Promise<unknown> | undefined;
+    const markStarted = () => {
+      started = append(job, [attemptStarted(job, new Date(), plan.uncounted)]);
+      // Awaited after the request; until then a refusal must not count as unhandled (it would crash the process).
+      started.catch(() => {});
     };
-    const finished = envelope('AttemptFinished', job.org_id, data);
-    finished.id = `${job.execution_id}.${job.attempt}.finished`;
-    await Promise.all([startedAck, deps.store.append(subject, finished)]);
+    const slow = job.attempt > 1 ? (markStarted(), undefined) : setTimeout(markStarted, RUNNING_VISIBLE_AFTER_MS);
+    const result = await deps.outbound.send({ url, method, headers, body: sentBody ?? undefined, timeoutMs: job.request.timeout_ms });
+    clearTimeout(slow);
+
+    const nowMs = deps.clock.now();
+    const outcome = classifyAttempt(job, result, nowMs);
+    const signal = host ? hostSignalOf(result, outcome) : null;
+    const finished = decideAttemptResult({
+      job,
+      uncounted: plan.uncounted,
+      outcome,
+      signal,
+      host,
+      hostBlockEnd: await recordHost(job, host, signal, nowMs),
+      nowMs,
+      wait: deps.clock.wait,
+      jitter: Math.random(),
+      exchange: {
+        started_at: result.startedAt.toISOString(),
+        finished_at: new Date(result.startedAt.getTime() + result.durationMs).toISOString(),
+        duration_ms: Math.round(result.durationMs),
+        request: { method, url, headers: maskHeaders(headers), ...recordedBody(sentBody) },
+        ...(result.kind === 'response' ? storedBody(result.bytes, result.truncated) : { response_body: null }),
+        response_truncated: result.kind === 'response' ? result.truncated : false,
+        response_headers: result.kind === 'response' ? result.headers : null,
+      },
+    });
+    // The start (if recorded) goes first in the execution's log.
+    if (started) await started;
+    await append(job, [finished]);
     return undefined;
   }
 

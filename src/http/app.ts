@@ -51,6 +51,7 @@ export function createApp(deps: ApiDeps, log: (m: string) => void, rootUrl: () =
   api.use(authenticate(deps));
   api.use(rateLimit(deps));
   api.use(checkQuery);
+  api.use(deps.reads.beforeReads);
   // The batch route parses its own, larger body; it sits before the general parser.
   api.use(batchRoutes(deps));
   api.use(jsonBody());

@@ -5,7 +5,7 @@ import type { Db } from '../db/connect.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import type { Nats } from '../nats/connection.ts';
 import type { Directory } from '../nats/org-directory.ts';
-import type { Watermark } from '../projections/watermark.ts';
+import type { ReadYourWrites } from './read-your-writes.ts';
 import type { RateLimiter } from './rate-limit.ts';
 import type { EndpointDirectory } from '../inbound/endpoint-directory.ts';
 import type { HooksFor } from '../inbound/pipeline.ts';
@@ -17,7 +17,8 @@ export interface ApiDeps extends CommandDeps {
   db: Db;
   nats: Nats;
   directory: Directory;
-  watermark: Watermark;
+  /** Writes record their position; reads wait for the organization's (read-your-writes). */
+  reads: ReadYourWrites;
   rateLimiter: RateLimiter;
   metrics: Metrics;
   endpoints: EndpointDirectory;

@@ -25,6 +25,7 @@ import { createDirectory } from '../nats/org-directory.ts';
 import { startNotifier } from '../notifier/notifier.ts';
 import { startProjector } from '../projections/projector.ts';
 import { createWatermark } from '../projections/watermark.ts';
+import { createReadYourWrites } from '../http/read-your-writes.ts';
 import { startScheduler } from '../scheduler/scheduler.ts';
 import { bootstrapFirstOrganization } from './first-organization.ts';
 import { startEmbeddedNats } from './embedded-nats.ts';
@@ -151,6 +152,8 @@ async function start(config: Config, log: (m: string) => void, stoppers: Stopper
   if (config.roles.has('api')) {
     const watermark = await createWatermark(nats, db);
     stoppers.push(async () => watermark.close());
+    const reads = createReadYourWrites(nats, watermark);
+    stoppers.push(async () => reads.close());
     const rateLimiter = createRateLimiter(nats, instanceId);
     stoppers.push(async () => rateLimiter.close());
     metrics.gauge('jetcron_projection_seq', 'Last stream sequence the read models include', () => watermark.seq);
@@ -162,7 +165,7 @@ async function start(config: Config, log: (m: string) => void, stoppers: Stopper
     const hooks = noHooks;
     const health = createHealth({ nats, db, supervisor, metrics, stuckMs: config.healthStuckMs });
     stoppers.push(async () => health.close());
-    const app = createApp({ config, db, nats, store, clock, directory, watermark, rateLimiter, metrics, endpoints, secrets, hooks, health }, log, () => root);
+    const app = createApp({ config, db, nats, store, clock, directory, reads, rateLimiter, metrics, endpoints, secrets, hooks, health }, log, () => root);
     // Inbound URLs skip express: they are the hot path and need neither an API key nor JSON.
     const receiver = createInboundReceiver({ nats, endpoints, hooks, metrics, log });
     const server: Server = createServer((req, res) => {

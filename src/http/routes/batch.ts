@@ -4,6 +4,7 @@ import { unprocessable } from '../../lib/errors.ts';
 import { jsonObject } from '../body.ts';
 import { handler, type ApiDeps } from '../context.ts';
 import { idempotent, onceId } from '../idempotency.ts';
+import { orgPlan } from '../plan-limits.ts';
 import { jsonBody } from '../request-body.ts';
 import { createBatchSchema, MAX_BATCH_HOSTS } from '../schemas/batch.ts';
 import { checkBodySize, checkHeaders } from '../task-checks.ts';
@@ -41,8 +42,8 @@ export function batchRoutes(deps: ApiDeps): Router {
     handler(async (req, res) => {
       const input = validate<BatchInput>(createBatchSchema, jsonObject(req));
       checkBatch(input);
-      const { event, seq } = await createBatch(deps, req.orgId, input, onceId(res, 'cmd'));
-      await deps.watermark.waitFor(seq);
+      const { event, seq } = await createBatch(deps, req.orgId, input, await orgPlan(deps, req.orgId), onceId(res, 'cmd'));
+      deps.reads.wrote(req.orgId, seq);
       const created = event.data.tasks.length;
       res.status(201).json({
         data: { lane: input.lane, created, scheduled_for: event.data.scheduled_for },

@@ -5,7 +5,7 @@ import { createEndpoint, runEndpoint } from '../../commands/endpoint/handlers.ts
 import type { Endpoint, EndpointInput, SecretsChange } from '../../commands/endpoint/types.ts';
 import type { InboundEventEvent } from '../../commands/inbound-event/types.ts';
 import type { EndpointsTable, InboundEventsTable } from '../../db/schema.ts';
-import { forbidden, notFound, unprocessable } from '../../lib/errors.ts';
+import { notFound, unprocessable } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { endpointSnapshot, eventRecord, planDelivery, plannedExecutionId } from '../../inbound/pipeline.ts';
 import { headerObject, loadStoredRequest, type StoredRequest } from '../../inbound/stored-request.ts';
@@ -14,12 +14,10 @@ import { jsonObject } from '../body.ts';
 import { handler, type ApiDeps } from '../context.ts';
 import { idempotent, onceId } from '../idempotency.ts';
 import { createEndpointSchema, updateEndpointSchema } from '../schemas/endpoint.ts';
-import { checkBodySize, checkHeaders } from '../task-checks.ts';
 import { validate } from '../validate.ts';
-import { liveIds } from '../plan-limits.ts';
+import { orgPlan, planLimitFor } from '../plan-limits.ts';
 import { limitParam } from './executions.ts';
 
-const FREE_ENDPOINTS = 3;
 const HISTORY_MS = 30 * 24 * 3_600_000;
 const iso = (d: Date | string | null) => (d == null ? null : new Date(d).toISOString());
 
@@ -43,21 +41,17 @@ export function endpointRoutes(deps: ApiDeps, rootUrl: () => string): Router {
   };
   const answer = async (orgId: string, e: Endpoint, seq: number) => {
     deps.endpoints.remember(e, e.id);
-    await deps.watermark.waitFor(seq);
+    deps.reads.wrote(orgId, seq);
+    await deps.reads.caughtUp(orgId);
     return resource(await load(orgId, e.id));
   };
 
-  /** Plan rules (403 naming the field) and the checks JSON Schema cannot express; seals the secrets. */
-  async function prepare(orgId: string, input: Input): Promise<{ input: EndpointInput; secrets: SecretsChange | null; pro: boolean }> {
-    const pro = (await deps.directory.organization(orgId))?.plan === 'pro';
-    if (!pro && input.script != null) throw forbidden('Lua scripts need the Pro plan', 'script');
-    if (!pro && input.secrets != null && Object.keys(input.secrets).length) throw forbidden('secrets need the Pro plan', 'secrets');
-    checkBodySize(input.forward_body, 'forward_');
-    checkHeaders(input.forward_headers ?? undefined, 'forward_');
+  /** Seals the secrets: the command carries only their names and the sealed values. */
+  function prepare(input: Input): { input: EndpointInput; secrets: SecretsChange | null } {
     const { secrets, ...rest } = input;
-    if (secrets === undefined) return { input: rest, secrets: null, pro };
+    if (secrets === undefined) return { input: rest, secrets: null };
     const plain = secrets ?? {};
-    return { input: rest, secrets: { names: Object.keys(plain).sort(), sealed: deps.secrets.seal(plain) }, pro };
+    return { input: rest, secrets: { names: Object.keys(plain).sort(), sealed: deps.secrets.seal(plain) } };
   }
 
   r.get('/endpoints', handler(async (req, res) => {
@@ -67,21 +61,19 @@ export function endpointRoutes(deps: ApiDeps, rootUrl: () => string): Router {
   r.get('/endpoints/:id', handler(async (req, res) => void res.json({ data: resource(await load(req.orgId, req.params.id!)) })));
   r.post('/endpoints', idempotent(deps), handler(async (req, res) => {
     const body = validate<Input & { name: string }>(createEndpointSchema, jsonObject(req));
-    const { input, secrets, pro } = await prepare(req.orgId, body);
-    const live = pro ? [] : await liveIds(deps, 'endpoints', req.orgId);
-    const plan = { name: pro ? 'Pro' : 'Free', limit: pro ? null : FREE_ENDPOINTS, live };
-    const { state, seq } = await createEndpoint(deps, req.orgId, { ...input, name: body.name }, secrets, plan, onceId(res, 'ep'));
+    const { input, secrets } = prepare(body);
+    const { state, seq } = await createEndpoint(deps, req.orgId, { ...input, name: body.name }, secrets, await planLimitFor(deps, 'endpoint', req.orgId), onceId(res, 'ep'));
     res.status(201).json({ data: await answer(req.orgId, state!, seq) });
   }));
   r.put('/endpoints/:id', handler(async (req, res) => {
-    const { input, secrets } = await prepare(req.orgId, validate<Input>(updateEndpointSchema, jsonObject(req)));
-    const { state, seq } = await runEndpoint(deps, req.orgId, req.params.id!, { type: 'UpdateEndpoint', input, secrets });
+    const { input, secrets } = prepare(validate<Input>(updateEndpointSchema, jsonObject(req)));
+    const { state, seq } = await runEndpoint(deps, req.orgId, req.params.id!, { type: 'UpdateEndpoint', plan: await orgPlan(deps, req.orgId), input, secrets });
     res.json({ data: await answer(req.orgId, state!, seq) });
   }));
   r.delete('/endpoints/:id', handler(async (req, res) => {
     const { seq } = await runEndpoint(deps, req.orgId, req.params.id!, { type: 'DeleteEndpoint' });
     deps.endpoints.remember(null, req.params.id!);
-    await deps.watermark.waitFor(seq);
+    deps.reads.wrote(req.orgId, seq);
     res.status(204).end();
   }));
   for (const [path, type] of [['pause', 'PauseEndpoint'], ['resume', 'ResumeEndpoint']] as const) {
@@ -170,8 +162,7 @@ export function endpointRoutes(deps: ApiDeps, rootUrl: () => string): Router {
       type: 'InboundEventReplayed', id: replayId, at: now, org_id: orgId,
       data: { event: eventRecord(stored.meta, Number(row.inbound_seq), delivery.outcome), endpoint: endpointSnapshot(endpoint), executions: delivery.executions },
     };
-    const seq = await deps.store.append(subject, event);
-    await deps.watermark.waitFor(seq);
+    deps.reads.wrote(orgId, await deps.store.append(subject, event));
     const ids = delivery.executions.map((x) => x.execution_id);
     const message = ids.length ? `Replay queued: ${ids.length} execution(s)${endpoint.paused ? ', held while the endpoint is paused' : ''}` : `Nothing to forward: the event was ${delivery.outcome}`;
     res.status(202).json({ data: { execution_ids: ids }, message });

@@ -16,6 +16,7 @@ export function laneCancelRoutes(deps: ApiDeps): Router {
   r.delete('/tasks', handler(async (req, res) => {
     const lane = queryString(req, 'lane');
     if (!lane) throw unprocessable('query parameter lane is required', 'lane');
+    await deps.reads.caughtUp(req.orgId);
     const rows = await deps.db.selectFrom('tasks').select('id').where('org_id', '=', req.orgId)
       .where('lane', '=', lane).where('deleted_at', 'is', null).execute();
     let cancelled = 0;
@@ -34,7 +35,7 @@ export function laneCancelRoutes(deps: ApiDeps): Router {
       }
     };
     await Promise.all(Array.from({ length: Math.min(PARALLEL, queue.length) }, worker));
-    await deps.watermark.waitFor(lastSeq);
+    deps.reads.wrote(req.orgId, lastSeq);
     res.json({ data: { cancelled }, message: `Cancelled ${cancelled} task(s) in lane ${lane}` });
   }));
   return r;

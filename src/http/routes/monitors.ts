@@ -10,10 +10,9 @@ import { handler, type ApiDeps } from '../context.ts';
 import { createMonitorSchema, updateMonitorSchema } from '../schemas/monitor.ts';
 import { rawBody } from '../request-body.ts';
 import { validate } from '../validate.ts';
-import { liveIds } from '../plan-limits.ts';
+import { planLimitFor } from '../plan-limits.ts';
 import { limitParam } from './executions.ts';
 
-const FREE_MONITORS = 10;
 const PING_BODY_BYTES = 10 * 1024;
 const iso = (d: Date | string | null) => (d == null ? null : new Date(d).toISOString());
 
@@ -35,7 +34,8 @@ export function monitorRoutes(deps: ApiDeps, rootUrl: () => string): Router {
     return row;
   };
   const answer = async (orgId: string, m: Monitor, seq: number) => {
-    await deps.watermark.waitFor(seq);
+    deps.reads.wrote(orgId, seq);
+    await deps.reads.caughtUp(orgId);
     return resource(await load(orgId, m.id));
   };
 
@@ -46,9 +46,7 @@ export function monitorRoutes(deps: ApiDeps, rootUrl: () => string): Router {
   r.get('/monitors/:id', handler(async (req, res) => void res.json({ data: resource(await load(req.orgId, req.params.id!)) })));
   r.post('/monitors', handler(async (req, res) => {
     const input = validate<MonitorInput & { name: string; schedule_type: 'interval' | 'cron' }>(createMonitorSchema, jsonObject(req));
-    const pro = (await deps.directory.organization(req.orgId))?.plan === 'pro';
-    const live = pro ? [] : await liveIds(deps, 'monitors', req.orgId);
-    const { state, seq } = await createMonitor(deps, req.orgId, input, { name: pro ? 'Pro' : 'Free', limit: pro ? null : FREE_MONITORS, live });
+    const { state, seq } = await createMonitor(deps, req.orgId, input, await planLimitFor(deps, 'monitor', req.orgId));
     res.status(201).json({ data: await answer(req.orgId, state!, seq) });
   }));
   r.put('/monitors/:id', handler(async (req, res) => {
@@ -58,7 +56,7 @@ export function monitorRoutes(deps: ApiDeps, rootUrl: () => string): Router {
   }));
   r.delete('/monitors/:id', handler(async (req, res) => {
     const { seq } = await runMonitor(deps, req.orgId, req.params.id!, { type: 'DeleteMonitor' });
-    await deps.watermark.waitFor(seq);
+    deps.reads.wrote(req.orgId, seq);
     res.status(204).end();
   }));
   for (const [path, type] of [['pause', 'PauseMonitor'], ['resume', 'ResumeMonitor']] as const) {
@@ -94,7 +92,7 @@ export function pingRoutes(deps: ApiDeps): Router {
       const { state, seq } = await pingMonitor(deps, row.org_id, row.id, {
         kind, method: req.method, source_ip: text((req as Request).ip), user_agent: text(req.get('user-agent')), body,
       });
-      await deps.watermark.waitFor(seq);
+      deps.reads.wrote(row.org_id, seq);
       res.json({ monitor: state!.name, status: state!.status });
     } catch (err) {
       if (err instanceof ApiError && err.status === 410) {

@@ -3,7 +3,7 @@ import type { Selectable } from 'kysely';
 import { createSchedule, deleteSchedule, triggerSchedule, updateSchedule } from '../../commands/schedule/handlers.ts';
 import type { Schedule, ScheduleInput } from '../../commands/schedule/types.ts';
 import type { SchedulesTable } from '../../db/schema.ts';
-import { forbidden, notFound } from '../../lib/errors.ts';
+import { notFound } from '../../lib/errors.ts';
 import { jsonObject } from '../body.ts';
 import { handler, type ApiDeps } from '../context.ts';
 import { idempotent, onceId } from '../idempotency.ts';
@@ -12,10 +12,9 @@ import { triggerTaskSchema } from '../schemas/task.ts';
 import { historyRow } from '../serializers.ts';
 import { checkBodySize, checkHeaders } from '../task-checks.ts';
 import { validate } from '../validate.ts';
-import { liveIds } from '../plan-limits.ts';
+import { orgPlan, planLimitFor } from '../plan-limits.ts';
 import { limitParam } from './executions.ts';
 
-const FREE_SCHEDULES = 10;
 const iso = (d: Date | string | null) => (d == null ? null : new Date(d).toISOString());
 
 function scheduleResource(row: Selectable<SchedulesTable>) {
@@ -42,12 +41,9 @@ export function scheduleRoutes(deps: ApiDeps): Router {
     if (!row) throw notFound('Schedule not found');
     return row;
   };
-  const checkInput = async (orgId: string, input: ScheduleInput) => {
+  const checkInput = (input: ScheduleInput) => {
     checkBodySize(input.body);
     checkHeaders(input.headers);
-    if (input.script != null && (await deps.directory.organization(orgId))?.plan !== 'pro') {
-      throw forbidden('Lua scripts need the Pro plan', 'script');
-    }
   };
 
   r.get('/schedules', handler(async (req, res) => {
@@ -61,34 +57,32 @@ export function scheduleRoutes(deps: ApiDeps): Router {
 
   r.post('/schedules', idempotent(deps), handler(async (req, res) => {
     const input = validate<ScheduleInput & { url: string; cron: string }>(createScheduleSchema, jsonObject(req));
-    await checkInput(req.orgId, input);
-    const org = await deps.directory.organization(req.orgId);
-    const pro = org?.plan === 'pro';
-    const live = pro ? [] : await liveIds(deps, 'schedules', req.orgId);
-    const { state, seq } = await createSchedule(deps, req.orgId, input, { name: pro ? 'Pro' : 'Free', limit: pro ? null : FREE_SCHEDULES, live }, onceId(res, 'sch'));
-    await deps.watermark.waitFor(seq);
+    checkInput(input);
+    const { state, seq } = await createSchedule(deps, req.orgId, input, await planLimitFor(deps, 'schedule', req.orgId), onceId(res, 'sch'));
+    deps.reads.wrote(req.orgId, seq);
     res.status(201).json({ data: fromState(state!) });
   }));
 
   r.put('/schedules/:id', handler(async (req, res) => {
     const input = validate<ScheduleInput>(updateScheduleSchema, jsonObject(req));
-    await checkInput(req.orgId, input);
-    const { seq } = await updateSchedule(deps, req.orgId, req.params.id!, input);
-    await deps.watermark.waitFor(seq);
+    checkInput(input);
+    const { seq } = await updateSchedule(deps, req.orgId, req.params.id!, input, await orgPlan(deps, req.orgId));
+    deps.reads.wrote(req.orgId, seq);
+    await deps.reads.caughtUp(req.orgId);
     res.json({ data: scheduleResource(await load(req.orgId, req.params.id!)) });
   }));
 
   r.delete('/schedules/:id', handler(async (req, res) => {
     const { seq } = await deleteSchedule(deps, req.orgId, req.params.id!);
-    await deps.watermark.waitFor(seq);
+    deps.reads.wrote(req.orgId, seq);
     res.status(204).end();
   }));
 
   r.post('/schedules/:id/trigger', handler(async (req, res) => {
     const input = validate<{ callback_url?: string }>(triggerTaskSchema, jsonObject(req, true));
-    const { event, seq } = await triggerSchedule(deps, req.orgId, req.params.id!, input.callback_url ?? null);
-    await deps.watermark.waitFor(seq);
-    const executionId = event.type === 'ScheduleTriggered' ? event.data.execution.id : null;
+    const { events: [event], seq } = await triggerSchedule(deps, req.orgId, req.params.id!, input.callback_url ?? null);
+    deps.reads.wrote(req.orgId, seq);
+    const executionId = event?.type === 'ScheduleTriggered' ? event.data.execution.id : null;
     res.status(202).json({ data: { execution_id: executionId, status: 'pending' }, message: 'Execution queued' });
   }));
 

@@ -1,24 +1,18 @@
 import { Router } from 'express';
 import { createTask, deleteTask, triggerTask, updateTask } from '../../commands/task/handlers.ts';
-import { TASK_DEFAULTS, type Task, type TaskInput, type TaskSpec } from '../../commands/task/types.ts';
-import { checkTaskRules } from '../../commands/task/decide.ts';
+import type { Task, TaskInput } from '../../commands/task/types.ts';
 import { createDebouncedTask } from '../../commands/debounce/handlers.ts';
 import { taskDoc } from '../../projections/apply-event.ts';
-import { forbidden, notFound, unprocessable } from '../../lib/errors.ts';
+import { notFound } from '../../lib/errors.ts';
 import { jsonObject } from '../body.ts';
 import { checkBodySize, checkHeaders } from '../task-checks.ts';
 import { handler, type ApiDeps } from '../context.ts';
 import { idempotent, onceId } from '../idempotency.ts';
+import { orgPlan } from '../plan-limits.ts';
 import { createTaskSchema, triggerTaskSchema, updateTaskSchema } from '../schemas/task.ts';
 import { historyRow, taskResource } from '../serializers.ts';
 import { validate } from '../validate.ts';
 import { limitParam } from './executions.ts';
-
-async function checkPlan(deps: ApiDeps, orgId: string, input: TaskInput): Promise<void> {
-  if (input.script == null) return;
-  const org = await deps.directory.organization(orgId);
-  if (org?.plan !== 'pro') throw forbidden('Lua scripts need the Pro plan', 'script');
-}
 
 export function taskRoutes(deps: ApiDeps): Router {
   const r = Router();
@@ -29,16 +23,14 @@ export function taskRoutes(deps: ApiDeps): Router {
     return row;
   };
 
-  // Answers a write with the projected row; if the projector is behind (the wait timed
-  // out) the decided state stands in, so a stored write never answers 404.
+  // Answers a write from the decided state, without waiting for the projector: a new
+  // task's status is known; an update keeps the status the read model has so far.
   const written = async (orgId: string, task: Task, seq: number, created = false) => {
-    const projected = await deps.watermark.waitFor(seq);
+    deps.reads.wrote(orgId, seq);
     const pending = task.pending_execution;
-    // A new task's status is known without a read; an update keeps the projected status.
     if (created) return { ...taskDoc(task), id: task.id, status: 'pending', next_run_at: pending?.scheduled_for ?? null, last_execution_id: pending?.id ?? null };
     const row = await deps.db.selectFrom('tasks').selectAll().where('id', '=', task.id).where('org_id', '=', orgId).executeTakeFirst();
-    if (projected && row) return taskResource(row);
-    return { ...(row ? taskResource(row) : {}), ...taskDoc(task), id: task.id };
+    return { ...(row ? taskResource(row) : {}), ...taskDoc(task), id: task.id, ...(pending ? { next_run_at: pending.scheduled_for, last_execution_id: pending.id } : {}) };
   };
 
   r.get('/tasks', handler(async (req, res) => {
@@ -55,16 +47,15 @@ export function taskRoutes(deps: ApiDeps): Router {
     const input = validate<TaskInput & { url: string }>(createTaskSchema, jsonObject(req));
     checkBodySize(input.body);
     checkHeaders(input.headers);
-    await checkPlan(deps, req.orgId, input);
+    const plan = await orgPlan(deps, req.orgId);
     if (input.debounce != null || input.debounce_key != null) {
-      // Rules first (all three fields together), then the window decides create or replace.
-      checkTaskRules({ ...TASK_DEFAULTS, name: '', ...input } as TaskSpec, input);
-      const d = await createDebouncedTask(deps, req.orgId, input as Parameters<typeof createDebouncedTask>[2]);
+      // The window's rules (all three fields together) are checked before it decides create or replace.
+      const d = await createDebouncedTask(deps, req.orgId, input as Parameters<typeof createDebouncedTask>[2], plan);
       const message = d.replaced ? 'Debounced: replaced the pending payload; the run time is unchanged' : 'Debounce window opened';
       res.status(201).json({ data: await written(req.orgId, d.state!, d.seq, !d.replaced), message });
       return;
     }
-    const { state, seq } = await createTask(deps, req.orgId, input, onceId(res, 'tsk'));
+    const { state, seq } = await createTask(deps, req.orgId, input, onceId(res, 'tsk'), plan);
     res.status(201).json({ data: await written(req.orgId, state!, seq, true) });
   }));
 
@@ -72,22 +63,21 @@ export function taskRoutes(deps: ApiDeps): Router {
     const input = validate<TaskInput>(updateTaskSchema, jsonObject(req));
     checkBodySize(input.body);
     checkHeaders(input.headers);
-    await checkPlan(deps, req.orgId, input);
-    const { state, seq } = await updateTask(deps, req.orgId, req.params.id!, input);
+    const { state, seq } = await updateTask(deps, req.orgId, req.params.id!, input, await orgPlan(deps, req.orgId));
     res.json({ data: await written(req.orgId, state!, seq) });
   }));
 
   r.delete('/tasks/:id', handler(async (req, res) => {
     const { seq } = await deleteTask(deps, req.orgId, req.params.id!);
-    await deps.watermark.waitFor(seq);
+    deps.reads.wrote(req.orgId, seq);
     res.status(204).end();
   }));
 
   r.post('/tasks/:id/trigger', handler(async (req, res) => {
     const input = validate<{ callback_url?: string }>(triggerTaskSchema, jsonObject(req, true));
-    const { event, seq } = await triggerTask(deps, req.orgId, req.params.id!, input.callback_url ?? null);
-    await deps.watermark.waitFor(seq);
-    const executionId = event.type === 'TaskTriggered' ? event.data.execution.id : null;
+    const { events: [event], seq } = await triggerTask(deps, req.orgId, req.params.id!, input.callback_url ?? null);
+    deps.reads.wrote(req.orgId, seq);
+    const executionId = event?.type === 'TaskTriggered' ? event.data.execution.id : null;
     res.status(202).json({ data: { execution_id: executionId, status: 'pending' }, message: 'Execution queued' });
   }));
 

@@ -1,0 +1,199 @@
+import type { AttemptJob } from '../../dispatchers/job.ts';
+import type { AttemptOutcome } from '../../dispatchers/outcome.ts';
+import type { HostSignal, HostState } from '../../dispatchers/host-blocks.ts';
+import { FAILURES_BEFORE_BLOCK } from '../../dispatchers/host-blocks.ts';
+import { retryDelayMs, retryLandsAfter } from '../../dispatchers/retry-schedule.ts';
+import { unreachable } from '../../lib/unreachable.ts';
+import { executionCancelled } from './ending.ts';
+import type { AttemptResult, ExecutionEvent } from './types.ts';
+
+/** 429 attempts of one execution that do not use a retry; later ones count like a 5xx. */
+export const MAX_UNCOUNTED_ATTEMPTS = 20;
+/** The least wait before the attempt after a 429, whatever its Retry-After says. */
+export const MIN_RATE_LIMIT_WAIT_MS = 1_000;
+/** At most this much (before time scaling) is added to a retry's delay, so a burst of failures does not retry in step. */
+export const RETRY_JITTER_MS = 1_000;
+
+/** What an execution's log says before an attempt of it runs. */
+export interface ExecutionSoFar {
+  /** Earlier attempts that answered 429 and did not use a retry. */
+  uncounted: number;
+  /** The attempt (or the whole execution) is already recorded: a redelivered job. */
+  done: boolean;
+}
+
+/** Reads the execution's last event: the only state an attempt needs. */
+export function executionSoFar(last: ExecutionEvent | null, attempt: number): ExecutionSoFar {
+  if (!last) return { uncounted: 0, done: false };
+  switch (last.type) {
+    case 'AttemptFinished':
+      return { uncounted: last.data.uncounted_attempts ?? 0, done: last.data.attempt >= attempt };
+    case 'AttemptStarted':
+    case 'AttemptDeferred':
+      return { uncounted: last.data.uncounted_attempts ?? 0, done: last.data.attempt > attempt };
+    case 'ExecutionCancelled':
+    case 'CallbackAttempted':
+      return { uncounted: 0, done: true };
+    default:
+      return unreachable(last);
+  }
+}
+
+export interface BeforeAttempt {
+  job: AttemptJob;
+  /** null when the log was not read (a first attempt, delivered once, host not blocked). */
+  sofar: ExecutionSoFar | null;
+  /** Its task or endpoint was deleted while the job waited. */
+  sourceGone: boolean;
+  /** An endpoint's forwarding whose stored inbound request is gone (age limit, endpoint deleted). */
+  requestGone: boolean;
+  host: string | null;
+  /** End of the host's block for the organization, 0 = not blocked. */
+  blockedUntil: number;
+  hostState: HostState | null;
+  nowMs: number;
+}
+
+export type AttemptPlan =
+  /** Already recorded: nothing to send or store. */
+  | { kind: 'done' }
+  /** Will not run: record the event and release the job. */
+  | { kind: 'record'; events: ExecutionEvent[] }
+  /** The host is blocked: record the deferral; the job comes back when the block ends. */
+  | { kind: 'defer'; events: ExecutionEvent[]; untilMs: number }
+  | { kind: 'send'; uncounted: number };
+
+/** Whether an attempt is sent, and what is recorded when it is not. */
+export function planAttempt(input: BeforeAttempt): AttemptPlan {
+  const { job, sofar } = input;
+  if (sofar?.done) return { kind: 'done' };
+  const cancel = (reason: string): AttemptPlan => ({
+    kind: 'record',
+    events: [executionCancelled(job.org_id, { execution_id: job.execution_id, source: job.source, reason, lane: job.lane }, input.nowMs)],
+  });
+  if (input.sourceGone) return cancel(`${job.source.type} deleted`);
+  const uncounted = sofar?.uncounted ?? 0;
+  if (input.blockedUntil && input.host) {
+    // Not sent: the block is the host's, so the attempt keeps its number and waits.
+    const state = input.hostState;
+    const reason = state?.reason === 'rate_limited'
+      ? `${input.host} answered 429: blocked for this organization`
+      : `${input.host} failed ${state?.failures ?? FAILURES_BEFORE_BLOCK} times in a row: blocked for this organization`;
+    const deferred: ExecutionEvent = {
+      type: 'AttemptDeferred',
+      id: `${job.execution_id}.${job.attempt}.deferred.${input.blockedUntil}`,
+      at: new Date(input.nowMs).toISOString(),
+      org_id: job.org_id,
+      data: {
+        execution_id: job.execution_id,
+        source: job.source,
+        attempt: job.attempt,
+        scheduled_for: new Date(input.blockedUntil).toISOString(),
+        reason,
+        host: input.host,
+        ...(uncounted ? { uncounted_attempts: uncounted } : {}),
+      },
+    };
+    return { kind: 'defer', events: [deferred], untilMs: input.blockedUntil };
+  }
+  if (input.requestGone) return cancel('the inbound event is no longer stored (older than 30 days, or its endpoint was deleted)');
+  return { kind: 'send', uncounted };
+}
+
+/**
+ * `AttemptStarted`, recorded only where it can be seen to matter: an attempt still
+ * running after a while (its execution shows `running`). A quick attempt is recorded
+ * by its `AttemptFinished` alone, which carries its start.
+ */
+export function attemptStarted(job: AttemptJob, startedAt: Date, uncounted: number): ExecutionEvent {
+  return {
+    type: 'AttemptStarted',
+    id: `${job.execution_id}.${job.attempt}.started`,
+    at: new Date().toISOString(),
+    org_id: job.org_id,
+    data: {
+      execution_id: job.execution_id,
+      source: job.source,
+      attempt: job.attempt,
+      started_at: startedAt.toISOString(),
+      scheduled_for: job.scheduled_for,
+      ...(uncounted ? { uncounted_attempts: uncounted } : {}),
+    },
+  };
+}
+
+/** One attempt's result as the dispatcher saw it, and what it costs the host. */
+export interface AttemptCall {
+  job: AttemptJob;
+  uncounted: number;
+  outcome: AttemptOutcome;
+  /** What the attempt says about its host (null: it never reached one). */
+  signal: HostSignal | null;
+  host: string | null;
+  /** End of the host's block after this attempt was counted, 0 = none. */
+  hostBlockEnd: number;
+  nowMs: number;
+  /** Clock.wait: delays scaled by JETCRON_TIME_SCALE. */
+  wait: (ms: number) => number;
+  /** A number in [0, 1): the retry's share of RETRY_JITTER_MS. */
+  jitter: number;
+  /** Everything recorded about the exchange itself (request as sent, response, times). */
+  exchange: Pick<AttemptResult, 'started_at' | 'finished_at' | 'duration_ms' | 'request' | 'response_body' | 'response_body_encoding' | 'response_truncated' | 'response_headers'>;
+}
+
+/**
+ * The attempt rules: whether another attempt follows and when, as `AttemptFinished`.
+ * - A 429 is the host's doing, not the task's: it does not use one of the task's
+ *   retries (bounded by MAX_UNCOUNTED_ATTEMPTS, so a target that always answers 429
+ *   cannot keep an execution alive forever); the next try waits for the host's block.
+ * - Otherwise a retryable failure with retries left waits its backoff (and any
+ *   Retry-After, and the host's block), plus jitter.
+ * - A schedule's retry that would land after its next tick is skipped: the tick takes over.
+ */
+export function decideAttemptResult(c: AttemptCall): ExecutionEvent {
+  const { job, outcome } = c;
+  let uncounted = c.uncounted;
+  let nextAttemptAt: string | null = null;
+  let errorMessage = outcome.error_message;
+  if (c.signal?.kind === 'rate_limited' && uncounted < MAX_UNCOUNTED_ATTEMPTS) {
+    uncounted++;
+    nextAttemptAt = new Date(Math.max(c.hostBlockEnd, c.nowMs + c.wait(MIN_RATE_LIMIT_WAIT_MS))).toISOString();
+  } else {
+    const counted = job.attempt - uncounted;
+    if (outcome.retryable && counted < job.max_attempts) {
+      const backoff = c.wait(retryDelayMs(job.source.type, counted) + Math.floor(c.jitter * RETRY_JITTER_MS));
+      const wait = Math.max(backoff, c.wait(outcome.retry_after_ms ?? 0));
+      nextAttemptAt = new Date(Math.max(c.nowMs + wait, c.hostBlockEnd)).toISOString();
+    }
+  }
+  if (nextAttemptAt && job.next_tick_at && retryLandsAfter(job.next_tick_at, nextAttemptAt)) {
+    nextAttemptAt = null;
+    errorMessage = `${errorMessage ?? 'failed'}; retry skipped: it would land after the next run at ${job.next_tick_at}`;
+  }
+  if (c.host && c.hostBlockEnd > c.nowMs && c.signal && c.signal.kind !== 'up') {
+    errorMessage = `${errorMessage ?? 'failed'}; ${c.host} blocked for this organization until ${new Date(c.hostBlockEnd).toISOString()}`;
+  }
+  return {
+    type: 'AttemptFinished',
+    id: `${job.execution_id}.${job.attempt}.finished`,
+    at: new Date(c.nowMs).toISOString(),
+    org_id: job.org_id,
+    data: {
+      execution_id: job.execution_id,
+      source: job.source,
+      attempt: job.attempt,
+      status: outcome.status,
+      status_code: outcome.status_code,
+      error_message: errorMessage,
+      scheduled_for: job.scheduled_for,
+      ...c.exchange,
+      script_logs: [],
+      next_attempt_at: nextAttemptAt,
+      callback_url: job.callback_url,
+      push_callback_url: job.push_callback_url,
+      lane: job.lane,
+      ...(uncounted ? { uncounted_attempts: uncounted } : {}),
+      ...(job.inbound ? { inbound: { event_id: job.inbound.event_id, seq: job.inbound.seq, origin_seq: job.inbound.origin_seq } } : {}),
+    },
+  };
+}

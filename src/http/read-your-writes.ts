@@ -1,0 +1,61 @@
+import type { NextFunction, Request, Response } from 'express';
+import { SUBJECTS } from '../../streams/definitions.ts';
+import type { Nats } from '../nats/connection.ts';
+import type { Watermark } from '../projections/watermark.ts';
+import type { AuthedRequest } from './context.ts';
+
+/** How long a read waits for the projector before it answers with what Postgres has. */
+const READ_WAIT_MS = 5_000;
+const SWEEP_EVERY_MS = 10_000;
+
+/**
+ * Read-your-writes on the read side. A write answers as soon as the log stored it
+ * (from the decided state) and records the organization's position here; a later
+ * read of that organization waits until the projector has committed it. Positions
+ * are shared with every API process over a core subject, published before the write
+ * answers, so a read that lands on another process waits for it too.
+ */
+export function createReadYourWrites(nats: Nats, watermark: Watermark) {
+  const written = new Map<string, number>();
+  const raise = (orgId: string, seq: number) => {
+    if (seq > (written.get(orgId) ?? 0)) written.set(orgId, seq);
+  };
+  const sub = nats.nc.subscribe(SUBJECTS.written, {
+    callback: (_err, m) => {
+      const [orgId, seq] = m.string().split(' ');
+      if (orgId && seq) raise(orgId, Number(seq));
+    },
+  });
+  // Positions the read models have passed are forgotten, so the map holds only organizations with writes in flight.
+  const sweep = setInterval(() => {
+    for (const [orgId, seq] of written) if (seq <= watermark.seq) written.delete(orgId);
+  }, SWEEP_EVERY_MS);
+  sweep.unref();
+
+  const caughtUp = async (orgId: string): Promise<void> => {
+    const seq = written.get(orgId);
+    if (seq !== undefined && seq > watermark.seq) await watermark.waitFor(seq, READ_WAIT_MS);
+  };
+
+  return {
+    /** A write of `orgId` is stored at `seq`: reads of the organization from now on include it. */
+    wrote(orgId: string, seq: number): void {
+      if (!(seq > 0)) return;
+      raise(orgId, seq);
+      nats.nc.publish(SUBJECTS.written, `${orgId} ${seq}`);
+    },
+    /** Resolves once the read models include every write of `orgId` this process knows of (bounded). */
+    caughtUp,
+    /** For reads (GET, HEAD): the handler runs once the organization's writes are projected. */
+    beforeReads(req: Request, _res: Response, next: NextFunction): void {
+      if (req.method !== 'GET' && req.method !== 'HEAD') return next();
+      caughtUp((req as AuthedRequest).orgId).then(() => next(), next);
+    },
+    close(): void {
+      clearInterval(sweep);
+      sub.unsubscribe();
+    },
+  };
+}
+
+export type ReadYourWrites = ReturnType<typeof createReadYourWrites>;
