@@ -5,7 +5,6 @@ import { ApiError } from '../lib/errors.ts';
 import { newId } from '../lib/ids.ts';
 import { KeyedMutex } from '../lib/keyed-mutex.ts';
 import type { CommandMeta } from './meta.ts';
-import { quotaSubject, type PlanLimit, type QuotaKind } from './quota.ts';
 
 export interface CommandDeps {
   store: EventStore;
@@ -23,10 +22,28 @@ export function commandMeta(clock: Clock): CommandMeta {
   };
 }
 
+/** A pure decision: the events the command makes of the state, in order; none = nothing to do. */
+export type Decide<S, C, E> = (command: C, state: S | null, meta: CommandMeta) => E[];
+/** The state after one event (each event carries its aggregate, so most ignore `state`). */
+export type Evolve<S, E> = (state: S | null, event: E) => S | null;
+
 export interface Decided<S, E> {
-  event: E;
+  /** What was appended, in order; empty when the decision was to do nothing. */
+  events: E[];
+  /** The state after those events (the loaded state when there were none). */
   state: S | null;
+  /** The stream sequence of the last event appended, or of the state loaded (0: none). */
   seq: number;
+}
+
+export interface ExecuteOptions<S, C> {
+  /**
+   * Reads what the decision needs from other subjects, after each load (so a retry
+   * reads it again): the answer travels in the command, and `decide` stays pure.
+   */
+  gather?: (command: C, state: S | null, meta: CommandMeta) => Promise<C>;
+  /** What a command answers once its conflict budget is spent; default a 503 with Retry-After. */
+  contended?: () => Error;
 }
 
 /** How long a command keeps deciding again after conflicts (queueing included) before it answers 503. */
@@ -56,23 +73,29 @@ const contended = () => new ApiError(503, 'Too many concurrent changes to this r
  * do not conflict with each other at all; a conflict with another process is met
  * by deciding again after a jittered, growing pause. The conflict count is not the
  * limit, time is: `budgetMs` after the call, queueing included, the caller gets a
- * 503 with Retry-After, never the ConcurrencyError (a 500). A command whose turn
- * comes after its budget is spent is not tried: the queue sheds load instead of
- * growing while the store is slow.
+ * 503 with Retry-After (or `onContended`'s error), never the ConcurrencyError (a
+ * 500). A command whose turn comes after its budget is spent is not tried: the
+ * queue sheds load instead of growing while the store is slow.
  */
-export function retryConflicts<T>(deps: Pick<CommandDeps, 'store'>, key: string, attempt: () => Promise<T>, budgetMs = CONFLICT_BUDGET_MS): Promise<T> {
+export function retryConflicts<T>(
+  deps: Pick<CommandDeps, 'store'>,
+  key: string,
+  attempt: () => Promise<T>,
+  budgetMs = CONFLICT_BUDGET_MS,
+  onContended: () => Error = contended,
+): Promise<T> {
   const deadline = Date.now() + budgetMs;
   return queuesOf(deps.store).run(key, async () => {
     for (let conflicts = 0; ; conflicts++) {
       // The key names an organization and an aggregate: not for a ping_url caller to read.
-      if (Date.now() > deadline) throw contended();
+      if (Date.now() > deadline) throw onContended();
       try {
         return await attempt();
       } catch (err) {
         if (!(err instanceof ConcurrencyError)) throw err;
         // Full jitter: writers that collided pick apart instead of colliding again in step.
         const pause = Math.random() * Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** conflicts);
-        if (Date.now() + pause > deadline) throw contended();
+        if (Date.now() + pause > deadline) throw onContended();
         await new Promise((r) => setTimeout(r, pause));
       }
     }
@@ -80,31 +103,57 @@ export function retryConflicts<T>(deps: Pick<CommandDeps, 'store'>, key: string,
 }
 
 /**
+ * Appends one decision's events to their subject in order, each guarded by the
+ * sequence of the one before it (the first by `expectedSeq`); returns the last
+ * one's sequence (`expectedSeq` when there are none). Should a later event
+ * conflict, the earlier ones stay stored: the command is decided again on a state
+ * that includes them.
+ */
+export async function appendEvents(store: EventStore, subject: string, events: readonly Envelope[], expectedSeq: number): Promise<number> {
+  // One id twice would be dropped as a duplicate publish, silently.
+  if (new Set(events.map((e) => e.id)).size !== events.length) throw new Error(`a decision on ${subject} gave two events one id`);
+  let seq = expectedSeq;
+  for (const event of events) seq = await store.append(subject, event, seq);
+  return seq;
+}
+
+/** The state after `events`, from `state`. */
+export const fold = <S, E>(evolve: Evolve<S, E>, state: S | null, events: readonly E[]): S | null =>
+  events.reduce<S | null>((s, e) => evolve(s, e), state);
+
+/**
+ * One load → decide → guarded append, without the queue or the retry: for a caller
+ * that already holds the subject's turn (`retryConflicts`), or its own.
+ */
+export async function executeOnce<S, C, E extends Envelope>(
+  deps: CommandDeps,
+  subject: string,
+  command: C,
+  decide: Decide<S, C, E>,
+  evolve: Evolve<S, E>,
+  options: Pick<ExecuteOptions<S, C>, 'gather'> = {},
+): Promise<Decided<S, E>> {
+  const last = await deps.store.last<E>(subject);
+  const state = last ? evolve(null, last.event) : null;
+  const meta = commandMeta(deps.clock);
+  const events = decide(options.gather ? await options.gather(command, state, meta) : command, state, meta);
+  const seq = await appendEvents(deps.store, subject, events, last?.seq ?? 0);
+  return { events, state: fold(evolve, state, events), seq };
+}
+
+/**
  * Load → decide → guarded append. The aggregate's state is carried by its last
- * event; a concurrent writer makes the append fail and we decide again on the
- * fresh state (see `retryConflicts`).
+ * event; a concurrent writer makes an append fail and the whole command is decided
+ * again on the fresh state (see `retryConflicts`). A decision of no events appends
+ * nothing and answers the state as loaded.
  */
 export function execute<S, C, E extends Envelope>(
   deps: CommandDeps,
   subject: string,
   command: C,
-  decide: (command: C, state: S | null, meta: CommandMeta) => E,
-  evolve: (state: S | null, event: E) => S | null,
+  decide: Decide<S, C, E>,
+  evolve: Evolve<S, E>,
+  options: ExecuteOptions<S, C> = {},
 ): Promise<Decided<S, E>> {
-  return retryConflicts(deps, subject, async () => {
-    const last = await deps.store.last<E>(subject);
-    const state = last ? evolve(null, last.event) : null;
-    const event = decide(command, state, commandMeta(deps.clock));
-    const seq = await deps.store.append(subject, event, last?.seq ?? 0);
-    return { event, state: evolve(state, event), seq };
-  });
-}
-
-/**
- * A create that takes a place of the plan's count: every create of the organization
- * and kind appends to one quota subject, so they queue and retry on it like commands
- * on one aggregate. Unlimited plans never touch it and run in parallel.
- */
-export function planLimitedCreate<T>(deps: CommandDeps, orgId: string, kind: QuotaKind, plan: PlanLimit, create: () => Promise<T>): Promise<T> {
-  return plan.limit === null ? create() : retryConflicts(deps, quotaSubject(orgId, kind), create);
+  return retryConflicts(deps, subject, () => executeOnce(deps, subject, command, decide, evolve, options), CONFLICT_BUDGET_MS, options.contended);
 }

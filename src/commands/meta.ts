@@ -2,8 +2,9 @@
 export interface CommandMeta {
   now: string;
   nowMs: number;
+  /** The id of the (first) event decided; a decision of several events names the others itself. */
   eventId: string;
   /** JETCRON_TIME_SCALE applied to service-counted waits. */
   scaleWait(ms: number): number;
-  newId(prefix: 'tsk' | 'exe' | 'sch' | 'mon' | 'png' | 'ep'): string;
+  newId(prefix: 'tsk' | 'exe' | 'sch' | 'mon' | 'png' | 'ep' | 'evt'): string;
 }

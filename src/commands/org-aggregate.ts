@@ -2,9 +2,9 @@ import type { Envelope } from '../events/envelope.ts';
 import { ConcurrencyError } from '../events/store.ts';
 import { notFound } from '../lib/errors.ts';
 import { ID_PATTERN } from '../lib/ids.ts';
-import type { CommandMeta } from './meta.ts';
-import { commandMeta, execute, type CommandDeps, type Decided } from './execute.ts';
-import { reserveSlot, type PlanLimit, type QuotaKind } from './quota.ts';
+import { appendEvents, commandMeta, execute, fold, type CommandDeps, type Decide, type Decided, type Evolve } from './execute.ts';
+import type { PlanLimit } from './plan-rules.ts';
+import { planLimitedCreate, reserveSlot, type QuotaKind } from './quota.ts';
 
 /**
  * An aggregate that belongs to one organization and is addressed by a prefixed id
@@ -17,9 +17,13 @@ export function orgAggregate<S extends { id: string; org_id: string }, C, E exte
   idPrefix: string;
   notFound: string;
   subject: (orgId: string, id: string) => string;
-  decide: (command: C, state: S | null, meta: CommandMeta) => E;
-  evolve: (state: S | null, event: E) => S | null;
+  decide: Decide<S, C, E>;
+  evolve: Evolve<S, E>;
 }) {
+  const scoped = (orgId: string): Evolve<S, E> => (s, e) => {
+    const next = def.evolve(s, e);
+    return next && next.org_id === orgId ? next : null;
+  };
   const live = (deps: CommandDeps, orgId: string) => async (id: string): Promise<boolean | null> => {
     const last = await deps.store.last<E>(def.subject(orgId, id));
     return last ? def.evolve(null, last.event) !== null : null;
@@ -27,10 +31,7 @@ export function orgAggregate<S extends { id: string; org_id: string }, C, E exte
   return {
     run(deps: CommandDeps, orgId: string, id: string, command: C): Promise<Decided<S, E>> {
       if (!ID_PATTERN.test(id) || !id.startsWith(def.idPrefix)) throw notFound(def.notFound);
-      return execute(deps, def.subject(orgId, id), command, def.decide, (s, e) => {
-        const next = def.evolve(s, e);
-        return next && next.org_id === orgId ? next : null;
-      });
+      return execute(deps, def.subject(orgId, id), command, def.decide, scoped(orgId));
     },
     /**
      * Decides the create, takes a place of the plan's count (`plan.live` = the read
@@ -38,27 +39,30 @@ export function orgAggregate<S extends { id: string; org_id: string }, C, E exte
      * once-only: if that aggregate is already stored (the same request ran before a
      * crash) it is the answer, and nothing is reserved or appended again.
      */
-    async create(deps: CommandDeps, orgId: string, command: C, plan: PlanLimit, onceId?: string): Promise<Decided<S, E>> {
+    create(deps: CommandDeps, orgId: string, command: C, plan: PlanLimit, onceId?: string): Promise<Decided<S, E>> {
       const stored = async (): Promise<Decided<S, E> | null> => {
         const last = onceId ? await deps.store.last<E>(def.subject(orgId, onceId)) : null;
-        const state = last && def.evolve(null, last.event);
-        return last && state && state.org_id === orgId ? { event: last.event, state, seq: last.seq } : null;
+        const state = last && scoped(orgId)(null, last.event);
+        return last && state ? { events: [], state, seq: last.seq } : null;
       };
-      const before = await stored();
-      if (before) return before;
-      const meta = commandMeta(deps.clock);
-      const prefix = def.idPrefix.replace(/_$/, '');
-      const event = def.decide(command, null, onceId ? { ...meta, newId: (p) => (p === prefix ? onceId : meta.newId(p)) } : meta);
-      const state = def.evolve(null, event)!;
-      await reserveSlot(deps, orgId, def.kind, plan, state.id, live(deps, orgId));
-      try {
-        return { event, state, seq: await deps.store.append(def.subject(orgId, state.id), event, 0) };
-      } catch (err) {
-        // Stored meanwhile by the same request's first run (a takeover of its key).
-        const raced = onceId && err instanceof ConcurrencyError ? await stored() : null;
-        if (raced) return raced;
-        throw err;
-      }
+      return planLimitedCreate(deps, orgId, def.kind, plan, async () => {
+        const before = await stored();
+        if (before) return before;
+        const meta = commandMeta(deps.clock);
+        const prefix = def.idPrefix.replace(/_$/, '');
+        const events = def.decide(command, null, onceId ? { ...meta, newId: (p) => (p === prefix ? onceId : meta.newId(p)) } : meta);
+        const state = fold(def.evolve, null, events);
+        if (!state) throw new Error(`a create of a ${def.kind} decided no ${def.kind}`);
+        await reserveSlot(deps, orgId, def.kind, plan, state.id, live(deps, orgId));
+        try {
+          return { events, state, seq: await appendEvents(deps.store, def.subject(orgId, state.id), events, 0) };
+        } catch (err) {
+          // Stored meanwhile by the same request's first run (a takeover of its key).
+          const raced = onceId && err instanceof ConcurrencyError ? await stored() : null;
+          if (raced) return raced;
+          throw err;
+        }
+      });
     },
   };
 }

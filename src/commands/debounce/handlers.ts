@@ -1,13 +1,14 @@
 import { createHash } from 'node:crypto';
 import { SUBJECTS } from '../../../streams/definitions.ts';
-import { parseDuration } from '../../lib/duration.ts';
-import { ApiError, unprocessable } from '../../lib/errors.ts';
+import { ApiError } from '../../lib/errors.ts';
 import { ConcurrencyError } from '../../events/store.ts';
-import { commandMeta, retryConflicts, type CommandDeps, type Decided } from '../execute.ts';
+import { appendEvents, commandMeta, executeOnce, fold, retryConflicts, type CommandDeps, type Decided } from '../execute.ts';
+import type { Plan } from '../organization/types.ts';
 import { decideTask, evolveTask } from '../task/decide.ts';
 import { updateTask } from '../task/handlers.ts';
-import { TASK_DEFAULTS, type Task, type TaskEvent, type TaskInput } from '../task/types.ts';
-import type { DebounceEvent, DebounceWindow } from './types.ts';
+import { TASK_DEFAULTS, type Task, type TaskEvent } from '../task/types.ts';
+import { decideDebounce, evolveDebounce, openWindow, type DebounceCommand, type DebouncedInput } from './decide.ts';
+import type { DebounceWindow } from './types.ts';
 
 export function debounceSubject(orgId: string, lane: string, key: string): string {
   const digest = createHash('sha256').update(`${lane}\u0000${key}`).digest('hex').slice(0, 32);
@@ -19,49 +20,34 @@ export function debounceSubject(orgId: string, lane: string, key: string): strin
  * the window subject's last sequence, so concurrent first requests elect one) and
  * creates the task to run at request time + window; every later request inside the
  * window replaces that task's payload and keeps its run time. After the window, or
- * once its task is deleted, the next request opens a new one. Requests for one
- * window queue behind each other in this process (`retryConflicts`), so only one of
- * them opens it; a conflict with another process decides again.
+ * once its task is deleted, the next request opens a new one (`decideDebounce`).
+ * Requests for one window queue behind each other in this process, task writes
+ * included, so only one of them opens it; a conflict with another process decides again.
  */
-export async function createDebouncedTask(
-  deps: CommandDeps,
-  orgId: string,
-  input: TaskInput & { url: string; debounce: string; debounce_key: string; lane: string },
-): Promise<Decided<Task, TaskEvent> & { replaced: boolean }> {
-  const windowMs = parseDuration(input.debounce);
-  if (windowMs === undefined) throw unprocessable('debounce must be a number followed by s, m, h or d', 'debounce');
+export async function createDebouncedTask(deps: CommandDeps, orgId: string, input: DebouncedInput, plan: Plan): Promise<Decided<Task, TaskEvent> & { replaced: boolean }> {
   const subject = debounceSubject(orgId, input.lane, input.debounce_key);
+  const gather = async (command: DebounceCommand, window: DebounceWindow | null, meta: { nowMs: number }): Promise<DebounceCommand> => {
+    const open = openWindow(window, meta.nowMs);
+    if (!open) return command;
+    const last = await deps.store.last<TaskEvent>(SUBJECTS.task(orgId, open.task_id));
+    return { ...command, windowTask: !last ? 'unstored' : evolveTask(null, last.event) ? 'live' : 'gone' };
+  };
   return retryConflicts(deps, subject, async () => {
-    const last = await deps.store.last<DebounceEvent>(subject);
-    const meta = commandMeta(deps.clock);
-    const open = last && Date.parse(last.event.data.window.run_at) > meta.nowMs ? last.event.data.window : null;
-    if (open) {
+    const { events, state: window } = await executeOnce(deps, subject, { type: 'DebounceTask', orgId, plan, input }, decideDebounce, evolveDebounce, { gather });
+    if (!events.length) {
+      // The later request's payload replaces the earlier one whole; the run time stays.
+      const { delay: _d, run_at: _r, ...fields } = { ...TASK_DEFAULTS, ...input };
       try {
-        // The later request's payload replaces the earlier one whole; the run time stays.
-        const { delay: _d, run_at: _r, ...fields } = { ...TASK_DEFAULTS, ...input };
-        const result = await updateTask(deps, orgId, open.task_id, fields);
-        return { ...result, replaced: true };
+        return { ...(await updateTask(deps, orgId, window!.task_id, fields, plan)), replaced: true };
       } catch (err) {
-        if (!(err instanceof ApiError && err.status === 404)) throw err;
-        // Not stored yet: the request that opened the window (in another process) is
-        // still creating its task, a conflict like any other. Stored but gone: it was
-        // deleted or cancelled, and this request opens a new window below.
-        if (!(await deps.store.last(SUBJECTS.task(orgId, open.task_id)))) throw new ConcurrencyError(subject);
+        // Deleted or cancelled since it was read: decided again, this opens a new window.
+        if (err instanceof ApiError && err.status === 404) throw new ConcurrencyError(subject);
+        throw err;
       }
     }
-    const window: DebounceWindow = {
-      lane: input.lane,
-      debounce_key: input.debounce_key,
-      task_id: meta.newId('tsk'),
-      opened_at: meta.now,
-      run_at: new Date(meta.nowMs + meta.scaleWait(windowMs)).toISOString(),
-    };
-    const opened: DebounceEvent = { type: 'DebounceWindowOpened', id: meta.eventId, at: meta.now, org_id: orgId, data: { window } };
-    // A conflict here = another process opened this window first: the retry joins it.
-    await deps.store.append(subject, opened, last?.seq ?? 0);
-    const event = decideTask({ type: 'CreateTask', orgId, input, taskId: window.task_id, runAt: window.run_at }, null, commandMeta(deps.clock));
-    const task = evolveTask(null, event)!;
-    const seq = await deps.store.append(SUBJECTS.task(orgId, task.id), event, 0);
-    return { event, state: task, seq, replaced: false };
+    // A conflict above = another process opened this window first: the retry joins it.
+    const created = decideTask({ type: 'CreateTask', orgId, plan, input, taskId: window!.task_id, runAt: window!.run_at }, null, commandMeta(deps.clock));
+    const seq = await appendEvents(deps.store, SUBJECTS.task(orgId, window!.task_id), created, 0);
+    return { events: created, state: fold(evolveTask, null, created), seq, replaced: false };
   });
 }

@@ -1,11 +1,16 @@
 import { notFound, unprocessable } from '../../lib/errors.ts';
 import { randomToken } from '../../lib/ids.ts';
+import { unreachable } from '../../lib/unreachable.ts';
 import type { CommandMeta } from '../meta.ts';
+import type { Plan } from '../organization/types.ts';
+import { checkBodySize, checkHeaders } from '../payload-checks.ts';
+import { checkPlanFeatures } from '../plan-rules.ts';
 import { ENDPOINT_DEFAULTS, type Endpoint, type EndpointEvent, type EndpointInput, type EndpointSpec, type SecretsChange } from './types.ts';
 
+// `plan`: the organization's, for the fields only some plans have.
 export type EndpointCommand =
-  | { type: 'CreateEndpoint'; orgId: string; input: EndpointInput & { name: string }; secrets: SecretsChange | null }
-  | { type: 'UpdateEndpoint'; input: EndpointInput; secrets: SecretsChange | null }
+  | { type: 'CreateEndpoint'; orgId: string; plan: Plan; input: EndpointInput & { name: string }; secrets: SecretsChange | null }
+  | { type: 'UpdateEndpoint'; plan: Plan; input: EndpointInput; secrets: SecretsChange | null }
   | { type: 'DeleteEndpoint' }
   | { type: 'PauseEndpoint' }
   | { type: 'ResumeEndpoint' };
@@ -33,8 +38,18 @@ function checkRules(spec: EndpointSpec): void {
   });
 }
 
-export function decideEndpoint(command: EndpointCommand, state: Endpoint | null, meta: CommandMeta): EndpointEvent {
+/** The plan's features, then what JSON Schema cannot say about the custom forwarding. */
+function checkInput(command: Extract<EndpointCommand, { input: EndpointInput }>): void {
+  const { input } = command;
+  checkPlanFeatures(command.plan, { script: input.script, secrets: command.secrets?.names });
+  checkBodySize(input.forward_body, 'forward_');
+  checkHeaders(input.forward_headers ?? undefined, 'forward_');
+}
+
+export function decideEndpoint(command: EndpointCommand, state: Endpoint | null, meta: CommandMeta): EndpointEvent[] {
   const base = { id: meta.eventId, at: meta.now };
+  // Before anything else, "not found" included: a refused input answers the same whatever the endpoint.
+  if (command.type === 'CreateEndpoint' || command.type === 'UpdateEndpoint') checkInput(command);
   if (command.type === 'CreateEndpoint') {
     const spec: EndpointSpec = { ...ENDPOINT_DEFAULTS, ...normalize(command.input), name: command.input.name };
     checkRules(spec);
@@ -49,7 +64,7 @@ export function decideEndpoint(command: EndpointCommand, state: Endpoint | null,
       created_at: meta.now,
       updated_at: meta.now,
     };
-    return { ...base, type: 'EndpointCreated', org_id: command.orgId, data: { endpoint } };
+    return [{ ...base, type: 'EndpointCreated', org_id: command.orgId, data: { endpoint } }];
   }
   if (!state) throw notFound('Endpoint not found');
   const org_id = state.org_id;
@@ -61,17 +76,15 @@ export function decideEndpoint(command: EndpointCommand, state: Endpoint | null,
       checkRules(spec);
       const secrets = command.secrets ? { secret_names: command.secrets.names, sealed_secrets: command.secrets.sealed } : {};
       const changed = [...Object.keys(command.input), ...(command.secrets ? ['secrets'] : [])];
-      return { ...base, org_id, type: 'EndpointUpdated', data: { endpoint: { ...state, ...spec, ...secrets, ...at }, changed } };
+      return [{ ...base, org_id, type: 'EndpointUpdated', data: { endpoint: { ...state, ...spec, ...secrets, ...at }, changed } }];
     }
     case 'DeleteEndpoint':
-      return { ...base, org_id, type: 'EndpointDeleted', data: { endpoint: { ...state, ...at } } };
+      return [{ ...base, org_id, type: 'EndpointDeleted', data: { endpoint: { ...state, ...at } } }];
     case 'PauseEndpoint':
-      return { ...base, org_id, type: 'EndpointPaused', data: { endpoint: { ...state, ...at, paused: true } } };
+      return [{ ...base, org_id, type: 'EndpointPaused', data: { endpoint: { ...state, ...at, paused: true } } }];
     case 'ResumeEndpoint':
-      return { ...base, org_id, type: 'EndpointResumed', data: { endpoint: { ...state, ...at, paused: false } } };
-    default: {
-      const never: never = command;
-      throw new Error(`unknown command ${(never as { type: string }).type}`);
-    }
+      return [{ ...base, org_id, type: 'EndpointResumed', data: { endpoint: { ...state, ...at, paused: false } } }];
+    default:
+      return unreachable(command);
   }
 }

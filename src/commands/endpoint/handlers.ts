@@ -1,7 +1,7 @@
 import { SUBJECTS } from '../../../streams/definitions.ts';
-import type { PlanLimit } from '../quota.ts';
-import { planLimitedCreate, type CommandDeps, type Decided } from '../execute.ts';
+import type { CommandDeps, Decided } from '../execute.ts';
 import { orgAggregate } from '../org-aggregate.ts';
+import { featuresOf, type PlanLimit } from '../plan-rules.ts';
 import { decideEndpoint, evolveEndpoint, type EndpointCommand } from './decide.ts';
 import type { Endpoint, EndpointEvent, EndpointInput, SecretsChange } from './types.ts';
 
@@ -22,5 +22,5 @@ export function createEndpoint(
   plan: PlanLimit,
   onceId?: string,
 ): Promise<Result> {
-  return planLimitedCreate(deps, orgId, 'endpoint', plan, () => endpoints.create(deps, orgId, { type: 'CreateEndpoint', orgId, input, secrets }, plan, onceId));
+  return endpoints.create(deps, orgId, { type: 'CreateEndpoint', orgId, plan: featuresOf(plan), input, secrets }, plan, onceId);
 }

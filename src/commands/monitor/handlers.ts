@@ -1,7 +1,7 @@
 import { newId } from '../../lib/ids.ts';
-import type { PlanLimit } from '../quota.ts';
-import { planLimitedCreate, type CommandDeps, type Decided } from '../execute.ts';
+import type { CommandDeps, Decided } from '../execute.ts';
 import { orgAggregate } from '../org-aggregate.ts';
+import type { PlanLimit } from '../plan-rules.ts';
 import { decideMonitor, evolveMonitor, type MonitorCommand } from './decide.ts';
 import type { Monitor, MonitorEvent, MonitorInput, PingRecord } from './types.ts';
 
@@ -15,13 +15,14 @@ export function runMonitor(deps: CommandDeps, orgId: string, id: string, command
   return monitors.run(deps, orgId, id, command);
 }
 
+/** `plan.live` lists the organization's monitors in the read model, for the Free plan's limit. */
 export function createMonitor(
   deps: CommandDeps,
   orgId: string,
   input: MonitorInput & { name: string; schedule_type: 'interval' | 'cron' },
   plan: PlanLimit,
 ): Promise<Result> {
-  return planLimitedCreate(deps, orgId, 'monitor', plan, () => monitors.create(deps, orgId, { type: 'CreateMonitor', orgId, input }, plan));
+  return monitors.create(deps, orgId, { type: 'CreateMonitor', orgId, input }, plan);
 }
 
 export function pingMonitor(deps: CommandDeps, orgId: string, id: string, ping: Omit<PingRecord, 'id' | 'received_at'>) {

@@ -1,4 +1,5 @@
 import { ApiError, notFound } from '../../lib/errors.ts';
+import { unreachable } from '../../lib/unreachable.ts';
 import type { CommandMeta } from '../meta.ts';
 import type { Organization, OrganizationCommand, OrganizationEvent } from './types.ts';
 
@@ -10,7 +11,7 @@ export function decideOrganization(
   command: OrganizationCommand,
   state: Organization | null,
   meta: CommandMeta,
-): OrganizationEvent {
+): OrganizationEvent[] {
   const base = { id: meta.eventId, at: meta.now };
   if (command.type === 'CreateOrganization') {
     if (state) throw new ApiError(409, `organization ${command.orgId} already exists`);
@@ -26,37 +27,35 @@ export function decideOrganization(
       created_at: meta.now,
       updated_at: meta.now,
     };
-    return { ...base, type: 'OrganizationCreated', org_id: organization.id, data: { organization } };
+    return [{ ...base, type: 'OrganizationCreated', org_id: organization.id, data: { organization } }];
   }
   if (!state) throw notFound('Organization not found');
   const org_id = state.id;
   switch (command.type) {
     case 'ChangePlan':
-      return {
+      return [{
         ...base,
         org_id,
         type: 'OrganizationPlanChanged',
         data: { organization: { ...state, plan: command.plan, updated_at: meta.now }, previous_plan: state.plan },
-      };
+      }];
     case 'UpdateSettings': {
       const changed = Object.keys(command.settings);
-      return {
+      return [{
         ...base,
         org_id,
         type: 'OrganizationSettingsUpdated',
         data: { organization: { ...state, ...command.settings, updated_at: meta.now }, changed },
-      };
+      }];
     }
     case 'RotateWebhookSecret':
-      return {
+      return [{
         ...base,
         org_id,
         type: 'WebhookSecretRotated',
         data: { organization: { ...state, webhook_secret: command.webhookSecret, updated_at: meta.now } },
-      };
-    default: {
-      const never: never = command;
-      throw new Error(`unknown command ${(never as { type: string }).type}`);
-    }
+      }];
+    default:
+      return unreachable(command);
   }
 }

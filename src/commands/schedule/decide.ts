@@ -2,16 +2,21 @@ import { createHash } from 'node:crypto';
 import { notFound, unprocessable } from '../../lib/errors.ts';
 import { checkTaskRules } from '../task/decide.ts';
 import { TASK_DEFAULTS } from '../task/types.ts';
+import { unreachable } from '../../lib/unreachable.ts';
 import type { CommandMeta } from '../meta.ts';
+import type { Plan } from '../organization/types.ts';
+import { checkPlanFeatures } from '../plan-rules.ts';
 import { cronError, isTimeZone, nextTick } from './cron.ts';
 import { SCHEDULE_DEFAULTS, type Schedule, type ScheduleEvent, type ScheduleInput, type ScheduleSpec } from './types.ts';
 import { nameFromUrl } from '../../lib/default-name.ts';
 
 export type ScheduleCommand =
-  | { type: 'CreateSchedule'; orgId: string; input: ScheduleInput & { url: string; cron: string } }
-  | { type: 'UpdateSchedule'; input: ScheduleInput }
+  | { type: 'CreateSchedule'; orgId: string; plan: Plan; input: ScheduleInput & { url: string; cron: string } }
+  | { type: 'UpdateSchedule'; plan: Plan; input: ScheduleInput }
   | { type: 'DeleteSchedule' }
-  | { type: 'TriggerSchedule'; callbackUrl: string | null };
+  | { type: 'TriggerSchedule'; callbackUrl: string | null }
+  /** A tick's timer fired (the scheduler): `tickAt` is the `next_run_at` it was armed for. */
+  | { type: 'RecordTick'; tickAt: string };
 
 export function evolveSchedule(_state: Schedule | null, event: ScheduleEvent): Schedule | null {
   return event.type === 'ScheduleDeleted' ? null : event.data.schedule;
@@ -33,8 +38,33 @@ export function nextRunAt(spec: Pick<ScheduleSpec, 'cron' | 'timezone' | 'enable
   return spec.enabled ? nextTick(spec.cron, spec.timezone, afterMs).toISOString() : null;
 }
 
-export function decideSchedule(command: ScheduleCommand, state: Schedule | null, meta: CommandMeta): ScheduleEvent {
+/**
+ * A due tick becomes `ScheduleTicked`: its id is derived from the tick, so two
+ * schedulers firing it store one event. A tick that is no longer the schedule's next
+ * one (updated, disabled, deleted, or recorded already) makes no event. The next
+ * tick counts from now, so ticks missed while the service was down run once.
+ */
+function recordTick(tickAt: string, state: Schedule | null, meta: CommandMeta): ScheduleEvent[] {
+  if (!state || !state.enabled || state.next_run_at !== tickAt) return [];
+  const next = nextRunAt(state, Math.max(meta.nowMs, Date.parse(tickAt)))!;
+  return [{
+    type: 'ScheduleTicked',
+    id: `${state.id}.tick.${tickAt}`,
+    at: meta.now,
+    org_id: state.org_id,
+    data: {
+      schedule: { ...state, next_run_at: next },
+      execution: { id: tickExecutionId(state.id, tickAt), scheduled_for: tickAt, callback_url: null },
+      next_run_at: next,
+    },
+  }];
+}
+
+export function decideSchedule(command: ScheduleCommand, state: Schedule | null, meta: CommandMeta): ScheduleEvent[] {
   const base = { id: meta.eventId, at: meta.now };
+  // Before anything else, "not found" included: a refused feature answers the same whatever the schedule.
+  if (command.type === 'CreateSchedule' || command.type === 'UpdateSchedule') checkPlanFeatures(command.plan, command.input);
+  if (command.type === 'RecordTick') return recordTick(command.tickAt, state, meta);
   if (command.type === 'CreateSchedule') {
     const input = Object.fromEntries(Object.entries(command.input).filter(([, v]) => v !== undefined)) as ScheduleInput;
     const spec: ScheduleSpec = { ...SCHEDULE_DEFAULTS, name: nameFromUrl(command.input.url), ...input, url: command.input.url, cron: command.input.cron };
@@ -47,7 +77,7 @@ export function decideSchedule(command: ScheduleCommand, state: Schedule | null,
       updated_at: meta.now,
       next_run_at: nextRunAt(spec, meta.nowMs),
     };
-    return { ...base, type: 'ScheduleCreated', org_id: command.orgId, data: { schedule } };
+    return [{ ...base, type: 'ScheduleCreated', org_id: command.orgId, data: { schedule } }];
   }
   if (!state) throw notFound('Schedule not found');
   const org_id = state.org_id;
@@ -63,20 +93,18 @@ export function decideSchedule(command: ScheduleCommand, state: Schedule | null,
         updated_at: meta.now,
         next_run_at: timing ? nextRunAt(spec, meta.nowMs) : state.next_run_at,
       };
-      return { ...base, org_id, type: 'ScheduleUpdated', data: { schedule, changed: Object.keys(input) } };
+      return [{ ...base, org_id, type: 'ScheduleUpdated', data: { schedule, changed: Object.keys(input) } }];
     }
     case 'DeleteSchedule':
-      return { ...base, org_id, type: 'ScheduleDeleted', data: { schedule: { ...state, updated_at: meta.now } } };
+      return [{ ...base, org_id, type: 'ScheduleDeleted', data: { schedule: { ...state, updated_at: meta.now } } }];
     case 'TriggerSchedule':
-      return {
+      return [{
         ...base,
         org_id,
         type: 'ScheduleTriggered',
         data: { schedule: state, execution: { id: meta.newId('exe'), scheduled_for: meta.now, callback_url: command.callbackUrl } },
-      };
-    default: {
-      const never: never = command;
-      throw new Error(`unknown command ${(never as { type: string }).type}`);
-    }
+      }];
+    default:
+      return unreachable(command);
   }
 }

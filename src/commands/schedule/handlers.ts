@@ -1,6 +1,7 @@
-import type { PlanLimit } from '../quota.ts';
-import { planLimitedCreate, type CommandDeps, type Decided } from '../execute.ts';
+import { type CommandDeps, type Decided } from '../execute.ts';
 import { orgAggregate } from '../org-aggregate.ts';
+import type { Plan } from '../organization/types.ts';
+import { featuresOf, type PlanLimit } from '../plan-rules.ts';
 import { decideSchedule, evolveSchedule, type ScheduleCommand } from './decide.ts';
 import type { Schedule, ScheduleEvent, ScheduleInput } from './types.ts';
 
@@ -20,11 +21,12 @@ export function createSchedule(
   plan: PlanLimit,
   onceId?: string,
 ): Promise<Result> {
-  return planLimitedCreate(deps, orgId, 'schedule', plan, () => schedules.create(deps, orgId, { type: 'CreateSchedule', orgId, input }, plan, onceId));
+  return schedules.create(deps, orgId, { type: 'CreateSchedule', orgId, plan: featuresOf(plan), input }, plan, onceId);
 }
 
-export const updateSchedule = (deps: CommandDeps, orgId: string, id: string, input: ScheduleInput) =>
-  run(deps, orgId, id, { type: 'UpdateSchedule', input });
+export const updateSchedule = (deps: CommandDeps, orgId: string, id: string, input: ScheduleInput, plan: Plan) =>
+  run(deps, orgId, id, { type: 'UpdateSchedule', plan, input });
 export const deleteSchedule = (deps: CommandDeps, orgId: string, id: string) => run(deps, orgId, id, { type: 'DeleteSchedule' });
 export const triggerSchedule = (deps: CommandDeps, orgId: string, id: string, callbackUrl: string | null) =>
   run(deps, orgId, id, { type: 'TriggerSchedule', callbackUrl });
+

@@ -1,6 +1,6 @@
 import { checkMonitorRules } from '../monitor/decide.ts';
 import { createMonitor, runMonitor } from '../monitor/handlers.ts';
-import type { PlanLimit } from '../quota.ts';
+import { featuresOf, type PlanLimit } from '../plan-rules.ts';
 import { MONITOR_DEFAULTS, type MonitorSpec } from '../monitor/types.ts';
 import { checkScheduleRules } from '../schedule/decide.ts';
 import { createSchedule, deleteSchedule, updateSchedule } from '../schedule/handlers.ts';
@@ -93,7 +93,7 @@ export async function sync(
       track(await createSchedule(deps, orgId, want, plans.schedule));
       sc.created++;
     } else if (Object.entries(want).some(([k, v]) => !same(v, (have.spec as unknown as Record<string, unknown>)[k]))) {
-      track(await updateSchedule(deps, orgId, have.id, want));
+      track(await updateSchedule(deps, orgId, have.id, want, featuresOf(plans.schedule)));
       sc.updated++;
     } else sc.unchanged++;
   }

@@ -1,6 +1,8 @@
 import { notFound, unprocessable } from '../../lib/errors.ts';
 import { parseDuration } from '../../lib/duration.ts';
+import { unreachable } from '../../lib/unreachable.ts';
 import type { CommandMeta } from '../meta.ts';
+import { checkPlanFeatures } from '../plan-rules.ts';
 import { TASK_DEFAULTS, type Task, type TaskCommand, type TaskEvent, type TaskInput, type TaskSpec } from './types.ts';
 import { nameFromUrl } from '../../lib/default-name.ts';
 
@@ -42,8 +44,10 @@ export function checkTaskRules(spec: TaskSpec, input: TaskInput): void {
   }
 }
 
-export function decideTask(command: TaskCommand, state: Task | null, meta: CommandMeta): TaskEvent {
+export function decideTask(command: TaskCommand, state: Task | null, meta: CommandMeta): TaskEvent[] {
   const base = { id: meta.eventId, at: meta.now };
+  // Before anything else, "not found" included: a refused feature answers the same whatever the task.
+  if (command.type === 'CreateTask' || command.type === 'UpdateTask') checkPlanFeatures(command.plan, command.input);
   if (command.type === 'CreateTask') {
     const input = command.input;
     const spec: TaskSpec = { ...TASK_DEFAULTS, name: input.name ?? nameFromUrl(input.url), ...stripUndefined(input), url: input.url };
@@ -58,7 +62,7 @@ export function decideTask(command: TaskCommand, state: Task | null, meta: Comma
       updated_at: meta.now,
       pending_execution: execution,
     };
-    return { ...base, type: 'TaskCreated', org_id: task.org_id, data: { task, execution } };
+    return [{ ...base, type: 'TaskCreated', org_id: task.org_id, data: { task, execution } }];
   }
   if (!state) throw notFound('Task not found');
   const org_id = state.org_id;
@@ -75,20 +79,18 @@ export function decideTask(command: TaskCommand, state: Task | null, meta: Comma
         pending = { ...pending, scheduled_for: firstRunAt(spec, meta) };
       }
       const task: Task = { ...state, ...spec, updated_at: meta.now, pending_execution: pending };
-      return { ...base, org_id, type: 'TaskUpdated', data: { task, changed: Object.keys(input) } };
+      return [{ ...base, org_id, type: 'TaskUpdated', data: { task, changed: Object.keys(input) } }];
     }
     case 'DeleteTask':
-      return { ...base, org_id, type: 'TaskDeleted', data: { task: { ...state, updated_at: meta.now } } };
+      return [{ ...base, org_id, type: 'TaskDeleted', data: { task: { ...state, updated_at: meta.now } } }];
     case 'CancelTask':
-      return { ...base, org_id, type: 'TaskCancelled', data: { task: { ...state, updated_at: meta.now }, reason: command.reason } };
+      return [{ ...base, org_id, type: 'TaskCancelled', data: { task: { ...state, updated_at: meta.now }, reason: command.reason } }];
     case 'TriggerTask': {
       const execution = { id: meta.newId('exe'), scheduled_for: meta.now, callback_url: command.callbackUrl };
-      return { ...base, org_id, type: 'TaskTriggered', data: { task: state, execution } };
+      return [{ ...base, org_id, type: 'TaskTriggered', data: { task: state, execution } }];
     }
-    default: {
-      const never: never = command;
-      throw new Error(`unknown command ${(never as { type: string }).type}`);
-    }
+    default:
+      return unreachable(command);
   }
 }
 

@@ -2,7 +2,8 @@ import { SUBJECTS } from '../../../streams/definitions.ts';
 import { ConcurrencyError } from '../../events/store.ts';
 import { ID_PATTERN } from '../../lib/ids.ts';
 import { notFound } from '../../lib/errors.ts';
-import { commandMeta, execute, type CommandDeps, type Decided } from '../execute.ts';
+import { appendEvents, commandMeta, execute, fold, type CommandDeps, type Decided } from '../execute.ts';
+import type { Plan } from '../organization/types.ts';
 import { decideTask, evolveTask } from './decide.ts';
 import type { Task, TaskCommand, TaskEvent, TaskInput } from './types.ts';
 
@@ -23,26 +24,27 @@ function scoped(orgId: string, task: Task | null): Task | null {
  * A new task. `taskId` (an id derived from an Idempotency-Key) makes the create
  * once-only: if a task with that id is already stored — the same request ran before a
  * crash — it is the answer, and nothing new is appended. A random id cannot conflict,
- * so there is nothing to load; expectedSeq 0 still guards it.
+ * so there is nothing to load; expectedSeq 0 still guards it. `plan`: the organization's,
+ * whose features the task may use (absent: the Free plan's).
  */
-export async function createTask(deps: CommandDeps, orgId: string, input: TaskInput & { url: string }, taskId?: string): Promise<Result> {
-  const event = decideTask({ type: 'CreateTask', orgId, input, ...(taskId ? { taskId } : {}) }, null, commandMeta(deps.clock));
-  const task = evolveTask(null, event)!;
+export async function createTask(deps: CommandDeps, orgId: string, input: TaskInput & { url: string }, taskId?: string, plan: Plan = 'free'): Promise<Result> {
+  const events = decideTask({ type: 'CreateTask', orgId, plan, input, ...(taskId ? { taskId } : {}) }, null, commandMeta(deps.clock));
+  const task = fold(evolveTask, null, events)!;
   const subject = SUBJECTS.task(orgId, task.id);
   try {
-    return { event, state: task, seq: await deps.store.append(subject, event, 0) };
+    return { events, state: task, seq: await appendEvents(deps.store, subject, events, 0) };
   } catch (err) {
     if (!taskId || !(err instanceof ConcurrencyError)) throw err;
     const stored = await deps.store.last<TaskEvent>(subject);
     const state = stored && scoped(orgId, evolveTask(null, stored.event));
     // Deleted since: the key is being reused for a new task.
-    if (!stored || !state) return createTask(deps, orgId, input);
-    return { event: stored.event, state, seq: stored.seq };
+    if (!stored || !state) return createTask(deps, orgId, input, undefined, plan);
+    return { events: [], state, seq: stored.seq };
   }
 }
 
-export const updateTask = (deps: CommandDeps, orgId: string, id: string, input: TaskInput) =>
-  run(deps, orgId, id, { type: 'UpdateTask', input });
+export const updateTask = (deps: CommandDeps, orgId: string, id: string, input: TaskInput, plan: Plan) =>
+  run(deps, orgId, id, { type: 'UpdateTask', plan, input });
 export const deleteTask = (deps: CommandDeps, orgId: string, id: string) => run(deps, orgId, id, { type: 'DeleteTask' });
 export const cancelTask = (deps: CommandDeps, orgId: string, id: string, reason: string) =>
   run(deps, orgId, id, { type: 'CancelTask', reason });

@@ -1,4 +1,5 @@
 import type { Envelope } from '../../events/envelope.ts';
+import type { Plan } from '../organization/types.ts';
 
 export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 export type HttpMethod = (typeof HTTP_METHODS)[number];
@@ -55,9 +56,10 @@ export type TaskEvent =
 
 export type TaskInput = Partial<TaskSpec>;
 
+// `plan`: the organization's, for the fields only some plans have.
 export type TaskCommand =
-  | { type: 'CreateTask'; orgId: string; input: TaskInput & { url: string }; taskId?: string; runAt?: string }
-  | { type: 'UpdateTask'; input: TaskInput }
+  | { type: 'CreateTask'; orgId: string; plan: Plan; input: TaskInput & { url: string }; taskId?: string; runAt?: string }
+  | { type: 'UpdateTask'; plan: Plan; input: TaskInput }
   | { type: 'DeleteTask' }
   | { type: 'CancelTask'; reason: string }
   | { type: 'TriggerTask'; callbackUrl: string | null };
