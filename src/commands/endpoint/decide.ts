@@ -16,7 +16,17 @@ export type EndpointCommand =
   | { type: 'ResumeEndpoint' };
 
 export function evolveEndpoint(_state: Endpoint | null, event: EndpointEvent): Endpoint | null {
-  return event.type === 'EndpointDeleted' ? null : event.data.endpoint;
+  switch (event.type) {
+    case 'EndpointCreated':
+    case 'EndpointUpdated':
+    case 'EndpointPaused':
+    case 'EndpointResumed':
+      return event.data.endpoint;
+    case 'EndpointDeleted':
+      return null;
+    default:
+      return unreachable(event);
+  }
 }
 
 const strip = <T extends object>(o: T) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;

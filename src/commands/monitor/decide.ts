@@ -16,7 +16,19 @@ export type MonitorCommand =
   | { type: 'CheckDeadline'; deadlineAt: string };
 
 export function evolveMonitor(_state: Monitor | null, event: MonitorEvent): Monitor | null {
-  return event.type === 'MonitorDeleted' ? null : event.data.monitor;
+  switch (event.type) {
+    case 'MonitorCreated':
+    case 'MonitorUpdated':
+    case 'MonitorPaused':
+    case 'MonitorResumed':
+    case 'MonitorPinged':
+    case 'MonitorWentDown':
+      return event.data.monitor;
+    case 'MonitorDeleted':
+      return null;
+    default:
+      return unreachable(event);
+  }
 }
 
 export function checkMonitorRules(spec: MonitorSpec): void {

@@ -19,7 +19,17 @@ export type ScheduleCommand =
   | { type: 'RecordTick'; tickAt: string };
 
 export function evolveSchedule(_state: Schedule | null, event: ScheduleEvent): Schedule | null {
-  return event.type === 'ScheduleDeleted' ? null : event.data.schedule;
+  switch (event.type) {
+    case 'ScheduleCreated':
+    case 'ScheduleUpdated':
+    case 'ScheduleTriggered':
+    case 'ScheduleTicked':
+      return event.data.schedule;
+    case 'ScheduleDeleted':
+      return null;
+    default:
+      return unreachable(event);
+  }
 }
 
 export function checkScheduleRules(spec: ScheduleSpec): void {

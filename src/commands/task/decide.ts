@@ -7,7 +7,17 @@ import { TASK_DEFAULTS, type Task, type TaskCommand, type TaskEvent, type TaskIn
 import { nameFromUrl } from '../../lib/default-name.ts';
 
 export function evolveTask(_state: Task | null, event: TaskEvent): Task | null {
-  return event.type === 'TaskDeleted' || event.type === 'TaskCancelled' ? null : event.data.task;
+  switch (event.type) {
+    case 'TaskCreated':
+    case 'TaskUpdated':
+    case 'TaskTriggered':
+      return event.data.task;
+    case 'TaskDeleted':
+    case 'TaskCancelled':
+      return null;
+    default:
+      return unreachable(event);
+  }
 }
 
 /** When the task's first execution is due: run_at, else now + delay (scaled), else now. */
