@@ -1,0 +1,124 @@
+// execute() against an event store held in memory: no NATS. The store applies the
+// same guard JetStream does (the subject's last sequence) and numbers events as a stream.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { execute, retryConflicts, type CommandDeps, type Decide } from '../../src/commands/execute.ts';
+import { decideSchedule } from '../../src/commands/schedule/decide.ts';
+import { scheduleSubject } from '../../src/commands/schedule/handlers.ts';
+import type { ScheduleEvent } from '../../src/commands/schedule/types.ts';
+import type { TickJob } from '../../src/dispatchers/job.ts';
+import type { Envelope, StoredEvent } from '../../src/events/envelope.ts';
+import { ConcurrencyError, type EventStore } from '../../src/events/store.ts';
+import { createClock } from '../../src/lib/clock.ts';
+import { recordTick } from '../../src/scheduler/schedule-ticks.ts';
+import { meta } from './spec.ts';
+
+function memoryStore(): EventStore & { log: StoredEvent[]; appends: Array<{ subject: string; expectedSeq: number | undefined }> } {
+  const log: StoredEvent[] = [];
+  const appends: Array<{ subject: string; expectedSeq: number | undefined }> = [];
+  const lastOf = (subject: string) => [...log].reverse().find((e) => e.subject === subject) ?? null;
+  return {
+    log,
+    appends,
+    async append(subject, event, expectedSeq) {
+      appends.push({ subject, expectedSeq });
+      if (expectedSeq !== undefined && (lastOf(subject)?.seq ?? 0) !== expectedSeq) throw new ConcurrencyError(subject);
+      log.push({ event, seq: log.length + 1, subject });
+      return log.length;
+    },
+    async last<E extends Envelope>(subject: string) {
+      return lastOf(subject) as StoredEvent<E> | null;
+    },
+    async at<E extends Envelope>(seq: number) {
+      return (log[seq - 1] ?? null) as StoredEvent<E> | null;
+    },
+  };
+}
+
+// A counter aggregate: its events carry the count after them.
+type Counted = Envelope<'Counted', { count: number }>;
+type Command = { add: number };
+const evolve = (_s: number | null, e: Counted) => e.data.count;
+const counted = (id: string, count: number): Counted => ({ type: 'Counted', id, at: '2026-03-01T12:00:00.000Z', org_id: 'org_c', data: { count } });
+/** One event per unit added, each with the running count. */
+const decide: Decide<number, Command, Counted> = (c, state, m) =>
+  Array.from({ length: c.add }, (_, i) => counted(`${m.eventId}.${i}`, (state ?? 0) + i + 1));
+
+const depsOf = (store: EventStore): CommandDeps => ({ store, clock: createClock(1) });
+
+describe('execute', () => {
+  test('no event: nothing appended; the answer is the state loaded and its sequence', async () => {
+    const store = memoryStore();
+    await store.append('evt.c.1', counted('e0', 5), 0);
+    const result = await execute(depsOf(store), 'evt.c.1', { add: 0 }, decide, evolve);
+    assert.deepEqual(result, { events: [], state: 5, seq: 1 });
+    assert.equal(store.log.length, 1);
+    assert.deepEqual(await execute(depsOf(store), 'evt.c.none', { add: 0 }, decide, evolve), { events: [], state: null, seq: 0 });
+  });
+
+  test('several events: appended in order, each guarded by the one before; the answer is the last', async () => {
+    const store = memoryStore();
+    await store.append('evt.c.other', counted('o', 1), 0);
+    await store.append('evt.c.1', counted('e0', 1), 0);
+    const result = await execute(depsOf(store), 'evt.c.1', { add: 3 }, decide, evolve);
+    assert.deepEqual(result.events.map((e) => e.data.count), [2, 3, 4]);
+    assert.equal(result.state, 4);
+    assert.equal(result.seq, 5);
+    assert.deepEqual(store.appends.slice(2).map((a) => a.expectedSeq), [2, 3, 4]);
+  });
+
+  test('a conflict decides the whole command again, on the state that won', async () => {
+    const store = memoryStore();
+    let decisions = 0;
+    const racing: Decide<number, Command, Counted> = (c, state, m) => {
+      decisions++;
+      // Another writer gets in between the load and the first append, once.
+      if (decisions === 1) void store.append('evt.c.1', counted('theirs', 10), 0);
+      return decide(c, state, m);
+    };
+    const result = await execute(depsOf(store), 'evt.c.1', { add: 2 }, racing, evolve);
+    assert.equal(decisions, 2);
+    assert.deepEqual(store.log.map((e) => (e.event as Counted).data.count), [10, 11, 12]);
+    assert.equal(result.state, 12);
+  });
+
+  test('gather reads after each load, and its answer reaches the decider', async () => {
+    const store = memoryStore();
+    const seen: Array<number | null> = [];
+    const result = await execute(depsOf(store), 'evt.c.1', { add: 0 }, (c, s, m) => decide(c, s, m), evolve, {
+      gather: async (command, state) => {
+        seen.push(state);
+        return { add: command.add + 1 };
+      },
+    });
+    assert.deepEqual(seen, [null]);
+    assert.equal(result.state, 1);
+  });
+
+  test('two events with one id are refused before anything is appended', async () => {
+    const store = memoryStore();
+    const twice: Decide<number, Command, Counted> = () => [counted('same', 1), counted('same', 2)];
+    await assert.rejects(execute(depsOf(store), 'evt.c.1', { add: 0 }, twice, evolve), /two events one id/);
+    assert.equal(store.log.length, 0);
+  });
+
+  test('a caller can name the error of a spent budget (the scheduler: a transient conflict, not a 503)', async () => {
+    const store = memoryStore();
+    const err = await retryConflicts({ store }, 'k', async () => { throw new ConcurrencyError('k'); }, 20, () => new ConcurrencyError('evt.k')).catch((e: unknown) => e);
+    assert.ok(err instanceof ConcurrencyError);
+  });
+});
+
+describe('schedule ticks through execute (two schedulers firing one tick)', () => {
+  test('the tick is stored once; the second fire decides nothing', async () => {
+    const store = memoryStore();
+    const deps = depsOf(store);
+    const [created] = decideSchedule({ type: 'CreateSchedule', orgId: 'org_t', plan: 'free', input: { url: 'https://example.com/', cron: '* * * * *' } }, null, meta());
+    await store.append(scheduleSubject('org_t', 'sch_1'), created!, 0);
+    const tickAt = created!.data.schedule.next_run_at!;
+    const job: TickJob = { kind: 'tick', org_id: 'org_t', execution_id: `sch_1@${tickAt}`, source: { type: 'schedule', id: 'sch_1', name: 's' }, attempt: 1, tick_at: tickAt };
+    await Promise.all([recordTick(deps, job), recordTick(deps, job)]);
+    const types = store.log.map((e) => (e.event as ScheduleEvent).type);
+    assert.deepEqual(types, ['ScheduleCreated', 'ScheduleTicked']);
+  });
+});
