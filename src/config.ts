@@ -24,6 +24,13 @@ export interface Config {
   embeddedDieWithParent: boolean;
   /** A consumer failing on one item, or behind without moving, for this long makes /healthz answer 503. */
   healthStuckMs: number;
+  /**
+   * How `serve` spreads its roles over processes (JETCRON_PROCESSES / --processes): one
+   * group per process. One group = every role in this process.
+   */
+  processes: Role[][];
+  /** Set in the processes a split `serve` starts (JETCRON_PROCESS_GROUP): the parent's id. */
+  processGroup: string | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -49,8 +56,36 @@ export function parseRoles(text: string | undefined): Set<Role> {
   return roles;
 }
 
+/**
+ * The roles' processes. `auto` (the default): every role in one process on one core;
+ * on more, the API, the dispatchers and the log readers (projector, scheduler,
+ * notifier) each get a process, so no two of them share an event loop. `1`: one
+ * process. Or groups separated by `/`, e.g. `api/dispatcher,projector,scheduler,notifier`.
+ */
+export function parseProcesses(text: string | undefined, roles: Set<Role>, cores: number): Role[][] {
+  const spec = (text ?? '').trim() || 'auto';
+  if (spec === '1') return [[...roles]];
+  if (spec === 'auto') {
+    if (cores < 2) return [[...roles]];
+    const alone: Role[] = ['api', 'dispatcher'];
+    const groups = alone.filter((r) => roles.has(r)).map((r) => [r]);
+    const rest = [...roles].filter((r) => !alone.includes(r));
+    if (rest.length) groups.push(rest);
+    return groups;
+  }
+  const groups = spec.split('/').map((g) => [...parseRoles(g)]);
+  const named = groups.flat();
+  for (const r of named) {
+    if (!roles.has(r)) throw new ConfigError(`JETCRON_PROCESSES names role "${r}", which this serve does not run (roles: ${[...roles].join(',')})`);
+  }
+  const missing = [...roles].filter((r) => !named.includes(r));
+  if (missing.length) throw new ConfigError(`JETCRON_PROCESSES leaves out role(s) ${missing.join(',')}`);
+  return groups;
+}
+
 /** The only place that reads the environment; everything else gets values. */
-export function loadConfig(env: NodeJS.ProcessEnv, opts: { roles?: string; dataDir: string }): Config {
+export function loadConfig(env: NodeJS.ProcessEnv, opts: { roles?: string; processes?: string; dataDir: string; cores?: number }): Config {
+  const roles = parseRoles(opts.roles ?? env.JETCRON_ROLES);
   return {
     natsUrl: env.NATS_URL || undefined,
     databaseUrl: env.DATABASE_URL || undefined,
@@ -58,7 +93,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { roles?: string; dataD
     port: num(env, 'PORT', 8080, (n) => Number.isInteger(n) && n >= 0 && n < 65536),
     publicUrl: env.PUBLIC_URL ? env.PUBLIC_URL.replace(/\/+$/, '') : undefined,
     dataDir: opts.dataDir,
-    roles: parseRoles(opts.roles ?? env.JETCRON_ROLES),
+    roles,
     timeScale: num(env, 'JETCRON_TIME_SCALE', 1, (n) => n > 0),
     allowPrivateTargets: env.JETCRON_ALLOW_PRIVATE_TARGETS === '1' || env.JETCRON_ALLOW_PRIVATE_TARGETS === 'true',
     streamReplicas: env.JETCRON_STREAM_REPLICAS ? num(env, 'JETCRON_STREAM_REPLICAS', 1, (n) => [1, 3, 5].includes(n)) : undefined,
@@ -70,5 +105,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { roles?: string; dataD
     dispatchConcurrency: num(env, 'JETCRON_DISPATCH_CONCURRENCY', 256, (n) => Number.isInteger(n) && n >= 1),
     embeddedDieWithParent: env.JETCRON_EMBEDDED_PDEATHSIG !== '0',
     healthStuckMs: num(env, 'JETCRON_HEALTH_STUCK_MS', 30_000, (n) => Number.isInteger(n) && n >= 100),
+    processes: parseProcesses(opts.processes ?? env.JETCRON_PROCESSES, roles, opts.cores ?? 1),
+    processGroup: env.JETCRON_PROCESS_GROUP || undefined,
   };
 }

@@ -192,6 +192,8 @@ export const SUBJECTS = {
   projected: 'jetcron.projected',
   /** An API process wrote `<org> <seq>`: reads of that organization wait for it in every API process. */
   written: 'jetcron.written',
+  /** Core NATS, `.<group>` appended: the consumers of each process of one split `serve` and where they stand, every 2 s, for its /healthz. */
+  progress: 'jetcron.progress',
   /** Core NATS: API processes announce themselves so each takes its share of the rate limit. */
   apiPresence: 'jetcron.presence.api',
 } as const;

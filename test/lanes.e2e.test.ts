@@ -118,7 +118,7 @@ describe('lanes', () => {
   test('DELETE /tasks?lane= cancels the lane: the running attempt finishes and is not retried, the rest never run', async () => {
     const target = await slowTarget(300, (p) => p === '/x/0');
     try {
-      const tasks = [];
+      const tasks: Array<{ id: string; last_execution_id: string }> = [];
       for (let i = 0; i < 5; i++) tasks.push((await api('POST', '/tasks', { url: `${target.url}/x/${i}`, lane: 'cancel-me' })).body.data);
       const keep = (await api('POST', '/tasks', { url: `${target.url}/y/0`, lane: 'keep', delay: '10m' })).body.data;
       await eventually(async () => target.spans.some((s) => s.path === '/x/0'));
@@ -128,10 +128,10 @@ describe('lanes', () => {
       assert.match(res.body.message, /5/);
       const listed = (await api('GET', '/tasks')).body.data.map((t: { id: string }) => t.id);
       for (const t of tasks) assert.ok(!listed.includes(t.id));
-      assert.equal((await api('GET', `/tasks/${tasks[1].id}`)).status, 404);
+      assert.equal((await api('GET', `/tasks/${tasks[1]!.id}`)).status, 404);
       // A quick attempt is recorded when it ends (no start event), so the one in flight
       // during the cancel shows its attempt once it has ended; then it is not retried.
-      await eventually(async () => (await api('GET', `/executions/${tasks[0].last_execution_id}`)).body.data.attempt === 1, 20_000);
+      await eventually(async () => (await api('GET', `/executions/${tasks[0]!.last_execution_id}`)).body.data.attempt === 1, 20_000);
       const rows = await finishedAll(tasks.map((t) => t.last_execution_id));
       assert.deepEqual(rows.map((e) => e.status), ['cancelled', 'cancelled', 'cancelled', 'cancelled', 'cancelled']);
       assert.equal(rows[0].attempt, 1, 'the running attempt was recorded');

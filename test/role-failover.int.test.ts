@@ -101,7 +101,8 @@ test('role failover: kill -9 of the process holding every lease; the standby tak
     const dataA = mkdtempSync(path.join(os.tmpdir(), 'jetcron-test-failover-a-'));
     dirs.push(dataA);
     // Dies with the test (SIGKILL) if the test process itself dies; setpriv execs node, so the pid stays node's.
-    const cmd = dieWithParent(process.execPath, [path.join(ROOT, 'bin/jetcron.mjs'), 'serve', '--data-dir', dataA], 'SIGKILL');
+    // One process for every role (--processes 1): the lease holder whose kill -9 this test is about.
+    const cmd = dieWithParent(process.execPath, [path.join(ROOT, 'bin/jetcron.mjs'), 'serve', '--processes', '1', '--data-dir', dataA], 'SIGKILL');
     child = spawn(cmd.file, cmd.args, {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],

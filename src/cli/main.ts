@@ -1,5 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { availableParallelism } from 'node:os';
+import type { ChildReady } from '../runtime/process-group.ts';
+import type { Running } from '../runtime/serve.ts';
 import { createApiKey, revokeApiKey } from '../commands/api-key/handlers.ts';
 import { changePlan, createOrganization } from '../commands/organization/handlers.ts';
 import type { Plan } from '../commands/organization/types.ts';
@@ -15,7 +18,7 @@ import { parseArgs } from './args.ts';
 import { serviceUrls } from './services.ts';
 
 const USAGE = `usage:
-  jetcron serve [--roles api,projector,scheduler,dispatcher,notifier]
+  jetcron serve [--roles api,projector,scheduler,dispatcher,notifier] [--processes auto|1|<groups joined by />]
   jetcron org create --name NAME [--plan free|pro]
   jetcron org plan --org ORG_ID --plan free|pro
   jetcron key create --org ORG_ID
@@ -27,7 +30,9 @@ const USAGE = `usage:
 
 class UsageError extends Error {}
 
-const log = (m: string) => process.stderr.write(`${new Date().toISOString()} ${m}\n`);
+// A role process of a split serve names its roles, so interleaved lines say who wrote them.
+const who = process.env.JETCRON_PROCESS_GROUP && process.env.JETCRON_ROLES ? ` [${process.env.JETCRON_ROLES}]` : '';
+const log = (m: string) => process.stderr.write(`${new Date().toISOString()}${who} ${m}\n`);
 
 function need(flags: Map<string, string>, name: string): string {
   const v = flags.get(name);
@@ -59,12 +64,16 @@ function withStore<T>(dataDir: string, fn: (deps: { store: ReturnType<typeof cre
 }
 
 async function runServe(flags: Map<string, string>, dataDir: string) {
-  const config = loadConfig(process.env, { roles: flags.get('roles'), dataDir });
+  const config = loadConfig(process.env, { roles: flags.get('roles'), processes: flags.get('processes'), dataDir, cores: availableParallelism() });
   // Loaded on demand: the admin commands should not pay for the whole service's modules.
-  const { serve } = await import('../runtime/serve.ts');
-  const running = await serve(config, log);
+  const split = config.processes.length > 1 && !config.processGroup;
+  // Signals are taken from the first moment: one that arrives while the service starts
+  // stops it as soon as it has started, with its embedded servers, never half-way.
+  let running: Running | undefined;
+  let stopAsked: string | undefined;
   let stopping = false;
   const shutdown = (signal: string) => {
+    if (!running) return void (stopAsked ??= signal);
     if (stopping) return;
     stopping = true;
     log(`${signal}: shutting down`);
@@ -75,6 +84,13 @@ async function runServe(flags: Map<string, string>, dataDir: string) {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+  if (config.processGroup && process.send) process.on('disconnect', () => shutdown('parent process gone'));
+  running = split
+    ? await (await import('../runtime/process-group.ts')).serveInProcesses(config, log)
+    : await (await import('../runtime/serve.ts')).serve(config, log);
+  // A role process of a split serve: ready once its roles run.
+  if (config.processGroup && process.send?.({ type: 'jetcron-ready', url: running.url } satisfies ChildReady) === false) stopAsked ??= 'parent process gone';
+  if (stopAsked) shutdown(stopAsked);
 }
 
 async function main(argv: string[]): Promise<void> {

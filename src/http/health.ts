@@ -5,10 +5,11 @@ import type { Db } from '../db/connect.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import type { Nats } from '../nats/connection.ts';
 import type { ConsumerProgress, Supervisor } from '../nats/supervisor.ts';
+import type { ProgressBoard } from '../nats/progress-board.ts';
 
 /**
- * `/healthz`: 200 only when both stores answer and every consumer this process runs
- * is making progress; 503 when a store is unreachable or a consumer is stuck (failing
+ * `/healthz`: 200 only when both stores answer and every consumer of the service (this
+ * process's, and those other processes share) is making progress; 503 when a store is unreachable or a consumer is stuck (failing
  * on one item, or behind the log without moving) for longer than `stuckMs`. The body
  * names each consumer with its state and lag, so an operator sees which one and why.
  */
@@ -47,7 +48,7 @@ function within<T>(p: Promise<T>): Promise<T> {
   return Promise.race([p, new Promise<never>((_, rej) => setTimeout(() => rej(new Error('timeout')), PROBE_TIMEOUT_MS).unref())]);
 }
 
-export function createHealth(deps: { nats: Nats; db: Db; supervisor: Supervisor; metrics: Metrics; stuckMs: number }) {
+export function createHealth(deps: { nats: Nats; db: Db; supervisor: Supervisor; board: ProgressBoard; metrics: Metrics; stuckMs: number }) {
   // Where each consumer was when it was first seen behind: unchanged for stuckMs = stuck.
   const behind = new Map<string, { position: number; since: number }>();
   let last: HealthReport | undefined;
@@ -102,7 +103,7 @@ export function createHealth(deps: { nats: Nats; db: Db; supervisor: Supervisor;
     ]);
     const ends = new Map<string, Promise<number>>();
     const consumers: Record<string, ConsumerReport> = {};
-    for (const c of deps.supervisor.consumers().sort((a, b) => a.consumer.localeCompare(b.consumer))) {
+    for (const c of deps.board.consumers().sort((a, b) => a.consumer.localeCompare(b.consumer))) {
       consumers[c.consumer] = await consumerReport(c, ends, now);
     }
     const ok = natsOk && pgOk && Object.values(consumers).every((c) => c.state !== 'stuck');

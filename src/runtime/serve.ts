@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
-import type { Config } from '../config.ts';
+import type { Config, Role } from '../config.ts';
 import { connectDb } from '../db/connect.ts';
 import { migrate } from '../db/migrations.ts';
 import { createEventStore } from '../events/store.ts';
@@ -26,6 +26,7 @@ import { startNotifier } from '../notifier/notifier.ts';
 import { startProjector } from '../projections/projector.ts';
 import { createWatermark } from '../projections/watermark.ts';
 import { createReadYourWrites } from '../http/read-your-writes.ts';
+import { openProgressBoard, shareProgress } from '../nats/progress-board.ts';
 import { startScheduler } from '../scheduler/scheduler.ts';
 import { bootstrapFirstOrganization } from './first-organization.ts';
 import { startEmbeddedNats } from './embedded-nats.ts';
@@ -37,26 +38,30 @@ export interface Running {
   natsUrl: string;
   databaseUrl: string;
   stop(): Promise<void>;
+  /** A split serve: each role process and its pid (null while it is being started again). */
+  processes?: () => Array<{ roles: Role[]; pid: number | null }>;
 }
 
-type Stopper = () => Promise<void>;
+export type Stopper = () => Promise<void>;
 
-function named(name: string, fn: Stopper): Stopper {
+export function named(name: string, fn: Stopper): Stopper {
   Object.defineProperty(fn, 'name', { value: name });
   return fn;
+}
+
+/** Stops what was started, last first; a part that does not stop in time is named, so a hung shutdown says where it hangs. */
+export async function runStoppers(stoppers: Stopper[], log: (m: string) => void): Promise<void> {
+  for (const s of stoppers.reverse()) {
+    const slow = setTimeout(() => log(`shutdown: still waiting for ${s.name || 'a part'}`), 15_000);
+    await s().catch((e: Error) => log(`shutdown: ${e.message}`));
+    clearTimeout(slow);
+  }
 }
 
 /** The composition root: every role the config names, in one process. */
 export async function serve(config: Config, log: (m: string) => void): Promise<Running> {
   const stoppers: Stopper[] = [];
-  const stopAll = async () => {
-    for (const s of stoppers.reverse()) {
-      // A part that does not stop in time is named, so a hung shutdown says where it hangs.
-      const slow = setTimeout(() => log(`shutdown: still waiting for ${s.name || 'a part'}`), 15_000);
-      await s().catch((e: Error) => log(`shutdown: ${e.message}`));
-      clearTimeout(slow);
-    }
-  };
+  const stopAll = () => runStoppers(stoppers, log);
   try {
     return await start(config, log, stoppers, stopAll);
   } catch (err) {
@@ -65,7 +70,8 @@ export async function serve(config: Config, log: (m: string) => void): Promise<R
   }
 }
 
-async function start(config: Config, log: (m: string) => void, stoppers: Stopper[], stopAll: () => Promise<void>): Promise<Running> {
+/** The embedded nats-server and Postgres when no URLs are configured (their stops go on `stoppers`). */
+export async function startStores(config: Config, log: (m: string) => void, stoppers: Stopper[]) {
   const embedded = !config.natsUrl && !config.databaseUrl;
   // The embedded servers are chatty; only their errors reach our log.
   const serverLog = (m: string) => {
@@ -89,6 +95,11 @@ async function start(config: Config, log: (m: string) => void, stoppers: Stopper
     stoppers.push(async () => rmSync(pgUrlFile, { force: true }));
     log('embedded Postgres started');
   }
+  return { embedded, natsUrl, databaseUrl };
+}
+
+async function start(config: Config, log: (m: string) => void, stoppers: Stopper[], stopAll: () => Promise<void>): Promise<Running> {
+  const { embedded, natsUrl, databaseUrl } = await startStores(config, log, stoppers);
 
   const instanceId = `${process.pid}-${randomBytes(4).toString('hex')}`;
   const nats = await untilStarted('connecting to NATS', () => connectNats(natsUrl, `jetcron ${[...config.roles].join(',')} ${instanceId}`), log);
@@ -115,6 +126,10 @@ async function start(config: Config, log: (m: string) => void, stoppers: Stopper
   const ledger = await openFailureLedger(nats, log);
   stoppers.push(async () => ledger.close());
   const supervisor = createSupervisor({ ledger, metrics, log });
+  if (config.processGroup) {
+    const stopSharing = shareProgress(nats, supervisor, config.processGroup, instanceId);
+    stoppers.push(named('progress sharing', async () => stopSharing()));
+  }
 
   // Consumers this process may take over are listed (standby) in /healthz from the start.
   if (config.roles.has('projector')) supervisor.progress('projector', 'EVENTS');
@@ -163,7 +178,9 @@ async function start(config: Config, log: (m: string) => void, stoppers: Stopper
     stoppers.push(async () => endpoints.close());
     const secrets = await openSecretBox({ nats, envKey: config.secretsKey, log });
     const hooks = noHooks;
-    const health = createHealth({ nats, db, supervisor, metrics, stuckMs: config.healthStuckMs });
+    const board = openProgressBoard(nats, supervisor, config.processGroup, instanceId);
+    stoppers.push(async () => board.close());
+    const health = createHealth({ nats, db, supervisor, board, metrics, stuckMs: config.healthStuckMs });
     stoppers.push(async () => health.close());
     const app = createApp({ config, db, nats, store, clock, directory, reads, rateLimiter, metrics, endpoints, secrets, hooks, health }, log, () => root);
     // Inbound URLs skip express: they are the hot path and need neither an API key nor JSON.

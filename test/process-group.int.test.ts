@@ -1,0 +1,91 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePort } from '../src/runtime/free-port.ts';
+import { startTarget } from './support/target.ts';
+
+// `jetcron serve` as a user runs it, with its roles split over processes: one API, one
+// dispatcher, one for the log readers, under a parent that owns the embedded stores.
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+const parentOf = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]);
+const rolesOf = (pid: number) => readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').find((v) => v.startsWith('JETCRON_ROLES='))?.slice(14);
+
+async function until<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, ms = 30_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await check();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await sleep(100);
+  }
+}
+
+test('serve splits its roles over processes; a killed role process comes back; all go with the parent', { timeout: 180_000 }, async (t) => {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'jetcron-split-'));
+  const port = await freePort();
+  const env: NodeJS.ProcessEnv = { ...process.env, JETCRON_DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', JETCRON_ALLOW_PRIVATE_TARGETS: '1' };
+  for (const name of ['NATS_URL', 'DATABASE_URL', 'JETCRON_ROLES', 'JETCRON_PROCESS_GROUP', 'JETCRON_PROCESSES']) delete env[name];
+  const serve = spawn(process.execPath, ['bin/jetcron.mjs', 'serve', '--processes', 'api/dispatcher/projector,scheduler,notifier'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  for (const s of [serve.stdout, serve.stderr]) s.on('data', (c: Buffer) => (output += c.toString('utf8')));
+  const target = await startTarget();
+  t.after(async () => {
+    if (serve.exitCode === null) serve.kill('SIGKILL');
+    await target.close();
+    await sleep(500);
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  const key = await until('the first organization is created', () => output.match(/pk_[a-z0-9]+\.sk_[a-z0-9]+/)?.[0], 120_000);
+  const line = await until('every role process runs', () => output.match(/roles in 3 processes: (.*)/)?.[1]);
+  const pids = Object.fromEntries([...line.matchAll(/([a-z,]+) \(pid (\d+)\)/g)].map((m) => [m[1]!, Number(m[2])]));
+  assert.deepEqual(Object.keys(pids).sort(), ['api', 'dispatcher', 'projector,scheduler,notifier']);
+  for (const [roles, pid] of Object.entries(pids)) {
+    assert.equal(parentOf(pid), serve.pid, `${roles} runs under the serve process`);
+    assert.equal(rolesOf(pid), roles);
+  }
+
+  const base = `http://127.0.0.1:${port}/api/v1`;
+  const api = async (method: string, p: string, body?: unknown) => {
+    const res = await fetch(`${base}${p}`, { method, headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' }, body: body ? JSON.stringify(body) : undefined });
+    return { status: res.status, body: (await res.json()) as any };
+  };
+  const runTask = async (tag: string) => {
+    const created = await api('POST', '/tasks', { url: `${target.url}/${tag}` });
+    assert.equal(created.status, 201);
+    // Read-your-writes: the task is there at once, though the write did not wait for the projector.
+    assert.equal((await api('GET', `/tasks/${created.body.data.id}`)).status, 200);
+    const exe = created.body.data.last_execution_id;
+    await until(`${tag} ran`, async () => (await api('GET', `/executions/${exe}`)).body.data?.status === 'success');
+  };
+  await runTask('first');
+
+  // /healthz in the API process reports the consumers the other processes run.
+  const health = (await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()) as { consumers: Record<string, { state: string }> };
+  for (const c of ['projector', 'translator', 'notifier', 'dispatchers']) assert.notEqual(health.consumers[c]?.state ?? 'missing', 'standby', c);
+
+  process.kill(pids.dispatcher!, 'SIGKILL');
+  await until('the dispatcher process is started again', () => /the dispatcher process runs again/.test(output));
+  await runTask('after-restart');
+  assert.equal(target.received.length, 2);
+
+  const nats = JSON.parse(readFileSync(path.join(dataDir, 'nats.process.json'), 'utf8')).pid as number;
+  const children = Object.values(pids).filter((p) => p !== pids.dispatcher);
+  serve.kill('SIGKILL');
+  await until('the role processes and the embedded nats-server are gone with the parent', () => children.every((p) => !alive(p)) && !alive(nats), 20_000);
+});
