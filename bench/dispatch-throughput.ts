@@ -4,8 +4,9 @@
  * as success (polled every 50 ms), i.e. until the results are visible to users.
  */
 import { hrMs, sleep, sampleTargetArrivals } from './harness.ts';
+import { endToEnd, pollProgress, type EndToEndRun } from './progress.ts';
 import { closedLoop } from './load.ts';
-import { countExecutions, executionStatuses, executionTimes, hrToWallOffset, stageTable, troubleNotes, withStack, type Benchmark, type Metric } from './stack.ts';
+import { countExecutions, executionStatuses, executionTimes, hrToWallOffset, stageTable, troubleNotes, withStack, type Benchmark, type Metric, type Stack } from './stack.ts';
 import { fmt, summarize, type Table } from './stats.ts';
 
 const TASKS = 10_000;
@@ -18,80 +19,86 @@ const CREATE_MAX_MS = 120_000;
 const STALL_MS = 20_000;
 const DRAIN_MAX_MS = 150_000;
 
+/** What one measured dispatch run leaves for the report. */
+export interface DispatchRun extends EndToEndRun<{ t: number; pg: number; created: number }> {
+  /** Creates started. */
+  started: number;
+  /** Creates answered 201. */
+  createdOk: number;
+  createMs: number[];
+  /** Success executions of the warm-up, before the clock started. */
+  baseline: number;
+  warmOutcomes: string;
+}
+
+/**
+ * The measured part of the dispatch benchmark on a fresh stack: a warm-up of 300 tasks,
+ * then 10,000 immediate tasks created at concurrency 64, until Postgres shows all as success
+ * (or progress stalls, or the time bound). Also used by the peers benchmark.
+ */
+export async function runDispatch(s: Stack): Promise<DispatchRun> {
+  const task = (id: string) => ({ url: `${s.target.url}/hit?id=${id}`, name: `dt-${id}`, body: { n: id }, retry_attempts: 0 });
+
+  // Warm-up: JIT, connection pools, consumers; its executions are the baseline.
+  await closedLoop({ concurrency: CONCURRENCY, maxCount: WARMUP, maxMs: 30_000, fn: (i) => s.api.createTask(task(`w${i}`)) });
+  const warmDeadline = Date.now() + 30_000;
+  let baseline = await countExecutions(s.db);
+  while (baseline < WARMUP && Date.now() < warmDeadline) {
+    await sleep(100);
+    baseline = await countExecutions(s.db);
+  }
+  await s.target.reset();
+  const warmOutcomes = s.api.outcomes.describe();
+  s.api.outcomes.byKey.clear();
+
+  // Samplers: Postgres success count every 50 ms, target arrivals every 250 ms.
+  let created = 0;
+  const t0 = hrMs();
+  const progress = pollProgress({
+    t0,
+    goal: TASKS,
+    pollMs: POLL_MS,
+    count: async () => (await countExecutions(s.db)) - baseline,
+    sample: (t, pg) => ({ t, pg, created }),
+  });
+  const arrivals = sampleTargetArrivals(s.target, t0);
+
+  const cpuEnd = s.startCpuPhase();
+  const createMs: number[] = [];
+  const load = await closedLoop({
+    concurrency: CONCURRENCY,
+    maxCount: TASKS,
+    maxMs: CREATE_MAX_MS,
+    fn: async (i) => {
+      const r = await s.api.createTask(task(`d${i}`));
+      created++;
+      if (r.status === 201) createMs.push(r.ms);
+    },
+  });
+  const createEnd = hrMs();
+  const createdOk = s.api.outcomes.count('201');
+
+  // Drain: until every created task's execution is success, or progress stalls, or the time bound.
+  await progress.drain({ since: createEnd, enough: createdOk, stallMs: STALL_MS, maxMs: DRAIN_MAX_MS });
+  const cpu = cpuEnd();
+  await Promise.all([progress.stop(), arrivals.stop()]);
+  const finalSuccess = (await countExecutions(s.db)) - baseline;
+  return {
+    ...endToEnd(progress, { finished: finalSuccess, createEnd, targetSamples: arrivals.samples, cpu }),
+    started: load.started,
+    createdOk,
+    createMs,
+    baseline,
+    warmOutcomes,
+  };
+}
+
 export const dispatchThroughput: Benchmark = {
   name: 'dispatch-throughput',
   title: `${TASKS.toLocaleString('en-US')} immediate tasks created through the API (concurrency ${CONCURRENCY}) until every execution is recorded as success`,
   run(ctx) {
     return withStack(ctx, this.name, async (s) => {
-      const task = (id: string) => ({ url: `${s.target.url}/hit?id=${id}`, name: `dt-${id}`, body: { n: id }, retry_attempts: 0 });
-
-      // Warm-up: JIT, connection pools, consumers; its executions are the baseline.
-      await closedLoop({ concurrency: CONCURRENCY, maxCount: WARMUP, maxMs: 30_000, fn: (i) => s.api.createTask(task(`w${i}`)) });
-      const warmDeadline = Date.now() + 30_000;
-      let baseline = await countExecutions(s.db);
-      while (baseline < WARMUP && Date.now() < warmDeadline) {
-        await sleep(100);
-        baseline = await countExecutions(s.db);
-      }
-      await s.target.reset();
-      const warmOutcomes = s.api.outcomes.describe();
-      s.api.outcomes.byKey.clear();
-
-      // Samplers: Postgres success count every 50 ms, target arrivals every 250 ms.
-      const samples: { t: number; pg: number; created: number; target?: number }[] = [];
-      let created = 0;
-      let pgDone = baseline;
-      let pgCompleteAt: number | undefined;
-      let sampling = true;
-      const t0 = hrMs();
-      const pgPoller = (async () => {
-        while (sampling) {
-          const at = hrMs();
-          try {
-            pgDone = await countExecutions(s.db);
-          } catch {
-            /* keep polling */
-          }
-          samples.push({ t: at - t0, pg: pgDone - baseline, created });
-          if (pgCompleteAt === undefined && pgDone - baseline >= TASKS) pgCompleteAt = at;
-          await sleep(Math.max(0, POLL_MS - (hrMs() - at)));
-        }
-      })();
-      const arrivals = sampleTargetArrivals(s.target, t0);
-      const targetSamples = arrivals.samples;
-
-      const cpuEnd = s.startCpuPhase();
-      const createMs: number[] = [];
-      const load = await closedLoop({
-        concurrency: CONCURRENCY,
-        maxCount: TASKS,
-        maxMs: CREATE_MAX_MS,
-        fn: async (i) => {
-          const r = await s.api.createTask(task(`d${i}`));
-          created++;
-          if (r.status === 201) createMs.push(r.ms);
-        },
-      });
-      const createEnd = hrMs();
-      const createdOk = s.api.outcomes.count('201');
-
-      // Drain: until every created task's execution is success, or progress stalls, or the time bound.
-      let lastProgress = hrMs();
-      let lastSeen = pgDone;
-      while (pgCompleteAt === undefined && hrMs() - createEnd < DRAIN_MAX_MS) {
-        await sleep(POLL_MS);
-        if (pgDone !== lastSeen) {
-          lastSeen = pgDone;
-          lastProgress = hrMs();
-        } else if (hrMs() - lastProgress > STALL_MS) {
-          break;
-        }
-        if (pgDone - baseline >= createdOk) break;
-      }
-      const cpu = cpuEnd();
-      sampling = false;
-      await Promise.all([pgPoller, arrivals.stop()]);
-      const finalSuccess = (await countExecutions(s.db)) - baseline;
+      const { t0, createEnd, pgCompleteAt, samples, targetSamples, cpu, started, createdOk, createMs, baseline, warmOutcomes, finalSuccess, e2eSeconds, execRate } = await runDispatch(s);
       const statuses = await executionStatuses(s.db);
       const st = await s.target.stats(true);
       const ours = st.arrivals!.filter(([id]) => id.startsWith('d'));
@@ -111,9 +118,6 @@ export const dispatchThroughput: Benchmark = {
         if (t.finishedAt !== null) toFinished.push(t.finishedAt - t.startedAt);
       }
 
-      const endAt = pgCompleteAt ?? (samples.at(-1)?.t ?? 0) + t0;
-      const e2eSeconds = (endAt - t0) / 1000;
-      const execRate = finalSuccess / e2eSeconds;
       const createSeconds = (createEnd - t0) / 1000;
       const createRate = createdOk / createSeconds;
       const toTargetSeconds = (lastArrival - t0) / 1000;
@@ -122,7 +126,7 @@ export const dispatchThroughput: Benchmark = {
       const raw = ctx.rawRate;
 
       const metrics: Metric[] = [
-        { label: 'tasks created (201)', value: `${fmt.int(createdOk)} of ${fmt.int(load.started)} sent` },
+        { label: 'tasks created (201)', value: `${fmt.int(createdOk)} of ${fmt.int(started)} sent` },
         { label: 'create outcomes', value: s.api.outcomes.describe() },
         { label: 'create phase', value: `${fmt.s(createSeconds)} → ${fmt.rate(createRate)}` },
         { label: 'create latency p50 / p99 / max', value: `${fmt.ms(lat.p50)} / ${fmt.ms(lat.p99)} / ${fmt.ms(lat.max)}` },

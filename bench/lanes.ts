@@ -10,6 +10,7 @@
  */
 import { hrMs, sleep, sampleTargetArrivals } from './harness.ts';
 import { closedLoop } from './load.ts';
+import { endToEnd, pollProgress, type EndToEndRun } from './progress.ts';
 import { executionStatuses, executionTimes, hrToWallOffset, stageTable, troubleNotes, withStack, type Benchmark, type Metric, type Stack } from './stack.ts';
 import { fmt, summarize, type Table } from './stats.ts';
 import type { LaneRecord } from './target-server.ts';
@@ -109,107 +110,108 @@ export function checkLanes(records: LaneRecord[], lanes: string[], perLane: numb
   return out;
 }
 
+/** What one measured lanes run leaves for the report. */
+export interface LanesRun extends EndToEndRun<{ t: number; pg: number; batches: number }> {
+  batchMs: number[];
+  outcomes: Map<string, number>;
+  failures: string[];
+  tasksAccepted: number;
+  answeredHr: number[];
+  laneNames: string[];
+  warm: { status: string[]; done: number; check: LaneCheck };
+}
+
+/**
+ * The measured part of the lanes benchmark on a fresh stack: a warm-up of a few small lanes,
+ * then 100 lanes × 100 tasks created one batch per lane, until Postgres shows all as success
+ * (or progress stalls, or the time bound). Also used by the peers benchmark.
+ */
+export async function runLanes(s: Stack): Promise<LanesRun> {
+  const client = s.client(CREATE_CONCURRENCY);
+  const batchBody = (lane: string, tag: string, n: number) =>
+    JSON.stringify({
+      lane,
+      retry_attempts: 0,
+      tasks: Array.from({ length: n }, (_, i) => ({ url: `${s.target.url}/hit?lane=${encodeURIComponent(lane)}&i=${i}&id=${tag}-${i}`, name: `${tag}-${i}` })),
+    });
+  const post = (body: string) => client.send('POST', '/api/v1/tasks/batch', { body });
+
+  // Warm-up: a few small lanes through the same path (JIT, pools, consumers, lane KV).
+  const warmBodies = Array.from({ length: WARMUP_LANES }, (_, n) => batchBody(`warm-${n}`, `lw${n}`, WARMUP_PER_LANE));
+  const warmStatus: string[] = [];
+  await closedLoop({ concurrency: WARMUP_LANES, maxCount: WARMUP_LANES, maxMs: 30_000, fn: async (n) => warmStatus.push(String((await post(warmBodies[n]!)).status)) });
+  const warmDeadline = Date.now() + 60_000;
+  let warmDone = await successCount(s, 'lw');
+  while (warmDone < WARMUP_LANES * WARMUP_PER_LANE && Date.now() < warmDeadline) {
+    await sleep(100);
+    warmDone = await successCount(s, 'lw');
+  }
+  const warmRecords = await s.target.lanes();
+  const warmCheck = checkLanes(warmRecords, Array.from({ length: WARMUP_LANES }, (_, n) => `warm-${n}`), WARMUP_PER_LANE);
+  await s.target.reset();
+
+  // Bodies built before the clock starts; lanes named lane-0 … lane-99, created in that order.
+  const laneNames = Array.from({ length: LANES }, (_, n) => `lane-${n}`);
+  const bodies = laneNames.map((lane, n) => batchBody(lane, `ln${n}`, PER_LANE));
+
+  let batchesAnswered = 0;
+  const t0 = hrMs();
+  const progress = pollProgress({ t0, goal: TASKS, pollMs: POLL_MS, count: () => successCount(s, 'ln'), sample: (t, pg) => ({ t, pg, batches: batchesAnswered }) });
+  const arrivals = sampleTargetArrivals(s.target, t0);
+
+  const cpuEnd = s.startCpuPhase();
+  const batchMs: number[] = [];
+  const outcomes = new Map<string, number>();
+  const failures: string[] = [];
+  let tasksAccepted = 0;
+  const answeredHr = new Array<number>(LANES).fill(NaN);
+  await closedLoop({
+    concurrency: CREATE_CONCURRENCY,
+    maxCount: LANES,
+    maxMs: CREATE_MAX_MS,
+    fn: async (n) => {
+      const r = await post(bodies[n]!);
+      batchesAnswered++;
+      answeredHr[n] = r.sentHr + r.ms;
+      outcomes.set(String(r.status), (outcomes.get(String(r.status)) ?? 0) + 1);
+      if (r.status === 201) {
+        batchMs.push(r.ms);
+        const created = (JSON.parse(r.text) as { data?: { created?: number } }).data?.created ?? 0;
+        tasksAccepted += created;
+        if (created !== PER_LANE && failures.length < 5) failures.push(`lane-${n}: 201 but created=${created}`);
+      } else if (failures.length < 5) {
+        failures.push(`lane-${n}: ${r.status} ${r.text.slice(0, 300)}`);
+      }
+    },
+  });
+  const createEnd = hrMs();
+
+  // Drain: until every accepted task's execution is success, or progress stalls, or the time bound.
+  await progress.drain({ since: createEnd, enough: tasksAccepted, stallMs: STALL_MS, maxMs: DRAIN_MAX_MS });
+  const cpu = cpuEnd();
+  await Promise.all([progress.stop(), arrivals.stop()]);
+  // Let any response still being written land before asking for the records.
+  await sleep(200);
+
+  const finalSuccess = await successCount(s, 'ln');
+  return {
+    ...endToEnd(progress, { finished: finalSuccess, createEnd, targetSamples: arrivals.samples, cpu }),
+    batchMs,
+    outcomes,
+    failures,
+    tasksAccepted,
+    answeredHr,
+    laneNames,
+    warm: { status: warmStatus, done: warmDone, check: warmCheck },
+  };
+}
+
 export const lanes: Benchmark = {
   name: 'lanes',
   title: `${LANES} lanes × ${PER_LANE} tasks (${TASKS.toLocaleString('en-US')}), one POST /api/v1/tasks/batch per lane (concurrency ${CREATE_CONCURRENCY}), until every execution is success; lane order and no overlap checked at the target`,
   run(ctx) {
     return withStack(ctx, this.name, async (s) => {
-      const client = s.client(CREATE_CONCURRENCY);
-      const batchBody = (lane: string, tag: string, n: number) =>
-        JSON.stringify({
-          lane,
-          retry_attempts: 0,
-          tasks: Array.from({ length: n }, (_, i) => ({ url: `${s.target.url}/hit?lane=${encodeURIComponent(lane)}&i=${i}&id=${tag}-${i}`, name: `${tag}-${i}` })),
-        });
-      const post = (body: string) => client.send('POST', '/api/v1/tasks/batch', { body });
-
-      // Warm-up: a few small lanes through the same path (JIT, pools, consumers, lane KV).
-      const warmBodies = Array.from({ length: WARMUP_LANES }, (_, n) => batchBody(`warm-${n}`, `lw${n}`, WARMUP_PER_LANE));
-      const warmStatus: string[] = [];
-      await closedLoop({ concurrency: WARMUP_LANES, maxCount: WARMUP_LANES, maxMs: 30_000, fn: async (n) => warmStatus.push(String((await post(warmBodies[n]!)).status)) });
-      const warmDeadline = Date.now() + 60_000;
-      let warmDone = await successCount(s, 'lw');
-      while (warmDone < WARMUP_LANES * WARMUP_PER_LANE && Date.now() < warmDeadline) {
-        await sleep(100);
-        warmDone = await successCount(s, 'lw');
-      }
-      const warmRecords = await s.target.lanes();
-      const warmCheck = checkLanes(warmRecords, Array.from({ length: WARMUP_LANES }, (_, n) => `warm-${n}`), WARMUP_PER_LANE);
-      await s.target.reset();
-
-      // Bodies built before the clock starts; lanes named lane-0 … lane-99, created in that order.
-      const laneNames = Array.from({ length: LANES }, (_, n) => `lane-${n}`);
-      const bodies = laneNames.map((lane, n) => batchBody(lane, `ln${n}`, PER_LANE));
-
-      const samples: { t: number; pg: number; batches: number; target?: number }[] = [];
-      let batchesAnswered = 0;
-      let pgDone = 0;
-      let pgCompleteAt: number | undefined;
-      let sampling = true;
-      const t0 = hrMs();
-      const pgPoller = (async () => {
-        while (sampling) {
-          const at = hrMs();
-          try {
-            pgDone = await successCount(s, 'ln');
-          } catch {
-            /* keep polling */
-          }
-          samples.push({ t: at - t0, pg: pgDone, batches: batchesAnswered });
-          if (pgCompleteAt === undefined && pgDone >= TASKS) pgCompleteAt = at;
-          await sleep(Math.max(0, POLL_MS - (hrMs() - at)));
-        }
-      })();
-      const arrivals = sampleTargetArrivals(s.target, t0);
-      const targetSamples = arrivals.samples;
-
-      const cpuEnd = s.startCpuPhase();
-      const batchMs: number[] = [];
-      const outcomes = new Map<string, number>();
-      const failures: string[] = [];
-      let tasksAccepted = 0;
-      const answeredHr = new Array<number>(LANES).fill(NaN);
-      await closedLoop({
-        concurrency: CREATE_CONCURRENCY,
-        maxCount: LANES,
-        maxMs: CREATE_MAX_MS,
-        fn: async (n) => {
-          const r = await post(bodies[n]!);
-          batchesAnswered++;
-          answeredHr[n] = r.sentHr + r.ms;
-          outcomes.set(String(r.status), (outcomes.get(String(r.status)) ?? 0) + 1);
-          if (r.status === 201) {
-            batchMs.push(r.ms);
-            const created = (JSON.parse(r.text) as { data?: { created?: number } }).data?.created ?? 0;
-            tasksAccepted += created;
-            if (created !== PER_LANE && failures.length < 5) failures.push(`lane-${n}: 201 but created=${created}`);
-          } else if (failures.length < 5) {
-            failures.push(`lane-${n}: ${r.status} ${r.text.slice(0, 300)}`);
-          }
-        },
-      });
-      const createEnd = hrMs();
-
-      // Drain: until every accepted task's execution is success, or progress stalls, or the time bound.
-      let lastProgress = hrMs();
-      let lastSeen = pgDone;
-      while (pgCompleteAt === undefined && hrMs() - createEnd < DRAIN_MAX_MS) {
-        await sleep(POLL_MS);
-        if (pgDone !== lastSeen) {
-          lastSeen = pgDone;
-          lastProgress = hrMs();
-        } else if (hrMs() - lastProgress > STALL_MS) {
-          break;
-        }
-        if (pgDone >= tasksAccepted) break;
-      }
-      const cpu = cpuEnd();
-      sampling = false;
-      await Promise.all([pgPoller, arrivals.stop()]);
-      // Let any response still being written land before asking for the records.
-      await sleep(200);
-
-      const finalSuccess = await successCount(s, 'ln');
+      const { t0, createEnd, pgCompleteAt, samples, targetSamples, cpu, batchMs, outcomes, failures, tasksAccepted, answeredHr, laneNames, warm, finalSuccess, e2eSeconds, execRate } = await runLanes(s);
       const statuses = await statusesOf(s, 'ln');
       const allStatuses = await executionStatuses(s.db);
       const execRows = await s.db.query<{ n: string; d: string }>("SELECT count(*) AS n, count(DISTINCT source_id) AS d FROM executions WHERE source_name LIKE 'ln%'");
@@ -225,9 +227,6 @@ export const lanes: Benchmark = {
       const firstArrival = records.length ? Math.min(...records.map((r) => r[2])) : NaN;
       const lastArrival = records.length ? Math.max(...records.map((r) => r[2])) : NaN;
 
-      const endAt = pgCompleteAt ?? (samples.at(-1)?.t ?? 0) + t0;
-      const e2eSeconds = (endAt - t0) / 1000;
-      const execRate = finalSuccess / e2eSeconds;
       const createSeconds = (createEnd - t0) / 1000;
       const raw = ctx.rawRate;
       const bm = summarize(batchMs);
@@ -257,7 +256,7 @@ export const lanes: Benchmark = {
       const notes = [
         `creates: one POST /api/v1/tasks/batch per lane ({lane, retry_attempts: 0, tasks: [{url, name}…]}), ${CREATE_CONCURRENCY} in flight, lanes requested in order lane-0 … lane-99; batches were used rather than single POST /api/v1/tasks (lane per task) because they are faster to create.`,
         `proof: the target records each request's lane and index (URL query), its arrival (process.hrtime) and when its 200 was written (response 'finish'); per lane, arrivals sorted by time must have strictly increasing indices, and each arrival must be later than the previous request's response.`,
-        `warm-up: ${WARMUP_LANES} lanes × ${WARMUP_PER_LANE} tasks first (batches ${warmStatus.join(', ')}; ${warmDone} success; lanes checked: ${warmCheck.lanesChecked}, overlaps: ${warmCheck.overlaps}, out of order: ${warmCheck.outOfOrder}, missing: ${warmCheck.missing}); counts above exclude them.`,
+        `warm-up: ${WARMUP_LANES} lanes × ${WARMUP_PER_LANE} tasks first (batches ${warm.status.join(', ')}; ${warm.done} success; lanes checked: ${warm.check.lanesChecked}, overlaps: ${warm.check.overlaps}, out of order: ${warm.check.outOfOrder}, missing: ${warm.check.missing}); counts above exclude them.`,
         `a lane runs one request at a time, so at most ${LANES} requests are ever in flight; the raw loop runs 64 in parallel with no service between.`,
         ...failures,
         ...check.examples.map((e) => `lane violation: ${e}`),
