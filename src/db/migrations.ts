@@ -169,6 +169,16 @@ const migrations: Record<string, Migration> = {
       await sql`ALTER TABLE executions ADD COLUMN response_body_encoding text`.execute(db);
     },
   },
+  // A task's status and next run, and a schedule's last status, are read from their last
+  // execution (a join on its primary key): the projector no longer rewrites the task or
+  // schedule row per execution, so nothing looks rows up by last_execution_id. The
+  // columns tasks.status, tasks.next_run_at and schedules.last_status stay for processes
+  // of the previous version during an upgrade; nothing writes them any more.
+  '0007_status_from_last_execution': {
+    async up(db) {
+      await sql`DROP INDEX IF EXISTS tasks_last_execution; DROP INDEX IF EXISTS schedules_last_execution;`.execute(db);
+    },
+  },
 };
 
 export const READ_MODEL_TABLES = [

@@ -24,26 +24,29 @@ export interface ApiKeysTable {
   revoked_at: Timestamp | null;
 }
 
+/**
+ * Also has columns `status` and `next_run_at`, no longer written (migration 0007): a
+ * task's status and next run are its last execution's (`tasksWithStatus` in
+ * src/http/serializers.ts).
+ */
 export interface TasksTable {
   id: string;
   org_id: string;
   doc: Json<Record<string, unknown>>;
   lane: string | null;
-  status: string;
-  next_run_at: Timestamp | null;
   last_execution_id: string | null;
   created_at: Timestamp;
   updated_at: Timestamp;
   deleted_at: ColumnType<Date | null, never, never>;
 }
 
+/** Also has column `last_status`, no longer written (migration 0007): see `schedulesWithStatus`. */
 export interface SchedulesTable {
   id: string;
   org_id: string;
   doc: Json<Record<string, unknown>>;
   next_run_at: Timestamp | null;
   last_execution_id: string | null;
-  last_status: string | null;
   created_at: Timestamp;
   updated_at: Timestamp;
 }

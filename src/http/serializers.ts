@@ -1,6 +1,7 @@
-import type { Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { Organization } from '../commands/organization/types.ts';
-import type { ExecutionAttemptsTable, ExecutionsTable, OrganizationsTable, TasksTable } from '../db/schema.ts';
+import type { Db } from '../db/connect.ts';
+import type { ExecutionAttemptsTable, ExecutionsTable, OrganizationsTable, SchedulesTable, TasksTable } from '../db/schema.ts';
 
 const iso = (d: Date | string | null | undefined): string | null => (d == null ? null : new Date(d).toISOString());
 
@@ -19,7 +20,30 @@ export function organizationResource(o: Organization | Selectable<OrganizationsT
   };
 }
 
-export function taskResource(t: Selectable<TasksTable>) {
+/**
+ * Tasks (as table `tasks`) with the state their last execution gives them: its status
+ * and, while it is pending, when it runs. One primary-key lookup per task row, so the
+ * projector does not rewrite a task row for each of its executions' events. A task
+ * cancelled with its lane shows `cancelled`.
+ */
+export function tasksWithStatus(db: Db) {
+  return db.selectFrom((eb) => eb.selectFrom('tasks as t').leftJoin('executions as e', 'e.id', 't.last_execution_id')
+    .select(['t.id', 't.org_id', 't.doc', 't.lane', 't.last_execution_id', 't.created_at', 't.updated_at', 't.deleted_at'])
+    .select(sql<string>`CASE WHEN t.deleted_at IS NOT NULL THEN 'cancelled' ELSE coalesce(e.status, 'pending') END`.as('status'))
+    .select(sql<Date | null>`CASE WHEN t.deleted_at IS NULL AND e.status = 'pending' THEN e.scheduled_for END`.as('next_run_at'))
+    .as('tasks'));
+}
+
+/** Schedules (as table `schedules`) with their last execution's status as `last_status`. */
+export function schedulesWithStatus(db: Db) {
+  return db.selectFrom((eb) => eb.selectFrom('schedules as s').leftJoin('executions as e', 'e.id', 's.last_execution_id')
+    .selectAll('s').select('e.status as last_status').as('schedules'));
+}
+
+export type TaskRow = Selectable<TasksTable> & { status: string; next_run_at: Date | null };
+export type ScheduleRow = Selectable<SchedulesTable> & { last_status: string | null };
+
+export function taskResource(t: TaskRow) {
   return {
     ...(t.doc as Record<string, unknown>),
     id: t.id,

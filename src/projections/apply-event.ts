@@ -37,12 +37,6 @@ function pendingExecution(
   };
 }
 
-/** A task follows its latest execution (status and next run); a schedule shows its last outcome. */
-function sourceStatus(batch: ProjectionBatch, type: string, executionId: string, status: string, nextRunAt: string | null) {
-  if (type === 'schedule') batch.patch(batch.scheduleStatus, executionId, { last_execution_id: executionId, last_status: status });
-  else batch.patch(batch.taskStatus, executionId, { last_execution_id: executionId, status, next_run_at: nextRunAt });
-}
-
 function scheduleRow(s: Schedule) {
   const { org_id: _o, next_run_at, ...doc } = s;
   return { id: s.id, org_id: s.org_id, doc, next_run_at, created_at: s.created_at, updated_at: s.updated_at };
@@ -89,8 +83,6 @@ export function applyEvent(batch: ProjectionBatch, event: JetcronEvent): void {
         org_id: task.org_id,
         doc: taskDoc(task),
         lane: task.lane,
-        status: 'pending',
-        next_run_at: execution.scheduled_for,
         last_execution_id: execution.id,
         created_at: task.created_at,
         updated_at: task.updated_at,
@@ -107,9 +99,7 @@ export function applyEvent(batch: ProjectionBatch, event: JetcronEvent): void {
         const id = task.pending_execution.id;
         const created = batch.newExecutions.get(id);
         if (created) created.scheduled_for = task.pending_execution.scheduled_for;
-        const taskRow = batch.tasks.get(task.id);
-        if (taskRow && taskRow.last_execution_id === id) taskRow.next_run_at = task.pending_execution.scheduled_for;
-        batch.reschedules.set(id, { task_id: task.id, scheduled_for: task.pending_execution.scheduled_for, at: event.at });
+        batch.reschedules.set(id, { scheduled_for: task.pending_execution.scheduled_for, at: event.at });
       }
       return;
     }
@@ -123,7 +113,6 @@ export function applyEvent(batch: ProjectionBatch, event: JetcronEvent): void {
     case 'AttemptStarted': {
       const d = event.data;
       batch.patchExecution(d.execution_id, { status: 'running', attempt: d.attempt, started_at: d.started_at, updated_at: event.at });
-      sourceStatus(batch, d.source.type, d.execution_id, 'running', null);
       return;
     }
     case 'AttemptFinished': {
@@ -156,19 +145,16 @@ export function applyEvent(batch: ProjectionBatch, event: JetcronEvent): void {
         duration_ms: d.duration_ms,
         error_message: d.error_message,
       });
-      sourceStatus(batch, d.source.type, d.execution_id, status, d.next_attempt_at);
       return;
     }
     case 'AttemptDeferred': {
       // The host is blocked: the attempt waits, pending, until the block ends.
       const d = event.data;
       batch.patchExecution(d.execution_id, { status: 'pending', scheduled_for: d.scheduled_for, updated_at: event.at });
-      sourceStatus(batch, d.source.type, d.execution_id, 'pending', d.scheduled_for);
       return;
     }
     case 'ExecutionCancelled':
       batch.patchExecution(event.data.execution_id, { status: 'cancelled', updated_at: event.at });
-      sourceStatus(batch, event.data.source.type, event.data.execution_id, 'cancelled', null);
       return;
     case 'ScheduleCreated':
     case 'ScheduleUpdated':
@@ -181,7 +167,7 @@ export function applyEvent(batch: ProjectionBatch, event: JetcronEvent): void {
     case 'ScheduleTicked':
     case 'ScheduleTriggered': {
       const { schedule: s, execution } = event.data;
-      batch.patch(batch.schedules, s.id, { ...scheduleRow(s), last_execution_id: execution.id, last_status: 'pending' });
+      batch.patch(batch.schedules, s.id, { ...scheduleRow(s), last_execution_id: execution.id });
       batch.newExecutions.set(execution.id, pendingExecution({ ...s, type: 'schedule' }, execution, event.at));
       return;
     }

@@ -1,6 +1,6 @@
-import { sql, type Transaction } from 'kysely';
+import { sql, type RawBuilder, type Transaction } from 'kysely';
 import type { Database } from '../db/schema.ts';
-import { updateRows, upsertRows, type ColumnTypes, type Row } from './bulk-write.ts';
+import { updateRows, upsertRows, type ColumnTypes, type Parent, type Row } from './bulk-write.ts';
 
 const TS = 'timestamptz';
 const ORG_TYPES: ColumnTypes = {
@@ -9,10 +9,7 @@ const ORG_TYPES: ColumnTypes = {
   created_at: TS, updated_at: TS,
 };
 const KEY_TYPES: ColumnTypes = { public_id: 'text', org_id: 'text', secret_hash: 'text', created_at: TS, revoked_at: TS };
-const TASK_TYPES: ColumnTypes = {
-  id: 'text', org_id: 'text', doc: 'jsonb', lane: 'text', status: 'text', next_run_at: TS,
-  last_execution_id: 'text', created_at: TS, updated_at: TS,
-};
+const TASK_TYPES: ColumnTypes = { id: 'text', org_id: 'text', doc: 'jsonb', lane: 'text', last_execution_id: 'text', created_at: TS, updated_at: TS };
 export const EXECUTION_TYPES: ColumnTypes = {
   id: 'text', org_id: 'text', source_type: 'text', source_id: 'text', source_name: 'text', url: 'text',
   status: 'text', status_code: 'integer', error_message: 'text', attempt: 'integer', duration_ms: 'integer',
@@ -30,10 +27,8 @@ const ATTEMPT_TYPES: ColumnTypes = {
   finished_at: TS, duration_ms: 'integer', error_message: 'text',
 };
 const SCHEDULE_TYPES: ColumnTypes = {
-  id: 'text', org_id: 'text', doc: 'jsonb', next_run_at: TS, last_execution_id: 'text', last_status: 'text',
-  created_at: TS, updated_at: TS,
+  id: 'text', org_id: 'text', doc: 'jsonb', next_run_at: TS, last_execution_id: 'text', created_at: TS, updated_at: TS,
 };
-const SCHEDULE_STATUS_TYPES: ColumnTypes = { last_execution_id: 'text', last_status: 'text' };
 const MONITOR_TYPES: ColumnTypes = {
   id: 'text', org_id: 'text', token: 'text', doc: 'jsonb', status: 'text', last_ping_at: TS, next_expected_at: TS,
   created_at: TS, updated_at: TS,
@@ -41,7 +36,6 @@ const MONITOR_TYPES: ColumnTypes = {
 const PING_TYPES: ColumnTypes = {
   id: 'text', monitor_id: 'text', kind: 'text', received_at: TS, method: 'text', source_ip: 'text', user_agent: 'text', body: 'text',
 };
-const TASK_STATUS_TYPES: ColumnTypes = { last_execution_id: 'text', status: 'text', next_run_at: TS };
 
 /**
  * The changes of one batch of events, merged per row in memory and written in a
@@ -61,16 +55,12 @@ export class ProjectionBatch {
   readonly executionPatches = new Map<string, Row>();
   readonly attempts = new Map<string, Row>();
   /** A not-yet-run execution moved by a task update: applied only while it has not started. */
-  readonly reschedules = new Map<string, { task_id: string; scheduled_for: string; at: string }>();
-  /** Task status follows its latest execution: keyed by that execution id. */
-  readonly taskStatus = new Map<string, Row>();
+  readonly reschedules = new Map<string, { scheduled_for: string; at: string }>();
   readonly schedules = new Map<string, Row>();
   readonly monitors = new Map<string, Row>();
   readonly pings = new Map<string, Row>();
   readonly deletedMonitors = new Set<string>();
   readonly deletedSchedules = new Set<string>();
-  /** A schedule shows its latest execution's outcome: keyed by that execution id. */
-  readonly scheduleStatus = new Map<string, Row>();
   readonly endpoints = new Map<string, Row>();
   readonly deletedEndpoints = new Set<string>();
   readonly inboundEvents = new Map<string, Row>();
@@ -87,76 +77,75 @@ export class ProjectionBatch {
     else this.patch(this.executionPatches, id, { id, ...row });
   }
 
-  async flush(trx: Transaction<Database>): Promise<void> {
-    if (this.orgs.size) await upsertRows(trx, 'organizations', 'id', [...this.orgs.values()], ORG_TYPES);
-    if (this.apiKeys.size) await upsertRows(trx, 'api_keys', 'public_id', [...this.apiKeys.values()], KEY_TYPES);
-    if (this.tasks.size) await upsertRows(trx, 'tasks', 'id', [...this.tasks.values()], TASK_TYPES);
+  /**
+   * The batch as SQL statements, in the order they must run, their parameters already
+   * encoded: a caller may build the next batch's while Postgres runs this one's.
+   */
+  statements(): RawBuilder<unknown>[] {
+    const out: RawBuilder<unknown>[] = [];
+    const upsert = (table: string, key: string | string[], rows: Iterable<Row>, types: ColumnTypes, parent?: Parent) => {
+      const list = [...rows];
+      if (list.length) out.push(...upsertRows(table, key, list, types, parent));
+    };
+    upsert('organizations', 'id', this.orgs.values(), ORG_TYPES);
+    upsert('api_keys', 'public_id', this.apiKeys.values(), KEY_TYPES);
+    upsert('tasks', 'id', this.tasks.values(), TASK_TYPES);
     // Before executions and inbound events: theirs are written only for endpoints that exist.
-    if (this.endpoints.size) await upsertRows(trx, 'endpoints', 'id', [...this.endpoints.values()], ENDPOINT_TYPES);
-    if (this.newExecutions.size) {
-      // An endpoint's deliveries recorded just after its deletion must not leave orphan rows.
-      const rows = [...this.newExecutions.values()];
-      const forEndpoints = rows.filter((r) => r.source_type === 'endpoint');
-      const others = rows.filter((r) => r.source_type !== 'endpoint');
-      if (others.length) await upsertRows(trx, 'executions', 'id', others, EXECUTION_TYPES);
-      if (forEndpoints.length) await upsertRows(trx, 'executions', 'id', forEndpoints, EXECUTION_TYPES, { table: 'endpoints', column: 'source_id' });
-    }
-    if (this.executionPatches.size) {
-      await updateRows(trx, 'executions', 'id', [...this.executionPatches.values()], EXECUTION_TYPES);
-    }
-    if (this.attempts.size) {
-      await upsertRows(trx, 'execution_attempts', ['execution_id', 'attempt'], [...this.attempts.values()], ATTEMPT_TYPES, {
-        table: 'executions',
-        column: 'execution_id',
-      });
-    }
-    if (this.monitors.size) await upsertRows(trx, 'monitors', 'id', [...this.monitors.values()], MONITOR_TYPES);
-    if (this.pings.size) await upsertRows(trx, 'pings', 'id', [...this.pings.values()], PING_TYPES, { table: 'monitors', column: 'monitor_id' });
+    upsert('endpoints', 'id', this.endpoints.values(), ENDPOINT_TYPES);
+    // An endpoint's deliveries recorded just after its deletion must not leave orphan rows.
+    const created = [...this.newExecutions.values()];
+    upsert('executions', 'id', created.filter((r) => r.source_type !== 'endpoint'), EXECUTION_TYPES);
+    upsert('executions', 'id', created.filter((r) => r.source_type === 'endpoint'), EXECUTION_TYPES, { table: 'endpoints', column: 'source_id' });
+    if (this.executionPatches.size) out.push(...updateRows('executions', 'id', [...this.executionPatches.values()], EXECUTION_TYPES));
+    upsert('execution_attempts', ['execution_id', 'attempt'], this.attempts.values(), ATTEMPT_TYPES, { table: 'executions', column: 'execution_id' });
+    upsert('monitors', 'id', this.monitors.values(), MONITOR_TYPES);
+    upsert('pings', 'id', this.pings.values(), PING_TYPES, { table: 'monitors', column: 'monitor_id' });
     if (this.deletedMonitors.size) {
       const ids = [...this.deletedMonitors];
-      await sql`DELETE FROM pings WHERE monitor_id = ANY(${ids})`.execute(trx);
-      await sql`DELETE FROM monitors WHERE id = ANY(${ids})`.execute(trx);
+      out.push(sql`DELETE FROM pings WHERE monitor_id = ANY(${ids})`, sql`DELETE FROM monitors WHERE id = ANY(${ids})`);
     }
-    if (this.schedules.size) await upsertRows(trx, 'schedules', 'id', [...this.schedules.values()], SCHEDULE_TYPES);
-    if (this.scheduleStatus.size) {
-      await updateRows(trx, 'schedules', 'last_execution_id', [...this.scheduleStatus.values()], SCHEDULE_STATUS_TYPES);
-    }
+    upsert('schedules', 'id', this.schedules.values(), SCHEDULE_TYPES);
     if (this.deletedSchedules.size) {
       const ids = [...this.deletedSchedules];
-      await sql`DELETE FROM execution_attempts a USING executions e WHERE a.execution_id = e.id AND e.source_id = ANY(${ids})`.execute(trx);
-      await sql`DELETE FROM executions WHERE source_id = ANY(${ids})`.execute(trx);
-      await sql`DELETE FROM schedules WHERE id = ANY(${ids})`.execute(trx);
+      out.push(...executionsOf(ids), sql`DELETE FROM schedules WHERE id = ANY(${ids})`);
     }
-    if (this.inboundEvents.size) {
-      await upsertRows(trx, 'inbound_events', 'id', [...this.inboundEvents.values()], INBOUND_EVENT_TYPES, { table: 'endpoints', column: 'endpoint_id' });
-    }
+    upsert('inbound_events', 'id', this.inboundEvents.values(), INBOUND_EVENT_TYPES, { table: 'endpoints', column: 'endpoint_id' });
     if (this.deletedEndpoints.size) {
       const ids = [...this.deletedEndpoints];
-      await sql`DELETE FROM execution_attempts a USING executions e WHERE a.execution_id = e.id AND e.source_id = ANY(${ids})`.execute(trx);
-      await sql`DELETE FROM executions WHERE source_id = ANY(${ids})`.execute(trx);
-      await sql`DELETE FROM inbound_events WHERE endpoint_id = ANY(${ids})`.execute(trx);
-      await sql`DELETE FROM endpoints WHERE id = ANY(${ids})`.execute(trx);
-    }
-    if (this.taskStatus.size) {
-      await updateRows(trx, 'tasks', 'last_execution_id', [...this.taskStatus.values()], TASK_STATUS_TYPES);
+      out.push(...executionsOf(ids), sql`DELETE FROM inbound_events WHERE endpoint_id = ANY(${ids})`, sql`DELETE FROM endpoints WHERE id = ANY(${ids})`);
     }
     for (const [id, r] of this.reschedules) {
-      await sql`UPDATE executions SET scheduled_for = ${r.scheduled_for}, updated_at = ${r.at}
-        WHERE id = ${id} AND status = 'pending' AND attempt = 0`.execute(trx);
-      await sql`UPDATE tasks SET next_run_at = ${r.scheduled_for}
-        WHERE id = ${r.task_id} AND last_execution_id = ${id} AND status = 'pending'`.execute(trx);
+      out.push(sql`UPDATE executions SET scheduled_for = ${r.scheduled_for}, updated_at = ${r.at}
+        WHERE id = ${id} AND status = 'pending' AND attempt = 0`);
     }
     if (this.cancelledTasks.size) {
       const ids = [...this.cancelledTasks.keys()];
       const at = [...this.cancelledTasks.values()].pop()!;
-      await sql`UPDATE tasks SET deleted_at = ${at}, status = 'cancelled', next_run_at = NULL WHERE id = ANY(${ids})`.execute(trx);
-      await sql`UPDATE executions SET status = 'cancelled', updated_at = ${at} WHERE source_id = ANY(${ids}) AND status = 'pending'`.execute(trx);
+      out.push(
+        sql`UPDATE tasks SET deleted_at = ${at} WHERE id = ANY(${ids})`,
+        sql`UPDATE executions SET status = 'cancelled', updated_at = ${at} WHERE source_id = ANY(${ids}) AND status = 'pending'`,
+      );
     }
     if (this.deletedTasks.size) {
       const ids = [...this.deletedTasks];
-      await sql`DELETE FROM execution_attempts a USING executions e WHERE a.execution_id = e.id AND e.source_id = ANY(${ids})`.execute(trx);
-      await sql`DELETE FROM executions WHERE source_id = ANY(${ids})`.execute(trx);
-      await sql`DELETE FROM tasks WHERE id = ANY(${ids})`.execute(trx);
+      out.push(...executionsOf(ids), sql`DELETE FROM tasks WHERE id = ANY(${ids})`);
     }
+    return out;
   }
+
+  async flush(trx: Transaction<Database>): Promise<void> {
+    for (const statement of this.statements()) await statement.execute(trx);
+  }
+}
+
+/**
+ * Deletes the executions of these sources and their attempts. The attempts' ids are
+ * looked up first (`= ANY(ARRAY(…))`), so their primary key serves the delete
+ * whatever the planner guesses of tables still filling (a rebuild).
+ */
+function executionsOf(sourceIds: string[]): RawBuilder<unknown>[] {
+  return [
+    sql`DELETE FROM execution_attempts WHERE execution_id = ANY(ARRAY(SELECT id FROM executions WHERE source_id = ANY(${sourceIds})))`,
+    sql`DELETE FROM executions WHERE source_id = ANY(${sourceIds})`,
+  ];
 }

@@ -1,15 +1,15 @@
-import { sql, type Transaction } from 'kysely';
-import type { Database } from '../db/schema.ts';
+import { sql, type RawBuilder } from 'kysely';
 import { storableText } from '../lib/input-checks.ts';
 
 export type Row = Record<string, unknown>;
+/** Postgres type of each column: text, jsonb, timestamptz, integer, bigint, boolean. */
 export type ColumnTypes = Record<string, string>;
 
 /** Groups rows by their set of columns so each group is one statement. */
 function byColumns(rows: Row[]): Map<string, Row[]> {
   const groups = new Map<string, Row[]>();
   for (const row of rows) {
-    const key = Object.keys(row).sort().join(',');
+    const key = Object.keys(row).join(',');
     let list = groups.get(key);
     if (!list) groups.set(key, (list = []));
     list.push(row);
@@ -17,66 +17,77 @@ function byColumns(rows: Row[]): Map<string, Row[]> {
   return groups;
 }
 
-function recordset(columns: string[], types: ColumnTypes) {
-  return sql.join(columns.map((c) => sql`${sql.ref(c)} ${sql.raw(types[c] ?? 'text')}`));
-}
-
-// JSON.stringify writes NUL and lone surrogates as these escapes; jsonb refuses both.
+// JSON.stringify writes NUL and lone surrogates as these escapes; Postgres refuses both.
 const UNSTORABLE_ESCAPE = /\\u0000|\\ud[89a-f][0-9a-f]{2}/i;
 const storable = (_key: string, value: unknown) => (typeof value === 'string' ? storableText(value) : value);
 
 /**
- * The rows as one JSON text Postgres accepts. An event is kept in the log as it was;
- * its read-model copy replaces what no Postgres text or jsonb can hold (NUL, lone
- * surrogates) with U+FFFD, so such an event can never stop the projector. The
- * replacer runs only when the fast path finds one of those escapes.
+ * One column of a set of rows as one JSON array. An event is kept in the log as it
+ * was; its read-model copy replaces what no Postgres text or jsonb can hold (NUL, lone
+ * surrogates) with U+FFFD, so such an event can never stop the projector. The check
+ * costs one regular expression over the column's JSON; the replacer runs only when it
+ * matches.
  */
-export function toJsonRows(rows: Row[], columns: string[]): string {
-  const picked = rows.map((r) => {
-    const out: Row = {};
-    for (const c of columns) out[c] = r[c] ?? null;
-    return out;
-  });
-  const text = JSON.stringify(picked);
-  return UNSTORABLE_ESCAPE.test(text) ? JSON.stringify(picked, storable) : text;
+export function columnJson(rows: Row[], column: string): string {
+  const values = rows.map((r) => r[column] ?? null);
+  const text = JSON.stringify(values);
+  return UNSTORABLE_ESCAPE.test(text) ? JSON.stringify(values, storable) : text;
 }
 
-/** One INSERT … ON CONFLICT DO UPDATE per column set, rows passed as one jsonb array. */
-export async function upsertRows(
-  trx: Transaction<Database>,
-  table: string,
-  key: string | string[],
-  rows: Row[],
-  types: ColumnTypes,
-  /** Only rows whose `column` matches an existing `table.id` (e.g. attempts of live executions). */
-  parent?: { table: string; column: string },
-) {
+/**
+ * The rows as a relation `x(col1, …)` of typed columns: each column is one parameter
+ * (a JSON array) and `ROWS FROM` walks them side by side. A statement so takes
+ * thousands of rows in a few parameters, and Postgres parses each value once: jsonb
+ * columns as jsonb, the others as text cast to their type. A JSON null is SQL NULL.
+ */
+function rowsFrom(rows: Row[], columns: string[], types: ColumnTypes) {
+  const arrays = columns.map((c) =>
+    types[c] === 'jsonb' ? sql`jsonb_array_elements(${columnJson(rows, c)}::jsonb)` : sql`json_array_elements_text(${columnJson(rows, c)}::json)`);
+  return sql`ROWS FROM (${sql.join(arrays)}) AS x(${sql.join(columns.map((c) => sql.ref(c)))})`;
+}
+
+/** Each column of `x` as its type. */
+function typed(columns: string[], types: ColumnTypes) {
+  return sql.join(columns.map((c) => {
+    const type = types[c] ?? 'text';
+    if (type === 'jsonb') return sql`nullif(x.${sql.ref(c)}, 'null') AS ${sql.ref(c)}`;
+    return type === 'text' ? sql`x.${sql.ref(c)}` : sql`x.${sql.ref(c)}::${sql.raw(type)} AS ${sql.ref(c)}`;
+  }));
+}
+
+/** Only rows whose `column` matches an existing `table.id` (e.g. attempts of live executions). */
+export interface Parent {
+  table: string;
+  column: string;
+}
+
+/** One INSERT … SELECT … ON CONFLICT DO UPDATE per column set. */
+export function upsertRows(table: string, key: string | string[], rows: Row[], types: ColumnTypes, parent?: Parent): RawBuilder<unknown>[] {
   const keys = Array.isArray(key) ? key : [key];
-  for (const group of byColumns(rows).values()) {
+  return [...byColumns(rows).values()].map((group) => {
     const columns = Object.keys(group[0]!);
     const updates = columns.filter((c) => !keys.includes(c));
-    await sql`
+    return sql`
       INSERT INTO ${sql.table(table)} (${sql.join(columns.map((c) => sql.ref(c)))})
-      SELECT ${sql.join(columns.map((c) => sql.ref(c)))}
-      FROM jsonb_to_recordset(${toJsonRows(group, columns)}::jsonb) AS x(${recordset(columns, types)})
+      SELECT ${typed(columns, types)} FROM ${rowsFrom(group, columns, types)}
       ${parent ? sql`WHERE EXISTS (SELECT 1 FROM ${sql.table(parent.table)} p WHERE p.id = x.${sql.ref(parent.column)})` : sql``}
       ON CONFLICT (${sql.join(keys.map((k) => sql.ref(k)))}) DO ${updates.length
         ? sql`UPDATE SET ${sql.join(updates.map((c) => sql`${sql.ref(c)} = EXCLUDED.${sql.ref(c)}`))}`
         : sql`NOTHING`}
-    `.execute(trx);
-  }
+    `;
+  });
 }
 
-/** One UPDATE … FROM recordset per column set; rows whose key is absent are skipped. */
-export async function updateRows(trx: Transaction<Database>, table: string, key: string, rows: Row[], types: ColumnTypes) {
-  for (const group of byColumns(rows).values()) {
+/** One UPDATE … FROM per column set; rows whose key is absent are skipped. */
+export function updateRows(table: string, key: string, rows: Row[], types: ColumnTypes): RawBuilder<unknown>[] {
+  return [...byColumns(rows).values()].flatMap((group) => {
     const columns = Object.keys(group[0]!);
     const updates = columns.filter((c) => c !== key);
-    if (!updates.length) continue;
-    await sql`
-      UPDATE ${sql.table(table)} AS t SET ${sql.join(updates.map((c) => sql`${sql.ref(c)} = x.${sql.ref(c)}`))}
-      FROM jsonb_to_recordset(${toJsonRows(group, columns)}::jsonb) AS x(${recordset(columns, types)})
-      WHERE t.${sql.ref(key)} = x.${sql.ref(key)}
-    `.execute(trx);
-  }
+    if (!updates.length) return [];
+    return [sql`
+      UPDATE ${sql.table(table)} AS t SET ${sql.join(updates.map((c) => sql`${sql.ref(c)} = y.${sql.ref(c)}`))}
+      FROM (SELECT ${typed(columns, types)} FROM ${rowsFrom(group, columns, types)}) AS y
+      WHERE t.${sql.ref(key)} = y.${sql.ref(key)}
+    `];
+  });
 }

@@ -1,6 +1,9 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import { SUBJECTS } from '../../streams/definitions.ts';
 import type { Db } from '../db/connect.ts';
+import type { StoredEvent } from '../events/envelope.ts';
+import type { JetcronEvent } from '../events/types.ts';
+import { isTransient } from '../lib/transient.ts';
 import type { Nats } from '../nats/connection.ts';
 import { readEvents } from '../nats/event-reader.ts';
 import { createLease, openLeaseBucket, whileLeased } from '../nats/lease.ts';
@@ -17,37 +20,111 @@ export async function readCheckpoint(db: Db, name = PROJECTOR_NAME): Promise<num
   return row ? Number(row.seq) : 0;
 }
 
-/** Projects from the checkpoint until `signal` aborts; the caller holds the projector lease. */
-export async function runProjection(deps: ProjectorDeps, signal: AbortSignal): Promise<void> {
-  const from = (await readCheckpoint(deps.db)) + 1;
-  let prunedAt = 0;
-  const writeCheckpoint = async (db: Db, seq: number) => {
-    await sql`INSERT INTO projection_checkpoints (name, seq) VALUES (${PROJECTOR_NAME}, ${seq})
-      ON CONFLICT (name) DO UPDATE SET seq = GREATEST(projection_checkpoints.seq, EXCLUDED.seq), updated_at = now()`.execute(db);
-  };
-  // A skipped (recorded) event: the read models move past it, and writers waiting for it are released.
-  const onSkip = async ({ seq }: { seq: number }) => {
-    await writeCheckpoint(deps.db, seq);
-    deps.nats.nc.publish(SUBJECTS.projected, String(seq));
-  };
-  const read = { startSeq: from, maxBatch: 2000, signal, log: deps.log, name: PROJECTOR_LEASE, supervisor: deps.supervisor, onSkip };
-  await readEvents(deps.nats, read, async (events) => {
-    const batch = new ProjectionBatch();
-    for (const e of events) applyEvent(batch, e.event);
-    const last = events[events.length - 1]!.seq;
-    await deps.db.transaction().execute(async (trx) => {
-      await batch.flush(trx);
-      // INBOUND forgets requests after 30 days (its max_age); their rows follow, at most hourly.
-      if (Date.now() - prunedAt > PRUNE_EVERY_MS) {
-        await sql`DELETE FROM inbound_events WHERE received_at < now() - interval '30 days'`.execute(trx);
-        prunedAt = Date.now();
-      }
-      await writeCheckpoint(trx, last);
-    });
-    deps.nats.nc.publish(SUBJECTS.projected, String(last));
-  });
+/**
+ * Events per transaction at most. A projector that keeps up commits what has arrived
+ * (often a few events, every few milliseconds); one that is behind commits this many
+ * at once, which costs fewer statements and merges more changes of one row in memory.
+ */
+export const LIVE_BATCH = 2000;
+
+export interface ProjectionOptions {
+  maxBatch?: number;
+  /**
+   * Prepare the next batch (decode, merge, encode its statements) while Postgres
+   * commits the current one; for a rebuild. A failed commit ends the pipelined read at
+   * the last committed batch; from there the failed batch goes through one commit at
+   * a time, where the reader isolates (and records) an event at fault.
+   */
+  pipelined?: boolean;
 }
 
+/** Postgres no longer has commits this process made: it lost them (a crash while synchronous_commit was off). */
+class LostCommits extends Error {}
+
+const writeCheckpoint = async (db: Db, seq: number) => {
+  await sql`INSERT INTO projection_checkpoints (name, seq) VALUES (${PROJECTOR_NAME}, ${seq})
+    ON CONFLICT (name) DO UPDATE SET seq = GREATEST(projection_checkpoints.seq, EXCLUDED.seq), updated_at = now()`.execute(db);
+};
+
+function prepare(events: StoredEvent<JetcronEvent>[]) {
+  const batch = new ProjectionBatch();
+  for (const e of events) applyEvent(batch, e.event);
+  return batch.statements();
+}
+
+/** Projects from the checkpoint until `signal` aborts; the caller holds the projector lease. */
+export async function runProjection(deps: ProjectorDeps, signal: AbortSignal, opts: ProjectionOptions = {}): Promise<void> {
+  let prunedAt = 0;
+  // Batches up to here go one commit at a time (a pipelined commit of theirs failed).
+  let carefulThrough = 0;
+  while (!signal.aborted) {
+    const from = (await readCheckpoint(deps.db)) + 1;
+    // What this process has committed: a checkpoint found lower means Postgres lost commits.
+    let committed = from - 1;
+    const round = new AbortController();
+    const stop = () => round.abort();
+    signal.addEventListener('abort', stop, { once: true });
+    const commit = async (statements: RawBuilder<unknown>[], last: number) => {
+      await deps.db.transaction().execute(async (trx) => {
+        // The log is the source of truth: no fsync wait per commit. A commit Postgres
+        // loses in a crash is found missing here, and projected again.
+        const { rows } = await sql<{ seq: string | null }>`SELECT set_config('synchronous_commit', 'off', true),
+          (SELECT seq FROM projection_checkpoints WHERE name = ${PROJECTOR_NAME}) AS seq`.execute(trx);
+        if (Number(rows[0]?.seq ?? 0) < committed) {
+          deps.log(`projector: the read models lost commits past seq ${rows[0]?.seq ?? 0} (Postgres restarted?); projecting again from there`);
+          round.abort();
+          throw new LostCommits();
+        }
+        for (const statement of statements) await statement.execute(trx);
+        // INBOUND forgets requests after 30 days (its max_age); their rows follow, at most hourly.
+        if (Date.now() - prunedAt > PRUNE_EVERY_MS) {
+          await sql`DELETE FROM inbound_events WHERE received_at < now() - interval '30 days'`.execute(trx);
+          prunedAt = Date.now();
+        }
+        await writeCheckpoint(trx, last);
+      });
+      committed = Math.max(committed, last);
+      deps.nats.nc.publish(SUBJECTS.projected, String(last));
+    };
+    let writing: Promise<void> = Promise.resolve();
+    let failed: { err: unknown; last: number } | undefined;
+    const read = {
+      startSeq: from, maxBatch: opts.maxBatch ?? LIVE_BATCH, signal: round.signal, log: deps.log, name: PROJECTOR_LEASE, supervisor: deps.supervisor,
+      // A skipped (recorded) event: the read models move past it, and writers waiting for it are released.
+      onSkip: async ({ seq }: { seq: number }) => {
+        await writing;
+        await writeCheckpoint(deps.db, seq);
+        committed = Math.max(committed, seq);
+        deps.nats.nc.publish(SUBJECTS.projected, String(seq));
+      },
+      reapply: async (item: StoredEvent<JetcronEvent>) => {
+        await writing;
+        await commit(prepare([item]), item.seq);
+      },
+    };
+    await readEvents(deps.nats, read, async (events) => {
+      const statements = prepare(events);
+      const last = events[events.length - 1]!.seq;
+      await writing;
+      if (round.signal.aborted) return;
+      if (!opts.pipelined || events[0]!.seq <= carefulThrough) return commit(statements, last);
+      writing = commit(statements, last).catch((err: unknown) => {
+        failed = { err, last };
+        round.abort();
+      });
+    });
+    await writing;
+    signal.removeEventListener('abort', stop);
+    if (!failed || failed.err instanceof LostCommits || signal.aborted) continue;
+    if (isTransient(failed.err)) {
+      deps.log(`projector: a pipelined commit failed (${(failed.err as Error).message}); going on from the checkpoint`);
+      await new Promise((r) => setTimeout(r, 500));
+    } else {
+      deps.log(`projector: a pipelined commit through seq ${failed.last} failed (${(failed.err as Error).message}); going on from the checkpoint one batch at a time through seq ${failed.last}`);
+      carefulThrough = failed.last;
+    }
+  }
+}
 
 /**
  * Projects EVENTS into the Postgres read models. One active projector at a time

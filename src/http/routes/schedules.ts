@@ -1,15 +1,13 @@
 import { Router } from 'express';
-import type { Selectable } from 'kysely';
 import { createSchedule, deleteSchedule, triggerSchedule, updateSchedule } from '../../commands/schedule/handlers.ts';
 import type { Schedule, ScheduleInput } from '../../commands/schedule/types.ts';
-import type { SchedulesTable } from '../../db/schema.ts';
 import { notFound } from '../../lib/errors.ts';
 import { jsonObject } from '../body.ts';
 import { handler, type ApiDeps } from '../context.ts';
 import { idempotent, onceId } from '../idempotency.ts';
 import { createScheduleSchema, updateScheduleSchema } from '../schemas/schedule.ts';
 import { triggerTaskSchema } from '../schemas/task.ts';
-import { historyRow } from '../serializers.ts';
+import { historyRow, schedulesWithStatus, type ScheduleRow } from '../serializers.ts';
 import { checkBodySize, checkHeaders } from '../task-checks.ts';
 import { validate } from '../validate.ts';
 import { orgPlan, planLimitFor } from '../plan-limits.ts';
@@ -17,7 +15,7 @@ import { limitParam } from './executions.ts';
 
 const iso = (d: Date | string | null) => (d == null ? null : new Date(d).toISOString());
 
-function scheduleResource(row: Selectable<SchedulesTable>) {
+function scheduleResource(row: ScheduleRow) {
   return {
     ...(row.doc as Record<string, unknown>),
     id: row.id,
@@ -37,7 +35,7 @@ function fromState(s: Schedule) {
 export function scheduleRoutes(deps: ApiDeps): Router {
   const r = Router();
   const load = async (orgId: string, id: string) => {
-    const row = await deps.db.selectFrom('schedules').selectAll().where('id', '=', id).where('org_id', '=', orgId).executeTakeFirst();
+    const row = await schedulesWithStatus(deps.db).selectAll().where('id', '=', id).where('org_id', '=', orgId).executeTakeFirst();
     if (!row) throw notFound('Schedule not found');
     return row;
   };
@@ -47,7 +45,7 @@ export function scheduleRoutes(deps: ApiDeps): Router {
   };
 
   r.get('/schedules', handler(async (req, res) => {
-    const rows = await deps.db.selectFrom('schedules').selectAll().where('org_id', '=', req.orgId).orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
+    const rows = await schedulesWithStatus(deps.db).selectAll().where('org_id', '=', req.orgId).orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
     res.json({ data: rows.map(scheduleResource) });
   }));
 

@@ -10,7 +10,7 @@ import { handler, type ApiDeps } from '../context.ts';
 import { idempotent, onceId } from '../idempotency.ts';
 import { orgPlan } from '../plan-limits.ts';
 import { createTaskSchema, triggerTaskSchema, updateTaskSchema } from '../schemas/task.ts';
-import { historyRow, taskResource } from '../serializers.ts';
+import { historyRow, taskResource, tasksWithStatus } from '../serializers.ts';
 import { validate } from '../validate.ts';
 import { limitParam } from './executions.ts';
 
@@ -18,7 +18,7 @@ export function taskRoutes(deps: ApiDeps): Router {
   const r = Router();
 
   const loadTask = async (orgId: string, id: string) => {
-    const row = await deps.db.selectFrom('tasks').selectAll().where('id', '=', id).where('org_id', '=', orgId).where('deleted_at', 'is', null).executeTakeFirst();
+    const row = await tasksWithStatus(deps.db).selectAll().where('id', '=', id).where('org_id', '=', orgId).where('deleted_at', 'is', null).executeTakeFirst();
     if (!row) throw notFound('Task not found');
     return row;
   };
@@ -29,12 +29,12 @@ export function taskRoutes(deps: ApiDeps): Router {
     deps.reads.wrote(orgId, seq);
     const pending = task.pending_execution;
     if (created) return { ...taskDoc(task), id: task.id, status: 'pending', next_run_at: pending?.scheduled_for ?? null, last_execution_id: pending?.id ?? null };
-    const row = await deps.db.selectFrom('tasks').selectAll().where('id', '=', task.id).where('org_id', '=', orgId).executeTakeFirst();
+    const row = await tasksWithStatus(deps.db).selectAll().where('id', '=', task.id).where('org_id', '=', orgId).executeTakeFirst();
     return { ...(row ? taskResource(row) : {}), ...taskDoc(task), id: task.id, ...(pending ? { next_run_at: pending.scheduled_for, last_execution_id: pending.id } : {}) };
   };
 
   r.get('/tasks', handler(async (req, res) => {
-    const rows = await deps.db.selectFrom('tasks').selectAll().where('org_id', '=', req.orgId).where('deleted_at', 'is', null)
+    const rows = await tasksWithStatus(deps.db).selectAll().where('org_id', '=', req.orgId).where('deleted_at', 'is', null)
       .orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
     res.json({ data: rows.map(taskResource) });
   }));
