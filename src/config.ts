@@ -57,16 +57,20 @@ export function parseRoles(text: string | undefined): Set<Role> {
 }
 
 /**
- * The roles' processes. `auto` (the default): every role in one process on one core;
- * on more, the API, the dispatchers and the log readers (projector, scheduler,
+ * The roles' processes. `auto` (the default): every role in one process below 4 cores;
+ * from 4, the API, the dispatchers and the log readers (projector, scheduler,
  * notifier) each get a process, so no two of them share an event loop. `1`: one
  * process. Or groups separated by `/`, e.g. `api/dispatcher,projector,scheduler,notifier`.
  */
+const SPLIT_FROM_CORES = 4;
+
 export function parseProcesses(text: string | undefined, roles: Set<Role>, cores: number): Role[][] {
   const spec = (text ?? '').trim() || 'auto';
   if (spec === '1') return [[...roles]];
   if (spec === 'auto') {
-    if (cores < 2) return [[...roles]];
+    // Measured on 2 cores (docs/benchmarks.md): the split cost 25% more CPU per task
+    // than one process beside nats-server and Postgres, and ran slower; it pays from 4.
+    if (cores < SPLIT_FROM_CORES) return [[...roles]];
     const alone: Role[] = ['api', 'dispatcher'];
     const groups = alone.filter((r) => roles.has(r)).map((r) => [r]);
     const rest = [...roles].filter((r) => !alone.includes(r));
