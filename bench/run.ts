@@ -18,6 +18,7 @@ import { lanes } from './lanes.ts';
 import { latency } from './latency.ts';
 import { summarizeBusiestProfile, type ProfileSummary } from './profile.ts';
 import { monitors } from './monitors.ts';
+import { peers } from './peers/peers.ts';
 import { reference } from './reference.ts';
 import { rebuild } from './rebuild.ts';
 import { schedules } from './schedules.ts';
@@ -25,7 +26,7 @@ import type { BenchContext, BenchResult, Benchmark, Metric } from './stack.ts';
 import { fmt, markdownTable, textTable, type Table } from './stats.ts';
 import { timers } from './timers.ts';
 
-const ALL: Benchmark[] = [reference, dispatchThroughput, latency, timers, createApi, lanes, batchAccept, idempotentReplay, schedules, monitors, inbound, rebuild];
+const ALL: Benchmark[] = [reference, dispatchThroughput, latency, timers, createApi, lanes, batchAccept, idempotentReplay, schedules, monitors, inbound, rebuild, peers];
 const RUN_LIMIT_MS = 30 * 60_000;
 
 const argv = process.argv.slice(2);
