@@ -84,7 +84,7 @@ test('serve splits its roles over processes; a killed role process comes back; a
   await runTask('after-restart');
   assert.equal(target.received.length, 2);
 
-  const nats = JSON.parse(readFileSync(path.join(dataDir, 'nats.process.json'), 'utf8')).pid as number;
+  const nats = JSON.parse(readFileSync(path.join(dataDir, 'nats-server.process.json'), 'utf8')).pid as number;
   const children = Object.values(pids).filter((p) => p !== pids.dispatcher);
   serve.kill('SIGKILL');
   await until('the role processes and the embedded nats-server are gone with the parent', () => children.every((p) => !alive(p)) && !alive(nats), 20_000);
