@@ -97,7 +97,8 @@ export function startDispatcher(deps: DispatcherDeps) {
       requestGone: !!job.inbound && !blockedUntil && !forward,
       host,
       blockedUntil,
-      hostState: host ? hosts.state(job.org_id, host) : null,
+      // Read only to word a deferral: a host that is not blocked needs none.
+      hostState: host && blockedUntil ? hosts.state(job.org_id, host) : null,
       nowMs: deps.clock.now(),
     });
     return { plan, host, forward };

@@ -5,6 +5,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { dieWithParent } from './die-with-parent.ts';
 import { recordServer, stopLeftover } from './leftovers.ts';
+import { terminate } from './terminate.ts';
 import { commandMentions, processIdentity } from './process-identity.ts';
 
 export interface EmbeddedNats {
@@ -103,7 +104,7 @@ async function launch(binary: string, dataDir: string, host: string, port: numbe
     await waitUntilListening(child, exited, urlHost(host), port);
   } catch (err) {
     process.off('exit', killOnExit);
-    await terminate(child, exited);
+    await terminate(child, STOP_TIMEOUT_MS, exited);
     forget();
     const output = tail.join('\n');
     const message = `nats-server did not start on ${host}:${port}: ${(err as Error).message}\n${output}`;
@@ -117,7 +118,7 @@ async function launch(binary: string, dataDir: string, host: string, port: numbe
     url,
     stop() {
       stopping ??= (async () => {
-        await terminate(child, exited);
+        await terminate(child, STOP_TIMEOUT_MS, exited);
         process.off('exit', killOnExit);
         forget();
         // Another instance may have taken over the data dir's URL file meanwhile.
@@ -207,10 +208,3 @@ function canConnect(host: string, port: number): Promise<boolean> {
   });
 }
 
-async function terminate(child: ChildProcess, exited: Promise<void>): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);
-  await exited;
-  clearTimeout(timer);
-}

@@ -10,6 +10,7 @@ import { connectNats } from '../nats/connection.ts';
 import { bootstrapFirstOrganization } from './first-organization.ts';
 import { named, runStoppers, startStores, type Running, type Stopper } from './serve.ts';
 import { untilStarted } from './startup-retry.ts';
+import { terminate } from './terminate.ts';
 
 /** What a child tells its parent once its roles run. */
 export interface ChildReady {
@@ -92,7 +93,7 @@ export async function serveInProcesses(config: Config, log: (m: string) => void)
 
     stoppers.push(named('role processes', async () => {
       stopping = true;
-      await Promise.all(children.map((c) => stopChild(c)));
+      await Promise.all(children.map((c) => c.proc && terminate(c.proc, STOP_GRACE_MS)));
     }));
     const firstOrganization = (url: string) =>
       bootstrapFirstOrganization({ store: createEventStore(nats), clock: createClock(config.timeScale), dataDir: config.dataDir, db, baseUrl: `${url}/api/v1`, log });
@@ -110,14 +111,4 @@ export async function serveInProcesses(config: Config, log: (m: string) => void)
     await runStoppers(stoppers, log);
     throw err;
   }
-}
-
-async function stopChild(child: Child): Promise<void> {
-  const proc = child.proc;
-  if (!proc || proc.exitCode !== null) return;
-  const exited = new Promise<void>((r) => proc.once('exit', () => r()));
-  proc.kill('SIGTERM');
-  const kill = setTimeout(() => proc.kill('SIGKILL'), STOP_GRACE_MS);
-  await exited;
-  clearTimeout(kill);
 }
