@@ -321,6 +321,7 @@ describe('tasks API', () => {
     assert.ok(diff >= -50 && diff <= 1500, `off by ${diff} ms`);
   });
 
+
   test('a disabled task does not run until it is enabled', async () => {
     const t = await create({ url: `${target.url}/disabled`, enabled: false });
     await sleep(500);
@@ -367,4 +368,25 @@ describe('tasks API', () => {
     assert.ok(exe.duration_ms >= 950 && exe.duration_ms < 2500, `duration ${exe.duration_ms}`);
     assert.equal((await api('GET', `/tasks/${t.id}`)).body.data.status, 'timeout');
   });
+});
+
+test('a run_at 40 days ahead waits quietly: its timer is not re-armed every millisecond', async () => {
+  // setTimeout past 2^31-1 ms fires at once with a TimeoutOverflowWarning; the timer
+  // heap then spun a core re-arming the same far timer. A service of its own, so the
+  // far timer is the first in its heap.
+  const svc = await startTestService();
+  const warnings: string[] = [];
+  const onWarning = (w: Error) => warnings.push(w.name);
+  process.on('warning', onWarning);
+  try {
+    const { api } = await svc.createOrg();
+    const res = await api('POST', '/tasks', { url: 'http://127.0.0.1:9/far', run_at: new Date(Date.now() + 40 * 86_400_000).toISOString() });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    await sleep(1000);
+    assert.equal((await api('GET', `/executions/${res.body.data.last_execution_id}`)).body.data.status, 'pending');
+    assert.deepEqual(warnings.filter((w) => w === 'TimeoutOverflowWarning'), []);
+  } finally {
+    process.off('warning', onWarning);
+    await svc.stop();
+  }
 });

@@ -9,6 +9,9 @@ import type { KV } from '@nats-io/kv';
 import { TimerHeap } from './timer-heap.ts';
 import type { TimerStore, TimerValue } from './timer-store.ts';
 
+/** The longest wait before the heap looks again. */
+const MAX_SLEEP_MS = 3_600_000;
+
 export interface PartitionDeps {
   timers: TimerStore;
   /** Puts a due job to work (DISPATCH or its lane). */
@@ -54,7 +57,9 @@ async function ownPartition(partition: number, deps: PartitionDeps, signal: Abor
     const due = heap.peekDue();
     progress.oldestDueAt = due ?? null;
     if (due === undefined || signal.aborted) return;
-    timer = setTimeout(() => void tick(), Math.max(0, due - Date.now()));
+    // setTimeout fires at once for a delay past 2^31-1 ms (~24.8 days); a far timer wakes
+    // the heap once an hour instead, and finds nothing due yet.
+    timer = setTimeout(() => void tick(), Math.min(Math.max(0, due - Date.now()), MAX_SLEEP_MS));
   };
 
   const tick = async () => {
