@@ -297,6 +297,14 @@ test('cluster failover: kill -9 of the EVENTS leader, then of the KV_leases lead
       note(`${label}: every stream's replicas current`);
       await eventually(leasesFresh, 30_000, 250).catch(() => note(`${label}: leases not all fresh 30 s after the restart`));
       note(`${label}: every lease held`);
+      // The next kill waits for this one's overdue timers, so one phase's lateness is not
+      // the sum of two outages (the TIMERS leader of the next phase may be the one killed).
+      const dueDelivered = () => {
+        const arrived = new Set(arrivals().map((a) => a.key));
+        return planned.filter((p) => p.kind === 'delayed' && p.acked && p.acked.dueAt <= Date.now() - 500).every((p) => arrived.has(p.key));
+      };
+      await eventually(async () => dueDelivered(), 30_000, 100).catch(() => note(`${label}: delayed tasks still overdue 30 s after the restart`));
+      note(`${label}: overdue timers fired`);
     };
 
     // Some work of every kind pending and flowing before the first kill.
