@@ -4,7 +4,7 @@ import type { Organization } from '../src/commands/organization/types.ts';
 import { parseSmtpUrl } from '../src/notifier/mailer.ts';
 import { emailMessage, summaryLine, webhookPayload, type ExecutionSummary, type NotifySource } from '../src/notifier/message.ts';
 import { notificationIdFor, planNotifications } from '../src/notifier/plan.ts';
-import { nextState, type Outcome, type SourceState } from '../src/notifier/state.ts';
+import { cachedNotifyState, nextState, type NotifyStateStore, type Outcome, type SourceState } from '../src/notifier/state.ts';
 
 const task: NotifySource = {
   type: 'task',
@@ -62,6 +62,62 @@ describe('failure/recovery state machine', () => {
     assert.equal(nextState(failing, 'success', { seq: 10, time: 't', executionId: 'exe_b' }), null);
     assert.equal(nextState(failing, 'success', { seq: 9, time: 't', executionId: 'exe_b' }), null);
     assert.equal(nextState(failing, 'success', { seq: 11, time: 't', executionId: 'exe_b' })?.transition, 'recovered');
+  });
+});
+
+describe('the notifier state cache', () => {
+  // A KV stand-in that counts reads: the cache's promise is fewer reads, never other answers.
+  const kvLike = () => {
+    const data = new Map<string, SourceState>();
+    const calls = { get: 0, put: 0, forget: 0 };
+    const store: NotifyStateStore = {
+      async get(o, s) { calls.get++; return data.get(`${o}.${s}`) ?? null; },
+      async put(o, s, st) { calls.put++; data.set(`${o}.${s}`, st); },
+      async forget(o, s) { calls.forget++; data.delete(`${o}.${s}`); },
+    };
+    return { data, calls, store };
+  };
+  const failing: SourceState = { failing: true, seq: 7, since: '2026-01-01T00:00:00.000Z', execution_id: 'exe_1' };
+
+  test('a source read once is answered from memory after; writes go through and are remembered', async () => {
+    const { calls, store } = kvLike();
+    const c = cachedNotifyState(store);
+    assert.equal(await c.get('org_1', 'tsk_1'), null);
+    assert.equal(await c.get('org_1', 'tsk_1'), null);
+    assert.equal(calls.get, 1);
+    await c.put('org_1', 'tsk_1', failing);
+    assert.deepEqual(await c.get('org_1', 'tsk_1'), failing);
+    assert.equal(calls.get, 1);
+    assert.equal(calls.put, 1);
+    await c.forget('org_1', 'tsk_1');
+    assert.equal(await c.get('org_1', 'tsk_1'), null);
+    assert.deepEqual([calls.get, calls.forget], [1, 1]);
+  });
+
+  test('a created source costs no read; created never hides a state already known', async () => {
+    const { calls, store, data } = kvLike();
+    const c = cachedNotifyState(store);
+    c.created('org_1', 'tsk_new');
+    assert.equal(await c.get('org_1', 'tsk_new'), null);
+    assert.equal(calls.get, 0);
+    data.set('org_1.tsk_old', failing);
+    assert.deepEqual(await c.get('org_1', 'tsk_old'), failing);
+    c.created('org_1', 'tsk_old');
+    assert.deepEqual(await c.get('org_1', 'tsk_old'), failing);
+  });
+
+  test('bounded: the oldest source is dropped and read again from the store', async () => {
+    const { calls, store, data } = kvLike();
+    const c = cachedNotifyState(store, 2);
+    data.set('org_1.a', failing);
+    await c.get('org_1', 'a');
+    await c.get('org_1', 'b');
+    await c.get('org_1', 'c');
+    assert.equal(calls.get, 3);
+    assert.deepEqual(await c.get('org_1', 'a'), failing);
+    assert.equal(calls.get, 4);
+    await c.get('org_1', 'c');
+    assert.equal(calls.get, 4);
   });
 });
 

@@ -11,7 +11,7 @@ import type { NotifySourceType } from '../commands/notification/types.ts';
 import type { ExecutionSummary } from './message.ts';
 import { notificationIdFor, notifyMsgId, planNotifications, type NotificationJob } from './plan.ts';
 import type { SourceResolver } from './sources.ts';
-import { nextState, openNotifyState, type NotifyStateStore, type Outcome } from './state.ts';
+import { cachedNotifyState, nextState, openNotifyState, type NotifyStateStore, type Outcome } from './state.ts';
 import { readEventsKeyed } from '../nats/keyed-event-reader.ts';
 import { isWrongLastSequence } from '../nats/jetstream-errors.ts';
 import type { Supervisor } from '../nats/supervisor.ts';
@@ -45,7 +45,7 @@ export async function publishJob(nats: Nats, job: NotificationJob): Promise<void
  */
 export function createNotifyDecider(
   deps: Pick<NotifyReaderDeps, 'directory' | 'clock' | 'resolvers' | 'emailEnabled' | 'log'>,
-  states: NotifyStateStore,
+  states: NotifyStateStore & { created?(orgId: string, sourceId: string): void },
   publish: (job: NotificationJob) => Promise<void>,
 ) {
   async function onOutcome(
@@ -111,6 +111,19 @@ export function createNotifyDecider(
         await onOutcome(event.org_id, seq, event.at, { type: 'monitor', id: m.id }, 'success', null, notificationIdFor(event.id));
         return;
       }
+      // A new source has no state yet (see cachedNotifyState).
+      case 'TaskCreated':
+        states.created?.(event.org_id, event.data.task.id);
+        return;
+      case 'ScheduleCreated':
+        states.created?.(event.org_id, event.data.schedule.id);
+        return;
+      case 'MonitorCreated':
+        states.created?.(event.org_id, event.data.monitor.id);
+        return;
+      case 'EndpointCreated':
+        states.created?.(event.org_id, event.data.endpoint.id);
+        return;
       case 'TaskDeleted':
       case 'TaskCancelled':
         await states.forget(event.org_id, event.data.task.id);
@@ -137,15 +150,19 @@ export function notifyChainKey(event: JetcronEvent, subject: string): string {
   switch (event.type) {
     case 'AttemptFinished':
       return `${event.org_id}.${event.data.source.id}`;
+    case 'TaskCreated':
     case 'TaskDeleted':
     case 'TaskCancelled':
       return `${event.org_id}.${event.data.task.id}`;
+    case 'ScheduleCreated':
     case 'ScheduleDeleted':
       return `${event.org_id}.${event.data.schedule.id}`;
+    case 'MonitorCreated':
     case 'MonitorWentDown':
     case 'MonitorPinged':
     case 'MonitorDeleted':
       return `${event.org_id}.${event.data.monitor.id}`;
+    case 'EndpointCreated':
     case 'EndpointDeleted':
       return `${event.org_id}.${event.data.endpoint.id}`;
     default:
@@ -180,11 +197,12 @@ export function startNotifyReader(deps: NotifyReaderDeps) {
   const abort = new AbortController();
   const done = (async () => {
     const kv = await new Kvm(deps.nats.nc).open(KV_BUCKETS.checkpoints.name);
-    const states = await openNotifyState(deps.nats);
-    const decider = createNotifyDecider(deps, states, (job) => publishJob(deps.nats, job));
+    const store = await openNotifyState(deps.nats);
     const lease = createLease(await openLeaseBucket(deps.nats), 'notifier', deps.owner, deps.log);
-    await whileLeased(lease, abort.signal, deps.log, (signal) =>
-      readEventsKeyed({
+    await whileLeased(lease, abort.signal, deps.log, (signal) => {
+      // A fresh cache per lease term: another holder may have written meanwhile.
+      const decider = createNotifyDecider(deps, cachedNotifyState(store), (job) => publishJob(deps.nats, job));
+      return readEventsKeyed({
         nats: deps.nats,
         kv,
         name: 'notifier',
@@ -195,8 +213,8 @@ export function startNotifyReader(deps: NotifyReaderDeps) {
         supervisor: deps.supervisor,
         keyOf: (e) => notifyChainKey(e.event, e.subject),
         handle: (e) => decider.handle(e),
-      }),
-    );
+      });
+    });
   })();
   return {
     async stop() {

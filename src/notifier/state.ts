@@ -51,6 +51,50 @@ export interface NotifyStateStore {
   forget(orgId: string, sourceId: string): Promise<void>;
 }
 
+/** Sources the cache keeps; an evicted one costs one KV read when it next matters. */
+export const STATE_CACHE_SIZE = 50_000;
+
+/**
+ * The KV store behind a cache the notifier reader owns for one lease term: the reader
+ * is the bucket's only writer, so what it wrote or read stays true while it holds the
+ * lease. `created` records that a source was just created (its create event, read on
+ * the source's own chain): no state exists for it, so its first outcome costs no read.
+ * That hint is wrong only for a create read again after a restart, whose later events
+ * were already handled: they are then decided again from no state, the same
+ * transitions with the same notification ids, which NOTIFY's duplicate window drops,
+ * and the same state is written back.
+ */
+export function cachedNotifyState(store: NotifyStateStore, size = STATE_CACHE_SIZE): NotifyStateStore & { created(orgId: string, sourceId: string): void } {
+  const cache = new Map<string, SourceState | null>();
+  const remember = (key: string, state: SourceState | null) => {
+    cache.delete(key);
+    cache.set(key, state);
+    if (cache.size > size) cache.delete(cache.keys().next().value!);
+  };
+  return {
+    async get(orgId, sourceId) {
+      const key = stateKey(orgId, sourceId);
+      const known = cache.get(key);
+      if (known !== undefined) return known;
+      const state = await store.get(orgId, sourceId);
+      remember(key, state);
+      return state;
+    },
+    async put(orgId, sourceId, state) {
+      await store.put(orgId, sourceId, state);
+      remember(stateKey(orgId, sourceId), state);
+    },
+    async forget(orgId, sourceId) {
+      await store.forget(orgId, sourceId);
+      remember(stateKey(orgId, sourceId), null);
+    },
+    created(orgId, sourceId) {
+      const key = stateKey(orgId, sourceId);
+      if (!cache.has(key)) remember(key, null);
+    },
+  };
+}
+
 export async function openNotifyState(nats: Nats): Promise<NotifyStateStore> {
   const kv: KV = await new Kvm(nats.nc).open(KV_BUCKETS.notifyState.name);
   return {
