@@ -24,6 +24,7 @@ export async function connectNats(url: string, name: string): Promise<Nats> {
     // Async stack capture builds an Error per request: a measurable share of CPU on hot paths.
     noAsyncTraces: true,
   });
+  flushOncePerLoopTurn(nc);
   const js = jetstream(nc, { timeout: 10_000 });
   const jsm = await jetstreamManager(nc, { timeout: 10_000 });
   let publisher: AckedPublisher | undefined;
@@ -53,4 +54,30 @@ export function onConnectionGap(nats: Nats, forget: () => void): void {
       if (status.type === 'reconnect' || status.type === 'disconnect') forget();
     }
   })().catch(() => {});
+}
+
+/**
+ * nats.js writes its outbound buffer to the socket at the end of each microtask run,
+ * so every I/O callback that publishes (an HTTP request, a reply, a pulled message)
+ * costs a socket write of its own, and on loopback a write also runs the receiver's
+ * TCP path. Deferring that flush to `setImmediate` sends everything one turn of the
+ * event loop published in one write, in the same order, a fraction of a millisecond
+ * later. `flush()` and `drain()` still work: their PING goes out in the same write and
+ * the PONG comes back after it. Only a client whose protocol handler looks as expected
+ * is changed; any other keeps the library's own flushing.
+ */
+function flushOncePerLoopTurn(nc: NatsConnection): void {
+  const protocol = (nc as unknown as { protocol?: { flushPending?: () => void } }).protocol;
+  if (!protocol || typeof protocol.flushPending !== 'function') return;
+  const flushNow = protocol.flushPending.bind(protocol);
+  let scheduled = false;
+  const flush = () => {
+    scheduled = false;
+    flushNow();
+  };
+  protocol.flushPending = () => {
+    if (scheduled) return;
+    scheduled = true;
+    setImmediate(flush);
+  };
 }
