@@ -4,6 +4,7 @@ import type { JetcronEvent } from '../events/types.ts';
 import { decodeJson } from '../lib/json.ts';
 import { isTransient } from '../lib/transient.ts';
 import type { Nats } from './connection.ts';
+import { followEvents } from './events-tap.ts';
 import { followOrdered } from './follow.ts';
 import { POISON_AFTER, type Supervisor, type Verdict } from './supervisor.ts';
 
@@ -41,6 +42,8 @@ interface RawItem {
   data: Uint8Array;
   seq: number;
   subject: string;
+  /** Decoded once, by whichever reader of the process got to it first (events-tap.ts). */
+  decoded?: unknown;
 }
 
 /** Reads EVENTS: see `readStream`. */
@@ -49,7 +52,7 @@ export function readEvents(
   opts: EventReaderOptions,
   handle: (batch: StoredEvent<JetcronEvent>[]) => Promise<void>,
 ): Promise<void> {
-  return readStream(nats, { ...opts, stream: STREAMS.events.name, decode: (data) => decodeJson<JetcronEvent>(data) }, handle);
+  return readStream(nats, { ...opts, stream: STREAMS.events.name, decode: (data) => decodeJson<JetcronEvent>(data), shared: true }, handle);
 }
 
 /**
@@ -66,7 +69,7 @@ export function readEvents(
  */
 export async function readStream<T>(
   nats: Nats,
-  opts: EventReaderOptions & { stream: string; decode: (data: Uint8Array) => T },
+  opts: EventReaderOptions & { stream: string; decode: (data: Uint8Array) => T; shared?: boolean },
   handle: (batch: StreamItem<T>[]) => Promise<void>,
 ): Promise<void> {
   const { supervisor } = opts;
@@ -74,7 +77,9 @@ export async function readStream<T>(
   const tracking = opts.trackProgress !== false;
   // Ends only when reading stops: a lost consumer is replaced underneath (follow.ts).
   const reading = new AbortController();
-  const messages = followOrdered(nats, { stream: opts.stream, startSeq: opts.startSeq, maxMessages: Math.max(100, opts.maxBatch), signal: reading.signal, log: opts.log, name: opts.name });
+  const follow = { stream: opts.stream, startSeq: opts.startSeq, maxMessages: Math.max(100, opts.maxBatch), signal: reading.signal, log: opts.log, name: opts.name };
+  // EVENTS is read once per process for all its readers; other streams have one reader each.
+  const messages: AsyncIterable<RawItem> = opts.shared ? followEvents(nats, follow) : followOrdered(nats, follow);
   const buffer: RawItem[] = [];
   let wake: (() => void) | undefined;
   let drained: (() => void) | undefined;
@@ -100,7 +105,7 @@ export async function readStream<T>(
       // Stopped: what the closed iterator still yields is not needed, and waiting for
       // room after the abort would wait forever (nothing drains the buffer any more).
       if (reading.signal.aborted) break;
-      buffer.push({ data: m.data, seq: m.seq, subject: m.subject });
+      buffer.push(opts.shared ? m : { data: m.data, seq: m.seq, subject: m.subject });
       wake?.();
       if (buffer.length >= opts.maxBatch * 4 && !reading.signal.aborted) await new Promise<void>((r) => (drained = r));
     }
@@ -139,7 +144,8 @@ export async function readStream<T>(
       let undecodable: unknown;
       for (const raw of buffer.slice(0, size)) {
         try {
-          batch.push({ event: opts.decode(raw.data), seq: raw.seq, subject: raw.subject });
+          raw.decoded ??= opts.decode(raw.data);
+          batch.push({ event: raw.decoded as T, seq: raw.seq, subject: raw.subject });
         } catch (err) {
           undecodable = err;
           break;

@@ -1,0 +1,168 @@
+import { STREAMS } from '../../streams/definitions.ts';
+import type { Nats } from './connection.ts';
+import { followOrdered } from './follow.ts';
+
+/** One message of EVENTS as the tap hands it to every reader of the process. */
+export interface TapItem {
+  data: Uint8Array;
+  seq: number;
+  subject: string;
+  /** The decoded event, shared by the readers of this item (they must not change it). */
+  decoded?: unknown;
+}
+
+/** Recent items kept, so a reader that starts or catches up a little behind joins without a read of its own. */
+const RING_SIZE = 10_000;
+/** A reader this far behind the tap reads on its own until it catches up; the others go on. */
+const LAG_LIMIT = 10_000;
+const PULL_BATCH = 2_000;
+
+interface Reader {
+  /** The next sequence this reader needs. */
+  next: number;
+  queue: TapItem[];
+  shared: boolean;
+  wake?: () => void;
+}
+
+interface Tap {
+  readers: Set<Reader>;
+  ringSize: number;
+  lagLimit: number;
+  ring: TapItem[];
+  /** The next sequence the tap's own read will deliver. */
+  next: number;
+  reading?: AbortController;
+  /** Resolves the tap's wait while every shared reader is full. */
+  room?: () => void;
+  log: (m: string) => void;
+}
+
+const taps = new WeakMap<Nats, Tap>();
+
+/** Smaller bounds for tests (before the connection's first reader starts). */
+export function tuneEventsTap(nats: Nats, bounds: { ringSize: number; lagLimit: number }): void {
+  taps.set(nats, { readers: new Set(), ring: [], next: 0, log: () => {}, ...bounds });
+}
+
+/**
+ * EVENTS in order from `startSeq`, read once per process however many readers there
+ * are (projector, translator, notifier reader). Each would otherwise hold its own
+ * ordered consumer, so every event crossed the socket and was decoded once per reader.
+ *
+ * The readers stay independent. One that falls LAG_LIMIT behind (Postgres down under
+ * the projector) leaves the shared read and follows EVENTS with a consumer of its own,
+ * so the others do not wait for it; it joins again once the tap's recent items cover
+ * where it is. Only when every shared reader is full does the tap wait. A reader that
+ * starts outside the recent items (a projector far behind, a translator ahead of the
+ * rest) also starts on its own. Ends when `signal` aborts.
+ */
+export async function* followEvents(nats: Nats, opts: { startSeq: number; signal: AbortSignal; log: (m: string) => void; name: string; maxMessages: number }): AsyncGenerator<TapItem> {
+  let tap = taps.get(nats);
+  if (!tap) taps.set(nats, (tap = { readers: new Set(), ring: [], next: 0, log: opts.log, ringSize: RING_SIZE, lagLimit: LAG_LIMIT }));
+  const reader: Reader = { next: Math.max(1, opts.startSeq), queue: [], shared: false };
+  const wake = () => reader.wake?.();
+  opts.signal.addEventListener('abort', wake, { once: true });
+  tap.readers.add(reader);
+  try {
+    join(nats, tap, reader);
+    while (!opts.signal.aborted) {
+      if (reader.shared || reader.queue.length) {
+        const item = reader.queue.shift();
+        if (item) {
+          reader.next = item.seq + 1;
+          if (reader.queue.length === Math.floor(tap.lagLimit / 2)) tap.room?.();
+          yield item;
+          continue;
+        }
+        await new Promise<void>((r) => (reader.wake = r));
+        reader.wake = undefined;
+        continue;
+      }
+      // On its own until the tap's recent items cover where it is.
+      const own = new AbortController();
+      const stop = () => own.abort();
+      opts.signal.addEventListener('abort', stop, { once: true });
+      try {
+        for await (const m of followOrdered(nats, { stream: STREAMS.events.name, startSeq: reader.next, maxMessages: opts.maxMessages, signal: own.signal, log: opts.log, name: opts.name })) {
+          if (m.seq < reader.next) continue;
+          reader.next = m.seq + 1;
+          yield { data: m.data, seq: m.seq, subject: m.subject };
+          if (join(nats, tap, reader)) break;
+        }
+      } finally {
+        opts.signal.removeEventListener('abort', stop);
+        own.abort();
+      }
+    }
+  } finally {
+    opts.signal.removeEventListener('abort', wake);
+    tap.readers.delete(reader);
+    tap.room?.();
+    if (tap.readers.size === 0) {
+      tap.reading?.abort();
+      tap.reading = undefined;
+      tap.ring = [];
+    }
+  }
+}
+
+/**
+ * Makes `reader` a shared reader if it can be one: the tap's recent items cover its
+ * next sequence (they are queued for it), or no one else shares the tap, which then
+ * (re)starts at the reader's position.
+ */
+function join(nats: Nats, tap: Tap, reader: Reader): boolean {
+  const sharing = [...tap.readers].some((r) => r.shared && r !== reader);
+  if (tap.reading && sharing) {
+    const first = tap.ring[0]?.seq ?? tap.next;
+    if (reader.next < first || reader.next > tap.next) return false;
+    reader.queue = tap.ring.filter((i) => i.seq >= reader.next);
+    reader.shared = true;
+    return true;
+  }
+  reader.shared = true;
+  reader.queue = [];
+  start(nats, tap, reader.next);
+  return true;
+}
+
+function start(nats: Nats, tap: Tap, from: number): void {
+  tap.reading?.abort();
+  const reading = new AbortController();
+  tap.reading = reading;
+  tap.ring = [];
+  tap.next = from;
+  void (async () => {
+    for await (const m of followOrdered(nats, { stream: STREAMS.events.name, startSeq: from, maxMessages: PULL_BATCH, signal: reading.signal, log: tap.log, name: 'events-tap' })) {
+      if (reading.signal.aborted) break;
+      const item: TapItem = { data: m.data, seq: m.seq, subject: m.subject };
+      tap.next = m.seq + 1;
+      tap.ring.push(item);
+      if (tap.ring.length > tap.ringSize) tap.ring.splice(0, tap.ring.length - tap.ringSize);
+      let waiting = 0;
+      let shared = 0;
+      for (const r of tap.readers) {
+        if (!r.shared || m.seq < r.next) continue;
+        shared++;
+        r.queue.push(item);
+        r.wake?.();
+        if (r.queue.length >= tap.lagLimit) waiting++;
+      }
+      if (shared > 0 && waiting === shared) {
+        // Everyone who shares the read is full: wait for the first to make room.
+        await new Promise<void>((r) => (tap.room = r));
+        tap.room = undefined;
+      } else if (waiting > 0) {
+        // Some are full and others are not: the full ones go on by themselves.
+        for (const r of tap.readers) {
+          if (r.shared && r.queue.length >= tap.lagLimit) {
+            r.shared = false;
+            r.queue = [];
+            r.wake?.();
+          }
+        }
+      }
+    }
+  })().catch((err: Error) => tap.log(`events-tap: ${err.message}`));
+}

@@ -1,0 +1,135 @@
+import assert from 'node:assert/strict';
+import { after, afterEach, before, test } from 'node:test';
+import { applyStreams } from '../src/nats/apply-streams.ts';
+import { connectNats, type Nats } from '../src/nats/connection.ts';
+import { followEvents, tuneEventsTap, type TapItem } from '../src/nats/events-tap.ts';
+import { startTestNats } from './support/nats.ts';
+
+let server: Awaited<ReturnType<typeof startTestNats>>;
+const connections: Nats[] = [];
+before(async () => {
+  server = await startTestNats();
+  const nats = await connectNats(server.url, 'events-tap setup');
+  connections.push(nats);
+  await applyStreams(nats, 1);
+  await publish(nats, 200);
+});
+after(async () => {
+  for (const c of connections) await c.close();
+  await server.stop();
+});
+
+// A failed test must not leave a reader waiting forever (the run would never end).
+const running: AbortController[] = [];
+afterEach(() => {
+  for (const a of running.splice(0)) a.abort();
+});
+
+async function publish(nats: Nats, n: number): Promise<void> {
+  const at = (await nats.jsm.streams.info('EVENTS')).state.last_seq;
+  await Promise.all(Array.from({ length: n }, (_, i) => nats.publish(`evt.org_tap.task.t${(at + i) % 7}`, new TextEncoder().encode(String(at + i + 1)))));
+}
+
+async function connection(bounds?: { ringSize: number; lagLimit: number }): Promise<Nats> {
+  const nats = await connectNats(server.url, 'events-tap test');
+  connections.push(nats);
+  if (bounds) tuneEventsTap(nats, bounds);
+  return nats;
+}
+
+/** Reads from `startSeq` until `untilSeq`, keeping every item; `pace` runs before each next item is taken. */
+function reader(nats: Nats, startSeq: number, untilSeq: () => number, pace?: () => Promise<void>) {
+  const abort = new AbortController();
+  running.push(abort);
+  const items: TapItem[] = [];
+  const done = (async () => {
+    for await (const item of followEvents(nats, { startSeq, signal: abort.signal, log: () => {}, name: `test-${startSeq}`, maxMessages: 100 })) {
+      items.push(item);
+      if (item.seq >= untilSeq()) break;
+      await pace?.();
+    }
+  })();
+  return { items, done, abort };
+}
+
+const lastSeq = async (nats: Nats) => (await nats.jsm.streams.info('EVENTS')).state.last_seq;
+const seqs = (items: TapItem[]) => items.map((i) => i.seq);
+const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+async function eventuallyTrue(check: () => boolean, what: string, ms = 10_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > until) throw new Error(`${what}: not within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+const within = <T>(p: Promise<T>, ms: number, what: string) =>
+  Promise.race([p, new Promise<never>((_, rej) => setTimeout(() => rej(new Error(`${what}: not within ${ms} ms`)), ms))]);
+
+test('readers of one connection get every event from their own start, in order, and share the items once they read together', async () => {
+  const nats = await connection();
+  const stored = await lastSeq(nats);
+  const end = stored + 30;
+  const a = reader(nats, 1, () => end);
+  const b = reader(nats, 50, () => end);
+  const c = reader(nats, stored - 10, () => end);
+  // Each catches up on what is stored, then they meet at the live end of the log.
+  await eventuallyTrue(() => [a, b, c].every((r) => r.items.at(-1)?.seq === stored), 'all three at the end of the log');
+  for (let i = 0; i < 30; i++) {
+    await publish(nats, 1);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  await within(Promise.all([a.done, b.done, c.done]), 10_000, 'three readers');
+  assert.deepEqual(seqs(a.items), range(1, end));
+  assert.deepEqual(seqs(b.items), range(50, end));
+  assert.deepEqual(seqs(c.items), range(stored - 10, end));
+  // The last events were read once for all three: the very same objects.
+  assert.equal(a.items.at(-1), b.items.at(-1));
+  assert.equal(b.items.at(-1), c.items.at(-1));
+});
+
+test('a reader that stops taking events does not hold up the others; it goes on by itself, misses nothing, and joins again', async () => {
+  const nats = await connection({ ringSize: 40, lagLimit: 30 });
+  const start = (await lastSeq(nats)) + 1;
+  const firstEnd = start + 299;
+  const caughtUp = firstEnd + 100;
+  const end = caughtUp + 20;
+  let stuck = true;
+  const slowAbort = () => running.at(-1)!.signal.aborted;
+  const fast = reader(nats, start, () => firstEnd);
+  const slow = reader(nats, start, () => end, async () => {
+    while (stuck && !slowAbort()) await new Promise((r) => setTimeout(r, 20));
+  });
+  await publish(nats, 300);
+  // The fast one gets everything while the slow one has taken a single event.
+  await within(fast.done, 10_000, 'the fast reader');
+  assert.deepEqual(seqs(fast.items), range(start, firstEnd));
+  assert.equal(slow.items.length, 1);
+  // Then the slow one catches up on its own, without a gap or a repeat...
+  const other = reader(nats, firstEnd + 1, () => end);
+  stuck = false;
+  await publish(nats, 100);
+  await eventuallyTrue(() => slow.items.at(-1)?.seq === caughtUp && other.items.at(-1)?.seq === caughtUp, 'the slow reader catching up');
+  // ...and shares the read again once it is back among the recent events.
+  for (let i = 0; i < 20; i++) {
+    await publish(nats, 1);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  await within(Promise.all([slow.done, other.done]), 10_000, 'both readers');
+  assert.deepEqual(seqs(slow.items), range(start, end));
+  assert.deepEqual(seqs(other.items), range(firstEnd + 1, end));
+  assert.equal(slow.items.at(-1), other.items.at(-1));
+});
+
+test('a reader that stops (abort) ends at once, and the others go on', async () => {
+  const nats = await connection();
+  const from = await lastSeq(nats);
+  const target = from + 20;
+  const a = reader(nats, from, () => target);
+  const b = reader(nats, from, () => Number.MAX_SAFE_INTEGER);
+  await new Promise((r) => setTimeout(r, 200));
+  b.abort.abort();
+  await within(b.done, 5000, 'the aborted reader');
+  await publish(nats, 20);
+  await within(a.done, 10_000, 'the other reader');
+  assert.deepEqual(seqs(a.items), range(from, target));
+});
