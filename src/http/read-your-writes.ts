@@ -1,5 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import { SUBJECTS } from '../../streams/definitions.ts';
+import { createBarrier } from '../nats/barrier.ts';
 import type { Nats } from '../nats/connection.ts';
 import type { Watermark } from '../projections/watermark.ts';
 import type { AuthedRequest } from './context.ts';
@@ -12,11 +13,16 @@ const SWEEP_EVERY_MS = 10_000;
  * Read-your-writes on the read side. A write answers as soon as the log stored it
  * (from the decided state) and records the organization's position here; a later
  * read of that organization waits until the projector has committed it. Positions
- * are shared with every API process over a core subject, published before the write
- * answers, so a read that lands on another process waits for it too.
+ * are shared with every API process over a core subject. A write answers only once
+ * the server has routed its position (a round trip after the publish), and a read
+ * first makes a round trip of its own, which the server answers after every message
+ * it queued for this process before: so a read that lands on another API process
+ * connected to the same server knows of the write. (Connected to another server of a
+ * cluster, the position crosses a route, and a read may come in a little before it.)
  */
 export function createReadYourWrites(nats: Nats, watermark: Watermark) {
   const written = new Map<string, number>();
+  const barrier = createBarrier(nats.nc);
   const raise = (orgId: string, seq: number) => {
     if (seq > (written.get(orgId) ?? 0)) written.set(orgId, seq);
   };
@@ -38,18 +44,20 @@ export function createReadYourWrites(nats: Nats, watermark: Watermark) {
   };
 
   return {
-    /** A write of `orgId` is stored at `seq`: reads of the organization from now on include it. */
-    wrote(orgId: string, seq: number): void {
+    /** A write of `orgId` is stored at `seq`: reads of the organization, in any API process, include it once this resolves. */
+    async wrote(orgId: string, seq: number): Promise<void> {
       if (!(seq > 0)) return;
       raise(orgId, seq);
       nats.nc.publish(SUBJECTS.written, `${orgId} ${seq}`);
+      // Its own PING, right behind the publish in the same socket write: no extra turn.
+      await nats.nc.flush().catch(() => {});
     },
     /** Resolves once the read models include every write of `orgId` this process knows of (bounded). */
     caughtUp,
     /** For reads (GET, HEAD): the handler runs once the organization's writes are projected. */
     beforeReads(req: Request, _res: Response, next: NextFunction): void {
       if (req.method !== 'GET' && req.method !== 'HEAD') return next();
-      caughtUp((req as AuthedRequest).orgId).then(() => next(), next);
+      barrier().then(() => caughtUp((req as AuthedRequest).orgId)).then(() => next(), next);
     },
     close(): void {
       clearInterval(sweep);

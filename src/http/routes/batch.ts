@@ -43,7 +43,7 @@ export function batchRoutes(deps: ApiDeps): Router {
       const input = validate<BatchInput>(createBatchSchema, jsonObject(req));
       checkBatch(input);
       const { event, seq } = await createBatch(deps, req.orgId, input, await orgPlan(deps, req.orgId), onceId(res, 'cmd'));
-      deps.reads.wrote(req.orgId, seq);
+      await deps.reads.wrote(req.orgId, seq);
       const created = event.data.tasks.length;
       res.status(201).json({
         data: { lane: input.lane, created, scheduled_for: event.data.scheduled_for },

@@ -41,7 +41,7 @@ export function endpointRoutes(deps: ApiDeps, rootUrl: () => string): Router {
   };
   const answer = async (orgId: string, e: Endpoint, seq: number) => {
     deps.endpoints.remember(e, e.id);
-    deps.reads.wrote(orgId, seq);
+    await deps.reads.wrote(orgId, seq);
     await deps.reads.caughtUp(orgId);
     return resource(await load(orgId, e.id));
   };
@@ -73,7 +73,7 @@ export function endpointRoutes(deps: ApiDeps, rootUrl: () => string): Router {
   r.delete('/endpoints/:id', handler(async (req, res) => {
     const { seq } = await runEndpoint(deps, req.orgId, req.params.id!, { type: 'DeleteEndpoint' });
     deps.endpoints.remember(null, req.params.id!);
-    deps.reads.wrote(req.orgId, seq);
+    await deps.reads.wrote(req.orgId, seq);
     res.status(204).end();
   }));
   for (const [path, type] of [['pause', 'PauseEndpoint'], ['resume', 'ResumeEndpoint']] as const) {
@@ -162,7 +162,7 @@ export function endpointRoutes(deps: ApiDeps, rootUrl: () => string): Router {
       type: 'InboundEventReplayed', id: replayId, at: now, org_id: orgId,
       data: { event: eventRecord(stored.meta, Number(row.inbound_seq), delivery.outcome), endpoint: endpointSnapshot(endpoint), executions: delivery.executions },
     };
-    deps.reads.wrote(orgId, await deps.store.append(subject, event));
+    await deps.reads.wrote(orgId, await deps.store.append(subject, event));
     const ids = delivery.executions.map((x) => x.execution_id);
     const message = ids.length ? `Replay queued: ${ids.length} execution(s)${endpoint.paused ? ', held while the endpoint is paused' : ''}` : `Nothing to forward: the event was ${delivery.outcome}`;
     res.status(202).json({ data: { execution_ids: ids }, message });

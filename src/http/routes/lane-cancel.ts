@@ -35,7 +35,7 @@ export function laneCancelRoutes(deps: ApiDeps): Router {
       }
     };
     await Promise.all(Array.from({ length: Math.min(PARALLEL, queue.length) }, worker));
-    deps.reads.wrote(req.orgId, lastSeq);
+    await deps.reads.wrote(req.orgId, lastSeq);
     res.json({ data: { cancelled }, message: `Cancelled ${cancelled} task(s) in lane ${lane}` });
   }));
   return r;

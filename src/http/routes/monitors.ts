@@ -34,7 +34,7 @@ export function monitorRoutes(deps: ApiDeps, rootUrl: () => string): Router {
     return row;
   };
   const answer = async (orgId: string, m: Monitor, seq: number) => {
-    deps.reads.wrote(orgId, seq);
+    await deps.reads.wrote(orgId, seq);
     await deps.reads.caughtUp(orgId);
     return resource(await load(orgId, m.id));
   };
@@ -56,7 +56,7 @@ export function monitorRoutes(deps: ApiDeps, rootUrl: () => string): Router {
   }));
   r.delete('/monitors/:id', handler(async (req, res) => {
     const { seq } = await runMonitor(deps, req.orgId, req.params.id!, { type: 'DeleteMonitor' });
-    deps.reads.wrote(req.orgId, seq);
+    await deps.reads.wrote(req.orgId, seq);
     res.status(204).end();
   }));
   for (const [path, type] of [['pause', 'PauseMonitor'], ['resume', 'ResumeMonitor']] as const) {
@@ -92,7 +92,7 @@ export function pingRoutes(deps: ApiDeps): Router {
       const { state, seq } = await pingMonitor(deps, row.org_id, row.id, {
         kind, method: req.method, source_ip: text((req as Request).ip), user_agent: text(req.get('user-agent')), body,
       });
-      deps.reads.wrote(row.org_id, seq);
+      await deps.reads.wrote(row.org_id, seq);
       res.json({ monitor: state!.name, status: state!.status });
     } catch (err) {
       if (err instanceof ApiError && err.status === 410) {

@@ -26,14 +26,14 @@ export function organizationRoutes(deps: ApiDeps): Router {
     const settings = validate<OrganizationSettings>(updateOrganizationSchema, jsonObject(req));
     const { state, seq } = await updateSettings(deps, req.orgId, settings);
     deps.directory.remember(state!);
-    deps.reads.wrote(req.orgId, seq);
+    await deps.reads.wrote(req.orgId, seq);
     res.json({ data: organizationResource(state!) });
   }));
 
   r.post('/organization/webhook-secret/rotate', handler(async (req, res) => {
     const { state, seq } = await rotateWebhookSecret(deps, req.orgId);
     deps.directory.remember(state!);
-    deps.reads.wrote(req.orgId, seq);
+    await deps.reads.wrote(req.orgId, seq);
     res.json({ data: { webhook_secret: state!.webhook_secret }, message: 'Webhook secret rotated' });
   }));
 

@@ -57,7 +57,7 @@ export function scheduleRoutes(deps: ApiDeps): Router {
     const input = validate<ScheduleInput & { url: string; cron: string }>(createScheduleSchema, jsonObject(req));
     checkInput(input);
     const { state, seq } = await createSchedule(deps, req.orgId, input, await planLimitFor(deps, 'schedule', req.orgId), onceId(res, 'sch'));
-    deps.reads.wrote(req.orgId, seq);
+    await deps.reads.wrote(req.orgId, seq);
     res.status(201).json({ data: fromState(state!) });
   }));
 
@@ -65,21 +65,21 @@ export function scheduleRoutes(deps: ApiDeps): Router {
     const input = validate<ScheduleInput>(updateScheduleSchema, jsonObject(req));
     checkInput(input);
     const { seq } = await updateSchedule(deps, req.orgId, req.params.id!, input, await orgPlan(deps, req.orgId));
-    deps.reads.wrote(req.orgId, seq);
+    await deps.reads.wrote(req.orgId, seq);
     await deps.reads.caughtUp(req.orgId);
     res.json({ data: scheduleResource(await load(req.orgId, req.params.id!)) });
   }));
 
   r.delete('/schedules/:id', handler(async (req, res) => {
     const { seq } = await deleteSchedule(deps, req.orgId, req.params.id!);
-    deps.reads.wrote(req.orgId, seq);
+    await deps.reads.wrote(req.orgId, seq);
     res.status(204).end();
   }));
 
   r.post('/schedules/:id/trigger', handler(async (req, res) => {
     const input = validate<{ callback_url?: string }>(triggerTaskSchema, jsonObject(req, true));
     const { events: [event], seq } = await triggerSchedule(deps, req.orgId, req.params.id!, input.callback_url ?? null);
-    deps.reads.wrote(req.orgId, seq);
+    await deps.reads.wrote(req.orgId, seq);
     const executionId = event?.type === 'ScheduleTriggered' ? event.data.execution.id : null;
     res.status(202).json({ data: { execution_id: executionId, status: 'pending' }, message: 'Execution queued' });
   }));

@@ -30,7 +30,7 @@ export function syncRoutes(deps: ApiDeps): Router {
       { schedules: synced<ScheduleSpec>(schedRows), monitors: synced<MonitorSpec>(monRows) },
       { schedule: planLimit(plan, 'schedule', schedRows.map((r) => r.id)), monitor: planLimit(plan, 'monitor', monRows.map((r) => r.id)) },
     );
-    deps.reads.wrote(req.orgId, result.lastSeq);
+    await deps.reads.wrote(req.orgId, result.lastSeq);
     res.json({ data: { schedules: result.schedules, monitors: result.monitors } });
   }));
   return r;

@@ -26,7 +26,7 @@ export function taskRoutes(deps: ApiDeps): Router {
   // Answers a write from the decided state, without waiting for the projector: a new
   // task's status is known; an update keeps the status the read model has so far.
   const written = async (orgId: string, task: Task, seq: number, created = false) => {
-    deps.reads.wrote(orgId, seq);
+    await deps.reads.wrote(orgId, seq);
     const pending = task.pending_execution;
     if (created) return { ...taskDoc(task), id: task.id, status: 'pending', next_run_at: pending?.scheduled_for ?? null, last_execution_id: pending?.id ?? null };
     const row = await tasksWithStatus(deps.db).selectAll().where('id', '=', task.id).where('org_id', '=', orgId).executeTakeFirst();
@@ -69,14 +69,14 @@ export function taskRoutes(deps: ApiDeps): Router {
 
   r.delete('/tasks/:id', handler(async (req, res) => {
     const { seq } = await deleteTask(deps, req.orgId, req.params.id!);
-    deps.reads.wrote(req.orgId, seq);
+    await deps.reads.wrote(req.orgId, seq);
     res.status(204).end();
   }));
 
   r.post('/tasks/:id/trigger', handler(async (req, res) => {
     const input = validate<{ callback_url?: string }>(triggerTaskSchema, jsonObject(req, true));
     const { events: [event], seq } = await triggerTask(deps, req.orgId, req.params.id!, input.callback_url ?? null);
-    deps.reads.wrote(req.orgId, seq);
+    await deps.reads.wrote(req.orgId, seq);
     const executionId = event?.type === 'TaskTriggered' ? event.data.execution.id : null;
     res.status(202).json({ data: { execution_id: executionId, status: 'pending' }, message: 'Execution queued' });
   }));
