@@ -148,4 +148,23 @@ describe('lanes', () => {
       await target.close();
     }
   });
+
+  test('a lane cancel records the executions still waiting on a timer as cancelled, and the lane runs again after', async () => {
+    const target = await slowTarget(50, () => false);
+    try {
+      const later = (await api('POST', '/tasks', { url: `${target.url}/later/0`, lane: 'wait-then-cancel', delay: '10m' })).body.data;
+      const res = await api('DELETE', '/tasks?lane=wait-then-cancel');
+      assert.equal(res.body.data.cancelled, 1);
+      const [row] = await finishedAll([later.last_execution_id]);
+      assert.equal(row.status, 'cancelled');
+      assert.equal(row.attempt, 0);
+      // Nothing of the cancelled task holds the lane: a new task of it runs.
+      const next = (await api('POST', '/tasks', { url: `${target.url}/later/1`, lane: 'wait-then-cancel' })).body.data;
+      const [ran] = await finishedAll([next.last_execution_id]);
+      assert.equal(ran.status, 'success');
+      assert.deepEqual(target.spans.map((s) => s.path), ['/later/1']);
+    } finally {
+      await target.close();
+    }
+  });
 });

@@ -47,7 +47,7 @@ export class ProjectionBatch {
   readonly apiKeys = new Map<string, Row>();
   readonly tasks = new Map<string, Row>();
   readonly deletedTasks = new Set<string>();
-  /** Soft-deleted by a lane cancel: task hidden, its pending executions cancelled. */
+  /** Soft-deleted by a lane cancel: the task is hidden (its executions end by their own events). */
   readonly cancelledTasks = new Map<string, string>();
   /** Execution rows created in this batch. */
   readonly newExecutions = new Map<string, Row>();
@@ -121,10 +121,7 @@ export class ProjectionBatch {
     if (this.cancelledTasks.size) {
       const ids = [...this.cancelledTasks.keys()];
       const at = [...this.cancelledTasks.values()].pop()!;
-      out.push(
-        sql`UPDATE tasks SET deleted_at = ${at} WHERE id = ANY(${ids})`,
-        sql`UPDATE executions SET status = 'cancelled', updated_at = ${at} WHERE source_id = ANY(${ids}) AND status = 'pending'`,
-      );
+      out.push(sql`UPDATE tasks SET deleted_at = ${at} WHERE id = ANY(${ids})`);
     }
     if (this.deletedTasks.size) {
       const ids = [...this.deletedTasks];

@@ -157,6 +157,23 @@ export function createTranslator(deps: TranslatorDeps) {
     await deps.timers.put(job, { state: 'armed', due_at: Date.parse(s.next_run_at), job });
   }
 
+  /**
+   * A cancelled task keeps its history, so each execution still waiting on a timer (a
+   * delayed first attempt, a retry) is recorded as cancelled before the timers go; one
+   * that holds its lane frees it. Executions queued in a lane or already due are
+   * cancelled when their turn comes (lanes.ts, the dispatcher), a running one when its
+   * attempt ends (onAttemptFinished). Event ids are per execution, so a repeat is one.
+   */
+  async function onTaskCancelled(orgId: string, taskId: string) {
+    for (const timer of await deps.timers.listSource(orgId, taskId)) {
+      const job = timer.value.job;
+      if (job.kind !== 'attempt') continue;
+      const cancelled = executionCancelled(orgId, { execution_id: job.execution_id, source: job.source, reason: 'task cancelled', lane: job.lane }, deps.clock.now());
+      await deps.store.append(SUBJECTS.execution(orgId, job.execution_id), cancelled);
+    }
+    await deps.timers.purgeSource(orgId, taskId);
+  }
+
   async function onAttemptFinished(orgId: string, d: AttemptResult) {
     if (d.next_attempt_at && d.source.type === 'schedule') {
       const last = await deps.store.last<ScheduleEvent>(scheduleSubject(orgId, d.source.id));
@@ -222,8 +239,10 @@ export function createTranslator(deps: TranslatorDeps) {
         await onTaskChanged(event.data.task);
         return;
       case 'TaskDeleted':
-      case 'TaskCancelled':
         await deps.timers.purgeSource(event.org_id, event.data.task.id);
+        return;
+      case 'TaskCancelled':
+        await onTaskCancelled(event.org_id, event.data.task.id);
         return;
       case 'AttemptFinished':
         await onAttemptFinished(event.org_id, event.data);
