@@ -53,7 +53,10 @@ export const batchAccept: Benchmark = {
       const lat = summarize(ms);
       const rate = accepted / elapsed;
       const stored = await s.db.query<{ n: string; lanes: string; pending: string }>(
-        "SELECT count(*) AS n, count(DISTINCT lane) AS lanes, count(*) FILTER (WHERE status = 'pending') AS pending FROM tasks WHERE lane LIKE 'accept-%' AND lane NOT LIKE 'accept-warm-%'",
+        // A task's status is its last execution's (tasks.status is no longer written, migration 0007).
+        `SELECT count(*) AS n, count(DISTINCT t.lane) AS lanes, count(*) FILTER (WHERE coalesce(e.status, 'pending') = 'pending') AS pending
+           FROM tasks t LEFT JOIN executions e ON e.id = t.last_execution_id
+          WHERE t.lane LIKE 'accept-%' AND t.lane NOT LIKE 'accept-warm-%'`,
       );
       const inPg = Number(stored.rows[0]?.n ?? 0);
       const arrived = (await s.target.stats()).count;
