@@ -57,21 +57,24 @@ export function parseRoles(text: string | undefined): Set<Role> {
 }
 
 /**
- * The roles' processes. `auto` (the default): every role in one process below 4 cores;
- * from 4, the API, the dispatchers and the log readers (projector, scheduler,
- * notifier) each get a process, so no two of them share an event loop. `1`: one
- * process. Or groups separated by `/`, e.g. `api/dispatcher,projector,scheduler,notifier`.
+ * The roles' processes. `auto` (the default): with 2 or 3 cores the API gets a process
+ * and the other roles share one; from 4, the API, the dispatchers and the log readers
+ * (projector, scheduler, notifier) each get a process, so no two of them share an event
+ * loop; on 1 core, one process. `1`: one process. Or groups separated by `/`, e.g.
+ * `api/dispatcher,projector,scheduler,notifier`.
  */
-const SPLIT_FROM_CORES = 4;
+const SPLIT_FROM_CORES = 2;
+const SPLIT_DISPATCHER_FROM_CORES = 4;
 
 export function parseProcesses(text: string | undefined, roles: Set<Role>, cores: number): Role[][] {
   const spec = (text ?? '').trim() || 'auto';
   if (spec === '1') return [[...roles]];
   if (spec === 'auto') {
-    // Measured on 2 cores (docs/benchmarks.md): the split cost 25% more CPU per task
-    // than one process beside nats-server and Postgres, and ran slower; it pays from 4.
+    // Measured on 2 cores (docs/benchmarks.md): the API in a process of its own ran
+    // 19–27% more executions/s at the same CPU per task; the dispatcher split off too
+    // cost more than it gained there, as nats-server and Postgres share the second core.
     if (cores < SPLIT_FROM_CORES) return [[...roles]];
-    const alone: Role[] = ['api', 'dispatcher'];
+    const alone: Role[] = cores >= SPLIT_DISPATCHER_FROM_CORES ? ['api', 'dispatcher'] : ['api'];
     const groups = alone.filter((r) => roles.has(r)).map((r) => [r]);
     const rest = [...roles].filter((r) => !alone.includes(r));
     if (rest.length) groups.push(rest);
