@@ -87,6 +87,8 @@ describe('heartbeat monitors', () => {
     const c = await api('POST', '/monitors', { name: 'c', schedule_type: 'cron', cron_expression: '0 3 * * *', timezone: 'Europe/Berlin' });
     assert.equal(c.status, 201);
     assert.equal(c.body.data.grace_period_seconds, 300);
+    // Pinged once first, so the service knows its token when the monitor is deleted.
+    assert.equal((await ping(c.body.data.ping_url)).status, 200);
     assert.equal((await api('DELETE', `/monitors/${c.body.data.id}`)).status, 204);
     assert.equal((await api('GET', `/monitors/${c.body.data.id}`)).status, 404);
     assert.equal((await ping(c.body.data.ping_url)).status, 404);

@@ -12,6 +12,7 @@ import { rawBody } from '../request-body.ts';
 import { validate } from '../validate.ts';
 import { planLimitFor } from '../plan-limits.ts';
 import { limitParam } from './executions.ts';
+import { createPingTokens } from '../ping-tokens.ts';
 
 const PING_BODY_BYTES = 10 * 1024;
 const iso = (d: Date | string | null) => (d == null ? null : new Date(d).toISOString());
@@ -78,25 +79,26 @@ export function monitorRoutes(deps: ApiDeps, rootUrl: () => string): Router {
 export function pingRoutes(deps: ApiDeps): Router {
   const r = Router();
   const raw = rawBody();
+  const tokens = createPingTokens(deps.db);
   const ping = (kind: 'ping' | 'fail') => handler(async (req, res) => {
     const token = req.params.token!;
-    const row = /^pm_[0-9a-z]{32}$/.test(token)
-      ? await deps.db.selectFrom('monitors').select(['id', 'org_id', 'doc']).where('token', '=', token).executeTakeFirst()
-      : undefined;
-    if (!row) throw notFound('Not found');
+    const target = await tokens.find(token);
+    if (!target) throw notFound('Not found');
     // A ping is never refused for what it carries: bytes that are not UTF-8 decode to
     // U+FFFD, and what the store cannot hold (NUL) is replaced the same way.
     const text = (value: string | undefined) => (value === undefined ? null : storableText(value));
     const body = Buffer.isBuffer(req.body) ? storableText(req.body.subarray(0, PING_BODY_BYTES).toString('utf8')) : '';
     try {
-      const { state, seq } = await pingMonitor(deps, row.org_id, row.id, {
+      const { state, seq } = await pingMonitor(deps, target.org_id, target.id, {
         kind, method: req.method, source_ip: text((req as Request).ip), user_agent: text(req.get('user-agent')), body,
       });
-      await deps.reads.wrote(row.org_id, seq);
+      await deps.reads.wrote(target.org_id, seq);
       res.json({ monitor: state!.name, status: state!.status });
     } catch (err) {
+      if (err instanceof ApiError && err.status === 404) tokens.forget(token);
       if (err instanceof ApiError && err.status === 410) {
-        res.status(410).json({ monitor: (row.doc as { name?: string }).name ?? null, status: 'paused', error: { message: err.message, field: null } });
+        const row = await deps.db.selectFrom('monitors').select('doc').where('id', '=', target.id).executeTakeFirst();
+        res.status(410).json({ monitor: (row?.doc as { name?: string } | undefined)?.name ?? null, status: 'paused', error: { message: err.message, field: null } });
         return;
       }
       throw err;
