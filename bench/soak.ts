@@ -1,0 +1,600 @@
+/**
+ * Soak: N executions (default 1,000,000; `JETCRON_SOAK_TASKS` overrides) through one
+ * `jetcron serve` process (every role, `JETCRON_PROCESSES=1`). Lane-free immediate tasks
+ * are created through `POST /api/v1/tasks` by a closed loop at concurrency 64, held back
+ * so that at most 20,000 created tasks have not yet reached the target: the service is
+ * measured in a steady state, not by a backlog growing with N. At checkpoints (every 10%
+ * of N, and at 100k, 500k and 1M) it records the service's and nats-server's RSS, the
+ * service's V8 heap, the streams' sizes, the nats store on disk and the Postgres sizes;
+ * then one verdict per quantity: flat, or growing with the log as retention says
+ * (EVENTS is kept forever, DISPATCH is a work queue). At the end it checks that every
+ * created task reached the target and that Postgres shows N executions `success`.
+ *
+ * Opt-in (`npm run bench -- soak`): not part of the default run, it takes ~10 minutes at 1M.
+ */
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { connectNats, type Nats } from '../src/nats/connection.ts';
+import { STREAMS } from '../streams/definitions.ts';
+import { hrMs, onCleanup, sleep } from './harness.ts';
+import { closedLoop } from './load.ts';
+import { countExecutions, executionStatuses, troubleNotes, withStack, type BenchContext, type BenchResult, type Benchmark, type Metric, type Stack } from './stack.ts';
+import { fmt, type Table } from './stats.ts';
+
+const DEFAULT_TASKS = 1_000_000;
+const CONCURRENCY = 64;
+/** Creates started minus distinct requests at the target: the feed waits at this many. */
+const MAX_OUTSTANDING = 20_000;
+/** How often the target's received count is read (IPC, O(1)): drives the bound and the checkpoints. */
+const POLL_MS = 250;
+/** Flat: the last checkpoint at most this much above the reference checkpoint. */
+const FLAT_FACTOR = 1.25;
+/** The reference checkpoint, when N goes well past it. */
+const REFERENCE_AT = 100_000;
+/** Checkpoints taken whenever N reaches them, besides every 10% of N. */
+const FIXED_MARKS = [100_000, 500_000, 1_000_000];
+/** Bounds: the whole run stops at 30 min (run.ts); 1M at ~1,800/s takes ~9–10 min. */
+const CREATE_MAX_MS = 22 * 60_000;
+const DRAIN_MAX_MS = 3 * 60_000;
+const STALL_MS = 30_000;
+/** The feed stops early when the machine has less memory available than this (/proc/meminfo MemAvailable). */
+const MIN_AVAILABLE_BYTES = 1024 * 2 ** 20;
+/** The duplicate window of EVENTS and DISPATCH (streams/definitions.ts): nats-server keeps each msg id that long. */
+const DEDUPE_WINDOW_MS = 10 * 60_000;
+
+function soakTasks(): number {
+  const raw = process.env.JETCRON_SOAK_TASKS;
+  if (raw === undefined || raw.trim() === '') return DEFAULT_TASKS;
+  const n = Number(raw.replace(/_/g, ''));
+  if (!Number.isInteger(n) || n < 100) throw new Error(`JETCRON_SOAK_TASKS=${raw}: give a whole number ≥ 100`);
+  return n;
+}
+
+const TITLE_N = (() => {
+  try {
+    return soakTasks();
+  } catch {
+    return DEFAULT_TASKS;
+  }
+})();
+
+/** Every 10% of n, and the fixed marks up to n; ascending, the last is n. */
+export function checkpointMarks(n: number): number[] {
+  const marks = new Set<number>();
+  for (let k = 1; k <= 10; k++) marks.add(Math.round((n * k) / 10));
+  for (const m of FIXED_MARKS) if (m <= n) marks.add(m);
+  return [...marks].filter((m) => m > 0).sort((a, b) => a - b);
+}
+
+// ---------------------------------------------------------------- sampling
+
+interface Snapshot {
+  /** The checkpoint's nominal count ('start' before any load). */
+  mark: number | 'start';
+  /** ms since the first create (0 for the start row). */
+  at: number;
+  /** Distinct requests at the target. */
+  arrived: number;
+  /** Executions `success` in Postgres. */
+  success: number;
+  serviceRss: number;
+  serviceProcs: number;
+  /** The service's main thread's V8 heap (heapReporter), ≤ 1 s old; undefined if not available. */
+  heap: Heap | undefined;
+  /** comm and RSS of each process of the service's tree. */
+  serviceParts: { comm: string; rss: number }[];
+  natsRss: number;
+  events: { messages: number; bytes: number; subjects: number };
+  dispatch: { messages: number; bytes: number };
+  /** Every other stream (TIMERS, LANES, KV buckets, …), bytes. */
+  otherStreamsBytes: number;
+  natsDirBytes: number;
+  pgDbBytes: number;
+  executionsBytes: number;
+}
+
+/** Bytes of resident memory (/proc/<pid>/status VmRSS); 0 if gone. */
+function rssBytes(pid: number): number {
+  try {
+    const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+function comm(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  } catch {
+    return '?';
+  }
+}
+
+/** MemAvailable from /proc/meminfo, bytes; Infinity if unreadable. */
+function memAvailable(): number {
+  try {
+    const m = /^MemAvailable:\s+(\d+)\s+kB/m.exec(readFileSync('/proc/meminfo', 'utf8'));
+    return m ? Number(m[1]) * 1024 : Infinity;
+  } catch {
+    return Infinity;
+  }
+}
+
+/** pid and its descendants (from /proc/<pid>/stat parent links). */
+function processTree(root: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const s = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const ppid = Number(s.slice(s.lastIndexOf(')') + 2).split(' ')[1]);
+      const list = children.get(ppid) ?? [];
+      list.push(Number(name));
+      children.set(ppid, list);
+    } catch {
+      /* gone */
+    }
+  }
+  const out = [root];
+  for (let i = 0; i < out.length; i++) out.push(...(children.get(out[i]!) ?? []));
+  return out;
+}
+
+/** Allocated size on disk (blocks, as `du` counts) of everything under dir. */
+function diskBytes(dir: string): number {
+  let total = 0;
+  let entries;
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return 0;
+  }
+  for (const e of entries) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) total += diskBytes(p);
+    else {
+      try {
+        total += statSync(p).blocks * 512;
+      } catch {
+        /* removed meanwhile (compacted blocks) */
+      }
+    }
+  }
+  return total;
+}
+
+/** The nats-server's data dir, from its command line (`nats-server -c <dir>/nats-server.conf`). */
+function natsDataDir(pid: number | undefined): string | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    const conf = argv[argv.indexOf('-c') + 1];
+    return argv.includes('-c') && conf ? path.dirname(conf) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A module preloaded into the service (NODE_OPTIONS --import, a data: URL) that writes,
+ * once a second (an unref'd timer), its main thread's V8 heap: used now, and used right
+ * after the last major (mark-compact) GC, seen through a PerformanceObserver on 'gc'
+ * entries; the latter is the live heap without the garbage of the moment. Nothing in the
+ * service's code changes.
+ */
+function heapReporter(file: string): string {
+  const code = [
+    "import { isMainThread } from 'node:worker_threads';",
+    "import { renameSync, writeFileSync } from 'node:fs';",
+    "import { PerformanceObserver, constants } from 'node:perf_hooks';",
+    "import v8 from 'node:v8';",
+    'if (isMainThread) {',
+    `  const f = ${JSON.stringify(file)};`,
+    '  let afterMajorGc = null, majorGcs = 0;',
+    '  new PerformanceObserver((list) => {',
+    '    for (const e of list.getEntries()) if (e.detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) { majorGcs++; afterMajorGc = v8.getHeapStatistics().used_heap_size; }',
+    "  }).observe({ entryTypes: ['gc'] });",
+    '  const w = () => {',
+    '    try {',
+    '      const h = v8.getHeapStatistics();',
+    "      writeFileSync(f + '.tmp', JSON.stringify({ heapUsed: h.used_heap_size, heapTotal: h.total_heap_size, afterMajorGc, majorGcs }));",
+    "      renameSync(f + '.tmp', f);",
+    '    } catch {}',
+    '  };',
+    '  w();',
+    '  setInterval(w, 1000).unref();',
+    '}',
+  ].join('\n');
+  return `--import=data:text/javascript,${encodeURIComponent(code)}`;
+}
+
+interface Heap {
+  heapUsed: number;
+  heapTotal: number;
+  afterMajorGc: number | null;
+  majorGcs: number;
+}
+
+function readHeap(file: string): Heap | undefined {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as Heap;
+  } catch {
+    return undefined;
+  }
+}
+
+async function snapshot(s: Stack, nats: Nats, heapFile: string, natsDir: string | undefined, mark: Snapshot['mark'], at: number): Promise<Snapshot> {
+  const [pgRow, sizes, streams, target] = await Promise.all([
+    s.db.query<{ n: string }>("SELECT count(*) AS n FROM executions WHERE status = 'success'"),
+    s.db.query<{ db: string; ex: string }>("SELECT pg_database_size(current_database()) AS db, pg_total_relation_size('executions') AS ex"),
+    (async () => {
+      const all = [];
+      for await (const si of nats.jsm.streams.list()) all.push(si);
+      return all;
+    })(),
+    s.target.stats(),
+  ]);
+  const natsPid = s.nats.pid();
+  const tree = processTree(s.service.pid);
+  const parts = tree.map((pid) => ({ comm: comm(pid), rss: rssBytes(pid) }));
+  const heap = readHeap(heapFile);
+  const ev = streams.find((x) => x.config.name === STREAMS.events.name)?.state;
+  const dq = streams.find((x) => x.config.name === STREAMS.dispatch.name)?.state;
+  const others = streams.filter((x) => x.config.name !== STREAMS.events.name && x.config.name !== STREAMS.dispatch.name);
+  return {
+    mark,
+    at,
+    arrived: target.unique,
+    success: Number(pgRow.rows[0]?.n ?? 0),
+    serviceRss: parts.reduce((a, p) => a + p.rss, 0),
+    serviceProcs: tree.length,
+    heap,
+    serviceParts: parts,
+    natsRss: natsPid === undefined ? 0 : rssBytes(natsPid),
+    events: { messages: ev?.messages ?? 0, bytes: ev?.bytes ?? 0, subjects: ev?.num_subjects ?? 0 },
+    dispatch: { messages: dq?.messages ?? 0, bytes: dq?.bytes ?? 0 },
+    otherStreamsBytes: others.reduce((a, x) => a + x.state.bytes, 0),
+    natsDirBytes: natsDir ? diskBytes(natsDir) : 0,
+    pgDbBytes: Number(sizes.rows[0]?.db ?? 0),
+    executionsBytes: Number(sizes.rows[0]?.ex ?? 0),
+  };
+}
+
+// ---------------------------------------------------------------- formatting
+
+const MiB = 2 ** 20;
+const mib = (b: number | null | undefined) => (b == null ? '–' : (b / MiB).toFixed(1));
+const kib = (b: number) => (b / 1024).toFixed(1);
+const markLabel = (m: Snapshot['mark']) => (m === 'start' ? 'start (idle)' : m >= 1_000_000 && m % 1_000_000 === 0 ? `${m / 1_000_000}M` : m >= 1000 && m % 1000 === 0 ? `${m / 1000}k` : fmt.int(m));
+const signedPct = (x: number) => (Number.isFinite(x) ? `${x >= 0 ? '+' : ''}${x.toFixed(1)}%` : '–');
+
+function checkpointTable(rows: Snapshot[]): Table {
+  return {
+    headers: [
+      'checkpoint',
+      'elapsed',
+      'success (PG)',
+      'at target',
+      'exec/s (interval)',
+      'jetcron RSS MiB',
+      'V8 heap MiB (after GC / now)',
+      'nats RSS MiB',
+      'EVENTS msgs',
+      'EVENTS MiB',
+      'DISPATCH msgs',
+      'DISPATCH KiB',
+      'other streams MiB',
+      'nats dir MiB',
+      'PG db MiB',
+      'executions MiB',
+    ],
+    rows: rows.map((r, i) => {
+      const prev = rows[i - 1];
+      const rate = prev && r.mark !== 'start' && r.at > prev.at ? ((r.arrived - prev.arrived) * 1000) / (r.at - prev.at) : NaN;
+      return [
+        markLabel(r.mark),
+        r.mark === 'start' ? '–' : fmt.s(r.at / 1000),
+        fmt.int(r.success),
+        fmt.int(r.arrived),
+        fmt.rate(rate),
+        mib(r.serviceRss),
+        `${mib(r.heap?.afterMajorGc)} / ${mib(r.heap?.heapUsed)}`,
+        mib(r.natsRss),
+        fmt.int(r.events.messages),
+        mib(r.events.bytes),
+        fmt.int(r.dispatch.messages),
+        kib(r.dispatch.bytes),
+        mib(r.otherStreamsBytes),
+        mib(r.natsDirBytes),
+        mib(r.pgDbBytes),
+        mib(r.executionsBytes),
+      ];
+    }),
+  };
+}
+
+// ---------------------------------------------------------------- verdicts
+
+interface Reference {
+  row: Snapshot;
+  how: string;
+}
+
+/** The 100k checkpoint when N goes past it; else the checkpoint nearest N/2 (a small N's first checkpoints are warm-up). */
+function referenceRow(load: Snapshot[]): Reference {
+  const last = load.at(-1)!;
+  const at100k = load.find((r) => r.mark === REFERENCE_AT);
+  if (at100k && at100k !== last) return { row: at100k, how: 'the 100k checkpoint' };
+  const half = last.mark === 'start' ? 0 : last.mark / 2;
+  const mid = load.reduce((best, r) => (Math.abs((r.mark as number) - half) < Math.abs((best.mark as number) - half) ? r : best), load[0]!);
+  return { row: mid, how: `the ${markLabel(mid.mark)} checkpoint (N/2: N is below ${fmt.int(2 * REFERENCE_AT)}, so there is no 100k one to compare with)` };
+}
+
+type Kind = 'flat' | 'log' | 'queue';
+
+interface Quantity {
+  name: string;
+  unit: 'MiB' | 'KiB' | 'msgs';
+  kind: Kind;
+  /** What retention (or the design) says. */
+  expected: string;
+  pick: (r: Snapshot) => number | null | undefined;
+}
+
+const QUANTITIES: Quantity[] = [
+  { name: 'jetcron RSS', unit: 'MiB', kind: 'flat', expected: 'bounded caches only', pick: (r) => r.serviceRss },
+  { name: 'jetcron V8 heap after major GC', unit: 'MiB', kind: 'flat', expected: 'bounded caches only', pick: (r) => r.heap?.afterMajorGc },
+  { name: 'nats-server RSS', unit: 'MiB', kind: 'flat', expected: 'flat once the 10-min duplicate windows are full', pick: (r) => r.natsRss },
+  { name: 'EVENTS messages', unit: 'msgs', kind: 'log', expected: 'EVENTS keeps everything', pick: (r) => r.events.messages },
+  { name: 'EVENTS bytes', unit: 'MiB', kind: 'log', expected: 'EVENTS keeps everything', pick: (r) => r.events.bytes },
+  { name: 'DISPATCH messages', unit: 'msgs', kind: 'queue', expected: 'a work queue: acked jobs are removed', pick: (r) => r.dispatch.messages },
+  { name: 'DISPATCH bytes', unit: 'KiB', kind: 'queue', expected: 'a work queue: acked jobs are removed', pick: (r) => r.dispatch.bytes },
+  { name: 'other streams bytes', unit: 'MiB', kind: 'flat', expected: 'no timers, lanes or inbound; KV holds a value per key', pick: (r) => r.otherStreamsBytes },
+  { name: 'nats data dir on disk', unit: 'MiB', kind: 'log', expected: 'EVENTS keeps everything', pick: (r) => r.natsDirBytes },
+  { name: 'Postgres database size', unit: 'MiB', kind: 'log', expected: 'the read models keep every task and execution', pick: (r) => r.pgDbBytes },
+  { name: 'executions table (with indexes)', unit: 'MiB', kind: 'log', expected: 'a row per execution, kept', pick: (r) => r.executionsBytes },
+];
+
+const inUnit = (q: Quantity, v: number, signed = false) => {
+  const sign = signed && v >= 0 ? '+' : '';
+  if (q.unit === 'MiB') return `${sign}${mib(v)} MiB`;
+  if (q.unit === 'KiB') return `${sign}${kib(v)} KiB`;
+  return `${sign}${fmt.int(v)}`;
+};
+
+interface Verdict {
+  q: Quantity;
+  ref: number;
+  last: number;
+  per100k: number;
+  halves: [number, number] | undefined;
+  peak: number;
+  verdict: string;
+  ok: boolean | undefined;
+}
+
+function verdictOf(q: Quantity, ref: Reference, rows: Snapshot[]): Verdict | undefined {
+  const last = rows.at(-1)!;
+  const a = q.pick(ref.row);
+  const b = q.pick(last);
+  if (a == null || b == null) return undefined;
+  const span = rows.filter((r) => r.at >= ref.row.at);
+  const per100k = (x: Snapshot, y: Snapshot) => (((q.pick(y) ?? 0) - (q.pick(x) ?? 0)) / Math.max(1, y.success - x.success)) * 100_000;
+  const midCount = (ref.row.success + last.success) / 2;
+  const mid = span.reduce((best, r) => (Math.abs(r.success - midCount) < Math.abs(best.success - midCount) ? r : best), span[0]!);
+  const peak = Math.max(...span.map((r) => q.pick(r) ?? 0));
+  const base = { q, ref: a, last: b, per100k: per100k(ref.row, last), halves: mid !== ref.row && mid !== last ? ([per100k(ref.row, mid), per100k(mid, last)] as [number, number]) : undefined, peak };
+  if (q.kind === 'flat') {
+    const ok = b <= FLAT_FACTOR * a + (q.unit === 'MiB' ? MiB : 0);
+    const windows = q.name === 'nats-server RSS' && ref.row.at < DEDUPE_WINDOW_MS ? ' (duplicate windows still filling at the reference; see notes)' : '';
+    return { ...base, verdict: `${ok ? 'flat' : 'NOT flat'}${windows}`, ok };
+  }
+  if (q.kind === 'queue') {
+    const ok = q.unit === 'msgs' ? b <= MAX_OUTSTANDING : b <= FLAT_FACTOR * a + MiB;
+    return { ...base, verdict: ok ? `flat (expected: ${q.expected})` : `NOT flat (${q.expected})`, ok };
+  }
+  const grows = b > 1.05 * a && base.per100k > 0;
+  return { ...base, verdict: grows ? `grows with the log (expected: ${q.expected})` : `does not grow (NOT expected: ${q.expected})`, ok: undefined };
+}
+
+function verdictTable(ref: Reference, last: Snapshot, vs: Verdict[]): Table {
+  return {
+    headers: ['quantity', `at ${markLabel(ref.row.mark)} (reference)`, `at ${markLabel(last.mark)}`, 'change', 'per 100k executions', 'first / second half, per 100k', 'peak since reference', 'verdict'],
+    rows: vs.map((v) => [
+      v.q.name,
+      inUnit(v.q, v.ref),
+      inUnit(v.q, v.last),
+      v.ref > 0 ? signedPct((100 * (v.last - v.ref)) / v.ref) : '–',
+      // A queue's depth at a moment says nothing per execution.
+      v.q.kind === 'queue' ? '–' : inUnit(v.q, v.per100k, true),
+      v.halves && v.q.kind !== 'queue' ? `${inUnit(v.q, v.halves[0], true)} / ${inUnit(v.q, v.halves[1], true)}` : '–',
+      inUnit(v.q, v.peak),
+      v.verdict,
+    ]),
+  };
+}
+
+// ---------------------------------------------------------------- the benchmark
+
+export const soak: Benchmark = {
+  name: 'soak',
+  title: `Soak: ${fmt.int(TITLE_N)} immediate tasks through one \`jetcron serve\` process (API, concurrency ${CONCURRENCY}, at most ${fmt.int(MAX_OUTSTANDING)} outstanding); memory and storage at checkpoints`,
+  async run(ctx) {
+    const n = soakTasks();
+    const heapDir = mkdtempSync(path.join(os.tmpdir(), 'jetcron-bench-soak-'));
+    const rm = () => rmSync(heapDir, { recursive: true, force: true });
+    const removeHeapDir = onCleanup(`rm ${heapDir}`, async () => rm(), rm);
+    const heapFile = path.join(heapDir, 'heap.json');
+    writeFileSync(heapFile, '');
+    const nodeOptions = [process.env.NODE_OPTIONS, heapReporter(heapFile)].filter(Boolean).join(' ');
+    try {
+      return await withStack(ctx, this.name, (s) => soakRun(ctx, s, n, heapFile, this.title), { env: { JETCRON_PROCESSES: '1', NODE_OPTIONS: nodeOptions } });
+    } finally {
+      await removeHeapDir();
+    }
+  },
+};
+
+async function soakRun(ctx: BenchContext, s: Stack, n: number, heapFile: string, title: string): Promise<BenchResult> {
+  const nats = await connectNats(s.nats.url, 'bench-soak');
+  try {
+    const natsDir = natsDataDir(s.nats.pid());
+    const marks = checkpointMarks(n);
+    const take = (mark: Snapshot['mark'], at: number) => snapshot(s, nats, heapFile, natsDir, mark, at);
+    const rows: Snapshot[] = [];
+    // The idle service, a moment after the org exists (the heap file has been written).
+    await sleep(1500);
+    rows.push(await take('start', 0));
+
+    const task = (i: number) => ({ url: `${s.target.url}/hit?id=s${i}`, name: `soak-${i}`, body: { n: i }, retry_attempts: 0 });
+    let startedCount = 0;
+    let arrived = 0;
+    let maxOutstanding = 0;
+    let pollsAtBound = 0;
+    let polls = 0;
+    /** Set when the machine runs short of memory: no more creates. */
+    let stoppedEarly: string | undefined;
+    const t0 = hrMs();
+    const cpuEnd = s.startCpuPhase();
+    const logRow = (r: Snapshot) =>
+      ctx.log(
+        `soak: ${markLabel(r.mark)}: ${fmt.int(r.success)} success at ${fmt.s(r.at / 1000)}; jetcron RSS ${mib(r.serviceRss)} MiB, heap after GC ${mib(r.heap?.afterMajorGc)} MiB, nats RSS ${mib(r.natsRss)} MiB, EVENTS ${mib(r.events.bytes)} MiB, PG ${mib(r.pgDbBytes)} MiB`,
+      );
+
+    // The target's distinct count every 250 ms: the feed's bound, and the checkpoints before the last.
+    let polling = true;
+    let nextMark = 0;
+    const poller = (async () => {
+      while (polling) {
+        const st = await s.target.stats().catch(() => undefined);
+        if (st) arrived = st.unique;
+        const outstanding = startedCount - arrived;
+        polls++;
+        if (outstanding > maxOutstanding) maxOutstanding = outstanding;
+        if (outstanding >= MAX_OUTSTANDING - CONCURRENCY) pollsAtBound++;
+        const available = memAvailable();
+        if (available < MIN_AVAILABLE_BYTES && stoppedEarly === undefined) {
+          stoppedEarly = `the machine had ${mib(available)} MiB available (< ${mib(MIN_AVAILABLE_BYTES)} MiB) after ${fmt.int(startedCount)} creates, ${fmt.s((hrMs() - t0) / 1000)} in`;
+          ctx.log(`soak: STOPPING THE FEED: ${stoppedEarly}`);
+        }
+        if (nextMark < marks.length - 1 && arrived >= marks[nextMark]!) {
+          let mark = marks[nextMark]!;
+          while (nextMark < marks.length - 1 && arrived >= marks[nextMark]!) mark = marks[nextMark++]!;
+          const r = await take(mark, hrMs() - t0).catch((e: Error) => (ctx.log(`soak: checkpoint ${mark} failed: ${e.message}`), undefined));
+          if (r) {
+            rows.push(r);
+            logRow(r);
+          }
+        }
+        await sleep(POLL_MS);
+      }
+    })();
+
+    const load = await closedLoop({
+      concurrency: CONCURRENCY,
+      maxCount: n,
+      maxMs: CREATE_MAX_MS,
+      fn: async (i) => {
+        while (i - arrived >= MAX_OUTSTANDING && hrMs() - t0 < CREATE_MAX_MS && stoppedEarly === undefined) await sleep(50);
+        if (stoppedEarly !== undefined) return;
+        startedCount++;
+        await s.api.createTask(task(i));
+      },
+    });
+    const createEnd = hrMs();
+    const createdOk = s.api.outcomes.count('201');
+    ctx.log(`soak: creates done: ${fmt.int(createdOk)} answered 201 of ${fmt.int(startedCount)} in ${fmt.s((createEnd - t0) / 1000)}; waiting for Postgres`);
+    polling = false;
+    await poller;
+
+    // Drain: until Postgres shows every created task's execution as success (1 s polls), a stall, or the bound.
+    let success = await countExecutions(s.db);
+    let lastMove = hrMs();
+    let completeAt: number | undefined = success >= createdOk ? hrMs() : undefined;
+    while (completeAt === undefined && hrMs() - createEnd < DRAIN_MAX_MS && hrMs() - lastMove < STALL_MS) {
+      await sleep(1000);
+      const now = await countExecutions(s.db);
+      if (now !== success) lastMove = hrMs();
+      success = now;
+      if (success >= createdOk) completeAt = hrMs();
+    }
+    // Stopped early: the last row is named by what was created, not by N.
+    const last = await take(startedCount < n ? startedCount : marks.at(-1)!, hrMs() - t0);
+    rows.push(last);
+    logRow(last);
+    const cpu = cpuEnd();
+
+    // Correctness: by the target (ids s0…s<n-1>; nothing else calls it) and by Postgres.
+    const st = await s.target.stats();
+    const statuses = await executionStatuses(s.db);
+    const allArrived = st.unique === n && createdOk === n;
+    const allSuccess = last.success === n;
+    const e2eSeconds = ((completeAt ?? hrMs()) - t0) / 1000;
+    const execRate = last.success / e2eSeconds;
+
+    const loadRows = rows.filter((r) => r.mark !== 'start');
+    const ref = referenceRow(loadRows);
+    const verdicts = QUANTITIES.map((q) => verdictOf(q, ref, loadRows)).filter((v): v is Verdict => v !== undefined);
+    const short = (name: string): Metric => {
+      const v = verdicts.find((x) => x.q.name === name);
+      if (!v) return { label: name, value: 'not measured' };
+      return {
+        label: name,
+        value: `${v.verdict.split(' (')[0]}: ${inUnit(v.q, v.ref)} → ${inUnit(v.q, v.last)} (${signedPct((100 * (v.last - v.ref)) / v.ref)})`,
+        goal: `≤ ${FLAT_FACTOR} × at ${markLabel(ref.row.mark)}`,
+        ok: v.ok,
+      };
+    };
+    const rssVerdict = short('jetcron RSS');
+    const heapVerdict = short('jetcron V8 heap after major GC');
+    const natsVerdict = short('nats-server RSS');
+
+    const metrics: Metric[] = [
+      { label: 'executions asked for', value: `${fmt.int(n)}${process.env.JETCRON_SOAK_TASKS ? ' (JETCRON_SOAK_TASKS)' : ''}` },
+      { label: 'tasks created (201)', value: `${fmt.int(createdOk)} of ${fmt.int(startedCount)} sent; ${s.api.outcomes.describe()}` },
+      { label: 'target received (distinct / duplicates)', value: `${fmt.int(st.unique)} / ${fmt.int(st.duplicates)}`, goal: `${fmt.int(n)} / 0`, ok: allArrived && st.duplicates === 0 },
+      { label: 'executions success in Postgres', value: fmt.int(last.success), goal: fmt.int(n), ok: allSuccess },
+      { label: 'execution statuses in Postgres', value: statuses },
+      { label: 'first create → all success in Postgres', value: completeAt ? `${fmt.s(e2eSeconds)} → ${fmt.rate(execRate)}` : `not reached (${fmt.int(last.success)} of ${fmt.int(createdOk)} after ${fmt.s(e2eSeconds)})` },
+      { label: 'outstanding, max (creates started − at target)', value: `${fmt.int(maxOutstanding)} (bound ${fmt.int(MAX_OUTSTANDING)}; at the bound in ${fmt.pct((100 * pollsAtBound) / Math.max(1, polls))} of polls)` },
+      rssVerdict,
+      heapVerdict,
+      natsVerdict,
+      { label: 'EVENTS per execution', value: `${(last.events.messages / Math.max(1, last.success)).toFixed(2)} msgs, ${fmt.int(last.events.bytes / Math.max(1, last.success))} B; ${fmt.int(last.events.subjects)} subjects` },
+    ];
+    const notes = [
+      `reference: ${ref.how}. flat: the last checkpoint is at most ${FLAT_FACTOR} × the reference (+1 MiB, for quantities near zero such as the streams besides EVENTS); DISPATCH messages: at most the feed's bound (${fmt.int(MAX_OUTSTANDING)}). "per 100k executions": the change from the reference to the last checkpoint over the executions finished (success in Postgres) in between, × 100,000; the halves split that span at the checkpoint nearest its middle.`,
+      `checkpoints before the last are taken when the target has received that many distinct requests (polled every ${POLL_MS} ms), the last once Postgres shows every created task's execution as success (or progress stalled ${STALL_MS / 1000} s); exec/s (interval) counts target arrivals between checkpoints.`,
+      `jetcron RSS: VmRSS of the \`jetcron serve\` process and its descendants (run with JETCRON_PROCESSES=1), at the last checkpoint ${last.serviceParts.map((p) => `${p.comm} ${mib(p.rss)} MiB`).join(' + ')}. V8 heap: the service's main thread, written once a second by a module preloaded with NODE_OPTIONS --import (≤ 1 s old): used right after the last major GC (${last.heap?.majorGcs ?? 0} major GCs by the end), and used at that moment. nats dir: allocated blocks under the nats-server's data dir. other streams: TIMERS, LANES, NOTIFY, INBOUND, HELD and the KV buckets.`,
+      `nats-server keeps the msg id of every message published in the last 10 min (the duplicate window of EVENTS and DISPATCH) in memory, so its RSS is expected to grow until the run is 10 min old${ref.row.at < DEDUPE_WINDOW_MS ? `; the reference checkpoint came ${fmt.s(ref.row.at / 1000)} in${last.at < DEDUPE_WINDOW_MS ? ` and the last ${fmt.s(last.at / 1000)} in, so the windows were filling for the whole run` : ''}` : ''}.`,
+      ...s.api.outcomes.examples,
+      ...troubleNotes(s.service),
+    ];
+    if (stoppedEarly) notes.push(`STOPPED EARLY: ${stoppedEarly}; the feed made no more creates.`);
+    else if (load.started < n) notes.push(`STOPPED EARLY: the feed's time bound (${CREATE_MAX_MS / 60_000} min) ended it after ${fmt.int(startedCount)} creates.`);
+    if (!allArrived) notes.push(`MISSING: the target received ${fmt.int(st.unique)} distinct requests of ${fmt.int(n)} asked for (${fmt.int(createdOk)} created).`);
+    if (!allSuccess) notes.push(`UNFINISHED: Postgres shows ${fmt.int(last.success)} success executions of ${fmt.int(n)} (${statuses}).`);
+
+    return {
+      name: 'soak',
+      title,
+      metrics,
+      headline: [
+        { label: 'soak executions/s', value: `${fmt.rate(execRate)} over ${fmt.int(last.success)}` },
+        { label: 'soak correct (target + Postgres)', value: `${fmt.int(st.unique)} arrived, ${fmt.int(last.success)} success of ${fmt.int(n)}`, ok: allArrived && allSuccess && st.duplicates === 0 },
+        { ...rssVerdict, label: 'soak jetcron RSS' },
+        { ...natsVerdict, label: 'soak nats-server RSS' },
+      ],
+      tables: [
+        { title: 'Checkpoints (sizes at that moment; exec/s over the interval since the previous row)', table: checkpointTable(rows) },
+        { title: `Verdicts (reference: ${markLabel(ref.row.mark)})`, table: verdictTable(ref, last, verdicts) },
+      ],
+      cpu: { phase: 'first create → all success (or give-up)', report: cpu, units: { count: last.success, what: 'execution' } },
+      notes,
+    };
+  } finally {
+    await nats.close();
+  }
+}
