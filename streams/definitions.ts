@@ -18,7 +18,7 @@ export const STREAMS = {
     storage: StorageType.File,
     discard: DiscardPolicy.Old,
     max_age: 0,
-    duplicate_window: 10 * MINUTE_NS,
+    duplicate_window: 2 * MINUTE_NS,
     max_msg_size: 4 * 1024 * 1024,
     allow_direct: true,
   },
@@ -30,7 +30,7 @@ export const STREAMS = {
     storage: StorageType.File,
     discard: DiscardPolicy.Old,
     max_age: 0,
-    duplicate_window: 10 * MINUTE_NS,
+    duplicate_window: 2 * MINUTE_NS,
     max_msg_size: 4 * 1024 * 1024,
   },
   /**

@@ -2,6 +2,12 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { eventually, startTestService, type Api, type TestService } from './support/service.ts';
 import { signedWith, startTarget } from './support/target.ts';
+import { SUBJECTS } from '../streams/definitions.ts';
+import type { TaskEvent } from '../src/commands/task/types.ts';
+import { createEventStore } from '../src/events/store.ts';
+import { encodeJson } from '../src/lib/json.ts';
+import { connectNats } from '../src/nats/connection.ts';
+import { taskAttemptJob } from '../src/scheduler/task-jobs.ts';
 
 // 1 service minute = 6 ms: the retry schedule (2, 4.5, 8 … minutes) runs in well under a second.
 const SCALE = 0.0001;
@@ -138,6 +144,30 @@ describe('dispatch of one-time tasks', () => {
       assert.equal(exe.status, 'success');
       assert.equal(target.received.length, 1);
     } finally {
+      await target.close();
+    }
+  });
+  test('a copy of a finished attempt published after the duplicate window sends nothing again', async () => {
+    const target = await startTarget();
+    const conn = await connectNats(svc.natsUrl, 'test late copy');
+    try {
+      const task = (await api('POST', '/tasks', { url: `${target.url}/once` })).body.data;
+      assert.equal((await finished(task.last_execution_id)).status, 'success');
+      // The job as the translator built it, its time 3 minutes back, under a msg id
+      // DISPATCH has not seen: what a replay after a long outage would publish.
+      const created = await createEventStore(conn).last<TaskEvent>(SUBJECTS.task((await api('GET', '/organization')).body.data.id, task.id));
+      assert.equal(created?.event.type, 'TaskCreated');
+      const data = (created!.event as Extract<TaskEvent, { type: 'TaskCreated' }>).data;
+      const job = taskAttemptJob(data.task, { ...data.execution, scheduled_for: new Date(Date.now() - 180_000).toISOString() }, 1);
+      await conn.publish(SUBJECTS.dispatch(job.org_id), encodeJson(job), { msgId: `${job.execution_id}:late-copy` });
+      await eventually(async () => (await conn.jsm.streams.info('DISPATCH')).state.messages === 0, 5000);
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(target.received.filter((r) => r.path === '/once').length, 1);
+      const log = await createEventStore(conn).last(SUBJECTS.execution(job.org_id, job.execution_id));
+      assert.equal(log?.event.type, 'AttemptFinished');
+      assert.equal(log?.event.id, `${job.execution_id}.1.finished`);
+    } finally {
+      await conn.close();
       await target.close();
     }
   });

@@ -36,6 +36,12 @@ export interface DispatcherDeps {
 
 const CALLBACK_TIMEOUT_MS = 10_000;
 const QUEUED_CHECK_AFTER_MS = 250;
+/**
+ * A job this late may be a second copy published after DISPATCH's duplicate window
+ * (2 min) let the first one's id go (a translator replaying its last events after a
+ * long outage): it reads the execution's log first, so a result already stored ends it.
+ */
+const LATE_CHECK_AFTER_MS = 60_000;
 /** A block that ends this soon is waited out in place rather than handed back to the stream. */
 const SHORT_BLOCK_MS = 50;
 /** An attempt still running after this long is recorded as started, so its execution shows `running`. */
@@ -84,7 +90,8 @@ export function startDispatcher(deps: DispatcherDeps) {
       blockedUntil = host ? hosts.blockedUntil(job.org_id, host) : 0;
     }
     const waited = job.source.type === 'task' && deps.clock.now() - Date.parse(job.scheduled_for) >= QUEUED_CHECK_AFTER_MS;
-    const readLog = blockedUntil || job.attempt > 1 || job.inbound || redelivered;
+    const late = deps.clock.now() - Date.parse(job.scheduled_for) >= LATE_CHECK_AFTER_MS;
+    const readLog = blockedUntil || job.attempt > 1 || job.inbound || redelivered || late;
     const [last, gone, forward] = await Promise.all([
       readLog ? deps.store.last<ExecutionEvent>(SUBJECTS.execution(job.org_id, job.execution_id)) : null,
       waited ? sourceGone(deps.store, job.org_id, job.source) : false,
