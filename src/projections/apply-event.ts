@@ -4,6 +4,7 @@ import type { InboundEventEvent } from '../commands/inbound-event/types.ts';
 import type { Schedule } from '../commands/schedule/types.ts';
 import type { Task } from '../commands/task/types.ts';
 import type { JetcronEvent } from '../events/types.ts';
+import { unreachable } from '../lib/unreachable.ts';
 import type { ProjectionBatch } from './batch.ts';
 
 /** The fields of a task the API returns as its definition (state bookkeeping removed). */
@@ -210,16 +211,23 @@ export function applyEvent(batch: ProjectionBatch, event: JetcronEvent): void {
     case 'InboundEventReplayed':
       inboundExecutions(batch, event);
       return;
+    // Execution: a completion callback's deliveries are in the log only; no read model
+    // keeps them (the translator schedules their retries).
     case 'CallbackAttempted':
-    case 'QuotaReserved':
+      return;
+    // Debounce, batch: the window and the batch are claims their deciders read back from
+    // their own subjects; the tasks they make arrive as TaskCreated/TaskUpdated.
     case 'DebounceWindowOpened':
     case 'BatchAccepted':
+      return;
+    // Notification: the notifier's delivery records; no read model shows them.
     case 'NotificationSent':
     case 'NotificationFailed':
       return;
-    default: {
-      const never: never = event;
-      void never;
-    }
+    // Quota: plan-limit reservations, read back from their subject by the quota decider.
+    case 'QuotaReserved':
+      return;
+    default:
+      return unreachable(event);
   }
 }

@@ -8,6 +8,7 @@ import type { EventStore } from '../events/store.ts';
 import type { JetcronEvent } from '../events/types.ts';
 import type { AttemptJob, CallbackJob, Job } from '../dispatchers/job.ts';
 import type { Clock } from '../lib/clock.ts';
+import { unreachable } from '../lib/unreachable.ts';
 import type { Nats } from '../nats/connection.ts';
 import { createLease, openLeaseBucket, whileLeased } from '../nats/lease.ts';
 import { materializeBatch } from '../commands/batch/handlers.ts';
@@ -301,8 +302,37 @@ export function createTranslator(deps: TranslatorDeps) {
         await schedule(job, Date.parse(d.next_attempt_at));
         return;
       }
-      default:
+      // Organization, API key: no job or timer; the directory reads them when needed.
+      case 'OrganizationCreated':
+      case 'OrganizationPlanChanged':
+      case 'OrganizationSettingsUpdated':
+      case 'WebhookSecretRotated':
+      case 'ApiKeyCreated':
+      case 'ApiKeyRevoked':
         return;
+      // Execution: a started attempt plans nothing until it finishes; a deferred one is put
+      // back on DISPATCH with a delay by the dispatcher itself.
+      case 'AttemptStarted':
+      case 'AttemptDeferred':
+        return;
+      // Endpoint: its pause state is learnt above (learnEndpoint) and read by its deliveries;
+      // only a resume (releases HELD) and a delete (purges) have work to do.
+      case 'EndpointCreated':
+      case 'EndpointUpdated':
+      case 'EndpointPaused':
+        return;
+      // Debounce: the window's task arrives as TaskCreated/TaskUpdated.
+      case 'DebounceWindowOpened':
+        return;
+      // Notification: the notifier's delivery records; NOTIFY already carried the job.
+      case 'NotificationSent':
+      case 'NotificationFailed':
+        return;
+      // Quota: plan-limit reservations, no work.
+      case 'QuotaReserved':
+        return;
+      default:
+        return unreachable(event);
     }
   }
 
