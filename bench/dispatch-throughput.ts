@@ -118,6 +118,9 @@ export const dispatchThroughput: Benchmark = {
         if (t.finishedAt !== null) toFinished.push(t.finishedAt - t.startedAt);
       }
 
+      // Aim 7: the executions list under concurrent readers, over the 10,000 just recorded.
+      const reads = await listExecutions(s);
+
       const createSeconds = (createEnd - t0) / 1000;
       const createRate = createdOk / createSeconds;
       const toTargetSeconds = (lastArrival - t0) / 1000;
@@ -139,6 +142,9 @@ export const dispatchThroughput: Benchmark = {
         { label: 'fraction of raw undici loop', value: raw ? fmt.frac(execRate / raw) : '–' },
         { label: 'create requests/s, fraction of raw', value: raw ? fmt.frac(createRate / raw) : '–' },
         { label: 'execution statuses in Postgres (incl. warm-up)', value: statuses },
+        { label: `GET /executions?limit=100, concurrency ${READ_CONCURRENCY}, ${READ_MS / 1000} s: requests/s`, value: fmt.rate(reads.rate), goal: `≥ ${fmt.int(READ_GOAL)}/s`, ok: reads.rate >= READ_GOAL },
+        { label: 'GET /executions?limit=100 p50 / p99 / max', value: `${fmt.ms(reads.lat.p50)} / ${fmt.ms(reads.lat.p99)} / ${fmt.ms(reads.lat.max)}`, goal: `p99 ≤ ${READ_P99_GOAL_MS} ms`, ok: reads.lat.p99 <= READ_P99_GOAL_MS },
+        { label: 'GET /executions?limit=100 outcomes (100 rows each)', value: reads.outcomes },
       ];
       const notes = [
         `warm-up: ${WARMUP} tasks first (outcomes ${warmOutcomes}), ${baseline} success before the measured run; counts above exclude them.`,
@@ -155,6 +161,7 @@ export const dispatchThroughput: Benchmark = {
         headline: [
           { label: 'dispatch executions/s', value: fmt.rate(execRate), goal: `≥ ${fmt.int(GOAL)}/s`, ok },
           { label: 'dispatch create-phase requests/s', value: fmt.rate(createRate) },
+          { label: `GET /executions?limit=100 (c${READ_CONCURRENCY}) requests/s, p99`, value: `${fmt.rate(reads.rate)}, ${fmt.ms(reads.lat.p99)}`, goal: `≥ ${fmt.int(READ_GOAL)}/s, p99 ≤ ${READ_P99_GOAL_MS} ms`, ok: reads.rate >= READ_GOAL && reads.lat.p99 <= READ_P99_GOAL_MS },
         ],
         tables: [
           { title: 'Progress (cumulative, since the first create)', table: timeline(samples, targetSamples) },
@@ -173,6 +180,30 @@ export const dispatchThroughput: Benchmark = {
     });
   },
 };
+
+const READ_CONCURRENCY = 16;
+const READ_MS = 10_000;
+const READ_GOAL = 1_000;
+const READ_P99_GOAL_MS = 30;
+
+/** Closed loop of `GET /api/v1/executions?limit=100` once the dispatch run is over: requests/s and latency; a page that is not 200 with 100 rows counts apart. */
+async function listExecutions(s: Stack) {
+  const api = s.client(READ_CONCURRENCY);
+  const ms: number[] = [];
+  const outcomes = new Map<string, number>();
+  const once = async () => {
+    const r = await api.send('GET', '/api/v1/executions?limit=100');
+    let key = String(r.status);
+    if (r.status === 200 && (JSON.parse(r.text) as { data: unknown[] }).data.length !== 100) key = '200 short page';
+    outcomes.set(key, (outcomes.get(key) ?? 0) + 1);
+    if (key === '200') ms.push(r.ms);
+  };
+  await closedLoop({ concurrency: READ_CONCURRENCY, maxCount: 500, maxMs: 1000, fn: once });
+  outcomes.clear();
+  ms.length = 0;
+  const run = await closedLoop({ concurrency: READ_CONCURRENCY, maxCount: 1_000_000, maxMs: READ_MS, fn: once });
+  return { rate: ms.length / (run.elapsedMs / 1000), lat: summarize(ms), outcomes: [...outcomes].map(([k, v]) => `${k}×${v}`).join(', ') };
+}
 
 function timeline(samples: { t: number; pg: number; created: number }[], targetSamples: { t: number; n: number }[]): Table {
   const rows: string[][] = [];

@@ -88,6 +88,20 @@ describe('executions API', () => {
     assert.equal(p.duration_ms, null);
   });
 
+  test("a list row is the single execution's summary, key for key and in the same order", async () => {
+    const rows = (await list('')).data as Array<Record<string, unknown>>;
+    assert.equal(rows.length, 4);
+    for (const row of rows) {
+      const detail = (await api('GET', `/executions/${row.id}`)).body.data as Record<string, unknown>;
+      const summary = Object.fromEntries(Object.keys(row).map((k) => [k, detail[k]]));
+      assert.deepEqual(row, summary);
+      assert.deepEqual(Object.keys(row), Object.keys(detail).slice(0, Object.keys(row).length));
+      for (const k of ['scheduled_for', 'started_at', 'finished_at', 'created_at', 'updated_at']) {
+        if (row[k] !== null) assert.match(String(row[k]), /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/, k);
+      }
+    }
+  });
+
   test('filters by status and task_id', async () => {
     assert.deepEqual(ids((await list('?status=success')).data), [ok2.id, ok1.id]);
     assert.deepEqual(ids((await list('?status=failed')).data), [failed.id]);

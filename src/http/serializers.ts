@@ -55,7 +55,13 @@ export function taskResource(t: TaskRow) {
   };
 }
 
-export function executionRow(e: Selectable<ExecutionsTable>) {
+/** The columns a list row shows: not the request, response body and headers, which can be hundreds of KB a row. */
+export const EXECUTION_LIST_COLUMNS = [
+  'id', 'status', 'status_code', 'error_message', 'attempt', 'duration_ms', 'scheduled_for', 'started_at', 'finished_at',
+  'source_id', 'source_name', 'source_type', 'url', 'created_at', 'updated_at',
+] as const;
+
+export function executionRow(e: Pick<Selectable<ExecutionsTable>, (typeof EXECUTION_LIST_COLUMNS)[number]>) {
   return {
     id: e.id,
     status: e.status,

@@ -4,7 +4,7 @@ import { badRequest, notFound, unprocessable } from '../../lib/errors.ts';
 import { instantProblem } from '../../lib/input-checks.ts';
 import { queryInt, queryString } from '../body.ts';
 import { handler, type ApiDeps } from '../context.ts';
-import { executionDetail, executionRow } from '../serializers.ts';
+import { EXECUTION_LIST_COLUMNS, executionDetail, executionRow } from '../serializers.ts';
 
 const STATUSES = ['pending', 'running', 'success', 'failed', 'timeout', 'cancelled'];
 
@@ -41,7 +41,7 @@ export function executionRoutes(deps: ApiDeps): Router {
     const since = instant(req, 'since', Date.now());
     const until = instant(req, 'until', Date.now());
     const taskId = queryString(req, 'task_id');
-    let q = deps.db.selectFrom('executions').selectAll().where('org_id', '=', req.orgId);
+    let q = deps.db.selectFrom('executions').select(EXECUTION_LIST_COLUMNS).where('org_id', '=', req.orgId);
     if (status) q = q.where('status', '=', status);
     if (since) q = q.where('scheduled_for', '>=', since);
     if (until) q = q.where('scheduled_for', '<=', until);
