@@ -1,0 +1,74 @@
+/**
+ * The worker thread's side: one Lua state (wasmoon), built once, serving one call at a
+ * time, synchronously. Loaded through tsx's CommonJS hook (see pool.ts), so no
+ * top-level await and no `import.meta` here.
+ *
+ * The state is created with wasmoon's JS interop cut down to nothing a script can
+ * reach: no injected objects (`Promise`, `Error`, `null` globals), no proxies, and
+ * nothing of ours set into it; the only values that cross are strings (the call in,
+ * the JSON answer out). `traceAllocations` routes every Lua allocation through a
+ * counting allocator whose maximum is the memory limit.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { LuaFactory } from 'wasmoon';
+import type { LuaEngine } from 'wasmoon';
+import { SANDBOX_PRELUDE } from './sandbox-lua.ts';
+import type { WorkerConfig, WorkerMessage, WorkerRequest } from './protocol.ts';
+
+type Entry = (kind: string, script: string, hook: string, payload: string) => unknown;
+
+interface LuaState {
+  engine: LuaEngine;
+  entry: Entry;
+}
+
+async function createState(config: WorkerConfig): Promise<LuaState> {
+  const engine = await new LuaFactory().createEngine({ injectObjects: false, enableProxy: false, traceAllocations: true });
+  engine.global.loadString(SANDBOX_PRELUDE, '=sandbox');
+  const init = engine.global.runSync()[0] as (config: string) => unknown;
+  engine.global.setTop(0);
+  const entry = init(config.luaConfig);
+  if (typeof entry !== 'function') throw new Error('the sandbox prelude did not return its entry function');
+  // What the prelude keeps is not the script's to spend: the limit counts from here.
+  engine.global.setMemoryMax(engine.global.getMemoryUsed() + config.memoryBytes);
+  return { engine, entry: entry as Entry };
+}
+
+function serve(state: LuaState, config: WorkerConfig, port: NonNullable<typeof parentPort>): void {
+  const post = (m: WorkerMessage) => port.postMessage(m);
+  let broken = false;
+  port.on('message', (req: WorkerRequest) => {
+    if (broken) return;
+    let text: unknown;
+    try {
+      text = state.entry(req.kind, req.script, req.hook, req.payload);
+    } catch (err) {
+      // The prelude answers every script error itself; landing here means the state
+      // itself failed (out of memory outside any pcall, a wasm trap). Its state is not
+      // to be trusted again: answer, then end this worker so the pool starts another.
+      const message = err instanceof Error ? err.message : String(err);
+      const error = message.includes('not enough memory') ? config.memoryMessage : `script engine failure: ${lastLine(message)}`;
+      post({ type: 'done', id: req.id, text: JSON.stringify({ error, logs: [] }), fatal: true });
+      setImmediate(() => process.exit(1));
+      broken = true;
+      return;
+    }
+    post({ type: 'done', id: req.id, text: String(text) });
+  });
+  post({ type: 'ready' });
+}
+
+const lastLine = (message: string) => message.split('\n')[0] ?? message;
+
+if (parentPort) {
+  const port = parentPort;
+  const config = workerData as WorkerConfig;
+  createState(config).then(
+    (state) => serve(state, config, port),
+    (err: unknown) => {
+      // The pool sees the exit before any 'ready' and counts a failed start.
+      console.error(`script worker: cannot start: ${err instanceof Error ? err.message : String(err)}`);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,368 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { createScriptEngine, type ScriptEngine, type ScriptOutcome } from '../src/scripts/engine.ts';
+
+// Real wasmoon in real worker threads. One engine of two workers for most tests; the
+// isolation tests use a one-worker engine so two calls surely share a Lua state.
+let engine: ScriptEngine;
+let single: ScriptEngine;
+
+before(() => {
+  engine = createScriptEngine({ workers: 2 });
+  single = createScriptEngine({ workers: 1 });
+});
+after(async () => {
+  await Promise.all([engine.close(), single.close()]);
+});
+
+const run = (script: string, hook = 'f', args: unknown[] = [], on = engine) => on.run({ script, hook, args });
+
+function ok(o: ScriptOutcome): unknown[] {
+  assert.equal(o.error, null, `unexpected error: ${o.error}`);
+  return o.result;
+}
+
+describe('calls', () => {
+  test('a hook gets JSON arguments and returns JSON values', async () => {
+    const req = { method: 'POST', path: '/in', query: 'a=1', headers: { 'content-type': 'application/json' }, body: '{"n":1}', source_ip: null };
+    const out = await run(
+      `function transform(req)
+         local body = json.decode(req.body)
+         return { method = "PUT", headers = { ["x-n"] = tostring(body.n + 1) }, body = req.body }, req.source_ip, req.query
+       end`,
+      'transform',
+      [req],
+    );
+    assert.deepEqual(ok(out), [{ method: 'PUT', headers: { 'x-n': '2' }, body: '{"n":1}' }, null, 'a=1']);
+    assert.equal(typeof out.duration_ms, 'number');
+  });
+
+  test('verify with two results; a hook returning nothing; nil in the middle', async () => {
+    assert.deepEqual(ok(await run('function verify(req, secrets) return false, 401 end', 'verify', [{}, null])), [false, 401]);
+    assert.deepEqual(ok(await run('function f() end')), []);
+    assert.deepEqual(ok(await run('function f() return 1, nil, 3 end')), [1, null, 3]);
+  });
+
+  test('Lua values map to JSON: sequences are arrays, other tables objects, numbers keep their kind', async () => {
+    const out = await run('function f() return {1, 2, 3}, {a = 1, [2] = "x"}, {}, 0.5, 2^53, -7, "é\\n\\0" end');
+    assert.deepEqual(ok(out), [[1, 2, 3], { a: 1, 2: 'x' }, {}, 0.5, 2 ** 53, -7, 'é\n\u0000']);
+  });
+
+  test('a value JSON cannot hold is an error', async () => {
+    assert.match((await run('function f() return print end')).error ?? '', /^f returned what JSON cannot hold: cannot encode a function/);
+    assert.match((await run('function f() local t = {} t.self = t return t end')).error ?? '', /contains itself/);
+    assert.match((await run('function f() return 1/0 end')).error ?? '', /cannot encode inf/);
+    assert.match((await run('function f() local t = {} for i = 1, 20000 do t[i] = i end return t end')).error ?? '', /more than 10000 values/);
+  });
+
+  test('a hook that is not defined is missing, not an error', async () => {
+    const out = await run('function verify() return true end log("top level")', 'filter');
+    assert.equal(out.error, null);
+    assert.equal(out.missing, true);
+    assert.deepEqual(out.logs, ['top level']);
+    assert.match((await run('filter = 5', 'filter')).error ?? '', /filter is a number, not a function/);
+  });
+
+  test('runtime errors carry the script line', async () => {
+    const out = await run('local x = 1\n\nfunction f()\n  local t = nil\n  return t.field\nend');
+    assert.equal(out.error, "script:5: attempt to index a nil value (local 't')");
+    assert.equal((await run('function f() error("boom") end')).error, 'script:1: boom');
+    assert.equal((await run('function f() error({code = 1}) end')).error, '(error object is a table value)');
+    assert.equal((await run('function f()\n  local v = json.decode("{nope")\nend')).error, 'script:2: json.decode: expected a string key at position 2');
+  });
+
+  test('many calls at once are all answered, in any order', async () => {
+    const outs = await Promise.all(Array.from({ length: 200 }, (_, i) => run('function f(n) return n * 2 end', 'f', [i])));
+    outs.forEach((o, i) => assert.deepEqual(ok(o), [i * 2]));
+  });
+});
+
+describe('compile errors', () => {
+  test('check() and run() report the Lua message with its line', async () => {
+    const script = 'function verify(req)\n  return true\nend\nx = = 1';
+    assert.equal(await engine.check(script, ['verify']), "script:4: unexpected symbol near '='");
+    assert.equal((await run(script, 'verify')).error, "script:4: unexpected symbol near '='");
+    assert.equal(await engine.check('function f(\n', ['f']), "script:2: <name> or '...' expected near <eof>");
+  });
+
+  test('check() wants at least one of the hooks, each a function, and a top level that runs', async () => {
+    const hooks = ['verify', 'filter', 'transform', 'route'];
+    assert.equal(await engine.check('function filter(req) return true end', hooks), null);
+    assert.equal(await engine.check('local x = 1', hooks), 'defines none of verify, filter, transform, route');
+    assert.equal(await engine.check('route = {}', hooks), 'route is a table, not a function');
+    assert.equal(await engine.check('function route() end\nerror("no")', hooks), 'script:2: no');
+    assert.equal(await engine.check('while true do end', hooks), 'script took longer than 100 ms');
+  });
+});
+
+describe('sandbox', () => {
+  test('the environment holds exactly the documented names', async () => {
+    const [names] = ok(await run('function f() local n = {} for k in pairs(_G) do n[#n + 1] = k end table.sort(n) return n end'));
+    assert.deepEqual(names, [
+      '_G', '_VERSION', 'assert', 'error', 'f', 'getmetatable', 'ipairs', 'json', 'log', 'math', 'next', 'pairs', 'pcall', 'print',
+      'rawequal', 'rawget', 'rawlen', 'rawset', 'select', 'setmetatable', 'string', 'table', 'tonumber', 'tostring', 'type',
+      'unpack', 'utf8', 'xpcall',
+    ]);
+  });
+
+  test('no way out: dangerous names are nil, JS globals are nil', async () => {
+    const names = [
+      'io', 'os', 'require', 'load', 'loadstring', 'dofile', 'loadfile', 'debug', 'package', 'collectgarbage', 'coroutine',
+      'warn', 'string.dump', 'js', 'window', 'global', 'globalThis', 'self', 'process', 'Promise', 'Error', 'null', 'module',
+      'exports', '__dirname', 'jetcron', 'undefined',
+    ];
+    const [found] = ok(await run(`function f()
+      local found = {}
+      for _, name in ipairs(${luaList(names)}) do
+        local v = _G
+        for part in name:gmatch("[^.]+") do v = type(v) == "table" and rawget(v, part) or nil end
+        if v ~= nil then found[#found + 1] = name end
+      end
+      if ("").dump ~= nil then found[#found + 1] = '("").dump' end
+      return found
+    end`));
+    assert.deepEqual(found, {}, 'an empty table encodes as {}');
+  });
+
+  test('the string metatable is out of reach', async () => {
+    const out = ok(await run(`function f()
+      local ok, err = pcall(setmetatable, "", {})
+      return getmetatable(""), getmetatable("x"), ok, err, getmetatable(_G), ("").__index, ("x"):upper()
+    end`));
+    assert.deepEqual(out, [null, null, false, "bad argument #1 to 'setmetatable' (table expected, got string)", null, null, 'X']);
+  });
+
+  test('no finalizers, no binary chunks, no protected metatable changes', async () => {
+    assert.equal((await run('function f() setmetatable({}, {__gc = function() end}) end')).error, 'script:1: __gc metamethods are not available');
+    assert.equal((await run('\x1bLua')).error, "attempt to load a binary chunk (mode is 't')");
+    assert.match((await run('function f() setmetatable(json.null, {}) end')).error ?? '', /protected metatable/);
+  });
+
+  test('C stack exhaustion is an error, not a crash', async () => {
+    assert.match((await run('function f() local function g(s) return (s:gsub(".", g)) end return g("abc") end')).error ?? '', /stack overflow/);
+    assert.match((await run('function f() local t = setmetatable({}, {__index = function(t, k) return t[k] end}) return t.x end')).error ?? '', /stack overflow/);
+    assert.deepEqual(ok(await run('function f() return 1 end')), [1]);
+  });
+});
+
+describe('isolation between calls', () => {
+  test('globals, library changes and the random seed do not survive a call, in the same worker', async () => {
+    const script = `
+      function f(step)
+        if step == 1 then
+          counter = 1
+          string.upper = function() return "hijacked" end
+          table.insert = nil
+          math.randomseed(42)
+          _G.extra = true
+          return math.random(1, 1 << 30)
+        end
+        return counter, string.upper("a"), table.insert ~= nil, extra, math.random(1, 1 << 30)
+      end`;
+    const [seeded] = ok(await run(script, 'f', [1], single));
+    const [counter, upper, insert, extra, random] = ok(await run(script, 'f', [2], single));
+    assert.deepEqual([counter, upper, insert, extra], [null, 'A', true, null]);
+    assert.notEqual(random, seeded);
+    // The seeded sequence is what a seeded call sees (so the comparison above means something).
+    assert.deepEqual(ok(await run(script, 'f', [1], single)), [seeded]);
+  });
+});
+
+describe('isolation between calls (continued)', () => {
+  test('the time limit error a __close handler sees is new for each call', async () => {
+    const script = `function f(step)
+      local ok = pcall(function()
+        local guard <close> = setmetatable({}, { __close = function(_, err)
+          if type(err) == "table" then log(tostring(rawget(err, "left"))) rawset(err, "left", step) end
+        end })
+        while true do end
+      end)
+    end`;
+    assert.deepEqual((await run(script, 'f', [1], single)).logs, ['nil']);
+    assert.deepEqual((await run(script, 'f', [2], single)).logs, ['nil']);
+  });
+});
+
+describe('logs', () => {
+  test('one line per call of log or print, arguments tostring-ed and tab-joined', async () => {
+    const out = await run('function f() log("a", 1, nil, true) print("b") log() log(json.null) end');
+    assert.deepEqual(out.logs, ['a\t1\tnil\ttrue', 'b', '', 'null']);
+  });
+
+  test('at most 100 lines, the last one saying how many were dropped', async () => {
+    const out = await run('function f() for i = 1, 150 do log("line", i) end end');
+    assert.equal(out.logs.length, 100);
+    assert.equal(out.logs[98], 'line\t99');
+    assert.equal(out.logs[99], '[51 more log lines dropped: at most 100 lines per call]');
+  });
+
+  test('a line is cut to 1 KB (never inside a UTF-8 character), saying so', async () => {
+    const out = await run('function f() log(string.rep("é", 3000)) log(string.rep("x", 1024)) end');
+    const [cut, whole] = out.logs;
+    assert.ok(cut !== undefined && whole !== undefined);
+    assert.ok(Buffer.byteLength(cut) <= 1024, `${Buffer.byteLength(cut)} bytes`);
+    assert.match(cut, /^(é)+ \[line cut: 6000 bytes, at most 1024 are kept\]$/);
+    assert.equal(whole, 'x'.repeat(1024));
+  });
+
+  test('the lines written before an error are kept', async () => {
+    const out = await run('function f() log("before") error("after") end');
+    assert.deepEqual(out.logs, ['before']);
+    assert.equal(out.error, 'script:1: after');
+  });
+});
+
+describe('json', () => {
+  test('decode then encode keeps the value', async () => {
+    const value = {
+      s: 'tab\t quote" backslash\\ slash/ é 😀 \u0001',
+      n: [0, -1, 1.5, 1e300, 12345678901234, -0.25],
+      b: [true, false],
+      nested: { empty_object: {}, empty_array: [], list: [{ a: 1 }, [2, [3]]] },
+      with_null: [1, null, 3],
+    };
+    const [text, roundTrip] = ok(await run('function f(s) local v = json.decode(s) return json.encode(v), v end', 'f', [JSON.stringify(value)]));
+    assert.deepEqual(JSON.parse(text as string), value);
+    assert.deepEqual(roundTrip, value);
+  });
+
+  test('escapes, surrogate pairs and nulls decode as documented', async () => {
+    const out = ok(await run(
+      'function f() local v = json.decode(\'{"a":"\\\\u00e9\\\\ud83d\\\\ude00\\\\n","b":null,"c":[null]}\') return v.a, v.b == nil, v.c[1] == json.null, #v.c end',
+    ));
+    assert.deepEqual(out, ['é😀\n', true, true, 1]);
+  });
+
+  test('malformed JSON is an error naming the position', async () => {
+    for (const [text, message] of [
+      ['[1,]', 'unexpected character at position 4'],
+      ['{"a" 1}', "expected ':' at position 6"],
+      ['01', 'number with a leading zero at position 1'],
+      ['"open', 'unterminated string at the end of the text'],
+      ['[1] x', 'unexpected text after the value at position 5'],
+    ]) {
+      const out = await run('function f(s) return json.decode(s) end', 'f', [text]);
+      assert.equal(out.error, `json.decode: ${message}`, text);
+    }
+  });
+});
+
+describe('limits', () => {
+  const plain = 'function f(n) return n + 1 end';
+
+  /** Runs `script`, checking the main event loop keeps ticking meanwhile, then that the engine still serves. */
+  async function runaway(script: string, on = engine) {
+    let maxGap = 0;
+    let last = performance.now();
+    const tick = setInterval(() => {
+      const now = performance.now();
+      maxGap = Math.max(maxGap, now - last);
+      last = now;
+    }, 5);
+    const started = performance.now();
+    const out = await run(script, 'f', [], on);
+    const wall = performance.now() - started;
+    clearInterval(tick);
+    assert.ok(wall < 300, `took ${wall} ms`);
+    assert.ok(maxGap < 75, `the main event loop stalled for ${maxGap} ms`);
+    assert.deepEqual(ok(await run(plain, 'f', [1], on)), [2], 'the engine serves the next call');
+    return { out, wall };
+  }
+
+  test('a busy loop ends at the time limit, inside the worker (no replacement)', async () => {
+    const before = single.stats().replaced;
+    const { out, wall } = await runaway('function f() while true do end end', single);
+    assert.equal(out.error, 'script took longer than 100 ms');
+    assert.ok(wall >= 95, `ended after ${wall} ms`);
+    assert.equal(single.stats().replaced, before);
+  });
+
+  test('a script cannot catch the time limit with pcall or xpcall', async () => {
+    for (const script of [
+      'function f() while true do pcall(function() while true do end end) end end',
+      'function f() while true do xpcall(function() while true do end end, function() while true do end end) end end',
+    ]) {
+      assert.equal((await runaway(script)).out.error, 'script took longer than 100 ms');
+    }
+  });
+
+  test('a long C call (pathological string.find) is stopped by terminating the worker, which is replaced', async () => {
+    const before = single.stats().replaced;
+    const { out } = await runaway('function f() return string.rep("a", 1e5):find(".-.-.-.-b") end', single);
+    assert.equal(out.error, 'script took longer than 100 ms');
+    assert.equal(single.stats().replaced, before + 1);
+    assert.equal(single.stats().workers, 1);
+  });
+
+  test('a huge string.rep hits the memory limit', async () => {
+    const { out } = await runaway('function f() return string.rep("x", 1e9) end');
+    assert.equal(out.error, 'script exceeded the 16 MB memory limit');
+  });
+
+  test('deep recursion ends with the memory limit', async () => {
+    const { out } = await runaway('local function g() return 1 + g() end function f() return g() end');
+    assert.match(out.error ?? '', /^script exceeded the 16 MB memory limit$|stack overflow/);
+  });
+
+  test('a table grown without end hits the memory limit, also when the script catches the error', async () => {
+    assert.equal((await runaway('function f() local t = {} while true do t[#t + 1] = {} end end')).out.error, 'script exceeded the 16 MB memory limit');
+    const caught = await run('function f() local ok, err = pcall(string.rep, "x", 64 * 1024 * 1024) return ok, err end');
+    assert.deepEqual(ok(caught), [false, 'not enough memory']);
+  });
+
+  test('the limit counts one call: the garbage of earlier calls does not', async () => {
+    for (let i = 0; i < 3; i++) {
+      assert.deepEqual(ok(await run('function f() local t = {} for i = 1, 4 do t[i] = string.rep("x", 3 * 1024 * 1024) end return #t end', 'f', [], single)), [4]);
+    }
+  });
+
+  test('a script and arguments of more than half the memory limit are refused before they reach Lua', async () => {
+    const out = await run('function f(s) return #s end', 'f', ['x'.repeat(9 * 1024 * 1024)]);
+    assert.match(out.error ?? '', /^script and arguments too large: \d+ bytes \(at most 8388608\)$/);
+  });
+
+  test('a runaway in one worker does not hold up calls on the other', async () => {
+    const slow = run('function f() while true do end end');
+    const quick = await Promise.all(Array.from({ length: 20 }, (_, i) => run(plain, 'f', [i])));
+    quick.forEach((o, i) => assert.deepEqual(ok(o), [i + 1]));
+    assert.equal((await slow).error, 'script took longer than 100 ms');
+  });
+
+  test('the limits are options', async () => {
+    const small = createScriptEngine({ workers: 1, timeoutMs: 30, memoryBytes: 1024 * 1024 });
+    try {
+      assert.equal((await run('function f() while true do end end', 'f', [], small)).error, 'script took longer than 30 ms');
+      assert.equal((await run('function f() return string.rep("x", 2 * 1024 * 1024) end', 'f', [], small)).error, 'script exceeded the 1 MB memory limit');
+      assert.deepEqual(ok(await run('function f() return #string.rep("x", 256 * 1024) end', 'f', [], small)), [256 * 1024]);
+    } finally {
+      await small.close();
+    }
+  });
+});
+
+test('calls wait a bounded time, in a bounded queue', async () => {
+  const e = createScriptEngine({ workers: 1, maxQueued: 1, queueWaitMs: 50 });
+  try {
+    while (e.stats().ready < 1) await new Promise((resolve) => setTimeout(resolve, 5));
+    const busy = e.run({ script: 'function f() while true do end end', hook: 'f', args: [] });
+    assert.equal(e.stats().busy, 1);
+    const waiting = e.run({ script: 'function f() return 1 end', hook: 'f', args: [] });
+    const refused = await e.run({ script: 'function f() return 1 end', hook: 'f', args: [] });
+    assert.equal(refused.error, 'script engine busy: 1 calls already waiting');
+    assert.equal((await waiting).error, 'script engine busy: no worker free within 50 ms');
+    assert.equal((await busy).error, 'script took longer than 100 ms');
+  } finally {
+    await e.close();
+  }
+});
+
+test('a closed engine refuses calls', async () => {
+  const e = createScriptEngine({ workers: 1 });
+  assert.deepEqual(ok(await e.run({ script: 'function f() return 1 end', hook: 'f', args: [] })), [1]);
+  await e.close();
+  await assert.rejects(e.run({ script: 'function f() return 1 end', hook: 'f', args: [] }), /closed/);
+});
+
+function luaList(items: string[]): string {
+  return `{${items.map((s) => JSON.stringify(s)).join(', ')}}`;
+}
