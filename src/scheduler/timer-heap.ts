@@ -13,6 +13,11 @@ export class TimerHeap<T> {
     this.up(this.heap.length - 1);
   }
 
+  /** Whether `key` has a live entry (one set and neither deleted nor popped since). */
+  has(key: string): boolean {
+    return this.live.has(key);
+  }
+
   delete(key: string): void {
     this.live.delete(key);
   }

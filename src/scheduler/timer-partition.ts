@@ -90,8 +90,10 @@ async function ownPartition(partition: number, deps: PartitionDeps, signal: Abor
             if (verdict.skip) {
               tries.delete(e.key);
               await deps.timers.remove(e.seq);
-            } else {
-              // Put it back: it stays stored, so trying again later is safe.
+            } else if (!heap.has(e.key)) {
+              // Put it back: it stays stored, so trying again later is safe. Unless a newer
+              // value of the same timer came in while this one was firing (a retry's
+              // timer written over the attempt's): putting the old one back would drop it.
               heap.set(e.key, e.seq, Date.now() + verdict.waitMs, e.value);
             }
           }
