@@ -1,4 +1,5 @@
 import express from 'express';
+import { scriptRoutes } from './routes/scripts.ts';
 import { notFound } from '../lib/errors.ts';
 import { authenticate, rateLimit } from './auth.ts';
 import type { ApiDeps } from './context.ts';
@@ -63,6 +64,7 @@ export function createApp(deps: ApiDeps, log: (m: string) => void, rootUrl: () =
   api.use(syncRoutes(deps));
   api.use(executionRoutes(deps));
   api.use(organizationRoutes(deps));
+  api.use(scriptRoutes(deps));
   api.use((_req, _res, next) => next(notFound('Not found')));
   app.use('/api/v1', api);
 

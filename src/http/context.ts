@@ -1,3 +1,4 @@
+import type { ScriptEngine } from '../scripts/engine.ts';
 import type { Request, Response, NextFunction, RequestHandler } from 'express';
 import type { CommandDeps } from '../commands/execute.ts';
 import type { Config } from '../config.ts';
@@ -25,6 +26,8 @@ export interface ApiDeps extends CommandDeps {
   secrets: SecretBox;
   hooks: HooksFor;
   health: Health;
+  /** Runs and checks Lua scripts (src/scripts/). */
+  scripts: ScriptEngine;
 }
 
 export interface AuthedRequest extends Request {

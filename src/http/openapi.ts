@@ -7,6 +7,7 @@ import { createBatchSchema } from './schemas/batch.ts';
 import { createMonitorSchema, updateMonitorSchema } from './schemas/monitor.ts';
 import { createScheduleSchema, updateScheduleSchema } from './schemas/schedule.ts';
 import { syncSchema } from './schemas/sync.ts';
+import { scriptTestSchema } from './schemas/script.ts';
 
 // Built from the very schema objects that validate requests, so the document cannot drift.
 function strip(schema: object): object {
@@ -41,6 +42,7 @@ export function openApiDocument(serverUrl: string) {
         CreateMonitor: strip(createMonitorSchema),
         UpdateMonitor: strip(updateMonitorSchema),
         Sync: strip(syncSchema),
+        ScriptTest: strip(scriptTestSchema),
         CreateEndpoint: strip(createEndpointSchema),
         UpdateEndpoint: strip(updateEndpointSchema),
         Error: errorSchema,
@@ -64,6 +66,7 @@ export function openApiDocument(serverUrl: string) {
       '/monitors/{id}/resume': { post: op('Resume a monitor') },
       '/monitors/{id}/pings': { get: op('Ping history') },
       '/sync': { put: op('Declare schedules and monitors by key', 'Sync') },
+      '/scripts/test': { post: op('Run one Lua hook as the service would, storing nothing (Pro): answers {result, logs, duration_ms, error}', 'ScriptTest') },
       '/endpoints': { get: op('List endpoints'), post: { ...op('Create an endpoint', 'CreateEndpoint', '201'), parameters: [idempotencyKeyParameter] } },
       '/endpoints/{id}': { get: op('Get an endpoint with its inbound_url'), put: op('Update an endpoint', 'UpdateEndpoint'), delete: op('Delete an endpoint and its inbound events', undefined, '204') },
       '/endpoints/{id}/pause': { post: op('Pause delivery (events are stored and held)') },

@@ -1,3 +1,4 @@
+import { lazyScriptEngine } from '../scripts/engine.ts';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -178,11 +179,13 @@ async function start(config: Config, log: (m: string) => void, stoppers: Stopper
     stoppers.push(async () => endpoints.close());
     const secrets = await openSecretBox({ nats, envKey: config.secretsKey, log });
     const hooks = noHooks;
+    const scripts = lazyScriptEngine();
+    stoppers.push(named('script engine', () => scripts.close()));
     const board = openProgressBoard(nats, supervisor, config.processGroup, instanceId);
     stoppers.push(async () => board.close());
     const health = createHealth({ nats, db, supervisor, board, metrics, stuckMs: config.healthStuckMs });
     stoppers.push(async () => health.close());
-    const app = createApp({ config, db, nats, store, clock, directory, reads, rateLimiter, metrics, endpoints, secrets, hooks, health }, log, () => root);
+    const app = createApp({ config, db, nats, store, clock, directory, reads, rateLimiter, metrics, endpoints, secrets, hooks, health, scripts }, log, () => root);
     // Inbound URLs skip express: they are the hot path and need neither an API key nor JSON.
     const receiver = createInboundReceiver({ nats, endpoints, hooks, metrics, log });
     const server: Server = createServer((req, res) => {

@@ -132,3 +132,25 @@ function outcomeOf(answer: PoolAnswer): ScriptOutcome {
   if (parsed.missing) return { result: [], logs, duration_ms, error: null, missing: true };
   return { result: Array.isArray(parsed.result) ? parsed.result : [], logs, duration_ms, error: null };
 }
+
+/**
+ * An engine whose worker threads start on its first call: most processes (and most
+ * tests) never run a script, and each worker holds its own Lua state.
+ */
+export function lazyScriptEngine(opts: ScriptEngineOptions = {}): ScriptEngine {
+  let engine: ScriptEngine | undefined;
+  let closed = false;
+  const get = () => {
+    if (closed) throw new Error('script engine closed');
+    return (engine ??= createScriptEngine(opts));
+  };
+  return {
+    run: async (call) => get().run(call),
+    check: async (script, hooks) => get().check(script, hooks),
+    stats: () => engine?.stats() ?? { workers: 0, ready: 0, busy: 0, queued: 0, replaced: 0 },
+    async close() {
+      closed = true;
+      await engine?.close();
+    },
+  };
+}

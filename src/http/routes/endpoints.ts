@@ -1,3 +1,5 @@
+import { checkScript } from '../script-checks.ts';
+import { featuresOf } from '../../commands/plan-rules.ts';
 import { Router } from 'express';
 import type { Selectable } from 'kysely';
 import { SUBJECTS } from '../../../streams/definitions.ts';
@@ -61,13 +63,18 @@ export function endpointRoutes(deps: ApiDeps, rootUrl: () => string): Router {
   r.get('/endpoints/:id', handler(async (req, res) => void res.json({ data: resource(await load(req.orgId, req.params.id!)) })));
   r.post('/endpoints', idempotent(deps), handler(async (req, res) => {
     const body = validate<Input & { name: string }>(createEndpointSchema, jsonObject(req));
+    const limit = await planLimitFor(deps, 'endpoint', req.orgId);
+    await checkScript(deps.scripts, featuresOf(limit), 'endpoint', body.script);
     const { input, secrets } = prepare(body);
-    const { state, seq } = await createEndpoint(deps, req.orgId, { ...input, name: body.name }, secrets, await planLimitFor(deps, 'endpoint', req.orgId), onceId(res, 'ep'));
+    const { state, seq } = await createEndpoint(deps, req.orgId, { ...input, name: body.name }, secrets, limit, onceId(res, 'ep'));
     res.status(201).json({ data: await answer(req.orgId, state!, seq) });
   }));
   r.put('/endpoints/:id', handler(async (req, res) => {
-    const { input, secrets } = prepare(validate<Input>(updateEndpointSchema, jsonObject(req)));
-    const { state, seq } = await runEndpoint(deps, req.orgId, req.params.id!, { type: 'UpdateEndpoint', plan: await orgPlan(deps, req.orgId), input, secrets });
+    const body = validate<Input>(updateEndpointSchema, jsonObject(req));
+    const plan = await orgPlan(deps, req.orgId);
+    await checkScript(deps.scripts, plan, 'endpoint', body.script);
+    const { input, secrets } = prepare(body);
+    const { state, seq } = await runEndpoint(deps, req.orgId, req.params.id!, { type: 'UpdateEndpoint', plan, input, secrets });
     res.json({ data: await answer(req.orgId, state!, seq) });
   }));
   r.delete('/endpoints/:id', handler(async (req, res) => {

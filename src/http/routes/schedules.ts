@@ -1,3 +1,5 @@
+import { checkScript } from '../script-checks.ts';
+import { featuresOf } from '../../commands/plan-rules.ts';
 import { Router } from 'express';
 import { createSchedule, deleteSchedule, triggerSchedule, updateSchedule } from '../../commands/schedule/handlers.ts';
 import type { Schedule, ScheduleInput } from '../../commands/schedule/types.ts';
@@ -56,7 +58,9 @@ export function scheduleRoutes(deps: ApiDeps): Router {
   r.post('/schedules', idempotent(deps), handler(async (req, res) => {
     const input = validate<ScheduleInput & { url: string; cron: string }>(createScheduleSchema, jsonObject(req));
     checkInput(input);
-    const { state, seq } = await createSchedule(deps, req.orgId, input, await planLimitFor(deps, 'schedule', req.orgId), onceId(res, 'sch'));
+    const limit = await planLimitFor(deps, 'schedule', req.orgId);
+    await checkScript(deps.scripts, featuresOf(limit), 'schedule', input.script);
+    const { state, seq } = await createSchedule(deps, req.orgId, input, limit, onceId(res, 'sch'));
     await deps.reads.wrote(req.orgId, seq);
     res.status(201).json({ data: fromState(state!) });
   }));
@@ -64,7 +68,9 @@ export function scheduleRoutes(deps: ApiDeps): Router {
   r.put('/schedules/:id', handler(async (req, res) => {
     const input = validate<ScheduleInput>(updateScheduleSchema, jsonObject(req));
     checkInput(input);
-    const { seq } = await updateSchedule(deps, req.orgId, req.params.id!, input, await orgPlan(deps, req.orgId));
+    const plan = await orgPlan(deps, req.orgId);
+    await checkScript(deps.scripts, plan, 'schedule', input.script);
+    const { seq } = await updateSchedule(deps, req.orgId, req.params.id!, input, plan);
     await deps.reads.wrote(req.orgId, seq);
     await deps.reads.caughtUp(req.orgId);
     res.json({ data: scheduleResource(await load(req.orgId, req.params.id!)) });

@@ -12,6 +12,7 @@ import { orgPlan } from '../plan-limits.ts';
 import { createTaskSchema, triggerTaskSchema, updateTaskSchema } from '../schemas/task.ts';
 import { historyRow, taskResource, tasksWithStatus } from '../serializers.ts';
 import { validate } from '../validate.ts';
+import { checkScript } from '../script-checks.ts';
 import { limitParam } from './executions.ts';
 
 export function taskRoutes(deps: ApiDeps): Router {
@@ -48,6 +49,7 @@ export function taskRoutes(deps: ApiDeps): Router {
     checkBodySize(input.body);
     checkHeaders(input.headers);
     const plan = await orgPlan(deps, req.orgId);
+    await checkScript(deps.scripts, plan, 'task', input.script);
     if (input.debounce != null || input.debounce_key != null) {
       // The window's rules (all three fields together) are checked before it decides create or replace.
       const d = await createDebouncedTask(deps, req.orgId, input as Parameters<typeof createDebouncedTask>[2], plan);
@@ -63,7 +65,9 @@ export function taskRoutes(deps: ApiDeps): Router {
     const input = validate<TaskInput>(updateTaskSchema, jsonObject(req));
     checkBodySize(input.body);
     checkHeaders(input.headers);
-    const { state, seq } = await updateTask(deps, req.orgId, req.params.id!, input, await orgPlan(deps, req.orgId));
+    const plan = await orgPlan(deps, req.orgId);
+    await checkScript(deps.scripts, plan, 'task', input.script);
+    const { state, seq } = await updateTask(deps, req.orgId, req.params.id!, input, plan);
     res.json({ data: await written(req.orgId, state!, seq) });
   }));
 
