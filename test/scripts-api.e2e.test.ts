@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { startTestService, type Api, type TestService } from './support/service.ts';
+import { eventually, startTestService, type Api, type TestService } from './support/service.ts';
+import { startTarget } from './support/target.ts';
 
 describe('Lua scripts: checked when saved, and the test call', () => {
   let svc: TestService;
@@ -87,5 +88,38 @@ describe('Lua scripts: checked when saved, and the test call', () => {
     assertError(await pro('POST', '/scripts/test', { script: 'function filter() end', hook: 'delete_everything' }), 422, 'hook', /./);
     // The service still answers at once.
     assert.equal((await pro('GET', '/tasks')).status, 200);
+  });
+
+  test('on_response decides the outcome of each attempt; its log lines and errors are the execution\'s script_logs', async () => {
+    const target = await startTarget((req) => (req.path.startsWith('/broken') ? { status: 500, body: 'down' } : { status: 200, body: '{"error": "quota exceeded"}' }));
+    try {
+      const finished = (id: string) => eventually(async () => {
+        const e = (await pro('GET', `/executions/${id}`)).body.data;
+        return ['success', 'failed', 'timeout'].includes(e?.status) ? e : null;
+      });
+      // A 200 whose body says it failed: the script fails it (no retries left, so final).
+      const strict = (await pro('POST', '/tasks', {
+        url: `${target.url}/ok`, retry_attempts: 0,
+        script: 'function on_response(res, task)\n  log("got", res.status, task.attempt)\n  if res.body:find("error") then return {status = "failed"} end\nend',
+      })).body.data;
+      const e1 = await finished(strict.last_execution_id);
+      assert.equal(e1.status, 'failed');
+      assert.equal(e1.status_code, 200);
+      assert.match(e1.error_message, /script/);
+      assert.deepEqual(e1.script_logs, ['got\t200\t1']);
+      // A 500 the script accepts.
+      const lenient = (await pro('POST', '/tasks', { url: `${target.url}/broken`, retry_attempts: 2, script: 'function on_response(res) if res.status == 500 then return {status = "success"} end end' })).body.data;
+      const e2 = await finished(lenient.last_execution_id);
+      assert.equal(e2.status, 'success');
+      assert.equal(e2.attempt, 1);
+      // A runaway script keeps the HTTP outcome, and says why in the logs.
+      const runaway = (await pro('POST', '/tasks', { url: `${target.url}/ok`, script: 'function on_response(res) while true do end end' })).body.data;
+      const e3 = await finished(runaway.last_execution_id);
+      assert.equal(e3.status, 'success');
+      assert.equal(e3.script_logs.length, 1);
+      assert.match(e3.script_logs[0], /on_response failed: .*100 ms/);
+    } finally {
+      await target.close();
+    }
   });
 });

@@ -1,7 +1,8 @@
 import type { JsMsg } from '@nats-io/jetstream';
 import { CONSUMERS, SUBJECTS } from '../../streams/definitions.ts';
 import type { ExecutionEvent } from '../commands/execution/types.ts';
-import { attemptStarted, decideAttemptResult, executionSoFar, planAttempt } from '../commands/execution/decide.ts';
+import { applyScriptVerdict, attemptStarted, decideAttemptResult, executionSoFar, planAttempt } from '../commands/execution/decide.ts';
+import type { ScriptEngine } from '../scripts/engine.ts';
 import { unreachable } from '../lib/unreachable.ts';
 import type { EventStore } from '../events/store.ts';
 import type { Clock } from '../lib/clock.ts';
@@ -14,7 +15,8 @@ import { consumeWork, type WorkConsumer } from '../nats/work-consumer.ts';
 import type { Directory } from '../nats/org-directory.ts';
 import { MAX_RATE_LIMIT_BLOCK_MS, blockEnd, hostOf, hostSignalOf, openHostBlocks, type HostBlocks, type HostSignal } from './host-blocks.ts';
 import type { AttemptJob, CallbackJob, Job } from './job.ts';
-import { classifyAttempt, maskHeaders } from './outcome.ts';
+import { classifyAttempt, maskHeaders, type AttemptOutcome } from './outcome.ts';
+import type { OutboundResult } from './outbound-client.ts';
 import type { OutboundClient } from './outbound-client.ts';
 import { CALLBACK_RETRY_DELAYS_MS } from './retry-schedule.ts';
 import { sourceGone } from '../commands/execution/ending.ts';
@@ -32,6 +34,8 @@ export interface DispatcherDeps {
   log: (m: string) => void;
   supervisor: Supervisor;
   onAttempt?: (job: Job, ms: number) => void;
+  /** Runs a task's or schedule's `on_response`; without it scripts are not run. */
+  scripts?: ScriptEngine;
 }
 
 const CALLBACK_TIMEOUT_MS = 10_000;
@@ -125,6 +129,22 @@ export function startDispatcher(deps: DispatcherDeps) {
   }
 
   /**
+   * A task's or schedule's `on_response(res, task)` after the attempt: its verdict may
+   * replace the outcome; an error or a limit hit is a line of the logs and keeps it.
+   */
+  async function onResponse(job: AttemptJob, result: OutboundResult, outcome: AttemptOutcome): Promise<{ outcome: AttemptOutcome; logs: string[] }> {
+    if (!job.script || !deps.scripts) return { outcome, logs: [] };
+    const res = result.kind === 'response'
+      ? { status: result.statusCode, headers: Object.fromEntries(Object.entries(result.headers).map(([k, v]) => [k.toLowerCase(), v])), body: result.body, duration_ms: Math.round(result.durationMs) }
+      : { status: null, headers: {}, body: '', duration_ms: Math.round(result.durationMs) };
+    const task = { id: job.source.id, name: job.source.name, url: job.request.url, method: job.request.method, attempt: job.attempt };
+    const out = await deps.scripts.run({ script: job.script, hook: 'on_response', args: [res, task] });
+    if (out.error) return { outcome, logs: [...out.logs, `on_response failed: ${out.error}`] };
+    if (out.missing) return { outcome, logs: out.logs };
+    return { outcome: applyScriptVerdict(outcome, out.result[0]), logs: out.logs };
+  }
+
+  /**
    * Runs one attempt. Resolves to a delay in ms when the job must go back to the
    * stream (its host is blocked), undefined when it is done and can be acked.
    */
@@ -165,12 +185,15 @@ export function startDispatcher(deps: DispatcherDeps) {
     clearTimeout(slow);
 
     const nowMs = deps.clock.now();
-    const outcome = classifyAttempt(job, result, nowMs);
-    const signal = host ? hostSignalOf(result, outcome) : null;
+    const classified = classifyAttempt(job, result, nowMs);
+    // The host's health is what the HTTP exchange says; the script decides only the outcome.
+    const signal = host ? hostSignalOf(result, classified) : null;
+    const { outcome, logs } = await onResponse(job, result, classified);
     const finished = decideAttemptResult({
       job,
       uncounted: plan.uncounted,
       outcome,
+      scriptLogs: logs,
       signal,
       host,
       hostBlockEnd: await recordHost(job, host, signal, nowMs),

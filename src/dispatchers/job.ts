@@ -19,6 +19,8 @@ export interface AttemptJob {
   next_tick_at?: string | null;
   /** The lane (within the organization) this execution holds while it runs; null = none. */
   lane: string | null;
+  /** The task's or schedule's Lua script, for `on_response` (absent in jobs written before scripts ran). */
+  script?: string | null;
   /** The push-level callback alone, kept so a retry re-resolves against the task as it is then. */
   push_callback_url: string | null;
   /**

@@ -148,11 +148,15 @@ async function start(config: Config, log: (m: string) => void, stoppers: Stopper
     const s = await startScheduler({ nats, store, clock, owner: instanceId, partitions: config.timerPartitions, log, supervisor });
     stoppers.push(named('scheduler', () => s.stop()));
   }
+  // Lua hooks (on_response in the dispatcher, the API's checks and test call); its
+  // worker threads start on the first script.
+  const scripts = lazyScriptEngine();
+  stoppers.push(named('script engine', () => scripts.close()));
   if (config.roles.has('dispatcher')) {
     const outbound = createOutboundClient({ allowPrivateTargets: config.allowPrivateTargets });
     stoppers.push(named('outbound client', () => outbound.close()));
     const d = startDispatcher({
-      nats, store, directory, outbound, clock, concurrency: config.dispatchConcurrency, log, supervisor,
+      nats, store, directory, outbound, clock, concurrency: config.dispatchConcurrency, log, supervisor, scripts,
       onAttempt: (job, ms) => metrics.observe('jetcron_dispatch_seconds', 'Time to run and record one job', ms / 1000, { kind: job.kind }),
     });
     stoppers.push(named('dispatcher', () => d.stop()));
@@ -179,8 +183,6 @@ async function start(config: Config, log: (m: string) => void, stoppers: Stopper
     stoppers.push(async () => endpoints.close());
     const secrets = await openSecretBox({ nats, envKey: config.secretsKey, log });
     const hooks = noHooks;
-    const scripts = lazyScriptEngine();
-    stoppers.push(named('script engine', () => scripts.close()));
     const board = openProgressBoard(nats, supervisor, config.processGroup, instanceId);
     stoppers.push(async () => board.close());
     const health = createHealth({ nats, db, supervisor, board, metrics, stuckMs: config.healthStuckMs });

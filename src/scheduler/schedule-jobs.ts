@@ -17,6 +17,7 @@ export function scheduleAttemptJob(schedule: Schedule, execution: PlannedRun, at
     callback_url: execution.callback_url,
     push_callback_url: execution.callback_url,
     lane: null,
+    script: schedule.script ?? null,
     next_tick_at: schedule.next_run_at,
   };
 }

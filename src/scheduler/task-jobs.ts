@@ -41,5 +41,6 @@ export function taskAttemptJob(task: Task, execution: PlannedExecution, attempt:
     callback_url: execution.callback_url ?? task.callback_url,
     push_callback_url: execution.callback_url,
     lane: task.lane || null,
+    script: task.script ?? null,
   };
 }

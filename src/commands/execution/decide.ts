@@ -137,6 +137,8 @@ export interface AttemptCall {
   wait: (ms: number) => number;
   /** A number in [0, 1): the retry's share of RETRY_JITTER_MS. */
   jitter: number;
+  /** What the script's `log`/`print` wrote in `on_response` (and its error, if any). */
+  scriptLogs?: string[];
   /** Everything recorded about the exchange itself (request as sent, response, times). */
   exchange: Pick<AttemptResult, 'started_at' | 'finished_at' | 'duration_ms' | 'request' | 'response_body' | 'response_body_encoding' | 'response_truncated' | 'response_headers'>;
 }
@@ -187,7 +189,7 @@ export function decideAttemptResult(c: AttemptCall): ExecutionEvent {
       error_message: errorMessage,
       scheduled_for: job.scheduled_for,
       ...c.exchange,
-      script_logs: [],
+      script_logs: c.scriptLogs ?? [],
       next_attempt_at: nextAttemptAt,
       callback_url: job.callback_url,
       push_callback_url: job.push_callback_url,
@@ -196,4 +198,16 @@ export function decideAttemptResult(c: AttemptCall): ExecutionEvent {
       ...(job.inbound ? { inbound: { event_id: job.inbound.event_id, seq: job.inbound.seq, origin_seq: job.inbound.origin_seq } } : {}),
     },
   };
+}
+
+/**
+ * `on_response` may return `{status = "success"}` or `{status = "failed"}`: it replaces
+ * the attempt's outcome, and so whether it is retried and what is notified. A failure
+ * it declares is retried like any failure; anything else it returns changes nothing.
+ */
+export function applyScriptVerdict(outcome: AttemptOutcome, verdict: unknown): AttemptOutcome {
+  const status = verdict && typeof verdict === 'object' && !Array.isArray(verdict) ? (verdict as { status?: unknown }).status : undefined;
+  if (status === 'success') return { ...outcome, status: 'success', error_message: null, retryable: false, retry_after_ms: null };
+  if (status === 'failed' && outcome.status === 'success') return { ...outcome, status: 'failed', error_message: 'failed by the script (on_response)', retryable: true };
+  return outcome;
 }
