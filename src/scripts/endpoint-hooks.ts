@@ -1,0 +1,88 @@
+import type { HookRequest, TransformResult } from '../inbound/pipeline.ts';
+import type { ScriptEngine, ScriptOutcome } from './engine.ts';
+
+/**
+ * What one endpoint hook decided, with the lines its script logged. A script error or a
+ * limit hit is `ok: false` (the caller rejects in verify, fails the delivery
+ * unforwarded in the others); a hook the script does not define is a pass.
+ */
+export type HookResult<T> = { ok: true; value: T; logs: string[] } | { ok: false; error: string; logs: string[] };
+
+export type Verdict = { accepted: true } | { accepted: false; status_code: number };
+
+export interface Transformed extends TransformResult {
+  debounce_key?: string;
+  debounce?: string;
+}
+
+export interface EndpointScriptHooks {
+  verify(req: HookRequest, secrets: Record<string, string>): Promise<HookResult<Verdict>>;
+  /** true: forward; false: store only (`filtered`). */
+  filter(req: HookRequest): Promise<HookResult<boolean>>;
+  /** null: keep the custom forwarding values. */
+  transform(req: HookRequest): Promise<HookResult<Transformed | null>>;
+  /** null: every forward URL; else the chosen ones, each one of `forwardUrls`. */
+  route(req: HookRequest, forwardUrls: readonly string[]): Promise<HookResult<string[] | null>>;
+}
+
+const failed = <T>(out: ScriptOutcome, hook: string, error: string): HookResult<T> => ({ ok: false, error: `${hook}: ${error}`, logs: out.logs });
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * The contract's endpoint hooks over the script engine, for one endpoint's script:
+ * `verify` accepts only on `true` (`false, code` rejects with that 4xx, any other
+ * code or value with 403); `filter` drops only on `false`; `transform` returns a table
+ * of `method`, `headers`, `body`, `debounce_key`, `debounce` (what it leaves out keeps
+ * the custom forwarding value); `route` returns a list of URLs, each one of the
+ * endpoint's `forward_urls` (any other is an error of the script, never a destination).
+ */
+export function endpointScriptHooks(engine: ScriptEngine, script: string): EndpointScriptHooks {
+  const run = (hook: string, args: unknown[]) => engine.run({ script, hook, args });
+  return {
+    async verify(req, secrets) {
+      const out = await run('verify', [req, secrets]);
+      if (out.error) return failed(out, 'verify', out.error);
+      if (out.missing) return { ok: true, value: { accepted: true }, logs: out.logs };
+      const [accepted, code] = out.result;
+      if (accepted === true) return { ok: true, value: { accepted: true }, logs: out.logs };
+      const status = typeof code === 'number' && Number.isInteger(code) && code >= 400 && code <= 499 ? code : 403;
+      return { ok: true, value: { accepted: false, status_code: status }, logs: out.logs };
+    },
+    async filter(req) {
+      const out = await run('filter', [req]);
+      if (out.error) return failed(out, 'filter', out.error);
+      return { ok: true, value: out.missing || out.result[0] !== false, logs: out.logs };
+    },
+    async transform(req) {
+      const out = await run('transform', [req]);
+      if (out.error) return failed(out, 'transform', out.error);
+      const t = out.result[0];
+      if (out.missing || t === null || t === undefined) return { ok: true, value: null, logs: out.logs };
+      if (!isObject(t)) return failed(out, 'transform', `must return a table, not ${Array.isArray(t) ? 'a list' : typeof t}`);
+      const value: Transformed = {};
+      for (const key of ['method', 'body', 'debounce_key', 'debounce'] as const) {
+        if (t[key] === undefined || t[key] === null) continue;
+        if (typeof t[key] !== 'string') return failed(out, 'transform', `${key} must be a string`);
+        value[key] = t[key];
+      }
+      if (t.headers !== undefined && t.headers !== null) {
+        if (!isObject(t.headers) || !Object.values(t.headers).every((v) => typeof v === 'string')) return failed(out, 'transform', 'headers must be a table of strings');
+        value.headers = t.headers as Record<string, string>;
+      }
+      if ((value.debounce_key === undefined) !== (value.debounce === undefined)) return failed(out, 'transform', 'debounce_key and debounce go together');
+      return { ok: true, value, logs: out.logs };
+    },
+    async route(req, forwardUrls) {
+      const out = await run('route', [req]);
+      if (out.error) return failed(out, 'route', out.error);
+      const r = out.result[0];
+      if (out.missing || r === null || r === undefined) return { ok: true, value: null, logs: out.logs };
+      // An empty Lua table reaches JSON as {}: it is the empty list here.
+      const list = isObject(r) && Object.keys(r).length === 0 ? [] : r;
+      if (!Array.isArray(list) || !list.every((u) => typeof u === 'string')) return failed(out, 'route', 'must return a list of URLs');
+      const unknown = list.find((u) => !forwardUrls.includes(u));
+      if (unknown !== undefined) return failed(out, 'route', `${unknown} is not one of the endpoint's forward_urls`);
+      return { ok: true, value: list, logs: out.logs };
+    },
+  };
+}

@@ -1,0 +1,67 @@
+import assert from 'node:assert/strict';
+import { after, describe, test } from 'node:test';
+import type { HookRequest } from '../src/inbound/pipeline.ts';
+import { createScriptEngine } from '../src/scripts/engine.ts';
+import { endpointScriptHooks } from '../src/scripts/endpoint-hooks.ts';
+
+const engine = createScriptEngine({ workers: 1 });
+after(() => engine.close());
+
+const req: HookRequest = { method: 'POST', path: '/in/x', query: 'a=1', headers: { 'x-sig': 'abc', 'content-type': 'application/json' }, body: '{"kind":"paid","n":1}', source_ip: '10.0.0.1' };
+const URLS = ['https://a.example/hook', 'https://b.example/hook'];
+
+describe('endpoint hooks over the script engine (the contract\'s rules)', () => {
+  test('verify: true accepts; false rejects 403; false, 401 rejects 401; a code outside 4xx is 403; an error rejects', async () => {
+    const h = (body: string) => endpointScriptHooks(engine, `function verify(req, secrets)\n${body}\nend`);
+    assert.deepEqual(await h('return req.headers["x-sig"] == secrets.key').verify(req, { key: 'abc' }), { ok: true, value: { accepted: true }, logs: [] });
+    assert.deepEqual(await h('return false').verify(req, {}), { ok: true, value: { accepted: false, status_code: 403 }, logs: [] });
+    assert.deepEqual(await h('log("bad sig") return false, 401').verify(req, {}), { ok: true, value: { accepted: false, status_code: 401 }, logs: ['bad sig'] });
+    assert.deepEqual((await h('return false, 500').verify(req, {})), { ok: true, value: { accepted: false, status_code: 403 }, logs: [] });
+    assert.deepEqual((await h('return nil').verify(req, {})), { ok: true, value: { accepted: false, status_code: 403 }, logs: [] });
+    const broken = await h('error("no key")').verify(req, {});
+    assert.equal(broken.ok, false);
+    assert.match(!broken.ok ? broken.error : '', /^verify: script:2: no key/);
+    assert.deepEqual(await endpointScriptHooks(engine, 'function filter() return true end').verify(req, {}), { ok: true, value: { accepted: true }, logs: [] });
+  });
+
+  test('filter: only false drops the delivery; a runaway is an error', async () => {
+    const h = (body: string) => endpointScriptHooks(engine, `function filter(req)\n${body}\nend`);
+    assert.deepEqual(await h('return json.decode(req.body).kind == "paid"').filter(req), { ok: true, value: true, logs: [] });
+    assert.deepEqual(await h('return false').filter(req), { ok: true, value: false, logs: [] });
+    assert.deepEqual(await h('return nil').filter(req), { ok: true, value: true, logs: [] });
+    const loop = await h('while true do end').filter(req);
+    assert.equal(loop.ok, false);
+    assert.match(!loop.ok ? loop.error : '', /100 ms/);
+  });
+
+  test('transform: the fields it returns, checked; debounce_key and debounce together', async () => {
+    const h = (body: string) => endpointScriptHooks(engine, `function transform(req)\n${body}\nend`);
+    assert.deepEqual(await h('local b = json.decode(req.body)\nreturn {method = "PUT", headers = {["x-n"] = tostring(b.n)}, body = json.encode({n = b.n + 1})}').transform(req), {
+      ok: true, value: { method: 'PUT', headers: { 'x-n': '1' }, body: '{"n":2}' }, logs: [],
+    });
+    assert.deepEqual(await h('return {debounce_key = "order-7", debounce = "5m"}').transform(req), { ok: true, value: { debounce_key: 'order-7', debounce: '5m' }, logs: [] });
+    assert.deepEqual(await h('return nil').transform(req), { ok: true, value: null, logs: [] });
+    for (const [body, message] of [
+      ['return {method = 7}', /method must be a string/],
+      ['return {headers = {a = 1}}', /headers must be a table of strings/],
+      ['return {debounce_key = "k"}', /go together/],
+      ['return "PUT"', /must return a table/],
+    ] as const) {
+      const out = await h(body).transform(req);
+      assert.equal(out.ok, false, body);
+      assert.match(!out.ok ? out.error : '', message);
+    }
+  });
+
+  test('route: a list of the endpoint\'s forward_urls; any other URL is an error, never a destination', async () => {
+    const h = (body: string) => endpointScriptHooks(engine, `function route(req)\n${body}\nend`);
+    assert.deepEqual(await h(`return {"${URLS[1]}"}`).route(req, URLS), { ok: true, value: [URLS[1]], logs: [] });
+    assert.deepEqual(await h('return {}').route(req, URLS), { ok: true, value: [], logs: [] });
+    assert.deepEqual(await h('return nil').route(req, URLS), { ok: true, value: null, logs: [] });
+    const stranger = await h('return {"https://evil.example/steal"}').route(req, URLS);
+    assert.equal(stranger.ok, false);
+    assert.match(!stranger.ok ? stranger.error : '', /evil\.example.*not one of the endpoint's forward_urls/);
+    const notList = await h('return "x"').route(req, URLS);
+    assert.equal(notList.ok, false);
+  });
+});
