@@ -93,9 +93,9 @@ export function startDispatcher(deps: DispatcherDeps) {
       await sleep(blockedUntil - deps.clock.now());
       blockedUntil = host ? hosts.blockedUntil(job.org_id, host) : 0;
     }
-    const waited = job.source.type === 'task' && deps.clock.now() - Date.parse(job.scheduled_for) >= QUEUED_CHECK_AFTER_MS;
-    const late = deps.clock.now() - Date.parse(job.scheduled_for) >= LATE_CHECK_AFTER_MS;
-    const readLog = blockedUntil || job.attempt > 1 || job.inbound || redelivered || late;
+    const waitedMs = deps.clock.now() - Date.parse(job.scheduled_for);
+    const waited = job.source.type === 'task' && waitedMs >= QUEUED_CHECK_AFTER_MS;
+    const readLog = blockedUntil || job.attempt > 1 || job.inbound || redelivered || waitedMs >= LATE_CHECK_AFTER_MS;
     const [last, gone, forward] = await Promise.all([
       readLog ? deps.store.last<ExecutionEvent>(SUBJECTS.execution(job.org_id, job.execution_id)) : null,
       waited ? sourceGone(deps.store, job.org_id, job.source) : false,
@@ -135,7 +135,7 @@ export function startDispatcher(deps: DispatcherDeps) {
   async function onResponse(job: AttemptJob, result: OutboundResult, outcome: AttemptOutcome): Promise<{ outcome: AttemptOutcome; logs: string[] }> {
     if (!job.script || !deps.scripts) return { outcome, logs: [] };
     const res = result.kind === 'response'
-      ? { status: result.statusCode, headers: Object.fromEntries(Object.entries(result.headers).map(([k, v]) => [k.toLowerCase(), v])), body: result.body, duration_ms: Math.round(result.durationMs) }
+      ? { status: result.statusCode, headers: result.headers, body: result.body, duration_ms: Math.round(result.durationMs) }
       : { status: null, headers: {}, body: '', duration_ms: Math.round(result.durationMs) };
     const task = { id: job.source.id, name: job.source.name, url: job.request.url, method: job.request.method, attempt: job.attempt };
     const out = await deps.scripts.run({ script: job.script, hook: 'on_response', args: [res, task] });

@@ -113,8 +113,7 @@ export async function* followEvents(nats: Nats, opts: { startSeq: number; signal
  * (re)starts at the reader's position.
  */
 function join(nats: Nats, tap: Tap, reader: Reader): boolean {
-  const sharing = [...tap.readers].some((r) => r.shared && r !== reader);
-  if (tap.reading && sharing) {
+  if (tap.reading && othersShare(tap, reader)) {
     const first = tap.ring[0]?.seq ?? tap.next;
     if (reader.next < first || reader.next > tap.next) return false;
     reader.queue = tap.ring.filter((i) => i.seq >= reader.next);
@@ -125,6 +124,11 @@ function join(nats: Nats, tap: Tap, reader: Reader): boolean {
   reader.queue = [];
   start(nats, tap, reader.next);
   return true;
+}
+
+function othersShare(tap: Tap, reader: Reader): boolean {
+  for (const r of tap.readers) if (r.shared && r !== reader) return true;
+  return false;
 }
 
 function start(nats: Nats, tap: Tap, from: number): void {

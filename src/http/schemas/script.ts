@@ -1,4 +1,4 @@
-const headers = { type: 'object', additionalProperties: { type: 'string', maxLength: 8192 }, maxProperties: 100 } as const;
+import { headersSchema as headers } from './common.ts';
 
 /** `POST /scripts/test`: one hook run as the service would run it, nothing stored. */
 export const scriptTestSchema = {
