@@ -26,6 +26,7 @@ import { connectNats, type Nats } from '../src/nats/connection.ts';
 import { dieWithParent } from '../src/runtime/die-with-parent.ts';
 import { serve, type Running } from '../src/runtime/serve.ts';
 import { partitionOf } from '../src/scheduler/timer-store.ts';
+import { onChildLines } from './support/child-lines.ts';
 import { startTestNats } from './support/nats.ts';
 import { createTestDatabase } from './support/postgres.ts';
 import { apiClient, eventually, type Api } from './support/service.ts';
@@ -111,18 +112,10 @@ test('role failover: kill -9 of the process holding every lease; the standby tak
     const a = child;
     childExited = new Promise((r) => a.once('exit', r));
     let urlA: string | undefined;
-    for (const stream of [a.stdout!, a.stderr!]) {
-      let rest = '';
-      stream.setEncoding('utf8');
-      stream.on('data', (chunk: string) => {
-        const parts = (rest + chunk).split('\n');
-        rest = parts.pop()!;
-        for (const l of parts) {
-          logA.push(`${since(Date.now())} ${l}`);
-          urlA ??= /jetcron API listening on (http:\/\/\S+)\/api\/v1/.exec(l)?.[1];
-        }
-      });
-    }
+    onChildLines(a, (l) => {
+      logA.push(`${since(Date.now())} ${l}`);
+      urlA ??= /jetcron API listening on (http:\/\/\S+)\/api\/v1/.exec(l)?.[1];
+    });
     const pidA = a.pid!;
     a.once('exit', (code, signal) => note(`process A (pid ${pidA}) exited: ${signal ?? code}`));
     await eventually(async () => {

@@ -1,3 +1,4 @@
+import { onChildLines } from './child-lines.ts';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -56,19 +57,11 @@ export async function spawnJetcron(opts: { roles: string; natsUrl: string; datab
   const lines: string[] = [];
   let url: string | undefined;
   const t0 = Date.now();
-  for (const stream of [child.stdout!, child.stderr!]) {
-    let rest = '';
-    stream.setEncoding('utf8');
-    stream.on('data', (chunk: string) => {
-      const parts = (rest + chunk).split('\n');
-      rest = parts.pop()!;
-      for (const l of parts) {
-        lines.push(`[${opts.label} +${((Date.now() - t0) / 1000).toFixed(2)}s] ${l}`);
-        if (process.env.JETCRON_TEST_LOG) process.stderr.write(`${lines.at(-1)}\n`);
-        url ??= /jetcron API listening on (http:\/\/\S+)\/api\/v1/.exec(l)?.[1];
-      }
-    });
-  }
+  onChildLines(child, (l) => {
+    lines.push(`[${opts.label} +${((Date.now() - t0) / 1000).toFixed(2)}s] ${l}`);
+    if (process.env.JETCRON_TEST_LOG) process.stderr.write(`${lines.at(-1)}\n`);
+    url ??= /jetcron API listening on (http:\/\/\S+)\/api\/v1/.exec(l)?.[1];
+  });
   const exit = new Promise<void>((resolve) => {
     child.once('exit', (code, signal) => {
       lines.push(`[${opts.label}] exited: ${signal ?? code}`);
