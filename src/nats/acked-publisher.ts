@@ -59,10 +59,11 @@ export function createAckedPublisher(nats: { nc: NatsConnection }, timeoutMs = 1
   }, 1000);
   sweep.unref();
 
-  // Batched publishes wait for the end of the event loop turn and go out together:
-  // nats.js writes to its socket once per microtask checkpoint, so requests answered
-  // in separate turns would each cost a write system call. The wait costs latency,
-  // so only callers that take many small requests (the inbound receiver) ask for it.
+  // Batched publishes are made at the end of the loop turn, so the connection's own
+  // per-turn flush (connection.ts) goes one turn later and carries two turns' worth:
+  // measured on the inbound receiver, 0.239–0.247 of a bare server with it against
+  // 0.158–0.226 without. The wait costs latency, so only callers that take many small
+  // requests (the inbound receiver) ask for it.
   let queued: Array<{ subject: string; data: Uint8Array; msgId: string | undefined; expect: number | undefined; token: string }> = [];
   const send = () => {
     const batch = queued;
