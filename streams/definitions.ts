@@ -184,6 +184,8 @@ export const SUBJECTS = {
   endpoint: (org: string, id: string) => `evt.${org}.endpoint.${id}`,
   /** One inbound event's forwarding records (`InboundEventReceived`, `InboundEventReplayed`). */
   inboundEvent: (org: string, eventId: string) => `evt.${org}.inbound.${eventId}`,
+  /** An endpoint's debounce window for one transform() `debounce_key` (its SHA-256, so any text is a token). */
+  inboundDebounce: (org: string, endpointId: string, keyHash: string) => `evt.${org}.inbound-debounce.${endpointId}.${keyHash}`,
   /** An inbound request as received (INBOUND stream). */
   inbound: (org: string, endpointId: string) => `inbound.${org}.${endpointId}`,
   /** Forwarding jobs held while their endpoint is paused (HELD stream). */

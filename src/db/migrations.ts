@@ -179,6 +179,13 @@ const migrations: Record<string, Migration> = {
       await sql`DROP INDEX IF EXISTS tasks_last_execution; DROP INDEX IF EXISTS schedules_last_execution;`.execute(db);
     },
   },
+  // An inbound event's row shows what the endpoint script logged for it and why it was
+  // rejected (or which hook failed).
+  '0008_inbound_event_script': {
+    async up(db) {
+      await sql`ALTER TABLE inbound_events ADD COLUMN script_logs jsonb NOT NULL DEFAULT '[]', ADD COLUMN error_message text`.execute(db);
+    },
+  },
 };
 
 export const READ_MODEL_TABLES = [

@@ -127,6 +127,8 @@ export interface InboundEventsTable {
   outcome: string;
   /** The first forward URL's execution of the original delivery. */
   execution_id: string | null;
+  script_logs: Json<string[]>;
+  error_message: string | null;
 }
 
 export interface ExecutionAttemptsTable {

@@ -106,6 +106,7 @@ export function startDispatcher(deps: DispatcherDeps) {
       sofar: readLog ? executionSoFar(last?.event ?? null, job.attempt) : null,
       sourceGone: gone,
       requestGone: !!job.inbound && !blockedUntil && !forward,
+      forwardMethod: forward?.method ?? null,
       host,
       blockedUntil,
       // Read only to word a deferral: a host that is not blocked needs none.
@@ -193,7 +194,8 @@ export function startDispatcher(deps: DispatcherDeps) {
       job,
       uncounted: plan.uncounted,
       outcome,
-      scriptLogs: logs,
+      // An endpoint's deliveries carry what its script logged in the router; tasks log in on_response.
+      scriptLogs: job.inbound?.script_logs ?? logs,
       signal,
       host,
       hostBlockEnd: await recordHost(job, host, signal, nowMs),

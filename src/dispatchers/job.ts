@@ -42,6 +42,10 @@ export interface InboundRef {
   method: string | null;
   headers: Record<string, string> | null;
   body: string | null;
+  /** The endpoint script failed (filter, transform or route): recorded failed, not sent. */
+  script_error?: string;
+  /** What the endpoint script logged for the event: every attempt's `script_logs`. */
+  script_logs?: string[];
 }
 
 /** One delivery try of an execution's completion callback. */

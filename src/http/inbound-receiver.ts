@@ -4,6 +4,7 @@ import type { Endpoint } from '../commands/endpoint/types.ts';
 import { newId } from '../lib/ids.ts';
 import { storableText } from '../lib/input-checks.ts';
 import type { Metrics } from '../lib/metrics.ts';
+import type { SecretBox } from '../lib/secret-box.ts';
 import type { Nats } from '../nats/connection.ts';
 import type { EndpointDirectory } from '../inbound/endpoint-directory.ts';
 import { hookRequest, type HooksFor } from '../inbound/pipeline.ts';
@@ -18,6 +19,8 @@ export interface InboundReceiverDeps {
   nats: Nats;
   endpoints: EndpointDirectory;
   hooks: HooksFor;
+  /** Opens the endpoint's secrets for `verify`, the only hook that sees them. */
+  secrets: SecretBox;
   metrics: Metrics;
   log: (m: string) => void;
 }
@@ -105,17 +108,31 @@ export function createInboundReceiver(deps: InboundReceiverDeps) {
       received_at: new Date(now).toISOString(),
       body_size: body.length,
     };
-    const verdict = await verify(endpoint, meta, body);
-    if (!verdict.accepted) meta.rejected = { status_code: verdict.status_code };
+    await verify(endpoint, meta, body);
     await deps.nats.publish(SUBJECTS.inbound(endpoint.org_id, endpoint.id), encodeStoredRequest(meta, body), { msgId: meta.id, batch: true });
     if (meta.rejected) return send(res, meta.rejected.status_code, { id: meta.id, status: 'rejected' });
     send(res, 200, { id: meta.id, status: endpoint.paused ? 'queued' : 'received' });
   }
 
-  async function verify(endpoint: Endpoint, meta: InboundRequestMeta, body: Buffer) {
+  /**
+   * The script's `verify(req, secrets)`, before the sender is answered: a refusal, an
+   * error or a limit hit marks the request rejected (it is stored all the same), with
+   * the reason its event row shows.
+   */
+  async function verify(endpoint: Endpoint, meta: InboundRequestMeta, body: Buffer): Promise<void> {
     const hooks = deps.hooks(endpoint);
-    if (!hooks?.verify) return { accepted: true as const };
-    return hooks.verify(hookRequest(meta, body));
+    if (!hooks) return;
+    let secrets: Record<string, string>;
+    try {
+      secrets = deps.secrets.open(endpoint.sealed_secrets);
+    } catch (err) {
+      meta.rejected = { status_code: 403, reason: `verify: the endpoint's secrets could not be opened: ${(err as Error).message}` };
+      return;
+    }
+    const out = await hooks.verify(hookRequest(meta, body), secrets);
+    if (out.logs.length) meta.verify_logs = out.logs;
+    if (!out.ok) meta.rejected = { status_code: 403, reason: out.error };
+    else if (!out.value.accepted) meta.rejected = { status_code: out.value.status_code, reason: `verify returned false (answered ${out.value.status_code})` };
   }
 
   function tooLarge(res: ServerResponse): void {

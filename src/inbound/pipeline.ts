@@ -1,6 +1,10 @@
 import { derivedId } from '../lib/ids.ts';
 import type { Endpoint } from '../commands/endpoint/types.ts';
 import type { ForwardPlan, InboundEventRecord, InboundOutcome } from '../commands/inbound-event/types.ts';
+import { parseDuration } from '../lib/duration.ts';
+import type { ScriptEngine } from '../scripts/engine.ts';
+import { endpointScriptHooks, type EndpointScriptHooks } from '../scripts/endpoint-hooks.ts';
+import { LOG_LINES } from '../scripts/limits.ts';
 import { headerObject, type InboundRequestMeta, type StoredRequest } from './stored-request.ts';
 
 /**
@@ -9,8 +13,8 @@ import { headerObject, type InboundRequestMeta, type StoredRequest } from './sto
  * forward_headers, forward_body), transform, route, forward. `receive` and `verify`
  * run where the request arrives (the sender's answer depends on them); the rest
  * runs in the router. Hooks are the endpoint script's functions; an endpoint
- * without one (or a process without a script engine) gets `null` and every hook
- * stage passes the request through.
+ * without a script (or a process without a script engine) gets `null` and every
+ * hook stage passes the request through.
  */
 export interface HookRequest {
   method: string;
@@ -28,17 +32,22 @@ export interface TransformResult {
   body?: string;
 }
 
-export interface InboundHooks {
-  verify?(req: HookRequest): Promise<{ accepted: true } | { accepted: false; status_code: number }>;
-  filter?(req: HookRequest): Promise<boolean>;
-  transform?(req: HookRequest): Promise<TransformResult | null>;
-  route?(req: HookRequest): Promise<string[] | null>;
+export type HooksFor = (endpoint: Endpoint) => EndpointScriptHooks | null;
+
+/** No script engine: every endpoint forwards with its custom forwarding values only. */
+export const noHooks: HooksFor = () => null;
+
+/** The endpoint's script, when it has one, as hooks over the engine. */
+export function scriptHooks(engine: ScriptEngine): HooksFor {
+  return (endpoint) => (endpoint.script ? endpointScriptHooks(engine, endpoint.script) : null);
 }
 
-export type HooksFor = (endpoint: Endpoint) => InboundHooks | null;
-
-/** No script engine yet: every endpoint forwards with its custom forwarding values only. */
-export const noHooks: HooksFor = () => null;
+/** Every hook call of one event logs into one list: at most the contract's 100 lines, the rest counted. */
+export function joinLogs(...lists: (readonly string[] | undefined)[]): string[] {
+  const all = lists.flatMap((l) => l ?? []);
+  if (all.length <= LOG_LINES) return all;
+  return [...all.slice(0, LOG_LINES - 1), `… ${all.length - LOG_LINES + 1} more lines not kept`];
+}
 
 export function hookRequest(meta: InboundRequestMeta, body: Buffer): HookRequest {
   const headers: Record<string, string> = {};
@@ -52,7 +61,12 @@ export function plannedExecutionId(seed: string, atMs: number, index: number): s
 }
 
 /** What an `InboundEventReceived`/`Replayed` records of the request (not its headers or body). */
-export function eventRecord(meta: InboundRequestMeta, inboundSeq: number, outcome: InboundOutcome): InboundEventRecord {
+export function eventRecord(
+  meta: InboundRequestMeta,
+  inboundSeq: number,
+  outcome: InboundOutcome,
+  delivery?: Pick<RoutedDelivery, 'script_logs' | 'error_message' | 'debounce'>,
+): InboundEventRecord {
   return {
     id: meta.id,
     endpoint_id: meta.endpoint_id,
@@ -64,6 +78,9 @@ export function eventRecord(meta: InboundRequestMeta, inboundSeq: number, outcom
     body_size: meta.body_size,
     inbound_seq: inboundSeq,
     outcome,
+    ...(delivery?.script_logs.length ? { script_logs: delivery.script_logs } : {}),
+    ...(delivery?.error_message ? { error_message: delivery.error_message } : {}),
+    ...(delivery?.debounce ? { debounce_key: delivery.debounce.key } : {}),
   };
 }
 
@@ -73,40 +90,78 @@ export const endpointSnapshot = (e: Endpoint) => ({ id: e.id, name: e.name, use_
 export interface RoutedDelivery {
   outcome: InboundOutcome;
   executions: ForwardPlan[];
+  /** What the event's hooks logged, verify's first. */
+  script_logs: string[];
+  /** Why the event forwards nothing as planned: verify's rejection, or a hook's error. */
+  error_message: string | null;
+  /** transform()'s `debounce_key` and `debounce`: the router merges the event into that key's window. */
+  debounce: { key: string; window_ms: number } | null;
 }
+
+/**
+ * The longest debounce window: the latest request of a window must still be stored
+ * (INBOUND keeps 30 days) when the window ends and it is forwarded.
+ */
+export const MAX_INBOUND_DEBOUNCE_MS = 30 * 86_400_000;
 
 /** Filter, custom forwarding, transform and route: the deliveries one stored request makes. */
 export async function planDelivery(opts: {
   endpoint: Endpoint;
   request: StoredRequest;
-  hooks: InboundHooks | null;
+  hooks: EndpointScriptHooks | null;
   now: string;
   executionId: (index: number) => string;
 }): Promise<RoutedDelivery> {
   const { endpoint, request, hooks } = opts;
-  if (request.meta.rejected) return { outcome: 'rejected', executions: [] };
-  const hookReq = hooks ? hookRequest(request.meta, request.body) : null;
-  if (hooks?.filter && !(await hooks.filter(hookReq!))) return { outcome: 'filtered', executions: [] };
-  let method = endpoint.forward_method;
-  let headers = endpoint.forward_headers;
-  let body = endpoint.forward_body;
-  const transformed = hooks?.transform ? await hooks.transform(hookReq!) : null;
-  if (transformed) {
+  const { meta } = request;
+  const logs: (readonly string[])[] = [meta.verify_logs ?? []];
+  const done = (outcome: InboundOutcome, executions: ForwardPlan[], error: string | null = null, debounce: RoutedDelivery['debounce'] = null): RoutedDelivery =>
+    ({ outcome, executions, script_logs: joinLogs(...logs), error_message: error, debounce });
+  const plans = (urls: readonly string[], fields: Pick<ForwardPlan, 'method' | 'headers' | 'body'>, scriptError?: string): ForwardPlan[] =>
+    urls.map((url, i) => ({ execution_id: opts.executionId(i), url, ...fields, scheduled_for: opts.now, ...(scriptError ? { script_error: scriptError } : {}) }));
+  let fields: Pick<ForwardPlan, 'method' | 'headers' | 'body'> = { method: endpoint.forward_method, headers: endpoint.forward_headers, body: endpoint.forward_body };
+  // A hook that fails fails the event's deliveries unforwarded: each execution records the error.
+  const failed = (error: string) =>
+    endpoint.forward_urls.length ? done('forwarding', plans(endpoint.forward_urls, fields, error), error) : done('collected', [], error);
+
+  if (meta.rejected) return done('rejected', [], meta.rejected.reason ?? `rejected by verify with ${meta.rejected.status_code}`);
+  if (!hooks) return endpoint.forward_urls.length ? done('forwarding', plans(endpoint.forward_urls, fields)) : done('collected', []);
+  const req = hookRequest(meta, request.body);
+
+  const filtered = await hooks.filter(req);
+  logs.push(filtered.logs);
+  if (!filtered.ok) return failed(filtered.error);
+  if (!filtered.value) return done('filtered', []);
+
+  const transformed = await hooks.transform(req);
+  logs.push(transformed.logs);
+  if (!transformed.ok) return failed(transformed.error);
+  let debounce: RoutedDelivery['debounce'] = null;
+  const t = transformed.value;
+  if (t) {
     // What transform() returns overrides the custom forwarding values; the rest keep them.
-    if (transformed.method !== undefined) method = transformed.method;
-    if (transformed.headers !== undefined) headers = { ...(headers ?? {}), ...transformed.headers };
-    if (transformed.body !== undefined) body = transformed.body;
+    fields = {
+      method: t.method ?? fields.method,
+      headers: t.headers !== undefined ? { ...(fields.headers ?? {}), ...t.headers } : fields.headers,
+      body: t.body ?? fields.body,
+    };
+    if (t.debounce_key !== undefined && t.debounce !== undefined) {
+      const ms = parseDuration(t.debounce);
+      if (ms === undefined || ms <= 0 || ms > MAX_INBOUND_DEBOUNCE_MS) {
+        return failed(`transform: debounce must be a duration from 1s to 30d (a number followed by s, m, h or d), not ${JSON.stringify(t.debounce)}`);
+      }
+      debounce = { key: t.debounce_key, window_ms: ms };
+    }
   }
-  let urls = endpoint.forward_urls;
-  if (hooks?.route) {
-    const chosen = await hooks.route(hookReq!);
-    if (chosen) urls = urls.filter((u) => chosen.includes(u));
-  }
-  if (!endpoint.forward_urls.length) return { outcome: 'collected', executions: [] };
-  return {
-    outcome: 'forwarding',
-    executions: urls.map((url, i) => ({ execution_id: opts.executionId(i), url, method, headers, body, scheduled_for: opts.now })),
-  };
+
+  const routed = await hooks.route(req, endpoint.forward_urls);
+  logs.push(routed.logs);
+  if (!routed.ok) return failed(routed.error);
+  const urls = routed.value ? endpoint.forward_urls.filter((u) => routed.value!.includes(u)) : endpoint.forward_urls;
+  if (!endpoint.forward_urls.length) return done('collected', []);
+  // route() chose none of them: stored, forwarded nowhere, as a filter would.
+  if (!urls.length) return done('filtered', []);
+  return done('forwarding', plans(urls, fields), null, debounce);
 }
 
 /** Hop-by-hop headers (RFC 9110 §7.6.1) and those the forwarding request sets itself. */

@@ -1,6 +1,6 @@
 import { Kvm } from '@nats-io/kv';
 import { KV_BUCKETS, STREAMS, SUBJECTS } from '../../streams/definitions.ts';
-import type { InboundEventEvent } from '../commands/inbound-event/types.ts';
+import type { ForwardPlan, InboundDebounceWindow, InboundEventEvent } from '../commands/inbound-event/types.ts';
 import { ConcurrencyError, type EventStore } from '../events/store.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Nats } from '../nats/connection.ts';
@@ -9,11 +9,14 @@ import type { Supervisor } from '../nats/supervisor.ts';
 import { openCheckpoint } from '../nats/throttled-checkpoint.ts';
 import { createLease, openLeaseBucket, whileLeased } from '../nats/lease.ts';
 import type { EndpointDirectory } from './endpoint-directory.ts';
-import { endpointSnapshot, eventRecord, planDelivery, plannedExecutionId, type HooksFor } from './pipeline.ts';
+import { createDebounceWindows } from './debounce-windows.ts';
+import { endpointSnapshot, eventRecord, planDelivery, plannedExecutionId, type HooksFor, type RoutedDelivery } from './pipeline.ts';
 import { decodeStoredRequest, type StoredRequest } from './stored-request.ts';
 
 const CHECKPOINT_KEY = 'inbound-router';
 const CHECKPOINT_EVERY_MS = 250;
+/** A debounce window this close to its end (or a quarter of it, if less) takes no more events. */
+const MERGE_MARGIN_MS = 250;
 
 export interface RouterDeps {
   nats: Nats;
@@ -35,6 +38,8 @@ export interface RouterDeps {
  * skipped: the append expects an empty subject.
  */
 export function startInboundRouter(deps: RouterDeps) {
+  const windows = createDebounceWindows(deps.store);
+
   /** The event recording one request's deliveries, or null when its endpoint is gone. */
   async function decide(item: StreamItem<StoredRequest>): Promise<{ subject: string; event: InboundEventEvent } | null> {
     const { meta } = item.event;
@@ -47,14 +52,48 @@ export function startInboundRouter(deps: RouterDeps) {
       now: meta.received_at,
       executionId: (i) => plannedExecutionId(meta.id, Date.parse(meta.received_at), i),
     });
+    const at = new Date(deps.clock.now()).toISOString();
+    const { outcome, executions } = delivery.debounce && delivery.executions.length ? await debounced(meta, delivery, at) : delivery;
+    const record = eventRecord(meta, item.seq, outcome, delivery);
     const event: InboundEventEvent = {
       type: 'InboundEventReceived',
       id: `${meta.id}.received`,
-      at: new Date(deps.clock.now()).toISOString(),
+      at,
       org_id: meta.org_id,
-      data: { event: eventRecord(meta, item.seq, delivery.outcome), endpoint: endpointSnapshot(endpoint), executions: delivery.executions },
+      data: { event: record, endpoint: endpointSnapshot(endpoint), executions },
     };
     return { subject: SUBJECTS.inboundEvent(meta.org_id, meta.id), event };
+  }
+
+  /**
+   * The spec's deduplication: the first event of a key opens a window and schedules
+   * its deliveries at its end; a later one inside the window takes over those
+   * executions (its payload replaces theirs, their time stays). A window about to end
+   * takes no more events: its executions may be running already, so a new one opens.
+   */
+  async function debounced(meta: StoredRequest['meta'], delivery: RoutedDelivery, at: string): Promise<Pick<RoutedDelivery, 'outcome' | 'executions'>> {
+    const { key, window_ms: windowMs } = delivery.debounce!;
+    const receivedMs = Date.parse(meta.received_at);
+    const latest = await windows.latest(meta.org_id, meta.endpoint_id, key);
+    const plansAt = (w: InboundDebounceWindow, replacing: boolean) => delivery.executions.map((p): ForwardPlan => {
+      const id = w.executions[p.url];
+      return id ? { ...p, execution_id: id, scheduled_for: w.run_at, ...(replacing ? { replaces: true as const } : {}) } : { ...p, scheduled_for: w.run_at };
+    });
+    // Its own window: this event was routed before, and the router stopped before recording it.
+    if (latest?.event_id === meta.id) return { outcome: 'forwarding', executions: plansAt(latest, false) };
+    const endMs = latest ? Date.parse(latest.run_at) : 0;
+    const margin = Math.min(MERGE_MARGIN_MS, deps.clock.wait(windowMs) / 4);
+    if (latest && receivedMs < endMs && endMs - deps.clock.now() > margin) return { outcome: 'debounced', executions: plansAt(latest, true) };
+    const window: InboundDebounceWindow = {
+      endpoint_id: meta.endpoint_id,
+      debounce_key: key,
+      event_id: meta.id,
+      opened_at: meta.received_at,
+      run_at: new Date(receivedMs + deps.clock.wait(windowMs)).toISOString(),
+      executions: Object.fromEntries(delivery.executions.map((p) => [p.url, p.execution_id])),
+    };
+    await windows.open(meta.org_id, window, at);
+    return { outcome: 'forwarding', executions: plansAt(window, false) };
   }
 
   /**
@@ -91,6 +130,7 @@ export function startInboundRouter(deps: RouterDeps) {
     const kv = await new Kvm(deps.nats.nc).open(KV_BUCKETS.checkpoints.name);
     const lease = createLease(await openLeaseBucket(deps.nats), 'inbound-router', deps.owner, deps.log);
     await whileLeased(lease, abort.signal, deps.log, async (signal) => {
+      windows.clear();
       const checkpoint = await openCheckpoint(kv, CHECKPOINT_KEY, CHECKPOINT_EVERY_MS);
       try {
         const read = {

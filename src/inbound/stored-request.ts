@@ -17,8 +17,10 @@ export interface InboundRequestMeta {
   source_ip: string | null;
   received_at: string;
   body_size: number;
-  /** Set when `verify()` refused it: the event is stored anyway and forwards nothing. */
-  rejected?: { status_code: number } | undefined;
+  /** Set when `verify()` refused it: the event is stored anyway and forwards nothing; `reason` says why. */
+  rejected?: { status_code: number; reason?: string } | undefined;
+  /** What the endpoint script's `verify` logged. */
+  verify_logs?: string[] | undefined;
 }
 
 export interface StoredRequest {

@@ -173,6 +173,7 @@ export function createNotifyDecider(
       case 'EndpointResumed':
       case 'InboundEventReceived':
       case 'InboundEventReplayed':
+      case 'InboundDebounceOpened':
         return;
       // Debounce, batch: their tasks arrive as TaskCreated (and TaskUpdated).
       case 'DebounceWindowOpened':
@@ -238,6 +239,7 @@ export function notifyChainKey(event: JetcronEvent, subject: string): string {
     case 'EndpointResumed':
     case 'InboundEventReceived':
     case 'InboundEventReplayed':
+    case 'InboundDebounceOpened':
     case 'DebounceWindowOpened':
     case 'BatchAccepted':
     case 'NotificationSent':

@@ -57,6 +57,8 @@ function endpointRow(e: Endpoint) {
 function inboundExecutions(batch: ProjectionBatch, event: InboundEventEvent): void {
   const { event: record, endpoint, executions } = event.data;
   for (const plan of executions) {
+    // A debounced event takes over an execution an earlier event of its window made.
+    if (plan.replaces) continue;
     const source = { type: 'endpoint', id: endpoint.id, name: endpoint.name, url: plan.url, org_id: event.org_id };
     const execution = { id: plan.execution_id, scheduled_for: plan.scheduled_for, callback_url: null, parent_id: record.id };
     batch.newExecutions.set(plan.execution_id, pendingExecution(source, execution, event.at));
@@ -204,6 +206,7 @@ export function applyEvent(batch: ProjectionBatch, event: JetcronEvent): void {
         id: r.id, org_id: event.org_id, endpoint_id: r.endpoint_id, method: r.method, path: r.path, query: r.query,
         source_ip: r.source_ip, received_at: r.received_at, body_size: r.body_size, inbound_seq: r.inbound_seq,
         outcome: r.outcome, execution_id: event.data.executions[0]?.execution_id ?? null,
+        script_logs: r.script_logs ?? [], error_message: r.error_message ?? null,
       });
       inboundExecutions(batch, event);
       return;
@@ -215,9 +218,11 @@ export function applyEvent(batch: ProjectionBatch, event: JetcronEvent): void {
     // keeps them (the translator schedules their retries).
     case 'CallbackAttempted':
       return;
-    // Debounce, batch: the window and the batch are claims their deciders read back from
-    // their own subjects; the tasks they make arrive as TaskCreated/TaskUpdated.
+    // Debounce, batch: the window and the batch are claims their deciders (and the
+    // inbound router) read back from their own subjects; the tasks they make arrive as
+    // TaskCreated/TaskUpdated, an endpoint window's deliveries as InboundEventReceived.
     case 'DebounceWindowOpened':
+    case 'InboundDebounceOpened':
     case 'BatchAccepted':
       return;
     // Notification: the notifier's delivery records; no read model shows them.

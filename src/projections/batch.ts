@@ -21,6 +21,7 @@ const ENDPOINT_TYPES: ColumnTypes = { id: 'text', org_id: 'text', slug: 'text', 
 const INBOUND_EVENT_TYPES: ColumnTypes = {
   id: 'text', org_id: 'text', endpoint_id: 'text', method: 'text', path: 'text', query: 'text', source_ip: 'text',
   received_at: TS, body_size: 'integer', inbound_seq: 'bigint', outcome: 'text', execution_id: 'text',
+  script_logs: 'jsonb', error_message: 'text',
 };
 const ATTEMPT_TYPES: ColumnTypes = {
   execution_id: 'text', attempt: 'integer', status: 'text', status_code: 'integer', started_at: TS,

@@ -15,7 +15,7 @@ import { openFailureLedger } from '../nats/failure-ledger.ts';
 import { createSupervisor } from '../nats/supervisor.ts';
 import { createInboundReceiver } from '../http/inbound-receiver.ts';
 import { createEndpointDirectory } from '../inbound/endpoint-directory.ts';
-import { noHooks } from '../inbound/pipeline.ts';
+import { scriptHooks } from '../inbound/pipeline.ts';
 import { openSecretBox } from '../lib/secret-box.ts';
 import { createRateLimiter } from '../http/rate-limit.ts';
 import { createClock } from '../lib/clock.ts';
@@ -140,18 +140,20 @@ async function start(config: Config, log: (m: string) => void, stoppers: Stopper
   }
   if (config.roles.has('notifier')) supervisor.progress('notifier', 'EVENTS');
 
+  // Lua hooks (endpoint hooks in the receiver and the router, on_response in the
+  // dispatcher, the API's checks and test call); its
+  // worker threads start on the first script.
+  const scripts = lazyScriptEngine();
+  stoppers.push(named('script engine', () => scripts.close()));
+  const hooks = scriptHooks(scripts);
   if (config.roles.has('projector')) {
     const p = startProjector({ nats, db, owner: instanceId, log, supervisor });
     stoppers.push(named('projector', () => p.stop()));
   }
   if (config.roles.has('scheduler')) {
-    const s = await startScheduler({ nats, store, clock, owner: instanceId, partitions: config.timerPartitions, log, supervisor });
+    const s = await startScheduler({ nats, store, clock, owner: instanceId, partitions: config.timerPartitions, log, supervisor, hooks });
     stoppers.push(named('scheduler', () => s.stop()));
   }
-  // Lua hooks (on_response in the dispatcher, the API's checks and test call); its
-  // worker threads start on the first script.
-  const scripts = lazyScriptEngine();
-  stoppers.push(named('script engine', () => scripts.close()));
   if (config.roles.has('dispatcher')) {
     const outbound = createOutboundClient({ allowPrivateTargets: config.allowPrivateTargets });
     stoppers.push(named('outbound client', () => outbound.close()));
@@ -182,14 +184,13 @@ async function start(config: Config, log: (m: string) => void, stoppers: Stopper
     const endpoints = createEndpointDirectory(nats, store, db);
     stoppers.push(async () => endpoints.close());
     const secrets = await openSecretBox({ nats, envKey: config.secretsKey, log });
-    const hooks = noHooks;
     const board = openProgressBoard(nats, supervisor, config.processGroup, instanceId);
     stoppers.push(async () => board.close());
     const health = createHealth({ nats, db, supervisor, board, metrics, stuckMs: config.healthStuckMs });
     stoppers.push(async () => health.close());
     const app = createApp({ config, db, nats, store, clock, directory, reads, rateLimiter, metrics, endpoints, secrets, hooks, health, scripts }, log, () => root);
     // Inbound URLs skip express: they are the hot path and need neither an API key nor JSON.
-    const receiver = createInboundReceiver({ nats, endpoints, hooks, metrics, log });
+    const receiver = createInboundReceiver({ nats, endpoints, hooks, secrets, metrics, log });
     const server: Server = createServer((req, res) => {
       if (!receiver.handle(req, res)) app(req, res);
     });

@@ -18,6 +18,7 @@ export function endpointAttemptJob(
   plan: ForwardPlan,
   attempt: number,
   scheduledFor = plan.scheduled_for,
+  scriptLogs?: string[],
 ): AttemptJob {
   return {
     kind: 'attempt',
@@ -34,6 +35,10 @@ export function endpointAttemptJob(
     callback_url: null,
     push_callback_url: null,
     lane: endpoint.use_lane ? endpointLane(endpoint.id) : null,
-    inbound: { ...ref, method: plan.method, headers: plan.headers, body: plan.body },
+    inbound: {
+      ...ref, method: plan.method, headers: plan.headers, body: plan.body,
+      ...(plan.script_error ? { script_error: plan.script_error } : {}),
+      ...(scriptLogs?.length ? { script_logs: scriptLogs } : {}),
+    },
   };
 }

@@ -124,9 +124,10 @@ export function createTranslator(deps: TranslatorDeps) {
     const hold = state.paused || (state.seq > originSeq && (await deps.held.waiting(event.org_id, endpoint.id)));
     const ref = { event_id: record.id, seq: record.inbound_seq, origin_seq: originSeq };
     for (const plan of executions) {
-      const job = endpointAttemptJob(event.org_id, endpoint, ref, plan, 1);
+      const job = endpointAttemptJob(event.org_id, endpoint, ref, plan, 1, plan.scheduled_for, record.script_logs);
       if (hold) await deps.held.hold(job);
-      else await dispatchNow(job);
+      // Due now, or at a debounce window's end (a later event of the window puts its job in place of the earlier one's).
+      else await schedule(job, Date.parse(plan.scheduled_for));
     }
   }
 
@@ -136,7 +137,7 @@ export function createTranslator(deps: TranslatorDeps) {
     const origin = await deps.store.at<InboundEventEvent>(d.inbound.origin_seq);
     const plan = origin?.event.data.executions?.find((p) => p.execution_id === d.execution_id);
     if (!origin || !plan) return null;
-    return endpointAttemptJob(orgId, origin.event.data.endpoint, d.inbound, plan, d.attempt + 1, d.next_attempt_at!);
+    return endpointAttemptJob(orgId, origin.event.data.endpoint, d.inbound, plan, d.attempt + 1, d.next_attempt_at!, origin.event.data.event.script_logs);
   }
 
   /** The next attempt of a task's or an endpoint's execution, or null when its source is gone. */
@@ -321,8 +322,10 @@ export function createTranslator(deps: TranslatorDeps) {
       case 'EndpointUpdated':
       case 'EndpointPaused':
         return;
-      // Debounce: the window's task arrives as TaskCreated/TaskUpdated.
+      // Debounce: the window's task arrives as TaskCreated/TaskUpdated; an endpoint's
+      // window's deliveries arrive as InboundEventReceived.
       case 'DebounceWindowOpened':
+      case 'InboundDebounceOpened':
         return;
       // Notification: the notifier's delivery records; NOTIFY already carried the job.
       case 'NotificationSent':

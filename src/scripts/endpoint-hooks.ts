@@ -25,7 +25,9 @@ export interface EndpointScriptHooks {
   route(req: HookRequest, forwardUrls: readonly string[]): Promise<HookResult<string[] | null>>;
 }
 
-const failed = <T>(out: ScriptOutcome, hook: string, error: string): HookResult<T> => ({ ok: false, error: `${hook}: ${error}`, logs: out.logs });
+/** The error is also the last line of the logs, as the contract has it for every hook. */
+const failed = <T>(out: ScriptOutcome, hook: string, error: string): HookResult<T> =>
+  ({ ok: false, error: `${hook}: ${error}`, logs: [...out.logs, `${hook} failed: ${error}`] });
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**

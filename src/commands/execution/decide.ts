@@ -47,6 +47,8 @@ export interface BeforeAttempt {
   sourceGone: boolean;
   /** An endpoint's forwarding whose stored inbound request is gone (age limit, endpoint deleted). */
   requestGone: boolean;
+  /** An endpoint's forwarding: the method it would send (as received, or the plan's). */
+  forwardMethod?: string | null;
   host: string | null;
   /** End of the host's block for the organization, 0 = not blocked. */
   blockedUntil: number;
@@ -72,6 +74,7 @@ export function planAttempt(input: BeforeAttempt): AttemptPlan {
     events: [executionCancelled(job.org_id, { execution_id: job.execution_id, source: job.source, reason, lane: job.lane }, input.nowMs)],
   });
   if (input.sourceGone) return cancel(`${job.source.type} deleted`);
+  if (job.inbound?.script_error) return { kind: 'record', events: [scriptFailed(job, input.forwardMethod ?? job.inbound.method ?? '', input.nowMs)] };
   const uncounted = sofar?.uncounted ?? 0;
   if (input.blockedUntil && input.host) {
     // Not sent: the block is the host's, so the attempt keeps its number and waits.
@@ -98,6 +101,45 @@ export function planAttempt(input: BeforeAttempt): AttemptPlan {
   }
   if (input.requestGone) return cancel('the inbound event is no longer stored (older than 30 days, or its endpoint was deleted)');
   return { kind: 'send', uncounted };
+}
+
+/**
+ * An endpoint delivery whose script failed in the router (filter, transform or route):
+ * the execution ends failed at once, unforwarded and without retries, with the error
+ * and the script's lines. Another try of the same script would fail the same way; a
+ * replay after the script is fixed runs it again.
+ */
+function scriptFailed(job: AttemptJob, method: string, nowMs: number): ExecutionEvent {
+  const now = new Date(nowMs).toISOString();
+  const inbound = job.inbound!;
+  return {
+    type: 'AttemptFinished',
+    id: `${job.execution_id}.${job.attempt}.finished`,
+    at: now,
+    org_id: job.org_id,
+    data: {
+      execution_id: job.execution_id,
+      source: job.source,
+      attempt: job.attempt,
+      status: 'failed',
+      status_code: null,
+      error_message: `not forwarded: the endpoint script failed: ${inbound.script_error}`,
+      scheduled_for: job.scheduled_for,
+      started_at: now,
+      finished_at: now,
+      duration_ms: 0,
+      request: { method, url: job.request.url, headers: {}, body: null },
+      response_body: null,
+      response_truncated: false,
+      response_headers: null,
+      script_logs: inbound.script_logs ?? [],
+      next_attempt_at: null,
+      callback_url: job.callback_url,
+      push_callback_url: job.push_callback_url,
+      lane: job.lane,
+      inbound: { event_id: inbound.event_id, seq: inbound.seq, origin_seq: inbound.origin_seq },
+    },
+  };
 }
 
 /**

@@ -99,23 +99,30 @@ export function endpointRoutes(deps: ApiDeps, rootUrl: () => string): Router {
   const storedRequest = (row: Selectable<InboundEventsTable>) => loadStoredRequest(deps.nats, Number(row.inbound_seq), row.id);
   const eventRows = async (rows: Selectable<InboundEventsTable>[]) => {
     const ids = rows.map((e) => e.id);
+    // A debounced event's execution is the one an earlier event of its window made: found by its id.
+    const shared = rows.filter((e) => e.outcome === 'debounced' && e.execution_id).map((e) => e.execution_id!);
     const executions = ids.length
-      ? await deps.db.selectFrom('executions').select(['id', 'url', 'status', 'parent_id']).where('parent_id', 'in', ids)
+      ? await deps.db.selectFrom('executions').select(['id', 'url', 'status', 'parent_id'])
+        .where((w) => (shared.length ? w.or([w('parent_id', 'in', ids), w('id', 'in', shared)]) : w('parent_id', 'in', ids)))
         .orderBy('created_at').orderBy('id').execute()
       : [];
     const byEvent = new Map<string, Array<{ id: string; url: string; status: string }>>();
+    const byId = new Map<string, { id: string; url: string; status: string }>();
     for (const x of executions) {
+      const row = { id: x.id, url: x.url, status: x.status };
+      byId.set(x.id, row);
       const list = byEvent.get(x.parent_id!) ?? [];
-      list.push({ id: x.id, url: x.url, status: x.status });
+      list.push(row);
       byEvent.set(x.parent_id!, list);
     }
     return rows.map((e) => {
-      const mine = byEvent.get(e.id) ?? [];
+      const mine = e.outcome === 'debounced' ? [byId.get(e.execution_id!)].filter((x) => x !== undefined) : byEvent.get(e.id) ?? [];
       const first = mine.find((x) => x.id === e.execution_id);
       const status = e.outcome === 'filtered' || e.outcome === 'rejected' ? e.outcome : first?.status ?? null;
       return {
         id: e.id, method: e.method, source_ip: e.source_ip, received_at: iso(e.received_at),
         execution_id: e.execution_id, execution_status: status, outcome: e.outcome, executions: mine,
+        script_logs: e.script_logs, error_message: e.error_message,
       };
     });
   };
@@ -158,7 +165,7 @@ export function endpointRoutes(deps: ApiDeps, rootUrl: () => string): Router {
     const stored = await storedRequest(row);
     if (!stored) throw notFound('Inbound event is no longer stored');
     // A replay is the user's explicit choice: verify's verdict on the original does not stop it.
-    const request: StoredRequest = { meta: { ...stored.meta, rejected: undefined }, body: stored.body };
+    const request: StoredRequest = { meta: { ...stored.meta, rejected: undefined, verify_logs: undefined }, body: stored.body };
     const nowMs = deps.clock.now();
     const now = new Date(nowMs).toISOString();
     const replayId = newId('evt', nowMs);
@@ -167,7 +174,8 @@ export function endpointRoutes(deps: ApiDeps, rootUrl: () => string): Router {
     // Replays of one event are independent of each other: no guard on the subject's sequence.
     const event: InboundEventEvent = {
       type: 'InboundEventReplayed', id: replayId, at: now, org_id: orgId,
-      data: { event: eventRecord(stored.meta, Number(row.inbound_seq), delivery.outcome), endpoint: endpointSnapshot(endpoint), executions: delivery.executions },
+      // A replay forwards now: transform()'s debounce applies to live traffic only.
+      data: { event: eventRecord(stored.meta, Number(row.inbound_seq), delivery.outcome, { ...delivery, debounce: null }), endpoint: endpointSnapshot(endpoint), executions: delivery.executions },
     };
     await deps.reads.wrote(orgId, await deps.store.append(subject, event));
     const ids = delivery.executions.map((x) => x.execution_id);
