@@ -216,4 +216,17 @@ end`,
     await eventually(async () => arrivals('/replayed').length === 2);
     assert.deepEqual(arrivals('/replayed').map((r) => r.body), ['v1:payload', 'v2:payload']);
   });
+
+  test('on_response turns a 200 into a failure that is retried, and its verdict on the retry ends it', async () => {
+    const task = await api('POST', '/tasks', {
+      url: `${target.url}/on-response`, retry_attempts: 2,
+      script: 'function on_response(res, task)\n  log("attempt", task.attempt)\n  if task.attempt == 1 then return {status = "failed"} end\nend',
+    });
+    assert.equal(task.status, 201, JSON.stringify(task.body));
+    const exe = await finished(task.body.data.last_execution_id);
+    assert.equal(exe.status, 'success');
+    assert.deepEqual(exe.attempts.map((a: any) => [a.attempt, a.status, a.status_code]), [[1, 'failed', 200], [2, 'success', 200]]);
+    assert.deepEqual(exe.script_logs, ['attempt\t2']);
+    assert.equal(arrivals('/on-response').length, 2);
+  });
 });

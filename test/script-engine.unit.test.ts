@@ -1,3 +1,4 @@
+import { createHash, createHmac } from 'node:crypto';
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createScriptEngine, type ScriptEngine, type ScriptOutcome } from '../src/scripts/engine.ts';
@@ -96,10 +97,33 @@ describe('compile errors', () => {
 });
 
 describe('sandbox', () => {
+  test('crypto: HMAC-SHA256, HMAC-SHA1 and SHA-256 as node computes them, hex or base64; a constant-time equal', async () => {
+    const body = JSON.stringify({ id: 'evt_1', note: 'päckchen ✓', pad: 'x'.repeat(1000) });
+    const [h256, h256b64, h1, s256, same, differ, shorter] = ok(await run(`function f(key, body)
+      return crypto.hmac_sha256(key, body), crypto.hmac_sha256(key, body, "base64"), crypto.hmac_sha1(key, body),
+        crypto.sha256(body), crypto.equal("abc", "abc"), crypto.equal("abc", "abd"), crypto.equal("abc", "ab")
+    end`, 'f', ['whsec_ü', body]));
+    assert.equal(h256, createHmac('sha256', 'whsec_ü').update(body).digest('hex'));
+    assert.equal(h256b64, createHmac('sha256', 'whsec_ü').update(body).digest('base64'));
+    assert.equal(h1, createHmac('sha1', 'whsec_ü').update(body).digest('hex'));
+    assert.equal(s256, createHash('sha256').update(body).digest('hex'));
+    assert.deepEqual([same, differ, shorter], [true, false, false]);
+    for (const [call, message] of [
+      ['crypto.hmac_sha256(1, "m")', /crypto\.hmac_sha256: argument 1 must be a string, not number/],
+      ['crypto.sha256("a\\0b")', /argument 1 must be UTF-8 text without NUL bytes/],
+      ['crypto.hmac_sha1("k", "\\255")', /argument 2 must be UTF-8 text/],
+      ['crypto.hmac_sha256("k", "m", "raw")', /argument 3 must be "hex" or "base64"/],
+    ] as const) {
+      const out = await run(`function f()\n  local r = ${call}\n  return r\nend`);
+      assert.match(out.error ?? '', message, call);
+      assert.match(out.error ?? '', /^script:2: /, 'the error points at the script line');
+    }
+  });
+
   test('the environment holds exactly the documented names', async () => {
     const [names] = ok(await run('function f() local n = {} for k in pairs(_G) do n[#n + 1] = k end table.sort(n) return n end'));
     assert.deepEqual(names, [
-      '_G', '_VERSION', 'assert', 'error', 'f', 'getmetatable', 'ipairs', 'json', 'log', 'math', 'next', 'pairs', 'pcall', 'print',
+      '_G', '_VERSION', 'assert', 'crypto', 'error', 'f', 'getmetatable', 'ipairs', 'json', 'log', 'math', 'next', 'pairs', 'pcall', 'print',
       'rawequal', 'rawget', 'rawlen', 'rawset', 'select', 'setmetatable', 'string', 'table', 'tonumber', 'tostring', 'type',
       'unpack', 'utf8', 'xpcall',
     ]);
@@ -109,7 +133,7 @@ describe('sandbox', () => {
     const names = [
       'io', 'os', 'require', 'load', 'loadstring', 'dofile', 'loadfile', 'debug', 'package', 'collectgarbage', 'coroutine',
       'warn', 'string.dump', 'js', 'window', 'global', 'globalThis', 'self', 'process', 'Promise', 'Error', 'null', 'module',
-      'exports', '__dirname', 'jetcron', 'undefined',
+      'exports', '__dirname', 'jetcron', 'undefined', '__jetcron_digest',
     ];
     const [found] = ok(await run(`function f()
       local found = {}

@@ -4,11 +4,13 @@
  * top-level await and no `import.meta` here.
  *
  * The state is created with wasmoon's JS interop cut down to nothing a script can
- * reach: no injected objects (`Promise`, `Error`, `null` globals), no proxies, and
- * nothing of ours set into it; the only values that cross are strings (the call in,
- * the JSON answer out). `traceAllocations` routes every Lua allocation through a
+ * reach: no injected objects (`Promise`, `Error`, `null` globals), no proxies. The
+ * one thing of ours set into it is the digest function behind `crypto.*`, which the
+ * prelude takes into a local before it empties the globals; the only values that cross
+ * are strings (the call in, the JSON answer out, the digests' text). `traceAllocations` routes every Lua allocation through a
  * counting allocator whose maximum is the memory limit.
  */
+import { createHash, createHmac } from 'node:crypto';
 import { parentPort, workerData } from 'node:worker_threads';
 import { LuaFactory } from 'wasmoon';
 import type { LuaEngine } from 'wasmoon';
@@ -24,6 +26,8 @@ interface LuaState {
 
 async function createState(config: WorkerConfig): Promise<LuaState> {
   const engine = await new LuaFactory().createEngine({ injectObjects: false, enableProxy: false, traceAllocations: true });
+  // The one JS function in the state: the prelude takes it into a local and empties the globals.
+  engine.global.set('__jetcron_digest', digest);
   engine.global.loadString(SANDBOX_PRELUDE, '=sandbox');
   const init = engine.global.runSync()[0] as (config: string) => unknown;
   engine.global.setTop(0);
@@ -32,6 +36,22 @@ async function createState(config: WorkerConfig): Promise<LuaState> {
   // What the prelude keeps is not the script's to spend: the limit counts from here.
   engine.global.setMemoryMax(engine.global.getMemoryUsed() + config.memoryBytes);
   return { engine, entry: entry as Entry };
+}
+
+/**
+ * `crypto.*` of the sandbox. The prelude's wrappers pass only checked strings; this
+ * never throws (an exception would reach Lua as a JS value).
+ */
+function digest(algorithm: unknown, key: unknown, message: unknown, encoding: unknown): string {
+  try {
+    const enc = encoding === 'base64' ? 'base64' : 'hex';
+    if (algorithm === 'sha256') return createHash('sha256').update(String(message)).digest(enc);
+    if (algorithm === 'hmac-sha256') return createHmac('sha256', String(key)).update(String(message)).digest(enc);
+    if (algorithm === 'hmac-sha1') return createHmac('sha1', String(key)).update(String(message)).digest(enc);
+  } catch {
+    /* answered below */
+  }
+  return '';
 }
 
 function serve(state: LuaState, config: WorkerConfig, port: NonNullable<typeof parentPort>): void {
