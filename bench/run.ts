@@ -15,6 +15,7 @@ import { cleanupAll, cpuPhase, natsServerVersion, RESULTS_DIR, ROOT, sleep, star
 import { idempotentReplay } from './idempotent-replay.ts';
 import { inbound } from './inbound.ts';
 import { lanes } from './lanes.ts';
+import { lua } from './lua.ts';
 import { latency } from './latency.ts';
 import { summarizeBusiestProfile, type ProfileSummary } from './profile.ts';
 import { monitors } from './monitors.ts';
@@ -28,7 +29,7 @@ import { fmt, markdownTable, textTable, type Table } from './stats.ts';
 import { timers } from './timers.ts';
 
 /** The default run (`npm run bench` without names). */
-const ALL: Benchmark[] = [reference, dispatchThroughput, latency, timers, createApi, lanes, batchAccept, idempotentReplay, schedules, monitors, inbound, rebuild, peers];
+const ALL: Benchmark[] = [reference, dispatchThroughput, latency, timers, createApi, lanes, batchAccept, idempotentReplay, schedules, monitors, inbound, lua, rebuild, peers];
 /** Run only when named: `soak` alone takes ~10 minutes (1,000,000 executions). */
 const OPT_IN: Benchmark[] = [soak];
 const KNOWN: Benchmark[] = [...ALL, ...OPT_IN];

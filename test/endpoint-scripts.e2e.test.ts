@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { eventually, startTestService, type Api, type TestService } from './support/service.ts';
 import { startTarget, type ReceivedRequest } from './support/target.ts';
@@ -228,5 +230,26 @@ end`,
     assert.deepEqual(exe.attempts.map((a: any) => [a.attempt, a.status, a.status_code]), [[1, 'failed', 200], [2, 'success', 200]]);
     assert.deepEqual(exe.script_logs, ['attempt\t2']);
     assert.equal(arrivals('/on-response').length, 2);
+  });
+
+  test('the README\'s example endpoint script works as the README says', async () => {
+    const script = /```lua\n([\s\S]*?)```/.exec(readFileSync(new URL('../README.md', import.meta.url), 'utf8'))?.[1];
+    assert.ok(script, 'README.md has a lua block');
+    const ep = await createEndpoint({ name: 'readme-example', forward_urls: [`${target.url}/readme`], secrets: { signing_key: 'gh-secret' }, script });
+    const signed = (body: string) => ({ body, headers: { 'X-Hub-Signature-256': `sha256=${createHmac('sha256', 'gh-secret').update(body).digest('hex')}` } });
+    const t0 = Date.now();
+    const first = await send(ep.inbound_url, signed('{"type":"invoice.paid","id":"in_1","amount":500,"customer":"cus_9"}'));
+    const second = await send(ep.inbound_url, signed('{"type":"invoice.paid","id":"in_2","amount":700,"customer":"cus_9"}'));
+    const created = await send(ep.inbound_url, signed('{"type":"invoice.created","id":"in_3","amount":1,"customer":"cus_9"}'));
+    const forged = await send(ep.inbound_url, { body: '{"type":"invoice.paid","id":"in_4","amount":9,"customer":"cus_9"}', headers: { 'X-Hub-Signature-256': 'sha256=00' } });
+    assert.deepEqual([first.status, second.status, created.status, forged.status], [200, 200, 200, 403]);
+    assert.equal((await eventRow(ep.id, created.body.id)).outcome, 'filtered');
+    const row = await eventRow(ep.id, second.body.id, settled);
+    assert.equal(row.outcome, 'debounced');
+    assert.deepEqual(row.script_logs, ['invoice\tin_2']);
+    const got = arrivals('/readme');
+    assert.deepEqual(got.map((r) => JSON.parse(r.body)), [{ id: 'in_2', cents: 700 }]);
+    // "1m" at the test's time scale is 600 ms.
+    assert.ok(got[0]!.at - t0 >= 600 - 15, `forwarded after ${got[0]!.at - t0} ms`);
   });
 });

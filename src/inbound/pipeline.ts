@@ -132,6 +132,8 @@ export async function planDelivery(opts: {
   logs.push(filtered.logs);
   if (!filtered.ok) return failed(filtered.error);
   if (!filtered.value) return done('filtered', []);
+  // Nowhere to forward: transform and route could change nothing.
+  if (!endpoint.forward_urls.length) return done('collected', []);
 
   const transformed = await hooks.transform(req);
   logs.push(transformed.logs);
@@ -158,7 +160,6 @@ export async function planDelivery(opts: {
   logs.push(routed.logs);
   if (!routed.ok) return failed(routed.error);
   const urls = routed.value ? endpoint.forward_urls.filter((u) => routed.value!.includes(u)) : endpoint.forward_urls;
-  if (!endpoint.forward_urls.length) return done('collected', []);
   // route() chose none of them: stored, forwarded nowhere, as a filter would.
   if (!urls.length) return done('filtered', []);
   return done('forwarding', plans(urls, fields), null, debounce);
