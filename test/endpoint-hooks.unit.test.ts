@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import type { HookRequest } from '../src/inbound/pipeline.ts';
-import { createScriptEngine } from '../src/scripts/engine.ts';
+import { ENDPOINT_DEFAULTS, type Endpoint } from '../src/commands/endpoint/types.ts';
+import { planDelivery, ScriptsUnavailableError, type HookRequest } from '../src/inbound/pipeline.ts';
+import type { StoredRequest } from '../src/inbound/stored-request.ts';
+import { isTransient } from '../src/lib/transient.ts';
+import { createScriptEngine, ScriptEngineUnavailableError } from '../src/scripts/engine.ts';
 import { endpointScriptHooks } from '../src/scripts/endpoint-hooks.ts';
 
 const engine = createScriptEngine({ workers: 1 });
@@ -63,5 +66,43 @@ describe('endpoint hooks over the script engine (the contract\'s rules)', () => 
     assert.match(!stranger.ok ? stranger.error : '', /evil\.example.*not one of the endpoint's forward_urls/);
     const notList = await h('return "x"').route(req, URLS);
     assert.equal(notList.ok, false);
+  });
+
+  test('a hook the script does not define is learnt once: later calls of it pass without a worker', async () => {
+    let calls = 0;
+    const counting = { ...engine, run: (call: Parameters<typeof engine.run>[0]) => (calls++, engine.run(call)) };
+    const script = `function filter(req) return true end -- ${Math.random()}`;
+    for (let i = 0; i < 3; i++) assert.deepEqual(await endpointScriptHooks(counting, script).verify(req, {}), { ok: true, value: { accepted: true }, logs: [] });
+    assert.equal(calls, 1, 'verify is missing: asked once');
+    for (let i = 0; i < 3; i++) assert.deepEqual(await endpointScriptHooks(counting, script).filter(req), { ok: true, value: true, logs: [] });
+    assert.equal(calls, 4, 'filter is defined: run every time');
+  });
+});
+
+describe('an engine that cannot run the hook is no verdict on the event', () => {
+  const tiny = createScriptEngine({ workers: 1, queueWaitMs: 20, maxQueued: 1 });
+  after(() => tiny.close());
+
+  test('busy: the hook answers unavailable, and planning the event throws a 503 the router retries', async () => {
+    const hooks = endpointScriptHooks(tiny, 'function filter(req) while true do end end');
+    const [first, second] = await Promise.all([hooks.filter(req), hooks.filter(req)]);
+    assert.equal(first.ok, false);
+    assert.ok(!first.ok && !first.unavailable && /100 ms/.test(first.error), 'the runaway itself is the script\'s fault');
+    assert.ok(!second.ok && second.unavailable && /script engine busy/.test(second.error), JSON.stringify(second));
+    const endpoint = { ...ENDPOINT_DEFAULTS, id: 'ep_1', org_id: 'org_1', name: 'e', slug: 'ep_x', forward_urls: URLS, script: 'x' } as unknown as Endpoint;
+    const request: StoredRequest = {
+      meta: { id: 'evt_1', org_id: 'org_1', endpoint_id: 'ep_1', method: 'POST', path: '/in/ep_x', query: '', headers: [], source_ip: null, received_at: new Date().toISOString(), body_size: 2 },
+      body: Buffer.from('{}'),
+    };
+    // A save's check while the engine is that busy is no verdict either: it throws what the API answers 503 for.
+    const loop = tiny.run({ script: 'function f() while true do end end', hook: 'f', args: [] });
+    const waiting = tiny.run({ script: 'function f() return 1 end', hook: 'f', args: [] });
+    await assert.rejects(tiny.check('function filter() end', ['filter']), (err: unknown) => err instanceof ScriptEngineUnavailableError && isTransient(err));
+    await Promise.all([loop, waiting]);
+    const busy = { ...hooks, filter: async () => second };
+    await assert.rejects(
+      planDelivery({ endpoint, request, hooks: busy, now: request.meta.received_at, executionId: (i) => `exe_${i}` }),
+      (err: unknown) => err instanceof ScriptsUnavailableError && err.status === 503 && isTransient(err),
+    );
   });
 });

@@ -108,7 +108,10 @@ export function createInboundReceiver(deps: InboundReceiverDeps) {
       received_at: new Date(now).toISOString(),
       body_size: body.length,
     };
-    await verify(endpoint, meta, body);
+    if (!(await verify(endpoint, meta, body))) {
+      // Not a verdict: nothing is stored and the sender is told to come back.
+      return error(res, 503, 'The endpoint script could not run now; retry', { 'Retry-After': '1' });
+    }
     await deps.nats.publish(SUBJECTS.inbound(endpoint.org_id, endpoint.id), encodeStoredRequest(meta, body), { msgId: meta.id, batch: true });
     if (meta.rejected) return send(res, meta.rejected.status_code, { id: meta.id, status: 'rejected' });
     send(res, 200, { id: meta.id, status: endpoint.paused ? 'queued' : 'received' });
@@ -119,20 +122,25 @@ export function createInboundReceiver(deps: InboundReceiverDeps) {
    * error or a limit hit marks the request rejected (it is stored all the same), with
    * the reason its event row shows.
    */
-  async function verify(endpoint: Endpoint, meta: InboundRequestMeta, body: Buffer): Promise<void> {
+  async function verify(endpoint: Endpoint, meta: InboundRequestMeta, body: Buffer): Promise<boolean> {
     const hooks = deps.hooks(endpoint);
-    if (!hooks) return;
+    if (!hooks) return true;
     let secrets: Record<string, string>;
     try {
       secrets = deps.secrets.open(endpoint.sealed_secrets);
     } catch (err) {
       meta.rejected = { status_code: 403, reason: `verify: the endpoint's secrets could not be opened: ${(err as Error).message}` };
-      return;
+      return true;
     }
     const out = await hooks.verify(hookRequest(meta, body), secrets);
+    if (!out.ok && out.unavailable) {
+      deps.log(`inbound: ${out.error}; answered 503`);
+      return false;
+    }
     if (out.logs.length) meta.verify_logs = out.logs;
     if (!out.ok) meta.rejected = { status_code: 403, reason: out.error };
     else if (!out.value.accepted) meta.rejected = { status_code: out.value.status_code, reason: `verify returned false (answered ${out.value.status_code})` };
+    return true;
   }
 
   function tooLarge(res: ServerResponse): void {

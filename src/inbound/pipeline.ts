@@ -2,6 +2,7 @@ import { derivedId } from '../lib/ids.ts';
 import type { Endpoint } from '../commands/endpoint/types.ts';
 import type { ForwardPlan, InboundEventRecord, InboundOutcome } from '../commands/inbound-event/types.ts';
 import { parseDuration } from '../lib/duration.ts';
+import { ApiError } from '../lib/errors.ts';
 import type { ScriptEngine } from '../scripts/engine.ts';
 import { endpointScriptHooks, type EndpointScriptHooks } from '../scripts/endpoint-hooks.ts';
 import { LOG_LINES } from '../scripts/limits.ts';
@@ -87,6 +88,17 @@ export function eventRecord(
 /** The endpoint as its deliveries need it later. */
 export const endpointSnapshot = (e: Endpoint) => ({ id: e.id, name: e.name, use_lane: e.use_lane, retry_attempts: e.retry_attempts });
 
+/**
+ * The script engine could not run a hook (busy, stopping): plan the event again later.
+ * The router's read retries the batch; a replay answers 503 with Retry-After.
+ */
+export class ScriptsUnavailableError extends ApiError {
+  constructor(message: string) {
+    super(503, `The endpoint script could not run now (${message}); retry`, null, { 'Retry-After': '1' });
+    this.name = 'ScriptsUnavailableError';
+  }
+}
+
 export interface RoutedDelivery {
   outcome: InboundOutcome;
   executions: ForwardPlan[];
@@ -121,8 +133,12 @@ export async function planDelivery(opts: {
     urls.map((url, i) => ({ execution_id: opts.executionId(i), url, ...fields, scheduled_for: opts.now, ...(scriptError ? { script_error: scriptError } : {}) }));
   let fields: Pick<ForwardPlan, 'method' | 'headers' | 'body'> = { method: endpoint.forward_method, headers: endpoint.forward_headers, body: endpoint.forward_body };
   // A hook that fails fails the event's deliveries unforwarded: each execution records the error.
-  const failed = (error: string) =>
-    endpoint.forward_urls.length ? done('forwarding', plans(endpoint.forward_urls, fields, error), error) : done('collected', [], error);
+  // An engine that could not run it at all is no verdict on the event: the caller tries again.
+  const failed = (out: { error: string; unavailable?: boolean }) => {
+    if (out.unavailable) throw new ScriptsUnavailableError(out.error);
+    const { error } = out;
+    return endpoint.forward_urls.length ? done('forwarding', plans(endpoint.forward_urls, fields, error), error) : done('collected', [], error);
+  };
 
   if (meta.rejected) return done('rejected', [], meta.rejected.reason ?? `rejected by verify with ${meta.rejected.status_code}`);
   if (!hooks) return endpoint.forward_urls.length ? done('forwarding', plans(endpoint.forward_urls, fields)) : done('collected', []);
@@ -130,14 +146,14 @@ export async function planDelivery(opts: {
 
   const filtered = await hooks.filter(req);
   logs.push(filtered.logs);
-  if (!filtered.ok) return failed(filtered.error);
+  if (!filtered.ok) return failed(filtered);
   if (!filtered.value) return done('filtered', []);
   // Nowhere to forward: transform and route could change nothing.
   if (!endpoint.forward_urls.length) return done('collected', []);
 
   const transformed = await hooks.transform(req);
   logs.push(transformed.logs);
-  if (!transformed.ok) return failed(transformed.error);
+  if (!transformed.ok) return failed(transformed);
   let debounce: RoutedDelivery['debounce'] = null;
   const t = transformed.value;
   if (t) {
@@ -150,7 +166,7 @@ export async function planDelivery(opts: {
     if (t.debounce_key !== undefined && t.debounce !== undefined) {
       const ms = parseDuration(t.debounce);
       if (ms === undefined || ms <= 0 || ms > MAX_INBOUND_DEBOUNCE_MS) {
-        return failed(`transform: debounce must be a duration from 1s to 30d (a number followed by s, m, h or d), not ${JSON.stringify(t.debounce)}`);
+        return failed({ error: `transform: debounce must be a duration from 1s to 30d (a number followed by s, m, h or d), not ${JSON.stringify(t.debounce)}` });
       }
       debounce = { key: t.debounce_key, window_ms: ms };
     }
@@ -158,7 +174,7 @@ export async function planDelivery(opts: {
 
   const routed = await hooks.route(req, endpoint.forward_urls);
   logs.push(routed.logs);
-  if (!routed.ok) return failed(routed.error);
+  if (!routed.ok) return failed(routed);
   const urls = routed.value ? endpoint.forward_urls.filter((u) => routed.value!.includes(u)) : endpoint.forward_urls;
   // route() chose none of them: stored, forwarded nowhere, as a filter would.
   if (!urls.length) return done('filtered', []);

@@ -18,6 +18,8 @@ const NODE_TRANSIENT_CODES = new Set([
 
 // nats.js names (v3): the request timed out, nobody answered, the connection is gone or draining;
 // and ours: a guarded append that lost to a concurrent writer passes once it re-reads.
+/** Ours: the script engine had no worker for a call (src/scripts/engine.ts, src/inbound/pipeline.ts); try again. */
+const OWN_TRANSIENT_NAMES = new Set(['ScriptsUnavailableError', 'ScriptEngineUnavailableError']);
 const NATS_TRANSIENT_NAMES = new Set([
   'ConcurrencyError',
   'TimeoutError', 'NoRespondersError', 'ClosedConnectionError', 'ConnectionError', 'DrainingConnectionError', 'RequestError',
@@ -42,7 +44,7 @@ export function isTransient(err: unknown, depth = 0): boolean {
   const code = typeof e.code === 'string' ? e.code : '';
   if (/^[0-9A-Z]{5}$/.test(code) && (PG_TRANSIENT_CLASSES.includes(code.slice(0, 2)) || PG_TRANSIENT_CODES.has(code))) return true;
   if (NODE_TRANSIENT_CODES.has(code)) return true;
-  if (typeof e.name === 'string' && NATS_TRANSIENT_NAMES.has(e.name)) return true;
+  if (typeof e.name === 'string' && (NATS_TRANSIENT_NAMES.has(e.name) || OWN_TRANSIENT_NAMES.has(e.name))) return true;
   const message = typeof e.message === 'string' ? e.message : '';
   if (TRANSIENT_MESSAGES.some((re) => re.test(message))) return true;
   if (Array.isArray(e.errors) && e.errors.some((inner) => isTransient(inner, depth + 1))) return true;

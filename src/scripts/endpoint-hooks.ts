@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { HookRequest, TransformResult } from '../inbound/pipeline.ts';
 import type { ScriptEngine, ScriptOutcome } from './engine.ts';
 
@@ -6,7 +7,10 @@ import type { ScriptEngine, ScriptOutcome } from './engine.ts';
  * limit hit is `ok: false` (the caller rejects in verify, fails the delivery
  * unforwarded in the others); a hook the script does not define is a pass.
  */
-export type HookResult<T> = { ok: true; value: T; logs: string[] } | { ok: false; error: string; logs: string[] };
+export type HookResult<T> =
+  | { ok: true; value: T; logs: string[] }
+  /** `unavailable`: the engine could not run the call at all (see ScriptOutcome); the script is not to blame. */
+  | { ok: false; error: string; logs: string[]; unavailable?: boolean };
 
 export type Verdict = { accepted: true } | { accepted: false; status_code: number };
 
@@ -27,7 +31,29 @@ export interface EndpointScriptHooks {
 
 /** The error is also the last line of the logs, as the contract has it for every hook. */
 const failed = <T>(out: ScriptOutcome, hook: string, error: string): HookResult<T> =>
-  ({ ok: false, error: `${hook}: ${error}`, logs: [...out.logs, `${hook} failed: ${error}`] });
+  ({ ok: false, error: `${hook}: ${error}`, logs: [...out.logs, `${hook} failed: ${error}`], ...(out.unavailable ? { unavailable: true } : {}) });
+
+/**
+ * Hooks scripts do not define, by script digest: a script's top level defines the same
+ * functions every time, so after one call says a hook is missing, later calls of that
+ * hook pass without a trip to a worker (an endpoint with only `transform` costs its
+ * receiver nothing). Bounded: oldest scripts are forgotten first.
+ */
+const MISSING_LIMIT = 2_000;
+const missingHooks = new Map<string, Set<string>>();
+const digestOf = (script: string) => createHash('sha1').update(script).digest('base64');
+function knownMissing(digest: string, hook: string): boolean {
+  return missingHooks.get(digest)?.has(hook) ?? false;
+}
+function rememberMissing(digest: string, hook: string): void {
+  let hooks = missingHooks.get(digest);
+  if (!hooks) {
+    if (missingHooks.size >= MISSING_LIMIT) missingHooks.delete(missingHooks.keys().next().value!);
+    missingHooks.set(digest, (hooks = new Set()));
+  }
+  hooks.add(hook);
+}
+const MISSING: ScriptOutcome = { result: [], logs: [], duration_ms: 0, error: null, missing: true };
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
@@ -39,7 +65,14 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
  * endpoint's `forward_urls` (any other is an error of the script, never a destination).
  */
 export function endpointScriptHooks(engine: ScriptEngine, script: string): EndpointScriptHooks {
-  const run = (hook: string, args: unknown[]) => engine.run({ script, hook, args });
+  let digest: string | undefined;
+  const run = async (hook: string, args: unknown[]): Promise<ScriptOutcome> => {
+    digest ??= digestOf(script);
+    if (knownMissing(digest, hook)) return MISSING;
+    const out = await engine.run({ script, hook, args });
+    if (out.missing) rememberMissing(digest, hook);
+    return out;
+  };
   return {
     async verify(req, secrets) {
       const out = await run('verify', [req, secrets]);

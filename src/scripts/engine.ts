@@ -31,6 +31,25 @@ export interface ScriptOutcome {
   error: string | null;
   /** The script does not define the hook: not an error (the caller passes through). */
   missing?: boolean;
+  /**
+   * The engine could not run the call (every worker busy past the wait, closed, not
+   * starting): the service's state, not the script's fault. `error` says which; the
+   * caller may try again later instead of holding it against the script.
+   */
+  unavailable?: boolean;
+}
+
+const UNAVAILABLE = /^script engine (busy|closed|cannot start)/;
+
+/**
+ * `check` could not run the script at all (see `unavailable`): no verdict on it. Its
+ * name marks it transient (src/lib/transient.ts): the API answers 503 with Retry-After.
+ */
+export class ScriptEngineUnavailableError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ScriptEngineUnavailableError';
+  }
 }
 
 export interface ScriptEngine {
@@ -39,7 +58,8 @@ export interface ScriptEngine {
    * Loads the script and runs its top level (under the same limits): null when that
    * works and the script defines at least one of `hooks` (each one it defines is a
    * function); else the message, e.g. `script:3: unexpected symbol near 'x'` or
-   * "defines none of verify, filter, transform, route".
+   * "defines none of verify, filter, transform, route". Throws
+   * ScriptEngineUnavailableError when the engine cannot run it (busy, closed).
    */
   check(script: string, hooks: readonly string[]): Promise<string | null>;
   stats(): PoolStats;
@@ -103,7 +123,9 @@ export function createScriptEngine(opts: ScriptEngineOptions = {}): ScriptEngine
       return outcomeOf(await submit({ kind: 'run', script: call.script, hook: call.hook, payload: JSON.stringify(call.args) }));
     },
     async check(script, hooks) {
-      return outcomeOf(await submit({ kind: 'check', script, hook: '', payload: JSON.stringify(hooks) })).error;
+      const out = outcomeOf(await submit({ kind: 'check', script, hook: '', payload: JSON.stringify(hooks) }));
+      if (out.unavailable) throw new ScriptEngineUnavailableError(out.error!);
+      return out.error;
     },
     stats: () => pool.stats(),
     close: () => pool.close(),
@@ -120,7 +142,9 @@ interface LuaAnswer {
 
 function outcomeOf(answer: PoolAnswer): ScriptOutcome {
   const duration_ms = Math.round(answer.elapsedMs * 100) / 100;
-  if ('failure' in answer) return { result: [], logs: [], duration_ms, error: answer.failure };
+  if ('failure' in answer) {
+    return { result: [], logs: [], duration_ms, error: answer.failure, ...(UNAVAILABLE.test(answer.failure) ? { unavailable: true } : {}) };
+  }
   let parsed: LuaAnswer;
   try {
     parsed = JSON.parse(answer.text) as LuaAnswer;

@@ -1,6 +1,7 @@
 import { Router } from 'express';
 import { checkPlanFeatures } from '../../commands/plan-rules.ts';
 import { unprocessable } from '../../lib/errors.ts';
+import { ScriptEngineUnavailableError } from '../../scripts/engine.ts';
 import { jsonObject } from '../body.ts';
 import { handler, type ApiDeps } from '../context.ts';
 import { orgPlan } from '../plan-limits.ts';
@@ -45,6 +46,8 @@ export function scriptRoutes(deps: ApiDeps): Router {
     const problem = await deps.scripts.check(t.script, SCRIPT_HOOKS[owner]);
     if (problem && !/^defines none/.test(problem)) throw unprocessable(`script: ${problem}`, 'script');
     const out = await deps.scripts.run({ script: t.script, hook: t.hook, args: hookArgs(t) });
+    // The engine's state, not the script's answer: the caller should try again.
+    if (out.unavailable) throw new ScriptEngineUnavailableError(out.error!);
     const result = out.missing ? null : out.result.length === 0 ? null : out.result.length === 1 ? out.result[0] : out.result;
     res.json({ result, logs: out.logs, duration_ms: out.duration_ms, error: out.missing ? `the script defines no ${t.hook} function` : out.error });
   }));
