@@ -23,6 +23,9 @@ import { sourceGone } from '../commands/execution/ending.ts';
 import { loadForwardRequest, recordedBody } from './inbound-request.ts';
 import { forwardUrl } from '../inbound/pipeline.ts';
 import { signedHeaders } from './signing.ts';
+import { annotate, contextFrom, inSpan, sourceAttributes, SpanKind } from '../telemetry/tracing.ts';
+import { tracedSend } from '../telemetry/traced-send.ts';
+import { traceparentOf } from '../nats/follow.ts';
 
 export interface DispatcherDeps {
   nats: Nats;
@@ -182,7 +185,7 @@ export function startDispatcher(deps: DispatcherDeps) {
       started.catch(() => {});
     };
     const slow = job.attempt > 1 ? (markStarted(), undefined) : setTimeout(markStarted, RUNNING_VISIBLE_AFTER_MS);
-    const result = await deps.outbound.send({ url, method, headers, body: sentBody ?? undefined, timeoutMs: job.request.timeout_ms });
+    const result = await tracedSend(deps.outbound, { url, method, headers, body: sentBody ?? undefined, timeoutMs: job.request.timeout_ms });
     clearTimeout(slow);
 
     const nowMs = deps.clock.now();
@@ -220,7 +223,7 @@ export function startDispatcher(deps: DispatcherDeps) {
 
   async function runCallback(job: CallbackJob): Promise<undefined> {
     const headers = { 'Content-Type': 'application/json', ...(await sign(job, job.body)) };
-    const result = await deps.outbound.send({ url: job.url, method: 'POST', headers, body: job.body, timeoutMs: CALLBACK_TIMEOUT_MS });
+    const result = await tracedSend(deps.outbound, { url: job.url, method: 'POST', headers, body: job.body, timeoutMs: CALLBACK_TIMEOUT_MS });
     const ok = result.kind === 'response' && result.statusCode >= 200 && result.statusCode < 300;
     const delay = CALLBACK_RETRY_DELAYS_MS[job.attempt - 1];
     const event = envelope('CallbackAttempted', job.org_id, {
@@ -236,8 +239,19 @@ export function startDispatcher(deps: DispatcherDeps) {
     await deps.store.append(SUBJECTS.execution(job.org_id, job.execution_id), event);
   }
 
-  async function handle(msg: JsMsg, handedBack: () => boolean): Promise<void> {
+  /** One job as a CONSUMER span continuing the trace of whoever put it to work (the header of its DISPATCH message). */
+  function handle(msg: JsMsg, handedBack: () => boolean): Promise<void> {
     const job = decodeJson<Job>(msg.data);
+    const attributes = () => sourceAttributes(job.org_id, job.source, {
+      'jetcron.execution_id': job.execution_id, 'jetcron.attempt': job.attempt, 'messaging.system': 'nats', 'messaging.destination.name': msg.subject,
+    });
+    return inSpan(`${job.kind} ${job.source.type}`, { kind: SpanKind.CONSUMER, parent: contextFrom(traceparentOf(msg)) }, (span) => {
+      annotate(span, attributes);
+      return runJob(msg, job, handedBack);
+    });
+  }
+
+  async function runJob(msg: JsMsg, job: Job, handedBack: () => boolean): Promise<void> {
     const t0 = performance.now();
     // Ticks never reach DISPATCH (the scheduler records them); one that did is dropped.
     const backInMs = job.kind === 'attempt' ? await runAttempt(job, msg.info.deliveryCount > 1) : job.kind === 'callback' ? await runCallback(job) : undefined;

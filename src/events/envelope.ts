@@ -11,4 +11,6 @@ export interface StoredEvent<E extends Envelope = Envelope> {
   event: E;
   seq: number;
   subject: string;
+  /** The writer's W3C trace context (message header), when tracing was on where it was appended. */
+  traceparent?: string | undefined;
 }

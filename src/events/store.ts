@@ -3,6 +3,8 @@ import { decodeJson, encodeJson } from '../lib/json.ts';
 import type { Nats } from '../nats/connection.ts';
 import { isWrongLastSequence } from '../nats/jetstream-errors.ts';
 import type { Envelope, StoredEvent } from './envelope.ts';
+import { trace } from '@opentelemetry/api';
+import { inSpan, SpanKind } from '../telemetry/tracing.ts';
 
 export class ConcurrencyError extends Error {
   constructor(subject: string) {
@@ -33,8 +35,14 @@ export function createEventStore(nats: Nats): EventStore {
   return {
     async append(subject, event, expectedSeq) {
       assertLiteral(subject);
+      const publish = () => nats.publish(subject, encodeJson(event), { msgId: event.id, ...(expectedSeq === undefined ? {} : { expectLastSubjectSeq: expectedSeq }) });
       try {
-        return await nats.publish(subject, encodeJson(event), { msgId: event.id, ...(expectedSeq === undefined ? {} : { expectLastSubjectSeq: expectedSeq }) });
+        // Inside a recorded span: the append is a PRODUCER span of its own, and its context travels in the message.
+        if (!trace.getActiveSpan()?.isRecording()) return await publish();
+        return await inSpan(`append ${event.type}`, {
+          kind: SpanKind.PRODUCER,
+          attributes: { 'jetcron.org_id': event.org_id, 'jetcron.event_id': event.id, 'messaging.system': 'nats', 'messaging.destination.name': subject },
+        }, publish);
       } catch (err) {
         if (isWrongLastSequence(err)) throw new ConcurrencyError(subject);
         throw err;

@@ -16,6 +16,7 @@ import { endpointRoutes } from './routes/endpoints.ts';
 import { scheduleRoutes } from './routes/schedules.ts';
 import { syncRoutes } from './routes/sync.ts';
 import { taskRoutes } from './routes/tasks.ts';
+import { inServerSpan } from '../telemetry/server-span.ts';
 
 /** `rootUrl` is read per request: with PORT=0 the real port is known only after listen. */
 export function createApp(deps: ApiDeps, log: (m: string) => void, rootUrl: () => string = () => deps.config.publicUrl ?? `http://${deps.config.host}:${deps.config.port}`) {
@@ -23,6 +24,11 @@ export function createApp(deps: ApiDeps, log: (m: string) => void, rootUrl: () =
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('trust proxy', 'loopback');
+  // A SERVER span per request, named after its route once matched (tracing on only).
+  app.use((req, res, next) => inServerSpan(req, res, () => ({
+    route: req.route ? `${req.baseUrl}${String(req.route.path)}` : undefined,
+    ...((req as { orgId?: string }).orgId ? { attributes: { 'jetcron.org_id': (req as { orgId?: string }).orgId! } } : {}),
+  }), next));
 
   app.use((req, res, next) => {
     const t0 = performance.now();

@@ -1,3 +1,4 @@
+import { trace } from '@opentelemetry/api';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SUBJECTS } from '../../streams/definitions.ts';
 import type { Endpoint } from '../commands/endpoint/types.ts';
@@ -9,6 +10,7 @@ import type { Nats } from '../nats/connection.ts';
 import type { EndpointDirectory } from '../inbound/endpoint-directory.ts';
 import { hookRequest, type HooksFor } from '../inbound/pipeline.ts';
 import { encodeStoredRequest, type InboundRequestMeta } from '../inbound/stored-request.ts';
+import { inServerSpan } from '../telemetry/server-span.ts';
 
 /** The contract: an inbound body over 1 MiB is refused with 413 and nothing is stored. */
 export const MAX_INBOUND_BODY = 1024 * 1024;
@@ -85,6 +87,8 @@ export function createInboundReceiver(deps: InboundReceiverDeps) {
     if (!METHODS.has(method)) return error(res, 405, `method ${method} is not accepted; use GET, POST, PUT, PATCH or DELETE`, { Allow: 'GET, POST, PUT, PATCH, DELETE' });
     const endpoint = await deps.endpoints.bySlug(slug);
     if (!endpoint) return error(res, 404, 'Not found');
+    const span = trace.getActiveSpan();
+    if (span?.isRecording()) span.setAttributes({ 'jetcron.org_id': endpoint.org_id, 'jetcron.endpoint_id': endpoint.id });
     if (!endpoint.enabled) return error(res, 503, 'Endpoint disabled', { 'Retry-After': '60' });
     const declared = Number(req.headers['content-length'] ?? 0);
     if (declared > MAX_INBOUND_BODY) return tooLarge(res);
@@ -163,10 +167,13 @@ export function createInboundReceiver(deps: InboundReceiverDeps) {
         count(res.statusCode);
         deps.metrics.observe('jetcron_inbound_request_duration_seconds', 'Inbound webhook request duration', (performance.now() - t0) / 1000, {});
       });
-      receive(req, res, m[1]!, m[2] ?? '').catch((err) => {
-        deps.log(`inbound: ${(err as Error).message}`);
-        if (!res.headersSent) error(res, 500, 'The request could not be stored; retry');
-        else res.destroy();
+      const slug = m[1]!;
+      inServerSpan(req, res, () => ({ route: '/in/{slug}' }), () => {
+        receive(req, res, slug, m[2] ?? '').catch((err) => {
+          deps.log(`inbound: ${(err as Error).message}`);
+          if (!res.headersSent) error(res, 500, 'The request could not be stored; retry');
+          else res.destroy();
+        });
       });
       return true;
     },

@@ -12,6 +12,8 @@ import type { EndpointDirectory } from './endpoint-directory.ts';
 import { createDebounceWindows } from './debounce-windows.ts';
 import { endpointSnapshot, eventRecord, planDelivery, plannedExecutionId, type HooksFor, type RoutedDelivery } from './pipeline.ts';
 import { decodeStoredRequest, type StoredRequest } from './stored-request.ts';
+import { context, trace } from '@opentelemetry/api';
+import { SpanKind, startSpan } from '../telemetry/tracing.ts';
 
 const CHECKPOINT_KEY = 'inbound-router';
 const CHECKPOINT_EVERY_MS = 250;
@@ -105,14 +107,23 @@ export function startInboundRouter(deps: RouterDeps) {
   async function routeInOrder(items: StreamItem<StoredRequest>[]): Promise<void> {
     const decided = [];
     for (const item of items) {
-      const d = await decide(item);
-      if (d) decided.push(d);
+      // A span per request, continuing the receiver's trace (INBOUND message header); its append carries it on.
+      const span = startSpan('route inbound', { kind: SpanKind.CONSUMER, attributes: { 'jetcron.org_id': item.event.meta.org_id, 'jetcron.endpoint_id': item.event.meta.endpoint_id, 'jetcron.inbound_event_id': item.event.meta.id } }, item.traceparent);
+      const ctx = trace.setSpan(context.active(), span);
+      try {
+        const d = await context.with(ctx, () => decide(item));
+        if (d) decided.push({ ...d, span, ctx });
+        else span.end();
+      } catch (err) {
+        span.end();
+        throw err;
+      }
     }
-    await Promise.all(decided.map(({ subject, event }) =>
-      deps.store.append(subject, event, 0).catch((err) => {
+    await Promise.all(decided.map(({ subject, event, span, ctx }) =>
+      context.with(ctx, () => deps.store.append(subject, event, 0)).catch((err) => {
         // Recorded already (a batch routed again after a crash or a failed append).
         if (!(err instanceof ConcurrencyError)) throw err;
-      })));
+      }).finally(() => span.end())));
   }
 
   async function routeBatch(items: StreamItem<StoredRequest>[]): Promise<void> {

@@ -64,7 +64,7 @@ export function createAckedPublisher(nats: { nc: NatsConnection }, timeoutMs = 1
   // measured on the inbound receiver, 0.239–0.247 of a bare server with it against
   // 0.158–0.226 without. The wait costs latency, so only callers that take many small
   // requests (the inbound receiver) ask for it.
-  let queued: Array<{ subject: string; data: Uint8Array; msgId: string | undefined; expect: number | undefined; token: string }> = [];
+  let queued: Array<{ subject: string; data: Uint8Array; msgId: string | undefined; expect: number | undefined; traceparent: string | undefined; token: string }> = [];
   const send = () => {
     const batch = queued;
     queued = [];
@@ -72,6 +72,7 @@ export function createAckedPublisher(nats: { nc: NatsConnection }, timeoutMs = 1
       const h = headers();
       if (q.msgId !== undefined) h.set('Nats-Msg-Id', q.msgId);
       if (q.expect !== undefined) h.set('Nats-Expected-Last-Subject-Sequence', String(q.expect));
+      if (q.traceparent !== undefined) h.set('traceparent', q.traceparent);
       try {
         nats.nc.publish(q.subject, q.data, { reply: `${prefix}.${q.token}`, headers: h });
       } catch (err) {
@@ -86,11 +87,11 @@ export function createAckedPublisher(nats: { nc: NatsConnection }, timeoutMs = 1
      * `expectLastSubjectSeq` guards the append like `expect.lastSubjectSequence`, and
      * a refusal carries JetStream's `api_error` (e.g. err_code 10071, wrong last sequence).
      */
-    publish(subject: string, data: Uint8Array, msgId?: string, expectLastSubjectSeq?: number, batch = false): Promise<number> {
+    publish(subject: string, data: Uint8Array, msgId?: string, expectLastSubjectSeq?: number, batch = false, traceparent?: string): Promise<number> {
       const token = (counter++).toString(36);
       return new Promise<number>((resolve, reject) => {
         waiting.set(token, { resolve, reject, at: Date.now() });
-        queued.push({ subject, data, msgId, expect: expectLastSubjectSeq, token });
+        queued.push({ subject, data, msgId, expect: expectLastSubjectSeq, traceparent, token });
         // Batched: wait for the end of the loop turn (throughput). Else out now (latency).
         if (!batch) send();
         else if (queued.length === 1) setImmediate(send);

@@ -1,5 +1,6 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import { currentTraceparent } from '../telemetry/tracing.ts';
 import { createAckedPublisher, type AckedPublisher } from './acked-publisher.ts';
 
 export interface Nats {
@@ -11,7 +12,11 @@ export interface Nats {
    * `createAckedPublisher`): resolves with the sequence; `expectLastSubjectSeq`
    * guards the write; a refusal carries JetStream's `api_error`.
    */
-  publish(subject: string, data: Uint8Array, opts?: { msgId?: string; expectLastSubjectSeq?: number; batch?: boolean }): Promise<number>;
+  /**
+   * `traceparent`: the W3C trace context to send in the message's headers; by default
+   * the active span's, when tracing is on (src/telemetry/tracing.ts).
+   */
+  publish(subject: string, data: Uint8Array, opts?: { msgId?: string; expectLastSubjectSeq?: number; batch?: boolean; traceparent?: string | undefined }): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -34,7 +39,7 @@ export async function connectNats(url: string, name: string): Promise<Nats> {
     jsm,
     publish(subject, data, opts = {}) {
       publisher ??= createAckedPublisher({ nc });
-      return publisher.publish(subject, data, opts.msgId, opts.expectLastSubjectSeq, opts.batch);
+      return publisher.publish(subject, data, opts.msgId, opts.expectLastSubjectSeq, opts.batch, 'traceparent' in opts ? opts.traceparent : currentTraceparent());
     },
     async close() {
       publisher?.close();

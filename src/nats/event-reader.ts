@@ -5,7 +5,8 @@ import { decodeJson } from '../lib/json.ts';
 import { isTransient } from '../lib/transient.ts';
 import type { Nats } from './connection.ts';
 import { followEvents } from './events-tap.ts';
-import { followOrdered } from './follow.ts';
+import type { JsMsg } from '@nats-io/jetstream';
+import { followOrdered, traceparentOf } from './follow.ts';
 import { POISON_AFTER, type Supervisor, type Verdict } from './supervisor.ts';
 
 export interface EventReaderOptions {
@@ -36,6 +37,8 @@ export interface StreamItem<T> {
   event: T;
   seq: number;
   subject: string;
+  /** The writer's W3C trace context (message header), when tracing was on where it was written. */
+  traceparent?: string | undefined;
 }
 
 interface RawItem {
@@ -44,6 +47,7 @@ interface RawItem {
   subject: string;
   /** Decoded once, by whichever reader of the process got to it first (events-tap.ts). */
   decoded?: unknown;
+  traceparent?: string | undefined;
 }
 
 /** Reads EVENTS: see `readStream`. */
@@ -105,7 +109,7 @@ export async function readStream<T>(
       // Stopped: what the closed iterator still yields is not needed, and waiting for
       // room after the abort would wait forever (nothing drains the buffer any more).
       if (reading.signal.aborted) break;
-      buffer.push(opts.shared ? m : { data: m.data, seq: m.seq, subject: m.subject });
+      buffer.push(opts.shared ? m : { data: m.data, seq: m.seq, subject: m.subject, traceparent: traceparentOf(m as JsMsg) });
       wake?.();
       if (buffer.length >= opts.maxBatch * 4 && !reading.signal.aborted) await new Promise<void>((r) => (drained = r));
     }
@@ -145,7 +149,7 @@ export async function readStream<T>(
       for (const raw of buffer.slice(0, size)) {
         try {
           raw.decoded ??= opts.decode(raw.data);
-          batch.push({ event: raw.decoded as T, seq: raw.seq, subject: raw.subject });
+          batch.push({ event: raw.decoded as T, seq: raw.seq, subject: raw.subject, traceparent: raw.traceparent });
         } catch (err) {
           undecodable = err;
           break;

@@ -1,6 +1,6 @@
 import { STREAMS } from '../../streams/definitions.ts';
 import type { Nats } from './connection.ts';
-import { followOrdered } from './follow.ts';
+import { followOrdered, traceparentOf } from './follow.ts';
 
 /** One message of EVENTS as the tap hands it to every reader of the process. */
 export interface TapItem {
@@ -9,6 +9,8 @@ export interface TapItem {
   subject: string;
   /** The decoded event, shared by the readers of this item (they must not change it). */
   decoded?: unknown;
+  /** W3C trace context of the writer, from the message's headers (tracing on). */
+  traceparent?: string | undefined;
 }
 
 /** Recent items kept, so a reader that starts or catches up a little behind joins without a read of its own. */
@@ -87,7 +89,7 @@ export async function* followEvents(nats: Nats, opts: { startSeq: number; signal
         for await (const m of followOrdered(nats, { stream: STREAMS.events.name, startSeq: reader.next, maxMessages: opts.maxMessages, signal: own.signal, log: opts.log, name: opts.name })) {
           if (m.seq < reader.next) continue;
           reader.next = m.seq + 1;
-          yield { data: m.data, seq: m.seq, subject: m.subject };
+          yield { data: m.data, seq: m.seq, subject: m.subject, traceparent: traceparentOf(m) };
           if (join(nats, tap, reader)) break;
         }
       } finally {
@@ -140,7 +142,7 @@ function start(nats: Nats, tap: Tap, from: number): void {
   void (async () => {
     for await (const m of followOrdered(nats, { stream: STREAMS.events.name, startSeq: from, maxMessages: PULL_BATCH, signal: reading.signal, log: tap.log, name: 'events-tap' })) {
       if (reading.signal.aborted) break;
-      const item: TapItem = { data: m.data, seq: m.seq, subject: m.subject };
+      const item: TapItem = { data: m.data, seq: m.seq, subject: m.subject, traceparent: traceparentOf(m) };
       tap.next = m.seq + 1;
       tap.ring.push(item);
       if (tap.ring.length > tap.ringSize) tap.ring.splice(0, tap.ring.length - tap.ringSize);

@@ -11,6 +11,9 @@ import { quickClient as quick } from './quick-clients.ts';
  * sequence it has not handed on, a durable one pulls again (from its new leader).
  */
 const EXPIRES_MS = 2_000;
+
+/** The writer's W3C trace context, when the message carries one (a header is parsed only if there are any). */
+export const traceparentOf = (m: JsMsg): string | undefined => (m.headers ? m.headers.get('traceparent') || undefined : undefined);
 const RETRY_MAX_MS = 1_000;
 
 interface FollowOptions {

@@ -10,6 +10,8 @@ import { createLease, openLeaseBucket, whileLeased } from '../nats/lease.ts';
 import type { Supervisor } from '../nats/supervisor.ts';
 import { applyEvent } from './apply-event.ts';
 import { ProjectionBatch } from './batch.ts';
+import type { Span } from '@opentelemetry/api';
+import { SpanKind, startSpan, tracingOn } from '../telemetry/tracing.ts';
 
 export const PROJECTOR_NAME = 'read_models_v1';
 export const PROJECTOR_LEASE = 'projector';
@@ -51,6 +53,23 @@ function prepare(events: StoredEvent<JetcronEvent>[]) {
   for (const e of events) applyEvent(batch, e.event);
   return batch.statements();
 }
+
+/**
+ * One CONSUMER span per traced event of a batch (its trace's last step: the read models
+ * show it once the batch commits), ended with the commit. None while tracing is off.
+ */
+function projectionSpans(events: StoredEvent<JetcronEvent>[]): Span[] {
+  if (!tracingOn()) return [];
+  const spans: Span[] = [];
+  for (const e of events) {
+    if (!e.traceparent) continue;
+    spans.push(startSpan(`project ${e.event.type}`, { kind: SpanKind.CONSUMER, attributes: { 'jetcron.org_id': e.event.org_id, 'jetcron.event_id': e.event.id, 'jetcron.seq': e.seq } }, e.traceparent));
+  }
+  return spans;
+}
+const endSpans = (spans: Span[]) => {
+  for (const s of spans) s.end();
+};
 
 /** Projects from the checkpoint until `signal` aborts; the caller holds the projector lease. */
 export async function runProjection(deps: ProjectorDeps, signal: AbortSignal, opts: ProjectionOptions = {}): Promise<void> {
@@ -105,10 +124,11 @@ export async function runProjection(deps: ProjectorDeps, signal: AbortSignal, op
     await readEvents(deps.nats, read, async (events) => {
       const statements = prepare(events);
       const last = events[events.length - 1]!.seq;
+      const spans = projectionSpans(events);
       await writing;
-      if (round.signal.aborted) return;
-      if (!opts.pipelined || events[0]!.seq <= carefulThrough) return commit(statements, last);
-      writing = commit(statements, last).catch((err: unknown) => {
+      if (round.signal.aborted) return endSpans(spans);
+      if (!opts.pipelined || events[0]!.seq <= carefulThrough) return commit(statements, last).finally(() => endSpans(spans));
+      writing = commit(statements, last).finally(() => endSpans(spans)).catch((err: unknown) => {
         failed = { err, last };
         round.abort();
       });

@@ -2,6 +2,7 @@ import { STREAMS, SUBJECTS } from '../../streams/definitions.ts';
 import type { AttemptJob } from '../dispatchers/job.ts';
 import { decodeJson, encodeJson } from '../lib/json.ts';
 import type { Nats } from '../nats/connection.ts';
+import { withTraceparent } from '../telemetry/tracing.ts';
 
 /**
  * Deliveries of a paused endpoint wait in HELD, one subject per endpoint, in
@@ -23,7 +24,7 @@ export function createHeld(nats: Nats) {
       for (;;) {
         const msg = await nats.jsm.direct.getMessage(STREAMS.held.name, { next_by_subj: subject, seq: seq + 1 } as never);
         if (!msg) break;
-        await start(decodeJson<AttemptJob>(msg.data));
+        await withTraceparent(msg.header?.get('traceparent'), () => start(decodeJson<AttemptJob>(msg.data)));
         seq = msg.seq;
         n++;
       }

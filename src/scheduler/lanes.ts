@@ -74,7 +74,8 @@ export async function createLanes(nats: Nats, store: EventStore) {
         await release(org, key, job.execution_id, false);
         continue;
       }
-      await nats.publish(SUBJECTS.dispatch(org), encodeJson(job), { msgId: jobMsgId(job) });
+      // The job's own trace (its lane message's header), not the one of whatever freed the lane.
+      await nats.publish(SUBJECTS.dispatch(org), encodeJson(job), { msgId: jobMsgId(job), traceparent: next.header?.get('traceparent') || undefined });
       return;
     }
   }

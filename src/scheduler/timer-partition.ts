@@ -8,6 +8,9 @@ import { createLease, whileLeased, type Lease } from '../nats/lease.ts';
 import type { KV } from '@nats-io/kv';
 import { TimerHeap } from './timer-heap.ts';
 import type { TimerStore, TimerValue } from './timer-store.ts';
+import { trace } from '@opentelemetry/api';
+import { contextFrom, inSpan, sourceAttributes, SpanKind } from '../telemetry/tracing.ts';
+import { traceparentOf } from '../nats/follow.ts';
 
 /** The longest wait before the heap looks again. */
 const MAX_SLEEP_MS = 3_600_000;
@@ -46,9 +49,11 @@ async function ownPartition(partition: number, deps: PartitionDeps, signal: Abor
   const { supervisor } = deps;
   const stopRetries = supervisor.ledger.serveRetries(consumerName, (r) => deps.timers.republish(r.subject, Buffer.from(r.payload ?? '', 'base64')), deps.log);
 
-  const fire = async (job: Job, seq: number) => {
+  // The trace each armed timer continues (its message's header; only while tracing is on).
+  const traceparents = new Map<string, string>();
+  const fire = async (job: Job, seq: number, key: string) => {
     if (!(await deps.timers.stillStored(seq))) return;
-    await deps.start(job);
+    await inTimerSpan(job, traceparents.get(key), () => deps.start(job));
     await deps.timers.remove(seq);
   };
 
@@ -79,7 +84,7 @@ async function ownPartition(partition: number, deps: PartitionDeps, signal: Abor
       await Promise.all([...groups.values()].map(async (list) => {
         for (const e of list) {
           try {
-            await fire(e.value, e.seq);
+            await fire(e.value, e.seq, e.key);
             tries.delete(e.key);
             progress.advanced(e.seq);
           } catch (err) {
@@ -124,6 +129,9 @@ async function ownPartition(partition: number, deps: PartitionDeps, signal: Abor
       }
       if (value.state === 'armed') heap.set(m.subject, m.seq, value.due_at, value.job);
       else heap.delete(m.subject);
+      const traceparent = value.state === 'armed' ? traceparentOf(m) : undefined;
+      if (traceparent) traceparents.set(m.subject, traceparent);
+      else traceparents.delete(m.subject);
       if (!firing) arm();
     }
   } finally {
@@ -133,3 +141,18 @@ async function ownPartition(partition: number, deps: PartitionDeps, signal: Abor
     clearTimeout(timer);
   }
 }
+
+/**
+ * A timer's job put to work inside a span: a delayed attempt or a retry continues the
+ * trace that armed it; a cron tick or a monitor's deadline starts a trace of its own
+ * (one per tick), linked to the one that armed it.
+ */
+function inTimerSpan(job: Job, traceparent: string | undefined, fn: () => Promise<void>): Promise<void> {
+  const attributes = sourceAttributes(job.org_id, job.source, { 'jetcron.execution_id': job.execution_id });
+  if (job.kind === 'tick' || job.kind === 'deadline') {
+    const armed = traceparent ? trace.getSpanContext(contextFrom(traceparent)) : undefined;
+    return inSpan(job.kind === 'tick' ? 'schedule tick' : 'monitor deadline', { kind: SpanKind.INTERNAL, root: true, attributes, ...(armed ? { links: [{ context: armed }] } : {}) }, fn);
+  }
+  return inSpan('timer fired', { kind: SpanKind.INTERNAL, parent: contextFrom(traceparent), attributes }, fn);
+}
+
