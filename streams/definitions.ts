@@ -147,6 +147,17 @@ export const KV_BUCKETS = {
   failures: { name: 'failures', ttlMs: 0 },
 } as const;
 
+/**
+ * The single-reader consumers that keep their position in KV `checkpoints` (the key is
+ * the reader's name) and the stream each reads. The projector keeps its position in
+ * Postgres `projection_checkpoints` instead, beside the rows it writes.
+ */
+export const KV_CHECKPOINT_READERS = {
+  translator: STREAMS.events.name,
+  notifier: STREAMS.events.name,
+  'inbound-router': STREAMS.inbound.name,
+} as const;
+
 export const CONSUMERS = {
   /** Shared by every dispatcher process; work is spread over them. */
   dispatchers: {
@@ -198,6 +209,8 @@ export const SUBJECTS = {
   progress: 'jetcron.progress',
   /** Core NATS: API processes announce themselves so each takes its share of the rate limit. */
   apiPresence: 'jetcron.presence.api',
+  /** Core NATS request: every service process answers with who it is and its roles (`jetcron status`). */
+  rollCall: 'jetcron.processes',
 } as const;
 
 export const DAY = DAY_NS;

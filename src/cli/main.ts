@@ -26,7 +26,8 @@ const USAGE = `usage:
   jetcron projections rebuild
   jetcron projections failures [--consumer NAME]
   jetcron projections retry [--consumer NAME] [--seq N] [--wait SECONDS]
-  jetcron replay --projection FILE [--from-start] [--follow]`;
+  jetcron replay --projection FILE [--from-start] [--follow]
+  jetcron status [--json]`;
 
 class UsageError extends Error {}
 
@@ -132,7 +133,7 @@ async function main(argv: string[]): Promise<void> {
     }
     case 'projections rebuild': {
       const { rebuildProjections } = await import('./rebuild.ts');
-      return rebuildProjections({ ...serviceUrls(dataDir), log, print });
+      return rebuildProjections({ ...serviceUrls(dataDir), log, print, progressTo: process.stderr });
     }
     case 'projections failures': {
       const { listFailures } = await import('./failures.ts');
@@ -149,10 +150,18 @@ async function main(argv: string[]): Promise<void> {
         if (failed > 0) process.exitCode = 1;
       });
     }
+    case 'status': {
+      const { statusCommand } = await import('./status.ts');
+      process.exitCode = await statusCommand({
+        natsUrl: natsUrl(dataDir), databaseUrl: serviceUrls(dataDir).databaseUrl, json: flags.has('json'),
+        out: (t) => void process.stdout.write(t), err: (t) => void process.stderr.write(t),
+      });
+      return;
+    }
     case 'replay': {
       const file = need(flags, 'projection');
       const { replayFromCli } = await import('../replay/cli.ts');
-      return replayFromCli({ ...serviceUrls(dataDir), file, fromStart: flags.has('from-start'), follow: flags.has('follow'), log, print });
+      return replayFromCli({ ...serviceUrls(dataDir), file, fromStart: flags.has('from-start'), follow: flags.has('follow'), log, print, progressTo: process.stderr });
     }
     default:
       throw new UsageError(cmd ? `unknown command "${words.join(' ')}"` : 'no command given');

@@ -5,6 +5,7 @@ import { openSupervisor } from '../nats/supervisor.ts';
 import { withServices, type ServiceUrls } from './services.ts';
 import { STREAMS } from '../../streams/definitions.ts';
 import { PROJECTOR_LEASE, readCheckpoint, runProjection } from '../projections/projector.ts';
+import { startProgress, type ProgressOut } from './progress.ts';
 
 const LEASE_WAIT_MS = 30_000;
 /** Events per commit: a rebuild is behind by the whole log. */
@@ -16,7 +17,12 @@ const REBUILD_BATCH = 10_000;
  * With no NATS_URL/DATABASE_URL and the service stopped, it starts the embedded
  * servers of the data directory itself.
  */
-export async function rebuildProjections(opts: ServiceUrls & { log: (m: string) => void; print: (o: unknown) => void }): Promise<void> {
+export async function rebuildProjections(opts: ServiceUrls & {
+  log: (m: string) => void;
+  print: (o: unknown) => void;
+  /** Where the progress bar (or periodic lines) and the summary go; none when absent. */
+  progressTo?: ProgressOut;
+}): Promise<void> {
   await withServices(opts, 'jetcron rebuild', async ({ nats, db }) => {
     const lease = createLease(await openLeaseBucket(nats), PROJECTOR_LEASE, `rebuild-${randomBytes(4).toString('hex')}`);
     try {
@@ -31,13 +37,20 @@ export async function rebuildProjections(opts: ServiceUrls & { log: (m: string) 
       const target = (await nats.jsm.streams.info(STREAMS.events.name)).state.last_seq;
       const run = new AbortController();
       lease.onLost(() => run.abort());
-      const supervisor = await openSupervisor(nats, opts.log);
+      const progress = opts.progressTo && startProgress({ label: 'rebuild', total: target, out: opts.progressTo });
+      const log = progress ? (m: string) => progress.aside(() => opts.log(m)) : opts.log;
+      const supervisor = await openSupervisor(nats, log);
       // Pipelined: the next batch is read and prepared while Postgres commits this one.
-      const projecting = runProjection({ nats, db, log: opts.log, supervisor }, run.signal, { pipelined: true, maxBatch: REBUILD_BATCH }).finally(() => supervisor.close());
-      while ((await readCheckpoint(db)) < target && !run.signal.aborted) await new Promise((r) => setTimeout(r, 50));
+      const projecting = runProjection({ nats, db, log, supervisor }, run.signal, { pipelined: true, maxBatch: REBUILD_BATCH }).finally(() => supervisor.close());
+      let reached = 0;
+      while ((reached = await readCheckpoint(db)) < target && !run.signal.aborted) {
+        progress?.update(reached);
+        await new Promise((r) => setTimeout(r, 50));
+      }
       run.abort();
       await projecting;
       if ((await readCheckpoint(db)) < target) throw new Error('lost the projector lease during the rebuild; run it again');
+      progress?.finish(target);
       opts.print({ rebuilt: true, events: target, seconds: (Date.now() - t0) / 1000 });
     } finally {
       await lease.release();

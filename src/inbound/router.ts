@@ -1,5 +1,5 @@
 import { Kvm } from '@nats-io/kv';
-import { KV_BUCKETS, STREAMS, SUBJECTS } from '../../streams/definitions.ts';
+import { KV_BUCKETS, KV_CHECKPOINT_READERS, STREAMS, SUBJECTS } from '../../streams/definitions.ts';
 import type { ForwardPlan, InboundDebounceWindow, InboundEventEvent } from '../commands/inbound-event/types.ts';
 import { ConcurrencyError, type EventStore } from '../events/store.ts';
 import type { Clock } from '../lib/clock.ts';
@@ -15,7 +15,7 @@ import { decodeStoredRequest, type StoredRequest } from './stored-request.ts';
 import { context, trace } from '@opentelemetry/api';
 import { SpanKind, startSpan } from '../telemetry/tracing.ts';
 
-const CHECKPOINT_KEY = 'inbound-router';
+const CHECKPOINT_KEY: keyof typeof KV_CHECKPOINT_READERS = 'inbound-router';
 const CHECKPOINT_EVERY_MS = 250;
 /** A debounce window this close to its end (or a quarter of it, if less) takes no more events. */
 const MERGE_MARGIN_MS = 250;

@@ -1,5 +1,5 @@
 import { Kvm, type KV } from '@nats-io/kv';
-import { KV_BUCKETS, STREAMS, SUBJECTS } from '../../streams/definitions.ts';
+import { KV_BUCKETS, KV_CHECKPOINT_READERS, STREAMS, SUBJECTS } from '../../streams/definitions.ts';
 import type { StoredEvent } from '../events/envelope.ts';
 import type { JetcronEvent } from '../events/types.ts';
 import type { Clock } from '../lib/clock.ts';
@@ -18,7 +18,7 @@ import { isWrongLastSequence } from '../nats/jetstream-errors.ts';
 import type { Supervisor } from '../nats/supervisor.ts';
 import { untilStarted } from '../runtime/startup-retry.ts';
 
-export const CHECKPOINT_KEY = 'notifier';
+export const CHECKPOINT_KEY: keyof typeof KV_CHECKPOINT_READERS = 'notifier';
 const CHECKPOINT_EVERY_MS = 250;
 
 export interface NotifyReaderDeps {

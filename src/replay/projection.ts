@@ -43,6 +43,14 @@ export interface ReplayResult {
   seconds: number;
 }
 
+/** Where a replay stands: `done` of the `total` events between its start and the log's end when it started. */
+export interface ReplayProgress {
+  done: number;
+  total: number;
+  /** Reached the end the log had at the start (once; a `follow` replay goes on after it). */
+  caughtUp: boolean;
+}
+
 /**
  * Runs `projection` from its checkpoint (or, with `fromStart`, from the beginning of
  * the log) up to the last event stored when it started, or with `follow` until
@@ -51,7 +59,7 @@ export interface ReplayResult {
 export async function replayProjection(
   deps: { nats: Nats; db: Db; log: (m: string) => void },
   projection: Projection,
-  opts: { fromStart?: boolean; follow?: boolean; signal?: AbortSignal } = {},
+  opts: { fromStart?: boolean; follow?: boolean; signal?: AbortSignal; onProgress?: (p: ReplayProgress) => void } = {},
 ): Promise<ReplayResult> {
   if (!NAME.test(projection.name) || projection.name === PROJECTOR_NAME) {
     throw new Error(`projection name "${projection.name}" must be lower-case letters, digits and _ (and not ${PROJECTOR_NAME})`);
@@ -76,13 +84,17 @@ export async function replayProjection(
     const run = new AbortController();
     lease.onLost(() => run.abort());
     opts.signal?.addEventListener('abort', () => run.abort(), { once: true });
-    if (!opts.follow && reached >= target) run.abort();
     const checkpointTo = (db: Db | Transaction<any>, seq: number) => sql`INSERT INTO projection_checkpoints (name, seq) VALUES (${projection.name}, ${seq})
       ON CONFLICT (name) DO UPDATE SET seq = GREATEST(projection_checkpoints.seq, EXCLUDED.seq), updated_at = now()`.execute(db);
+    let caughtUp = false;
     const reachedSeq = (seq: number) => {
       reached = Math.max(reached, seq);
+      const wasCaughtUp = caughtUp;
+      caughtUp ||= reached >= target;
+      if (!wasCaughtUp) opts.onProgress?.({ done: reached - from + 1, total: Math.max(0, target - from + 1), caughtUp });
       if (!opts.follow && reached >= target) run.abort();
     };
+    reachedSeq(reached);
     // Events the projection fails on repeatedly are recorded (consumer `replay.<name>`) and skipped.
     const supervisor = await openSupervisor(deps.nats, deps.log);
     const read = {

@@ -7,6 +7,7 @@ import { createEventStore } from '../events/store.ts';
 import { createClock } from '../lib/clock.ts';
 import { applyStreams } from '../nats/apply-streams.ts';
 import { connectNats } from '../nats/connection.ts';
+import { answerRollCall } from '../nats/roll-call.ts';
 import { bootstrapFirstOrganization } from './first-organization.ts';
 import { named, runStoppers, startStores, type Running, type Stopper } from './serve.ts';
 import { untilStarted } from './startup-retry.ts';
@@ -53,6 +54,8 @@ export async function serveInProcesses(config: Config, log: (m: string) => void)
     await untilStarted('migrating Postgres', () => migrate(db), log);
 
     const group = `${process.pid}-${randomBytes(4).toString('hex')}`;
+    const stopAnswering = answerRollCall(nats, { instance: group, roles: [], group });
+    stoppers.push(async () => stopAnswering());
     const env = {
       ...process.env,
       NATS_URL: natsUrl,

@@ -28,6 +28,7 @@ import { startProjector } from '../projections/projector.ts';
 import { createWatermark } from '../projections/watermark.ts';
 import { createReadYourWrites } from '../http/read-your-writes.ts';
 import { openProgressBoard, shareProgress } from '../nats/progress-board.ts';
+import { answerRollCall } from '../nats/roll-call.ts';
 import { startScheduler } from '../scheduler/scheduler.ts';
 import { bootstrapFirstOrganization } from './first-organization.ts';
 import { startEmbeddedNats } from './embedded-nats.ts';
@@ -106,6 +107,8 @@ async function start(config: Config, log: (m: string) => void, stoppers: Stopper
   const nats = await untilStarted('connecting to NATS', () => connectNats(natsUrl, `jetcron ${[...config.roles].join(',')} ${instanceId}`), log);
   stoppers.push(named('NATS connection', () => nats.close()));
   await untilStarted('applying the stream definitions', () => applyStreams(nats, config.streamReplicas), log);
+  const stopAnswering = answerRollCall(nats, { instance: instanceId, roles: [...config.roles], group: config.processGroup });
+  stoppers.push(async () => stopAnswering());
 
   const { db } = connectDb(databaseUrl, 20);
   stoppers.push(named('Postgres pool', () => db.destroy()));

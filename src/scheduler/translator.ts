@@ -1,5 +1,5 @@
 import { Kvm } from '@nats-io/kv';
-import { KV_BUCKETS, STREAMS, SUBJECTS } from '../../streams/definitions.ts';
+import { KV_BUCKETS, KV_CHECKPOINT_READERS, STREAMS, SUBJECTS } from '../../streams/definitions.ts';
 import type { AttemptResult } from '../commands/execution/types.ts';
 import { executionCancelled } from '../commands/execution/ending.ts';
 import type { Task, TaskEvent } from '../commands/task/types.ts';
@@ -31,7 +31,7 @@ import { endpointAttemptJob } from './endpoint-jobs.ts';
 import type { Held } from './held.ts';
 import { annotate, contextFrom, inSpan, SpanKind } from '../telemetry/tracing.ts';
 
-const CHECKPOINT_KEY = 'translator';
+const CHECKPOINT_KEY: keyof typeof KV_CHECKPOINT_READERS = 'translator';
 const CHECKPOINT_EVERY_MS = 250;
 
 export interface TranslatorDeps {

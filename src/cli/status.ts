@@ -1,0 +1,279 @@
+import { Kvm, type KV } from '@nats-io/kv';
+import { CONSUMERS, KV_BUCKETS, KV_CHECKPOINT_READERS, STREAMS } from '../../streams/definitions.ts';
+import { connectDb, type Db } from '../db/connect.ts';
+import { decodeJson } from '../lib/json.ts';
+import { connectNats, type Nats } from '../nats/connection.ts';
+import { rollCall, type ProcessInfo } from '../nats/roll-call.ts';
+import { PROJECTOR_LEASE, PROJECTOR_NAME } from '../projections/projector.ts';
+import type { TimerValue } from '../scheduler/timer-store.ts';
+import { statusText } from './status-text.ts';
+
+/**
+ * `jetcron status`: one read of everything that says whether the service keeps up.
+ * Read-only (no stream is created, nothing written); each part is read on its own,
+ * so one that fails is named in `errors` and the rest is still reported.
+ */
+
+export interface StreamStatus {
+  name: string;
+  messages: number;
+  bytes: number;
+  first_seq: number;
+  /** Time of the oldest message kept; null when the stream is empty. */
+  first_time: string | null;
+  last_seq: number;
+  last_time: string | null;
+}
+
+export interface ConsumerStatus {
+  name: string;
+  stream: string;
+  num_pending: number;
+  num_ack_pending: number;
+  redelivered: number;
+  waiting_pulls: number;
+}
+
+export interface ReaderStatus {
+  name: string;
+  stream: string;
+  /** Where it keeps its position: KV `checkpoints` or Postgres `projection_checkpoints`. */
+  checkpoint_in: 'kv' | 'postgres';
+  /** Last sequence it has handled; null when it never ran (or its store could not be read). */
+  position: number | null;
+  last_seq: number | null;
+  lag: number | null;
+}
+
+export interface ProjectionStatus {
+  name: string;
+  position: number;
+  events_last_seq: number | null;
+  lag: number | null;
+  updated_at: string;
+}
+
+export interface LeaseStatus {
+  name: string;
+  holder: string;
+  /** The holder's pid when it answered the roll call (a rebuild or a replay does not). */
+  holder_pid: number | null;
+  expires_at: string;
+  expires_in_seconds: number;
+}
+
+export interface TimerStatus {
+  pending: number;
+  armed: number;
+  paused: number;
+  /** Armed with `due_at` in the past: a partition owner should have fired them. */
+  overdue: number;
+  oldest_overdue_due_at: string | null;
+  next_due_at: string | null;
+  partitions: Array<{ partition: number; pending: number; overdue: number }>;
+}
+
+export interface StatusReport {
+  checked_at: string;
+  streams: StreamStatus[];
+  consumers: ConsumerStatus[];
+  readers: ReaderStatus[];
+  projections: ProjectionStatus[] | null;
+  leases: LeaseStatus[];
+  timers: TimerStatus | null;
+  processes: ProcessInfo[];
+  errors: Array<{ part: string; message: string }>;
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+const lagOf = (last: number | null, position: number | null) => (last === null || position === null ? null : Math.max(0, last - position));
+const PG_TIMEOUT_MS = 5_000;
+const TIMER_FETCH = 5_000;
+
+async function readStreams(nats: Nats): Promise<StreamStatus[]> {
+  return Promise.all(Object.values(STREAMS).map(async ({ name }) => {
+    const { state } = await nats.jsm.streams.info(name);
+    const some = state.messages > 0;
+    return {
+      name, messages: state.messages, bytes: state.bytes, first_seq: state.first_seq,
+      first_time: some ? state.first_ts : null, last_seq: state.last_seq, last_time: state.last_seq > 0 ? state.last_ts : null,
+    };
+  }));
+}
+
+async function readConsumers(nats: Nats): Promise<ConsumerStatus[]> {
+  return Promise.all(Object.values(CONSUMERS).map(async ({ stream, durable_name }) => {
+    const info = await nats.jsm.consumers.info(stream, durable_name);
+    return {
+      name: durable_name, stream, num_pending: info.num_pending, num_ack_pending: info.num_ack_pending,
+      redelivered: info.num_redelivered, waiting_pulls: info.num_waiting,
+    };
+  }));
+}
+
+async function readKvCheckpoints(kv: KV): Promise<Map<string, number | null>> {
+  const out = new Map<string, number | null>();
+  await Promise.all(Object.keys(KV_CHECKPOINT_READERS).map(async (key) => {
+    const e = await kv.get(key);
+    out.set(key, e && e.operation === 'PUT' && e.value.length ? Number(e.string()) : null);
+  }));
+  return out;
+}
+
+async function readProjections(db: Db): Promise<Array<{ name: string; seq: number; updated_at: Date }>> {
+  const rows = await db.selectFrom('projection_checkpoints').select(['name', 'seq', 'updated_at']).orderBy('name').execute();
+  return rows.map((r) => ({ name: r.name, seq: Number(r.seq), updated_at: r.updated_at }));
+}
+
+async function readLeases(kv: KV, now: number): Promise<Array<Omit<LeaseStatus, 'holder_pid'>>> {
+  const out = [];
+  for await (const key of await kv.keys()) {
+    const e = await kv.get(key);
+    if (!e || e.operation !== 'PUT') continue;
+    const expires = e.created.getTime() + KV_BUCKETS.leases.ttlMs;
+    out.push({ name: key, holder: e.string(), expires_at: iso(expires), expires_in_seconds: Math.max(0, Math.round((expires - now) / 100) / 10) });
+  }
+  // The projector first, then the readers, then partitions in number order.
+  const rank = (n: string) => (n === PROJECTOR_LEASE ? 0 : n.startsWith('timers.') ? 2 : 1);
+  return out.sort((a, b) => rank(a.name) - rank(b.name) || a.name.localeCompare(b.name, 'en', { numeric: true }));
+}
+
+/** Every pending timer once (TIMERS keeps only the latest value per timer). */
+async function readTimers(nats: Nats, messages: number, now: number): Promise<TimerStatus> {
+  const t: TimerStatus = { pending: 0, armed: 0, paused: 0, overdue: 0, oldest_overdue_due_at: null, next_due_at: null, partitions: [] };
+  const byPartition = new Map<number, { partition: number; pending: number; overdue: number }>();
+  let oldestOverdue = Infinity;
+  let nextDue = Infinity;
+  if (messages > 0) {
+    const consumer = await nats.js.consumers.get(STREAMS.timers.name);
+    // Fired timers are deleted meanwhile, so the scan ends on "nothing left", not on a count.
+    for (let more = true; more;) {
+      let got = 0;
+      let last = false;
+      const batch = await consumer.fetch({ max_messages: TIMER_FETCH, expires: 1_000 });
+      for await (const m of batch) {
+        got++;
+        last = m.info.pending === 0;
+        const partition = Number(m.subject.split('.')[1]);
+        const p = byPartition.get(partition) ?? { partition, pending: 0, overdue: 0 };
+        byPartition.set(partition, p);
+        const value = decodeJson<TimerValue>(m.data);
+        t.pending++;
+        p.pending++;
+        if (value.state === 'paused') t.paused++;
+        else {
+          t.armed++;
+          if (value.due_at < now) {
+            t.overdue++;
+            p.overdue++;
+            oldestOverdue = Math.min(oldestOverdue, value.due_at);
+          } else nextDue = Math.min(nextDue, value.due_at);
+        }
+        if (last) break;
+      }
+      more = got === TIMER_FETCH && !last;
+    }
+  }
+  t.oldest_overdue_due_at = Number.isFinite(oldestOverdue) ? iso(oldestOverdue) : null;
+  t.next_due_at = Number.isFinite(nextDue) ? iso(nextDue) : null;
+  t.partitions = [...byPartition.values()].sort((a, b) => a.partition - b.partition);
+  return t;
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([p, new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms / 1000} s`)), ms);
+  })]).finally(() => clearTimeout(timer));
+}
+
+export async function readStatus(deps: {
+  nats: Nats;
+  /** Postgres, or why there is none to read. */
+  db: Db | { missing: string };
+  rollCallMs: number;
+  now?: () => number;
+}): Promise<StatusReport> {
+  const now = (deps.now ?? Date.now)();
+  const errors: StatusReport['errors'] = [];
+  const part = async <T>(name: string, read: () => Promise<T>, fallback: T): Promise<T> => {
+    try {
+      return await read();
+    } catch (err) {
+      errors.push({ part: name, message: (err as Error).message });
+      return fallback;
+    }
+  };
+  const { db } = deps;
+  const kvm = new Kvm(deps.nats.nc);
+  const [streams, consumers, kvCheckpoints, projectionRows, leases, processes] = await Promise.all([
+    part('streams', () => readStreams(deps.nats), []),
+    part('consumers', () => readConsumers(deps.nats), []),
+    part('checkpoints', async () => readKvCheckpoints(await kvm.open(KV_BUCKETS.checkpoints.name)), null),
+    'missing' in db
+      ? part('projections', () => Promise.reject(new Error(db.missing)), null)
+      : part('projections', () => withTimeout(readProjections(db), PG_TIMEOUT_MS, 'Postgres'), null),
+    part('leases', async () => readLeases(await kvm.open(KV_BUCKETS.leases.name), now), []),
+    part('processes', () => rollCall(deps.nats, deps.rollCallMs), []),
+  ]);
+  const stream = (name: string) => streams.find((s) => s.name === name);
+  const timerMessages = stream(STREAMS.timers.name)?.messages;
+  const timers = timerMessages === undefined ? null : await part('timers', () => readTimers(deps.nats, timerMessages, now), null);
+  const lastSeq = (name: string) => stream(name)?.last_seq ?? null;
+  const eventsLast = lastSeq(STREAMS.events.name);
+  const projectorAt = projectionRows ? projectionRows.find((r) => r.name === PROJECTOR_NAME)?.seq ?? null : null;
+  const readers: ReaderStatus[] = [
+    { name: 'projector', stream: STREAMS.events.name, checkpoint_in: 'postgres' as const, position: projectorAt },
+    ...Object.entries(KV_CHECKPOINT_READERS).map(([name, s]) => ({ name, stream: s, checkpoint_in: 'kv' as const, position: kvCheckpoints?.get(name) ?? null })),
+  ].map((r) => ({ ...r, last_seq: lastSeq(r.stream), lag: lagOf(lastSeq(r.stream), r.position) }));
+  const pidOf = new Map(processes.map((p) => [p.instance, p.pid]));
+  return {
+    checked_at: iso(now),
+    streams,
+    consumers,
+    readers,
+    projections: projectionRows?.map((r) => ({
+      name: r.name, position: r.seq, events_last_seq: eventsLast, lag: lagOf(eventsLast, r.seq), updated_at: r.updated_at.toISOString(),
+    })) ?? null,
+    leases: leases.map((l) => ({ ...l, holder_pid: pidOf.get(l.holder) ?? null })),
+    timers,
+    processes,
+    errors,
+  };
+}
+
+/** How long processes have to answer the roll call: their count is unknown, so status waits this long. */
+const ROLL_CALL_MS = 1_500;
+
+/**
+ * The command: prints the report (a JSON line or tables) and answers with the exit
+ * code: 0 all read, 1 NATS unreachable (nothing printed on stdout), 3 some part not read.
+ */
+export async function statusCommand(opts: {
+  natsUrl: string;
+  databaseUrl: string | undefined;
+  json: boolean;
+  out: (text: string) => void;
+  err: (text: string) => void;
+}): Promise<number> {
+  let nats: Nats;
+  try {
+    nats = await connectNats(opts.natsUrl, 'jetcron status');
+  } catch (err) {
+    opts.err(`jetcron: cannot reach NATS at ${opts.natsUrl} (${(err as Error).message}); is the service running? NATS_URL, or --data-dir of a running embedded service, says where it is\n`);
+    return 1;
+  }
+  const pg = opts.databaseUrl ? connectDb(opts.databaseUrl, 1).db : undefined;
+  try {
+    const report = await readStatus({
+      nats,
+      db: pg ?? { missing: 'no Postgres URL: set DATABASE_URL, or give --data-dir of a running embedded service' },
+      rollCallMs: ROLL_CALL_MS,
+    });
+    opts.out(opts.json ? `${JSON.stringify(report)}\n` : statusText(report));
+    return report.errors.length ? 3 : 0;
+  } finally {
+    await pg?.destroy().catch(() => {});
+    await nats.close();
+  }
+}

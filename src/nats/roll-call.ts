@@ -1,0 +1,55 @@
+import { hostname } from 'node:os';
+import { NoRespondersError } from '@nats-io/transport-node';
+import { SUBJECTS } from '../../streams/definitions.ts';
+import { decodeJson } from '../lib/json.ts';
+import type { Nats } from './connection.ts';
+
+/** One live service process, as it describes itself. */
+export interface ProcessInfo {
+  /** The id it holds leases under (`<pid>-<hex>`). */
+  instance: string;
+  /** Its roles; empty for the parent of a split `serve`, which owns the embedded servers and restarts its children. */
+  roles: string[];
+  pid: number;
+  host: string;
+  /** The split `serve` it belongs to (the parent's instance id), or null for a process started on its own. */
+  group: string | null;
+  started_at: string;
+  uptime_seconds: number;
+}
+
+/**
+ * Answers roll calls on a core subject while the process runs. A request with many
+ * answers instead of a heartbeat registry: nothing to expire, nothing stored, and a
+ * process that is gone simply does not answer. Returns the stop function.
+ */
+export function answerRollCall(nats: Nats, me: { instance: string; roles: string[]; group: string | undefined }): () => void {
+  const startedAt = Date.now();
+  const sub = nats.nc.subscribe(SUBJECTS.rollCall, {
+    callback: (_err, m) => {
+      const info: ProcessInfo = {
+        instance: me.instance, roles: me.roles, pid: process.pid, host: hostname(), group: me.group ?? null,
+        started_at: new Date(startedAt).toISOString(), uptime_seconds: Math.round((Date.now() - startedAt) / 1000),
+      };
+      m.respond(JSON.stringify(info));
+    },
+  });
+  return () => sub.unsubscribe();
+}
+
+/** Every process that answers within `waitMs`: how many there are is unknown, so the whole window is waited out. */
+export async function rollCall(nats: Nats, waitMs: number): Promise<ProcessInfo[]> {
+  const out: ProcessInfo[] = [];
+  const replies = await nats.nc.requestMany(SUBJECTS.rollCall, '', { strategy: 'timer', maxWait: waitMs });
+  try {
+    for await (const m of replies) {
+      try {
+        out.push(decodeJson<ProcessInfo>(m.data));
+      } catch { /* not a roll-call answer */ }
+    }
+  } catch (err) {
+    // The server's "no responders": no process of the service runs.
+    if (!(err instanceof NoRespondersError)) throw err;
+  }
+  return out.sort((a, b) => a.host.localeCompare(b.host) || a.pid - b.pid);
+}
