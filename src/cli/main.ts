@@ -68,6 +68,9 @@ async function runServe(flags: Map<string, string>, dataDir: string) {
   const config = loadConfig(process.env, { roles: flags.get('roles'), processes: flags.get('processes'), dataDir, cores: availableParallelism() });
   // Loaded on demand: the admin commands should not pay for the whole service's modules.
   const split = config.processes.length > 1 && !config.processGroup;
+  // The service logs JSON lines (readable on a terminal) with its roles; the admin commands plain lines.
+  const { createLogger, logFunction } = await import('../lib/logger.ts');
+  const serviceLog = logFunction(createLogger({ role: split ? 'parent' : [...config.roles].join(','), level: process.env.LOG_LEVEL }));
   // Signals are taken from the first moment: one that arrives while the service starts
   // stops it as soon as it has started, with its embedded servers, never half-way.
   let running: Running | undefined;
@@ -77,9 +80,9 @@ async function runServe(flags: Map<string, string>, dataDir: string) {
     if (!running) return void (stopAsked ??= signal);
     if (stopping) return;
     stopping = true;
-    log(`${signal}: shutting down`);
+    serviceLog(`${signal}: shutting down`);
     running.stop().then(() => process.exit(0), (err: Error) => {
-      log(`shutdown failed: ${err.message}`);
+      serviceLog(`ERROR shutdown failed: ${err.message}`);
       process.exit(1);
     });
   };
@@ -87,8 +90,8 @@ async function runServe(flags: Map<string, string>, dataDir: string) {
   process.on('SIGINT', () => shutdown('SIGINT'));
   if (config.processGroup && process.send) process.on('disconnect', () => shutdown('parent process gone'));
   running = split
-    ? await (await import('../runtime/process-group.ts')).serveInProcesses(config, log)
-    : await (await import('../runtime/serve.ts')).serve(config, log);
+    ? await (await import('../runtime/process-group.ts')).serveInProcesses(config, serviceLog)
+    : await (await import('../runtime/serve.ts')).serve(config, serviceLog);
   // A role process of a split serve: ready once its roles run.
   if (config.processGroup && process.send?.({ type: 'jetcron-ready', url: running.url } satisfies ChildReady) === false) stopAsked ??= 'parent process gone';
   if (stopAsked) shutdown(stopAsked);

@@ -1,6 +1,6 @@
 import type { JsMsg } from '@nats-io/jetstream';
 import { CONSUMERS, SUBJECTS } from '../../streams/definitions.ts';
-import type { ExecutionEvent } from '../commands/execution/types.ts';
+import type { AttemptResult, ExecutionEvent } from '../commands/execution/types.ts';
 import { applyScriptVerdict, attemptStarted, decideAttemptResult, executionSoFar, planAttempt } from '../commands/execution/decide.ts';
 import type { ScriptEngine } from '../scripts/engine.ts';
 import { unreachable } from '../lib/unreachable.ts';
@@ -26,6 +26,7 @@ import { signedHeaders } from './signing.ts';
 import { annotate, contextFrom, inSpan, sourceAttributes, SpanKind } from '../telemetry/tracing.ts';
 import { tracedSend } from '../telemetry/traced-send.ts';
 import { traceparentOf } from '../nats/follow.ts';
+import type { Log } from '../lib/logger.ts';
 
 export interface DispatcherDeps {
   nats: Nats;
@@ -34,7 +35,7 @@ export interface DispatcherDeps {
   outbound: OutboundClient;
   clock: Clock;
   concurrency: number;
-  log: (m: string) => void;
+  log: Log;
   supervisor: Supervisor;
   onAttempt?: (job: Job, ms: number) => void;
   /** Runs a task's or schedule's `on_response`; without it scripts are not run. */
@@ -218,6 +219,13 @@ export function startDispatcher(deps: DispatcherDeps) {
     // The start (if recorded) goes first in the execution's log.
     if (started) await started;
     await append(job, [finished]);
+    deps.log.debug?.('attempt finished', () => {
+      const d = finished.data as AttemptResult;
+      return {
+        org_id: job.org_id, [`${job.source.type}_id`]: job.source.id, execution_id: job.execution_id, attempt: job.attempt,
+        status: d.status, status_code: d.status_code, duration_ms: d.duration_ms, next_attempt_at: d.next_attempt_at,
+      };
+    });
     return undefined;
   }
 

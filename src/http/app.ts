@@ -17,9 +17,10 @@ import { scheduleRoutes } from './routes/schedules.ts';
 import { syncRoutes } from './routes/sync.ts';
 import { taskRoutes } from './routes/tasks.ts';
 import { inServerSpan } from '../telemetry/server-span.ts';
+import type { Log } from '../lib/logger.ts';
 
 /** `rootUrl` is read per request: with PORT=0 the real port is known only after listen. */
-export function createApp(deps: ApiDeps, log: (m: string) => void, rootUrl: () => string = () => deps.config.publicUrl ?? `http://${deps.config.host}:${deps.config.port}`) {
+export function createApp(deps: ApiDeps, log: Log, rootUrl: () => string = () => deps.config.publicUrl ?? `http://${deps.config.host}:${deps.config.port}`) {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -40,6 +41,18 @@ export function createApp(deps: ApiDeps, log: (m: string) => void, rootUrl: () =
     next();
   });
   app.use(checkPath);
+  // One debug line per request (LOG_LEVEL=debug only: otherwise not even registered).
+  const debug = log.debug;
+  if (debug) {
+    app.use((req, res, next) => {
+      const t0 = performance.now();
+      res.once('finish', () => debug('request', () => ({
+        method: req.method, route: req.route ? `${req.baseUrl}${String(req.route.path)}` : null, status: res.statusCode,
+        org_id: (req as { orgId?: string }).orgId ?? null, id: req.params?.id ?? null, duration_ms: Math.round((performance.now() - t0) * 100) / 100,
+      })));
+      next();
+    });
+  }
 
   app.get('/healthz', deps.health.handler);
   // Liveness only (the process answers); /healthz says whether its work gets done.

@@ -14,6 +14,7 @@ import { endpointSnapshot, eventRecord, planDelivery, plannedExecutionId, type H
 import { decodeStoredRequest, type StoredRequest } from './stored-request.ts';
 import { context, trace } from '@opentelemetry/api';
 import { SpanKind, startSpan } from '../telemetry/tracing.ts';
+import type { Log } from '../lib/logger.ts';
 
 const CHECKPOINT_KEY: keyof typeof KV_CHECKPOINT_READERS = 'inbound-router';
 const CHECKPOINT_EVERY_MS = 250;
@@ -27,7 +28,7 @@ export interface RouterDeps {
   hooks: HooksFor;
   clock: Clock;
   owner: string;
-  log: (m: string) => void;
+  log: Log;
   supervisor: Supervisor;
 }
 
@@ -112,6 +113,10 @@ export function startInboundRouter(deps: RouterDeps) {
       const ctx = trace.setSpan(context.active(), span);
       try {
         const d = await context.with(ctx, () => decide(item));
+        deps.log.debug?.('inbound event routed', () => ({
+          org_id: item.event.meta.org_id, endpoint_id: item.event.meta.endpoint_id, inbound_event_id: item.event.meta.id,
+          outcome: d?.event.data.event.outcome ?? 'endpoint deleted', executions: d?.event.data.executions.map((x) => x.execution_id) ?? [],
+        }));
         if (d) decided.push({ ...d, span, ctx });
         else span.end();
       } catch (err) {

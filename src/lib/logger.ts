@@ -12,8 +12,12 @@ import pretty from 'pino-pretty';
  * configuration) and by redaction of the field names that could hold one, should a
  * caller pass an object that has them.
  */
-export type Log = (message: string, fields?: LogFields) => void;
 export type LogFields = Record<string, unknown>;
+export interface Log {
+  (message: string, fields?: LogFields): void;
+  /** A debug line about one unit of work; `fields` is built only when debug lines are on (`LOG_LEVEL=debug`). */
+  debug?: (message: string, fields: () => LogFields) => void;
+}
 
 export const REDACTED_FIELDS = [
   'authorization', 'api_key', 'apiKey', 'secret', 'secrets', 'webhook_secret', 'password', 'token', 'headers', 'body',
@@ -61,9 +65,12 @@ export function createLogger(opts: LoggerOptions): Logger {
  * with "ERROR" is an error, one that starts with "WARN" a warning, the rest info.
  */
 export function logFunction(logger: Logger): Log {
-  return (message, fields) => {
+  const log: Log = (message, fields) => {
     if (message.startsWith('ERROR')) logger.error(fields ?? {}, message.replace(/^ERROR:?\s*/, ''));
     else if (message.startsWith('WARN')) logger.warn(fields ?? {}, message.replace(/^WARN(ING)?:?\s*/, ''));
     else logger.info(fields ?? {}, message);
   };
+  const debugOn = logger.isLevelEnabled('debug');
+  if (debugOn) log.debug = (message, fields) => logger.debug(fields(), message);
+  return log;
 }

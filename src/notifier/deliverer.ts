@@ -12,6 +12,9 @@ import { consumeWork } from '../nats/work-consumer.ts';
 import type { Directory } from '../nats/org-directory.ts';
 import type { Mailer } from './mailer.ts';
 import type { NotificationJob } from './plan.ts';
+import { traceparentOf } from '../nats/follow.ts';
+import { annotate, contextFrom, inSpan, SpanKind } from '../telemetry/tracing.ts';
+import { tracedSend } from '../telemetry/traced-send.ts';
 
 /** Waits before the 2nd and 3rd try (scaled by JETCRON_TIME_SCALE): 3 tries in all. */
 export const NOTIFY_RETRY_DELAYS_MS = [5_000, 20_000] as const;
@@ -60,7 +63,7 @@ export function startDeliverer(deps: DelivererDeps) {
         nowMs: deps.clock.now(),
       }),
     };
-    const r = await deps.outbound.send({ url: job.target, method: 'POST', headers, body, timeoutMs: WEBHOOK_TIMEOUT_MS });
+    const r = await tracedSend(deps.outbound, { url: job.target, method: 'POST', headers, body, timeoutMs: WEBHOOK_TIMEOUT_MS });
     if (r.kind === 'response') {
       if (r.statusCode >= 200 && r.statusCode < 300) return { ok: true, status_code: r.statusCode };
       return { ok: false, final: false, status_code: r.statusCode, error: `HTTP ${r.statusCode}` };
@@ -105,8 +108,16 @@ export function startDeliverer(deps: DelivererDeps) {
     await deps.store.append(SUBJECTS.notification(job.org_id, job.id), event);
   }
 
-  async function handle(msg: JsMsg, handedBack: () => boolean): Promise<void> {
+  /** One delivery as a CONSUMER span, continuing the trace of the outcome that caused it (NOTIFY message header). */
+  function handle(msg: JsMsg, handedBack: () => boolean): Promise<void> {
     const job = decodeJson<NotificationJob>(msg.data);
+    return inSpan(`notify ${job.event}`, { kind: SpanKind.CONSUMER, parent: contextFrom(traceparentOf(msg)) }, (span) => {
+      annotate(span, () => ({ 'jetcron.org_id': job.org_id, 'jetcron.notification_id': job.id, 'jetcron.channel': job.channel }));
+      return deliver(msg, job, handedBack);
+    });
+  }
+
+  async function deliver(msg: JsMsg, job: NotificationJob, handedBack: () => boolean): Promise<void> {
     // Every redelivery counts as a try, whether a retry we asked for or one after a crash.
     const tries = Math.max(1, msg.info.deliveryCount);
     const result = job.channel === 'email' ? await sendEmail(job) : await sendWebhook(job);

@@ -17,6 +17,7 @@ import { readEventsKeyed } from '../nats/keyed-event-reader.ts';
 import { isWrongLastSequence } from '../nats/jetstream-errors.ts';
 import type { Supervisor } from '../nats/supervisor.ts';
 import { untilStarted } from '../runtime/startup-retry.ts';
+import { contextFrom, inSpan, SpanKind } from '../telemetry/tracing.ts';
 
 export const CHECKPOINT_KEY: keyof typeof KV_CHECKPOINT_READERS = 'notifier';
 const CHECKPOINT_EVERY_MS = 250;
@@ -300,7 +301,8 @@ export function startNotifyReader(deps: NotifyReaderDeps) {
         log: deps.log,
         supervisor: deps.supervisor,
         keyOf: (e) => notifyChainKey(e.event, e.subject),
-        handle: (e) => decider.handle(e),
+        // An outcome's notification continues the outcome's trace (its EVENTS message header).
+        handle: (e) => (e.traceparent ? inSpan(`notify-decide ${e.event.type}`, { kind: SpanKind.CONSUMER, parent: contextFrom(e.traceparent) }, () => decider.handle(e)) : decider.handle(e)),
       });
     });
   })();

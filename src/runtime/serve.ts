@@ -34,6 +34,8 @@ import { bootstrapFirstOrganization } from './first-organization.ts';
 import { startEmbeddedNats } from './embedded-nats.ts';
 import { untilStarted } from './startup-retry.ts';
 import { startEmbeddedPostgres } from './embedded-postgres.ts';
+import { startTracing } from '../telemetry/tracing.ts';
+import type { Log } from '../lib/logger.ts';
 
 export interface Running {
   url: string | undefined;
@@ -61,7 +63,7 @@ export async function runStoppers(stoppers: Stopper[], log: (m: string) => void)
 }
 
 /** The composition root: every role the config names, in one process. */
-export async function serve(config: Config, log: (m: string) => void): Promise<Running> {
+export async function serve(config: Config, log: Log): Promise<Running> {
   const stoppers: Stopper[] = [];
   const stopAll = () => runStoppers(stoppers, log);
   try {
@@ -100,10 +102,14 @@ export async function startStores(config: Config, log: (m: string) => void, stop
   return { embedded, natsUrl, databaseUrl };
 }
 
-async function start(config: Config, log: (m: string) => void, stoppers: Stopper[], stopAll: () => Promise<void>): Promise<Running> {
+async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () => Promise<void>): Promise<Running> {
   const { embedded, natsUrl, databaseUrl } = await startStores(config, log, stoppers);
 
   const instanceId = `${process.pid}-${randomBytes(4).toString('hex')}`;
+  // First in, so stopped last: spans of the shutdown itself are exported too.
+  const tracing = startTracing({ role: [...config.roles].join(','), instanceId });
+  stoppers.push(named('trace export', () => tracing.shutdown()));
+  if (tracing.enabled) log('tracing: exporting spans over OTLP/HTTP (OTEL_* environment)');
   const nats = await untilStarted('connecting to NATS', () => connectNats(natsUrl, `jetcron ${[...config.roles].join(',')} ${instanceId}`), log);
   stoppers.push(named('NATS connection', () => nats.close()));
   await untilStarted('applying the stream definitions', () => applyStreams(nats, config.streamReplicas), log);

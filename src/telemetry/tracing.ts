@@ -58,7 +58,7 @@ let started: Tracing | undefined;
 export function startTracing(opts: { serviceName?: string; role: string; instanceId: string; env?: NodeJS.ProcessEnv }): Tracing {
   if (started) return started;
   const env = opts.env ?? process.env;
-  if (!tracingRequested(env)) return (started = { enabled: false, shutdown: async () => {} });
+  if (!tracingRequested(env)) return { enabled: false, shutdown: async () => {} };
   const provider = new TracerProvider({
     sampler: samplerFromEnv(env),
     resource: resourceFromAttributes({
@@ -76,6 +76,11 @@ export function startTracing(opts: { serviceName?: string; role: string; instanc
     async shutdown() {
       await provider.forceFlush().catch(() => {});
       await provider.shutdown().catch(() => {});
+      // Back to the no-op API, so a service started again in this process (tests) can register anew.
+      trace.disable();
+      context.disable();
+      propagation.disable();
+      started = undefined;
     },
   };
   return started;
