@@ -136,7 +136,7 @@ describe('OpenAPI document', () => {
     delete broken.paths['/tasks'].get.responses['200'].description;
     assert.equal(validate(broken), false);
     const noIn = structuredClone(doc) as any;
-    delete noIn.components.parameters.Limit.in;
+    delete noIn.paths['/executions'].get.parameters[0].in;
     assert.equal(validate(noIn), false);
   });
 

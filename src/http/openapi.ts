@@ -19,12 +19,12 @@ function strip(schema: object): object {
 
 const json = (ref: string) => ({ content: { 'application/json': { schema: { $ref: `#/components/schemas/${ref}` } } } });
 const errors = { default: { description: 'Error', ...json('Error') } };
-const param = (name: string) => ({ $ref: `#/components/parameters/${name}` });
 const SUCCESS: Record<string, string> = { 200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No content' };
 
 const pathId = (name: string, description: string) => ({ name, in: 'path', required: true, description, schema: { type: 'string' } });
 const query = (name: string, description: string, schema: object, required = false) => ({ name, in: 'query', required, description, schema });
 
+// Written out in every operation rather than referenced, so a reader needs no $ref resolution.
 const parameters = {
   Id: pathId('id', 'The resource id (`tsk_…`, `sch_…`, `mon_…`, `ep_…`, `exe_…`)'),
   EventId: pathId('event_id', 'The inbound event id (`evt_…`)'),
@@ -54,14 +54,14 @@ interface OpOptions {
 const op = (summary: string, { body, bodyOptional = false, ok = '200', params = [], open = false }: OpOptions = {}) => ({
   summary,
   security: open ? [] : [{ bearer: [] }],
-  ...(params.length ? { parameters: params.map(param) } : {}),
+  ...(params.length ? { parameters: params.map((name) => parameters[name]) } : {}),
   ...(body ? { requestBody: { required: !bodyOptional, ...json(body) } } : {}),
   responses: { [ok]: { description: SUCCESS[ok]! }, ...errors },
 });
 
 /** Path parameters belong to the path item: every operation under it shares them. */
-const withId = { parameters: [param('Id')] };
-const withEvent = { parameters: [param('Id'), param('EventId')] };
+const withId = { parameters: [parameters.Id] };
+const withEvent = { parameters: [parameters.Id, parameters.EventId] };
 const history = { params: ['Limit'] as ParameterName[] };
 
 export function openApiDocument(serverUrl: string) {
@@ -71,7 +71,6 @@ export function openApiDocument(serverUrl: string) {
     servers: [{ url: serverUrl }],
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'pk_….sk_… API key' } },
-      parameters,
       schemas: {
         CreateTask: strip(createTaskSchema),
         UpdateTask: strip(updateTaskSchema),
