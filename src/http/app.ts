@@ -61,8 +61,7 @@ export function createApp(deps: ApiDeps, log: Log, rootUrl: () => string = () =>
     res.type('text/plain; version=0.0.4').send(deps.metrics.render());
   });
 
-  const root = deps.config.publicUrl ?? `http://${deps.config.host}:${deps.config.port}`;
-  app.get('/api/v1/openapi.json', (_req, res) => void res.json(openApiDocument(`${root}/api/v1`)));
+  app.get('/api/v1/openapi.json', (_req, res) => void res.json(openApiDocument(`${rootUrl()}/api/v1`)));
 
   app.use(pingRoutes(deps));
 

@@ -1,4 +1,5 @@
 import { idempotencyKeyParameter } from './idempotency.ts';
+import { EXECUTION_STATUSES, LIST_LIMIT } from './routes/executions.ts';
 import { errorSchema } from './schemas/common.ts';
 import { updateOrganizationSchema } from './schemas/organization.ts';
 import { createTaskSchema, triggerTaskSchema, updateTaskSchema } from './schemas/task.ts';
@@ -10,6 +11,7 @@ import { syncSchema } from './schemas/sync.ts';
 import { scriptTestSchema } from './schemas/script.ts';
 
 // Built from the very schema objects that validate requests, so the document cannot drift.
+// test/openapi.e2e.test.ts checks it against the OpenAPI 3.1 schema and the app's routes.
 function strip(schema: object): object {
   const { $id: _id, ...rest } = schema as Record<string, unknown>;
   return rest;
@@ -17,14 +19,52 @@ function strip(schema: object): object {
 
 const json = (ref: string) => ({ content: { 'application/json': { schema: { $ref: `#/components/schemas/${ref}` } } } });
 const errors = { default: { description: 'Error', ...json('Error') } };
+const SUCCESS: Record<string, string> = { 200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No content' };
+
+const pathId = (name: string, description: string) => ({ name, in: 'path', required: true, description, schema: { type: 'string' } });
+const query = (name: string, description: string, schema: object, required = false) => ({ name, in: 'query', required, description, schema });
+
+// Written out in every operation rather than referenced, so a reader needs no $ref resolution.
+const parameters = {
+  Id: pathId('id', 'The resource id (`tsk_…`, `sch_…`, `mon_…`, `ep_…`, `exe_…`)'),
+  EventId: pathId('event_id', 'The inbound event id (`evt_…`)'),
+  Limit: query('limit', 'At most this many, newest first', { type: 'integer', minimum: 1, maximum: LIST_LIMIT.max, default: LIST_LIMIT.fallback }),
+  Offset: query('offset', 'Skip this many', { type: 'integer', minimum: 0, default: 0 }),
+  Status: query('status', 'Only executions with this status', { type: 'string', enum: EXECUTION_STATUSES }),
+  TaskId: query('task_id', 'Only executions of this task, schedule, monitor or endpoint', { type: 'string' }),
+  Since: query('since', 'Scheduled at or after: an ISO 8601 timestamp, or a duration such as `24h` meaning that long ago', { type: 'string' }),
+  Until: query('until', 'Scheduled at or before: an ISO 8601 timestamp, or a duration such as `30m` meaning that long ago', { type: 'string' }),
+  Lane: query('lane', 'The lane whose live tasks are cancelled', { type: 'string', minLength: 1 }, true),
+  IdempotencyKey: idempotencyKeyParameter,
+};
+type ParameterName = keyof typeof parameters;
+
+interface OpOptions {
+  /** The component schema of the JSON request body. */
+  body?: string;
+  /** The body may be left out (a trigger: `{}` then). */
+  bodyOptional?: boolean;
+  /** The success status. */
+  ok?: '200' | '201' | '202' | '204';
+  params?: ParameterName[];
+  /** No API key needed. */
+  open?: boolean;
+}
+
+const op = (summary: string, { body, bodyOptional = false, ok = '200', params = [], open = false }: OpOptions = {}) => ({
+  summary,
+  security: open ? [] : [{ bearer: [] }],
+  ...(params.length ? { parameters: params.map((name) => parameters[name]) } : {}),
+  ...(body ? { requestBody: { required: !bodyOptional, ...json(body) } } : {}),
+  responses: { [ok]: { description: SUCCESS[ok]! }, ...errors },
+});
+
+/** Path parameters belong to the path item: every operation under it shares them. */
+const withId = { parameters: [parameters.Id] };
+const withEvent = { parameters: [parameters.Id, parameters.EventId] };
+const history = { params: ['Limit'] as ParameterName[] };
 
 export function openApiDocument(serverUrl: string) {
-  const op = (summary: string, body?: string, ok = '200') => ({
-    summary,
-    security: [{ bearer: [] }],
-    ...(body ? { requestBody: { required: true, ...json(body) } } : {}),
-    responses: { [ok]: { description: 'OK' }, ...errors },
-  });
   return {
     openapi: '3.1.0',
     info: { title: 'jetcron API', version: '1' },
@@ -49,32 +89,37 @@ export function openApiDocument(serverUrl: string) {
       },
     },
     paths: {
-      '/tasks': { get: op('List tasks'), post: { ...op('Create a task', 'CreateTask', '201'), parameters: [idempotencyKeyParameter] } },
-      '/tasks/{id}': { get: op('Get a task'), put: op('Update a task', 'UpdateTask'), delete: op('Delete a task and its history', undefined, '204') },
-      '/tasks/{id}/trigger': { post: op('Run a task now', 'TriggerTask', '202') },
-      '/tasks/{id}/executions': { get: op('Task execution history') },
-      '/executions': { get: op('List executions') },
-      '/executions/{id}': { get: op('Get an execution with its attempts') },
-      '/tasks/batch': { post: { ...op('Create up to 1,000 tasks of one lane, all or nothing', 'CreateBatch', '201'), parameters: [idempotencyKeyParameter] } },
-      '/schedules': { get: op('List schedules'), post: op('Create a cron schedule', 'CreateSchedule', '201') },
-      '/schedules/{id}': { get: op('Get a schedule'), put: op('Update a schedule', 'UpdateSchedule'), delete: op('Delete a schedule and its history', undefined, '204') },
-      '/schedules/{id}/trigger': { post: op('Run a schedule now', 'TriggerTask', '202') },
-      '/schedules/{id}/executions': { get: op('Schedule execution history') },
-      '/monitors': { get: op('List heartbeat monitors'), post: op('Create a heartbeat monitor', 'CreateMonitor', '201') },
-      '/monitors/{id}': { get: op('Get a monitor with its ping_url'), put: op('Update a monitor', 'UpdateMonitor'), delete: op('Delete a monitor and its pings', undefined, '204') },
-      '/monitors/{id}/pause': { post: op('Pause a monitor (pings answer 410)') },
-      '/monitors/{id}/resume': { post: op('Resume a monitor') },
-      '/monitors/{id}/pings': { get: op('Ping history') },
-      '/sync': { put: op('Declare schedules and monitors by key', 'Sync') },
-      '/scripts/test': { post: op('Run one Lua hook as the service would, storing nothing (Pro): answers {result, logs, duration_ms, error}', 'ScriptTest') },
-      '/endpoints': { get: op('List endpoints'), post: { ...op('Create an endpoint', 'CreateEndpoint', '201'), parameters: [idempotencyKeyParameter] } },
-      '/endpoints/{id}': { get: op('Get an endpoint with its inbound_url'), put: op('Update an endpoint', 'UpdateEndpoint'), delete: op('Delete an endpoint and its inbound events', undefined, '204') },
-      '/endpoints/{id}/pause': { post: op('Pause delivery (events are stored and held)') },
-      '/endpoints/{id}/resume': { post: op('Resume delivery (held events go out in order)') },
-      '/endpoints/{id}/events': { get: op('Inbound events of the last 30 days, newest first') },
-      '/endpoints/{id}/events/{event_id}': { get: op('One inbound event with its stored request') },
-      '/endpoints/{id}/events/{event_id}/replay': { post: op('Forward the stored request again', undefined, '202') },
-      '/organization': { get: op('Get the organization'), put: op('Update notification settings', 'UpdateOrganization') },
+      '/openapi.json': { get: op('This document', { open: true }) },
+      '/tasks': {
+        get: op('List tasks'),
+        post: op('Create a task', { body: 'CreateTask', ok: '201', params: ['IdempotencyKey'] }),
+        delete: op('Cancel every live task of a lane', { params: ['Lane'] }),
+      },
+      '/tasks/{id}': { ...withId, get: op('Get a task'), put: op('Update a task', { body: 'UpdateTask' }), delete: op('Delete a task and its history', { ok: '204' }) },
+      '/tasks/{id}/trigger': { ...withId, post: op('Run a task now', { body: 'TriggerTask', bodyOptional: true, ok: '202' }) },
+      '/tasks/{id}/executions': { ...withId, get: op('Task execution history', history) },
+      '/executions': { get: op('List executions', { params: ['Limit', 'Offset', 'Status', 'TaskId', 'Since', 'Until'] }) },
+      '/executions/{id}': { ...withId, get: op('Get an execution with its attempts') },
+      '/tasks/batch': { post: op('Create up to 1,000 tasks of one lane, all or nothing', { body: 'CreateBatch', ok: '201', params: ['IdempotencyKey'] }) },
+      '/schedules': { get: op('List schedules'), post: op('Create a cron schedule', { body: 'CreateSchedule', ok: '201', params: ['IdempotencyKey'] }) },
+      '/schedules/{id}': { ...withId, get: op('Get a schedule'), put: op('Update a schedule', { body: 'UpdateSchedule' }), delete: op('Delete a schedule and its history', { ok: '204' }) },
+      '/schedules/{id}/trigger': { ...withId, post: op('Run a schedule now', { body: 'TriggerTask', bodyOptional: true, ok: '202' }) },
+      '/schedules/{id}/executions': { ...withId, get: op('Schedule execution history', history) },
+      '/monitors': { get: op('List heartbeat monitors'), post: op('Create a heartbeat monitor', { body: 'CreateMonitor', ok: '201' }) },
+      '/monitors/{id}': { ...withId, get: op('Get a monitor with its ping_url'), put: op('Update a monitor', { body: 'UpdateMonitor' }), delete: op('Delete a monitor and its pings', { ok: '204' }) },
+      '/monitors/{id}/pause': { ...withId, post: op('Pause a monitor (pings answer 410)') },
+      '/monitors/{id}/resume': { ...withId, post: op('Resume a monitor') },
+      '/monitors/{id}/pings': { ...withId, get: op('Ping history', history) },
+      '/sync': { put: op('Declare schedules and monitors by key', { body: 'Sync' }) },
+      '/scripts/test': { post: op('Run one Lua hook as the service would, storing nothing (Pro): answers {result, logs, duration_ms, error}', { body: 'ScriptTest' }) },
+      '/endpoints': { get: op('List endpoints'), post: op('Create an endpoint', { body: 'CreateEndpoint', ok: '201', params: ['IdempotencyKey'] }) },
+      '/endpoints/{id}': { ...withId, get: op('Get an endpoint with its inbound_url'), put: op('Update an endpoint', { body: 'UpdateEndpoint' }), delete: op('Delete an endpoint and its inbound events', { ok: '204' }) },
+      '/endpoints/{id}/pause': { ...withId, post: op('Pause delivery (events are stored and held)') },
+      '/endpoints/{id}/resume': { ...withId, post: op('Resume delivery (held events go out in order)') },
+      '/endpoints/{id}/events': { ...withId, get: op('Inbound events of the last 30 days, newest first', history) },
+      '/endpoints/{id}/events/{event_id}': { ...withEvent, get: op('One inbound event with its stored request') },
+      '/endpoints/{id}/events/{event_id}/replay': { ...withEvent, post: op('Forward the stored request again', { ok: '202' }) },
+      '/organization': { get: op('Get the organization'), put: op('Update notification settings', { body: 'UpdateOrganization' }) },
       '/organization/webhook-secret/rotate': { post: op('Rotate the webhook secret') },
     },
   };

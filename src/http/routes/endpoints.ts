@@ -134,8 +134,8 @@ export function endpointRoutes(deps: ApiDeps, rootUrl: () => string): Router {
     res.json({ data: await eventRows(rows) });
   }));
 
-  r.get('/endpoints/:id/events/:eventId', handler(async (req, res) => {
-    const row = await loadEvent(req.orgId, req.params.id!, req.params.eventId!);
+  r.get('/endpoints/:id/events/:event_id', handler(async (req, res) => {
+    const row = await loadEvent(req.orgId, req.params.id!, req.params.event_id!);
     const stored = await storedRequest(row);
     if (!stored) throw notFound('Inbound event not found');
     const [data] = await eventRows([row]);
@@ -156,9 +156,9 @@ export function endpointRoutes(deps: ApiDeps, rootUrl: () => string): Router {
     });
   }));
 
-  r.post('/endpoints/:id/events/:eventId/replay', handler(async (req, res) => {
+  r.post('/endpoints/:id/events/:event_id/replay', handler(async (req, res) => {
     const orgId = req.orgId;
-    const row = await loadEvent(orgId, req.params.id!, req.params.eventId!);
+    const row = await loadEvent(orgId, req.params.id!, req.params.event_id!);
     const endpoint = await deps.endpoints.get(orgId, row.endpoint_id);
     if (!endpoint) throw notFound('Endpoint not found');
     if (!endpoint.forward_urls.length) throw unprocessable('the endpoint has no forward_urls: it only collects events', 'forward_urls');

@@ -6,11 +6,13 @@ import { queryInt, queryString } from '../body.ts';
 import { handler, type ApiDeps } from '../context.ts';
 import { EXECUTION_LIST_COLUMNS, executionDetail, executionRow } from '../serializers.ts';
 
-const STATUSES = ['pending', 'running', 'success', 'failed', 'timeout', 'cancelled'];
+export const EXECUTION_STATUSES = ['pending', 'running', 'success', 'failed', 'timeout', 'cancelled'];
+/** Every list's `limit` query parameter. */
+export const LIST_LIMIT = { fallback: 50, max: 100 } as const;
 
 export function limitParam(req: Request): number {
-  const limit = queryInt(req, 'limit', 50);
-  if (limit < 1 || limit > 100) throw unprocessable('limit must be between 1 and 100', 'limit');
+  const limit = queryInt(req, 'limit', LIST_LIMIT.fallback);
+  if (limit < 1 || limit > LIST_LIMIT.max) throw unprocessable(`limit must be between 1 and ${LIST_LIMIT.max}`, 'limit');
   return limit;
 }
 
@@ -37,7 +39,7 @@ export function executionRoutes(deps: ApiDeps): Router {
     const offset = queryInt(req, 'offset', 0);
     if (offset < 0) throw unprocessable('offset must be 0 or more', 'offset');
     const status = queryString(req, 'status');
-    if (status !== undefined && !STATUSES.includes(status)) throw unprocessable(`status must be one of ${STATUSES.join(', ')}`, 'status');
+    if (status !== undefined && !EXECUTION_STATUSES.includes(status)) throw unprocessable(`status must be one of ${EXECUTION_STATUSES.join(', ')}`, 'status');
     const since = instant(req, 'since', Date.now());
     const until = instant(req, 'until', Date.now());
     const taskId = queryString(req, 'task_id');
