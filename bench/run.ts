@@ -27,9 +27,10 @@ import { soak } from './soak.ts';
 import type { BenchContext, BenchResult, Benchmark, Metric } from './stack.ts';
 import { fmt, markdownTable, textTable, type Table } from './stats.ts';
 import { timers } from './timers.ts';
+import { tracing } from './tracing.ts';
 
 /** The default run (`npm run bench` without names). */
-const ALL: Benchmark[] = [reference, dispatchThroughput, latency, timers, createApi, lanes, batchAccept, idempotentReplay, schedules, monitors, inbound, lua, rebuild, peers];
+const ALL: Benchmark[] = [reference, dispatchThroughput, latency, timers, createApi, lanes, batchAccept, idempotentReplay, schedules, monitors, inbound, lua, tracing, rebuild, peers];
 /** Run only when named: `soak` alone takes ~10 minutes (1,000,000 executions). */
 const OPT_IN: Benchmark[] = [soak];
 const KNOWN: Benchmark[] = [...ALL, ...OPT_IN];
