@@ -1,6 +1,6 @@
 import type { JsMsg } from '@nats-io/jetstream';
 import { CONSUMERS, SUBJECTS } from '../../streams/definitions.ts';
-import type { ExecutionEvent } from '../commands/execution/types.ts';
+import type { AttemptResult, ExecutionEvent } from '../commands/execution/types.ts';
 import { applyScriptVerdict, attemptStarted, decideAttemptResult, executionSoFar, planAttempt } from '../commands/execution/decide.ts';
 import type { ScriptEngine } from '../scripts/engine.ts';
 import { unreachable } from '../lib/unreachable.ts';
@@ -34,6 +34,12 @@ export interface DispatcherDeps {
   log: (m: string) => void;
   supervisor: Supervisor;
   onAttempt?: (job: Job, ms: number) => void;
+  /**
+   * An attempt's result was stored (once per AttemptFinished this process appends; a
+   * re-run after a crash may tell one again). `exchangeMs`: how long the outbound
+   * exchange took, null for a result recorded without sending.
+   */
+  onAttemptFinished?: (result: AttemptResult, exchangeMs: number | null) => void;
   /** Runs a task's or schedule's `on_response`; without it scripts are not run. */
   scripts?: ScriptEngine;
 }
@@ -78,6 +84,9 @@ export function startDispatcher(deps: DispatcherDeps) {
 
   const append = (job: Job, events: ExecutionEvent[]) =>
     Promise.all(events.map((e) => deps.store.append(SUBJECTS.execution(job.org_id, job.execution_id), e)));
+  const told = (events: ExecutionEvent[], exchangeMs: number | null) => {
+    for (const e of events) if (e.type === 'AttemptFinished') deps.onAttemptFinished?.(e.data, exchangeMs);
+  };
 
   /**
    * What the attempt needs to know before it is sent, read only where it can matter:
@@ -156,6 +165,7 @@ export function startDispatcher(deps: DispatcherDeps) {
         return undefined;
       case 'record':
         await append(job, plan.events);
+        told(plan.events, null);
         return undefined;
       case 'defer':
         await append(job, plan.events);
@@ -215,6 +225,7 @@ export function startDispatcher(deps: DispatcherDeps) {
     // The start (if recorded) goes first in the execution's log.
     if (started) await started;
     await append(job, [finished]);
+    told([finished], result.durationMs);
     return undefined;
   }
 
@@ -265,6 +276,8 @@ export function startDispatcher(deps: DispatcherDeps) {
   })();
 
   return {
+    /** Organization + host pairs blocked now (per-host backoff), 0 until the blocks are loaded. */
+    hostBlocksActive: () => hosts?.activeBlocks() ?? 0,
     /** Stops taking work; in-flight attempts get `graceMs` to finish, then go back to the stream. */
     async stop(graceMs = 10_000) {
       await ready.catch(() => {});

@@ -13,7 +13,7 @@ import { createDebounceWindows } from './debounce-windows.ts';
 import { endpointSnapshot, eventRecord, planDelivery, plannedExecutionId, type HooksFor, type RoutedDelivery } from './pipeline.ts';
 import { decodeStoredRequest, type StoredRequest } from './stored-request.ts';
 
-const CHECKPOINT_KEY = 'inbound-router';
+export const CHECKPOINT_KEY = 'inbound-router';
 const CHECKPOINT_EVERY_MS = 250;
 /** A debounce window this close to its end (or a quarter of it, if less) takes no more events. */
 const MERGE_MARGIN_MS = 250;

@@ -30,7 +30,7 @@ import type { InboundEventEvent } from '../commands/inbound-event/types.ts';
 import { endpointAttemptJob } from './endpoint-jobs.ts';
 import type { Held } from './held.ts';
 
-const CHECKPOINT_KEY = 'translator';
+export const CHECKPOINT_KEY = 'translator';
 const CHECKPOINT_EVERY_MS = 250;
 
 export interface TranslatorDeps {
