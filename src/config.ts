@@ -31,6 +31,8 @@ export interface Config {
   processes: Role[][];
   /** Set in the processes a split `serve` starts (JETCRON_PROCESS_GROUP): the parent's id. */
   processGroup: string | undefined;
+  /** JETCRON_METRICS_PORT: a listener for GET /metrics alone, in every process (unset: only the API's port serves it). */
+  metricsPort: number | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -114,5 +116,6 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { roles?: string; proce
     healthStuckMs: num(env, 'JETCRON_HEALTH_STUCK_MS', 30_000, (n) => Number.isInteger(n) && n >= 100),
     processes: parseProcesses(opts.processes ?? env.JETCRON_PROCESSES, roles, opts.cores ?? 1),
     processGroup: env.JETCRON_PROCESS_GROUP || undefined,
+    metricsPort: env.JETCRON_METRICS_PORT ? num(env, 'JETCRON_METRICS_PORT', 0, (n) => Number.isInteger(n) && n >= 0 && n < 65536) : undefined,
   };
 }

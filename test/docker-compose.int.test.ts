@@ -403,6 +403,7 @@ test('every role runs with its --roles, replicated streams and the shared env', 
 
     const env = envOf(svc);
     assert.equal(env.JETCRON_STREAM_REPLICAS, '3', `${role}: JETCRON_STREAM_REPLICAS`);
+    assert.equal(env.JETCRON_METRICS_PORT, '9464', `${role}: JETCRON_METRICS_PORT, so every role can be scraped`);
     const servers = String(env.NATS_URL ?? '').split(',');
     assert.deepEqual(
       servers.map((u) => new URL(u).host).sort(),

@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../src/runtime/free-port.ts';
+import { parsePrometheusText, sampleValue } from './support/prometheus-text.ts';
 import { startTarget } from './support/target.ts';
 
 // `jetcron serve` as a user runs it, with its roles split over processes: one API, one
@@ -38,7 +39,7 @@ async function until<T>(what: string, check: () => T | undefined | false | Promi
 test('serve splits its roles over processes; a killed role process comes back; all go with the parent', { timeout: 180_000 }, async (t) => {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'jetcron-split-'));
   const port = await freePort();
-  const env: NodeJS.ProcessEnv = { ...process.env, JETCRON_DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', JETCRON_ALLOW_PRIVATE_TARGETS: '1' };
+  const env: NodeJS.ProcessEnv = { ...process.env, JETCRON_DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', JETCRON_ALLOW_PRIVATE_TARGETS: '1', JETCRON_METRICS_PORT: '0' };
   for (const name of ['NATS_URL', 'DATABASE_URL', 'JETCRON_ROLES', 'JETCRON_PROCESS_GROUP', 'JETCRON_PROCESSES']) delete env[name];
   const serve = spawn(process.execPath, ['bin/jetcron.mjs', 'serve', '--processes', 'api/dispatcher/projector,scheduler,notifier'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
@@ -78,6 +79,16 @@ test('serve splits its roles over processes; a killed role process comes back; a
   // /healthz in the API process reports the consumers the other processes run.
   const health = (await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()) as { consumers: Record<string, { state: string }> };
   for (const c of ['projector', 'translator', 'notifier', 'dispatchers']) assert.notEqual(health.consumers[c]?.state ?? 'missing', 'standby', c);
+
+  // Each process serves its own registry: the execution is counted where it ran, in the dispatcher's.
+  const metricsUrls = Object.fromEntries([...output.matchAll(/metrics of this process \(([a-z,]+)\) at (\S+)/g)].map((m) => [m[1]!, m[2]!]));
+  assert.deepEqual(Object.keys(metricsUrls).sort(), Object.keys(pids).sort());
+  const scrape = async (roles: string) => parsePrometheusText(await (await fetch(metricsUrls[roles]!)).text());
+  const executed = { source_type: 'task', status: 'success' };
+  assert.equal(sampleValue(await scrape('dispatcher'), 'jetcron_executions_total', executed), 1);
+  assert.equal(sampleValue(await scrape('api'), 'jetcron_executions_total', executed), undefined);
+  await until('the API process reports the dispatchers caught up', async () => sampleValue(await scrape('api'), 'jetcron_consumer_lag', { consumer: 'dispatchers' }) === 0);
+  assert.equal((await scrape('projector,scheduler,notifier')).get('jetcron_timers_pending')?.type, 'gauge');
 
   process.kill(pids.dispatcher!, 'SIGKILL');
   await until('the dispatcher process is started again', () => /the dispatcher process runs again/.test(output));

@@ -1,7 +1,7 @@
 import { createHash, createHmac } from 'node:crypto';
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { createScriptEngine, type ScriptEngine, type ScriptOutcome } from '../src/scripts/engine.ts';
+import { createScriptEngine, type ScriptCallObservation, type ScriptEngine, type ScriptOutcome } from '../src/scripts/engine.ts';
 
 // Real wasmoon in real worker threads. One engine of two workers for most tests; the
 // isolation tests use a one-worker engine so two calls surely share a Lua state.
@@ -378,6 +378,38 @@ test('calls wait a bounded time, in a bounded queue', async () => {
   } finally {
     await e.close();
   }
+});
+
+test('observe hears of every call: its hook, its result and its time in a worker', async () => {
+  const seen: ScriptCallObservation[] = [];
+  // maxQueued 1: with one call running and one waiting, the next is refused at once.
+  const e = createScriptEngine({ workers: 1, memoryBytes: 1024 * 1024, maxQueued: 1, observe: (c) => seen.push(c) });
+  const ready = async () => {
+    while (e.stats().ready < 1) await new Promise((resolve) => setTimeout(resolve, 5));
+  };
+  const call = async (hook: string, body: string) => e.run({ script: `function ${hook}() ${body} end`, hook, args: [] });
+  try {
+    for (const [hook, body] of [['on_response', 'return 1'], ['verify', 'error("no")'], ['filter', 'while true do end'], ['transform', 'return string.rep("x", 2 * 1024 * 1024)']]) {
+      await ready();
+      await call(hook!, body!);
+    }
+    await ready();
+    assert.match((await e.check('x = ', ['verify'])) ?? '', /script:/);
+    await ready();
+    const busy = call('route', 'while true do end');
+    const waiting = call('route', 'return {}');
+    assert.equal((await call('route', 'return {}')).unavailable, true);
+    await Promise.all([busy, waiting]);
+  } finally {
+    await e.close();
+  }
+  assert.deepEqual(seen.map(({ hook, result }) => [hook, result]), [
+    ['on_response', 'ok'], ['verify', 'error'], ['filter', 'timeout'], ['transform', 'memory'], ['check', 'error'],
+    ['route', 'unavailable'], ['route', 'timeout'], ['route', 'ok'],
+  ]);
+  // The runaway loop ran until the 100 ms limit stopped it; the refused call never ran.
+  assert.ok(seen[2]!.seconds >= 0.1, `${seen[2]!.seconds}`);
+  assert.equal(seen[5]!.seconds, 0);
 });
 
 test('a closed engine refuses calls', async () => {

@@ -38,6 +38,12 @@ export interface DispatcherDeps {
   log: Log;
   supervisor: Supervisor;
   onAttempt?: (job: Job, ms: number) => void;
+  /**
+   * An attempt's result was stored (once per AttemptFinished this process appends; a
+   * re-run after a crash may tell one again). `exchangeMs`: how long the outbound
+   * exchange took, null for a result recorded without sending.
+   */
+  onAttemptFinished?: (result: AttemptResult, exchangeMs: number | null) => void;
   /** Runs a task's or schedule's `on_response`; without it scripts are not run. */
   scripts?: ScriptEngine;
 }
@@ -82,6 +88,9 @@ export function startDispatcher(deps: DispatcherDeps) {
 
   const append = (job: Job, events: ExecutionEvent[]) =>
     Promise.all(events.map((e) => deps.store.append(SUBJECTS.execution(job.org_id, job.execution_id), e)));
+  const told = (events: ExecutionEvent[], exchangeMs: number | null) => {
+    for (const e of events) if (e.type === 'AttemptFinished') deps.onAttemptFinished?.(e.data, exchangeMs);
+  };
 
   /**
    * What the attempt needs to know before it is sent, read only where it can matter:
@@ -160,6 +169,7 @@ export function startDispatcher(deps: DispatcherDeps) {
         return undefined;
       case 'record':
         await append(job, plan.events);
+        told(plan.events, null);
         return undefined;
       case 'defer':
         await append(job, plan.events);
@@ -226,6 +236,7 @@ export function startDispatcher(deps: DispatcherDeps) {
         status: d.status, status_code: d.status_code, duration_ms: d.duration_ms, next_attempt_at: d.next_attempt_at,
       };
     });
+    told([finished], result.durationMs);
     return undefined;
   }
 
@@ -287,6 +298,8 @@ export function startDispatcher(deps: DispatcherDeps) {
   })();
 
   return {
+    /** Organization + host pairs blocked now (per-host backoff), 0 until the blocks are loaded. */
+    hostBlocksActive: () => hosts?.activeBlocks() ?? 0,
     /** Stops taking work; in-flight attempts get `graceMs` to finish, then go back to the stream. */
     async stop(graceMs = 10_000) {
       await ready.catch(() => {});

@@ -145,6 +145,8 @@ export interface HostBlocks {
   blockedUntil(orgId: string, host: string): number;
   /** The cached state (for messages and tests). */
   state(orgId: string, host: string): HostState | null;
+  /** Organization + host pairs blocked now, as the cache (the shared bucket) has them. */
+  activeBlocks(): number;
   /**
    * Applies one attempt's signal to the shared entry (compare-and-set, re-read on a
    * conflict) and returns the state that holds afterwards. No write when nothing
@@ -264,6 +266,12 @@ export async function openHostBlocks(deps: { nats: Nats; clock: Clock; log: (m: 
     },
     state(orgId, host) {
       return cache.get(hostBlockKey(orgId, host))?.state ?? null;
+    },
+    activeBlocks() {
+      const now = deps.clock.now();
+      let n = 0;
+      for (const c of cache.values()) if (blockEnd(c.state, now)) n++;
+      return n;
     },
     record(orgId, host, signal) {
       const key = hostBlockKey(orgId, host);

@@ -7,6 +7,7 @@ import { errorMiddleware } from './errors.ts';
 import { openApiDocument } from './openapi.ts';
 import { jsonBody } from './request-body.ts';
 import { checkPath, checkQuery } from './request-target.ts';
+import { metricsHandler } from './metrics-endpoint.ts';
 import { executionRoutes } from './routes/executions.ts';
 import { organizationRoutes } from './routes/organization.ts';
 import { batchRoutes } from './routes/batch.ts';
@@ -35,8 +36,9 @@ export function createApp(deps: ApiDeps, log: Log, rootUrl: () => string = () =>
     const t0 = performance.now();
     res.on('finish', () => {
       const route = (req.route?.path as string | undefined) ?? 'unmatched';
-      deps.metrics.inc('jetcron_http_requests_total', 'HTTP requests answered', { method: req.method, route, status: res.statusCode });
-      deps.metrics.observe('jetcron_http_request_duration_seconds', 'HTTP request duration', (performance.now() - t0) / 1000, { method: req.method });
+      const labels = { method: req.method, route, status: res.statusCode };
+      deps.metrics.httpRequests.inc(labels);
+      deps.metrics.httpRequestDuration.observe(labels, (performance.now() - t0) / 1000);
     });
     next();
   });
@@ -57,9 +59,7 @@ export function createApp(deps: ApiDeps, log: Log, rootUrl: () => string = () =>
   app.get('/healthz', deps.health.handler);
   // Liveness only (the process answers); /healthz says whether its work gets done.
   app.get('/livez', (_req, res) => void res.json({ status: 'ok' }));
-  app.get('/metrics', (_req, res) => {
-    res.type('text/plain; version=0.0.4').send(deps.metrics.render());
-  });
+  app.get('/metrics', metricsHandler(deps.metrics));
 
   app.get('/api/v1/openapi.json', (_req, res) => void res.json(openApiDocument(`${rootUrl()}/api/v1`)));
 

@@ -44,7 +44,7 @@ export function rateLimit(deps: ApiDeps) {
         res.setHeader('RateLimit-Reset', String(d.resetSeconds));
       }
       if (d.allowed) return next();
-      deps.metrics.inc('jetcron_rate_limited_total', 'API requests refused by the rate limit');
+      deps.metrics.rateLimited.inc();
       next(new ApiError(429, 'Rate limit exceeded', null, { 'Retry-After': String(d.retryAfterSeconds) }));
     }, next);
   };

@@ -6,6 +6,7 @@ import type { Metrics } from '../lib/metrics.ts';
 import type { Nats } from '../nats/connection.ts';
 import type { ConsumerProgress, Supervisor } from '../nats/supervisor.ts';
 import type { ProgressBoard } from '../nats/progress-board.ts';
+import { within, type StreamInfo } from '../nats/stream-info.ts';
 
 /**
  * `/healthz`: 200 only when both stores answer and every consumer of the service (this
@@ -41,25 +42,14 @@ const WORK_QUEUES: Record<string, string> = {
   [CONSUMERS.dispatchers.durable_name]: CONSUMERS.dispatchers.stream,
   [CONSUMERS.notifiers.durable_name]: CONSUMERS.notifiers.stream,
 };
-const PROBE_TIMEOUT_MS = 2000;
 const BACKGROUND_EVERY_MS = 5000;
 
-function within<T>(p: Promise<T>): Promise<T> {
-  return Promise.race([p, new Promise<never>((_, rej) => setTimeout(() => rej(new Error('timeout')), PROBE_TIMEOUT_MS).unref())]);
-}
-
-export function createHealth(deps: { nats: Nats; db: Db; supervisor: Supervisor; board: ProgressBoard; metrics: Metrics; stuckMs: number }) {
+export function createHealth(deps: { nats: Nats; db: Db; supervisor: Supervisor; board: ProgressBoard; streams: StreamInfo; metrics: Metrics; stuckMs: number }) {
   // Where each consumer was when it was first seen behind: unchanged for stuckMs = stuck.
   const behind = new Map<string, { position: number; since: number }>();
   let last: HealthReport | undefined;
 
-  const streamEnd = async (stream: string, cache: Map<string, Promise<number>>) => {
-    let p = cache.get(stream);
-    if (!p) cache.set(stream, (p = within(deps.nats.jsm.streams.info(stream)).then((i) => i.state.last_seq)));
-    return p;
-  };
-
-  async function consumerReport(c: ConsumerProgress, ends: Map<string, Promise<number>>, now: number): Promise<ConsumerReport> {
+  async function consumerReport(c: ConsumerProgress, now: number): Promise<ConsumerReport> {
     if (!c.active) {
       behind.delete(c.consumer);
       return { state: 'standby' };
@@ -69,14 +59,14 @@ export function createHealth(deps: { nats: Nats; db: Db; supervisor: Supervisor;
     let stalled = false;
     const queue = WORK_QUEUES[c.consumer];
     if (queue) {
-      const info = await within(deps.nats.jsm.consumers.info(queue, c.consumer)).catch(() => null);
-      if (info) r.backlog = info.num_pending + info.num_ack_pending;
+      const backlog = await deps.streams.backlog(queue, c.consumer).catch(() => null);
+      if (backlog !== null) r.backlog = backlog;
       delete r.position;
     } else if (c.stream === 'TIMERS') {
       if (c.oldestDueAt !== null && c.oldestDueAt < now) r.overdue_ms = now - c.oldestDueAt;
       stalled = (r.overdue_ms ?? 0) > deps.stuckMs;
     } else if (c.stream) {
-      const end = await streamEnd(c.stream, ends).catch(() => null);
+      const end = await deps.streams.lastSeq(c.stream).catch(() => null);
       if (end !== null) {
         r.lag = Math.max(0, end - c.position);
         const seen = behind.get(c.consumer);
@@ -101,10 +91,9 @@ export function createHealth(deps: { nats: Nats; db: Db; supervisor: Supervisor;
       within(deps.nats.nc.flush()).then(() => !deps.nats.nc.isClosed(), () => false),
       within(sql`SELECT 1`.execute(deps.db)).then(() => true, () => false),
     ]);
-    const ends = new Map<string, Promise<number>>();
     const consumers: Record<string, ConsumerReport> = {};
     for (const c of deps.board.consumers().sort((a, b) => a.consumer.localeCompare(b.consumer))) {
-      consumers[c.consumer] = await consumerReport(c, ends, now);
+      consumers[c.consumer] = await consumerReport(c, now);
     }
     const ok = natsOk && pgOk && Object.values(consumers).every((c) => c.state !== 'stuck');
     last = {
@@ -116,10 +105,7 @@ export function createHealth(deps: { nats: Nats; db: Db; supervisor: Supervisor;
     return last;
   }
 
-  deps.metrics.labeledGauge('jetcron_consumer_lag', 'Stream sequences a log reader is behind (as of the last health check)', () =>
-    Object.entries(last?.consumers ?? {}).filter(([, r]) => r.lag !== undefined).map(([consumer, r]) => [{ consumer }, r.lag!]));
-  deps.metrics.labeledGauge('jetcron_consumer_stuck', '1 when a consumer is stuck past the threshold (as of the last health check)', () =>
-    Object.entries(last?.consumers ?? {}).map(([consumer, r]) => [{ consumer }, r.state === 'stuck' ? 1 : 0]));
+  deps.metrics.consumerStuck.readFrom(() => Object.entries(last?.consumers ?? {}).map(([consumer, r]) => [{ consumer }, r.state === 'stuck' ? 1 : 0]));
 
   // Checked in the background too, so "behind and not moving" is measured even when no one asks.
   const ticker = setInterval(() => void evaluate().catch(() => {}), BACKGROUND_EVERY_MS);

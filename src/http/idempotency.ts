@@ -217,8 +217,7 @@ function beforeEnd(res: Response, settle: (status: number, body: Buffer) => Prom
  */
 export function idempotent(deps: Pick<ApiDeps, 'nats' | 'metrics'>): RequestHandler {
   const now = () => Date.now(); // wall clock: staleness is about real processes, not scaled waits
-  const failed = (what: string) =>
-    deps.metrics.inc('jetcron_idempotency_store_failures_total', 'Idempotency records that could not be written', { what });
+  const failed = (what: string) => deps.metrics.idempotencyStoreFailures.inc({ what });
   // The bucket's leader may be changing: a record left in flight would answer 409 until it
   // goes stale, so its update is tried for a while (the answer waits) before giving up.
   const persist = async (write: () => Promise<unknown>, what: string) => {
@@ -252,7 +251,7 @@ export function idempotent(deps: Pick<ApiDeps, 'nats' | 'metrics'>): RequestHand
 
     const claimed = await claim(kv, kvKey, fingerprint, now);
     if (claimed.kind === 'replay') {
-      deps.metrics.inc('jetcron_idempotent_replays_total', 'Answers replayed for a repeated Idempotency-Key');
+      deps.metrics.idempotentReplays.inc();
       return replay(res, claimed.record);
     }
 

@@ -80,7 +80,6 @@ function readBody(req: IncomingMessage): Promise<Buffer | 'too_large'> {
  * from there.
  */
 export function createInboundReceiver(deps: InboundReceiverDeps) {
-  const count = (status: number) => deps.metrics.inc('jetcron_inbound_requests_total', 'Inbound webhook requests answered', { status });
 
   async function receive(req: IncomingMessage, res: ServerResponse, slug: string, query: string): Promise<void> {
     const method = req.method ?? 'GET';
@@ -164,8 +163,8 @@ export function createInboundReceiver(deps: InboundReceiverDeps) {
       }
       const t0 = performance.now();
       res.on('finish', () => {
-        count(res.statusCode);
-        deps.metrics.observe('jetcron_inbound_request_duration_seconds', 'Inbound webhook request duration', (performance.now() - t0) / 1000, {});
+        deps.metrics.inboundRequests.inc({ status: res.statusCode });
+        deps.metrics.inboundRequestDuration.observe((performance.now() - t0) / 1000);
       });
       const slug = m[1]!;
       inServerSpan(req, res, () => ({ route: '/in/{slug}' }), () => {

@@ -16,7 +16,7 @@ import { context, trace } from '@opentelemetry/api';
 import { SpanKind, startSpan } from '../telemetry/tracing.ts';
 import type { Log } from '../lib/logger.ts';
 
-const CHECKPOINT_KEY: keyof typeof KV_CHECKPOINT_READERS = 'inbound-router';
+export const CHECKPOINT_KEY: keyof typeof KV_CHECKPOINT_READERS = 'inbound-router';
 const CHECKPOINT_EVERY_MS = 250;
 /** A debounce window this close to its end (or a quarter of it, if less) takes no more events. */
 const MERGE_MARGIN_MS = 250;

@@ -1,69 +1,100 @@
-/** A small Prometheus registry: counters, gauges and histograms rendered as text format. */
-type Labels = Record<string, string | number>;
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
 
-function key(labels: Labels): string {
-  return Object.entries(labels).map(([k, v]) => `${k}="${String(v).replace(/["\\\n]/g, '_')}"`).join(',');
+/**
+ * Every metric jetcron exports, on prom-client: one registry per `serve` (so per
+ * process), rendered at `GET /metrics`. docs/operations.md describes each one.
+ * Counters and histograms are defined here with their label names; gauges whose
+ * value lives in some part of the service are registered by that part with
+ * `readFrom` (read when scraped), so a process shows only the gauges of what it runs.
+ */
+
+type Labels<L extends string> = Partial<Record<L, string | number>>;
+export type GaugeSamples<L extends string> = Iterable<[Labels<L>, number]>;
+
+const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+/** An outbound exchange may take up to a task's `timeout_ms` (at most 300 s). */
+const EXCHANGE_SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+/** A script call is cut at 100 ms (a worker that does not stop is ended 50 ms later). */
+const SCRIPT_SECONDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.15];
+
+let processRegistry: Registry | undefined;
+
+/**
+ * prom-client's process metrics (CPU, memory, event loop, GC, handles), collected once
+ * per process: they describe the process, and each collector keeps its own observers.
+ */
+function processMetrics(): Registry {
+  if (!processRegistry) {
+    processRegistry = new Registry();
+    collectDefaultMetrics({ register: processRegistry, prefix: 'jetcron_' });
+  }
+  return processRegistry;
 }
 
-const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+export function createMetrics(opts: { processMetrics?: boolean } = {}) {
+  const registry = new Registry();
+  // getMetricsAsArray's type says MetricObject; they are the metrics themselves (Registry.merge relies on it too).
+  if (opts.processMetrics !== false) for (const m of processMetrics().getMetricsAsArray()) registry.registerMetric(m as unknown as Metric);
+  const registers = [registry];
 
-export class Metrics {
-  private counters = new Map<string, { help: string; values: Map<string, number> }>();
-  private gauges = new Map<string, { help: string; read: () => number }>();
-  private labeledGauges = new Map<string, { help: string; read: () => Array<[Labels, number]> }>();
-  private histograms = new Map<string, { help: string; values: Map<string, { counts: number[]; sum: number; count: number }> }>();
+  const counter = <L extends string = never>(name: string, help: string, labelNames: readonly L[] = []) =>
+    new Counter<L>({ name, help, labelNames, registers });
+  const histogram = <L extends string = never>(name: string, help: string, buckets: number[], labelNames: readonly L[] = []) =>
+    new Histogram<L>({ name, help, labelNames, buckets, registers });
+  const labeledGauge = <L extends string>(name: string, help: string, labelNames: readonly L[]) => ({
+    /** Registers the gauge; `read` gives its samples at each scrape (a failed read gives none). */
+    readFrom(read: () => GaugeSamples<L> | Promise<GaugeSamples<L>>): void {
+      new Gauge<L>({
+        name, help, labelNames, registers,
+        async collect() {
+          let samples: GaugeSamples<L> = [];
+          try {
+            samples = await read();
+          } catch { /* no samples this scrape: a stale value would mislead more than a gap */ }
+          this.reset();
+          for (const [labels, value] of samples) this.set(labels, value);
+        },
+      });
+    },
+  });
+  const gauge = (name: string, help: string) => ({
+    readFrom(read: () => number): void {
+      new Gauge({ name, help, registers, collect() { this.set(read()); } });
+    },
+  });
 
-  inc(name: string, help: string, labels: Labels = {}, by = 1): void {
-    let c = this.counters.get(name);
-    if (!c) this.counters.set(name, (c = { help, values: new Map() }));
-    const k = key(labels);
-    c.values.set(k, (c.values.get(k) ?? 0) + by);
-  }
+  return {
+    contentType: registry.contentType,
+    render: () => registry.metrics(),
 
-  gauge(name: string, help: string, read: () => number): void {
-    this.gauges.set(name, { help, read });
-  }
+    unhandledRejections: counter('jetcron_unhandled_rejections_total', 'Promise rejections no code path handled (each one is a bug)'),
 
-  /** A gauge with one series per label set, read at render time. */
-  labeledGauge(name: string, help: string, read: () => Array<[Labels, number]>): void {
-    this.labeledGauges.set(name, { help, read });
-  }
+    httpRequests: counter('jetcron_http_requests_total', 'HTTP requests answered', ['method', 'route', 'status']),
+    httpRequestDuration: histogram('jetcron_http_request_duration_seconds', 'HTTP request duration, by route and status', SECONDS, ['method', 'route', 'status']),
+    inboundRequests: counter('jetcron_inbound_requests_total', 'Inbound webhook requests answered', ['status']),
+    inboundRequestDuration: histogram('jetcron_inbound_request_duration_seconds', 'Inbound webhook request duration', SECONDS),
+    rateLimited: counter('jetcron_rate_limited_total', 'API requests refused by the rate limit'),
+    idempotentReplays: counter('jetcron_idempotent_replays_total', 'Answers replayed for a repeated Idempotency-Key'),
+    idempotencyStoreFailures: counter('jetcron_idempotency_store_failures_total', 'Idempotency records that could not be written', ['what']),
+    projectionSeq: gauge('jetcron_projection_seq', 'Last stream sequence the read models include'),
+    apiProcesses: gauge('jetcron_api_processes', 'API processes sharing the rate limit'),
 
-  observe(name: string, help: string, seconds: number, labels: Labels = {}): void {
-    let h = this.histograms.get(name);
-    if (!h) this.histograms.set(name, (h = { help, values: new Map() }));
-    const k = key(labels);
-    let v = h.values.get(k);
-    if (!v) h.values.set(k, (v = { counts: BUCKETS.map(() => 0), sum: 0, count: 0 }));
-    for (let i = 0; i < BUCKETS.length; i++) if (seconds <= BUCKETS[i]!) v.counts[i]!++;
-    v.sum += seconds;
-    v.count++;
-  }
+    consumerErrors: counter('jetcron_consumer_errors_total', 'Failed tries of an event, job or timer, by consumer and kind', ['consumer', 'kind']),
+    consumerSkipped: counter('jetcron_consumer_skipped_total', 'Items skipped after repeated failures (see `jetcron projections failures`), by consumer', ['consumer']),
+    consumerFailuresRecorded: labeledGauge('jetcron_consumer_failures_recorded', 'Items skipped after repeated failures and not yet retried successfully (KV failures), by consumer', ['consumer']),
+    consumerLag: labeledGauge('jetcron_consumer_lag', 'How far a consumer is behind: stream sequences for a log reader, messages waiting or unacknowledged for a work queue', ['consumer']),
+    consumerStuck: labeledGauge('jetcron_consumer_stuck', '1 when a consumer is stuck past the threshold (as of the last health check)', ['consumer']),
 
-  render(): string {
-    const out: string[] = [];
-    for (const [name, c] of this.counters) {
-      out.push(`# HELP ${name} ${c.help}`, `# TYPE ${name} counter`);
-      for (const [k, v] of c.values) out.push(`${name}${k ? `{${k}}` : ''} ${v}`);
-    }
-    for (const [name, g] of this.gauges) {
-      out.push(`# HELP ${name} ${g.help}`, `# TYPE ${name} gauge`, `${name} ${g.read()}`);
-    }
-    for (const [name, g] of this.labeledGauges) {
-      out.push(`# HELP ${name} ${g.help}`, `# TYPE ${name} gauge`);
-      for (const [labels, v] of g.read()) {
-        const k = key(labels);
-        out.push(`${name}${k ? `{${k}}` : ''} ${v}`);
-      }
-    }
-    for (const [name, h] of this.histograms) {
-      out.push(`# HELP ${name} ${h.help}`, `# TYPE ${name} histogram`);
-      for (const [k, v] of h.values) {
-        const sep = k ? `${k},` : '';
-        BUCKETS.forEach((b, i) => out.push(`${name}_bucket{${sep}le="${b}"} ${v.counts[i]}`));
-        out.push(`${name}_bucket{${sep}le="+Inf"} ${v.count}`, `${name}_sum${k ? `{${k}}` : ''} ${v.sum}`, `${name}_count${k ? `{${k}}` : ''} ${v.count}`);
-      }
-    }
-    return out.join('\n') + '\n';
-  }
+    dispatchSeconds: histogram('jetcron_dispatch_seconds', 'Time to run and record one job', SECONDS, ['kind']),
+    executions: counter('jetcron_executions_total', 'Executions ended (the final attempt recorded), by source type and status', ['source_type', 'status']),
+    attemptDuration: histogram('jetcron_attempt_duration_seconds', 'Outbound exchange duration of each attempt sent, by source type and outcome', EXCHANGE_SECONDS, ['source_type', 'outcome']),
+    hostBlocksActive: gauge('jetcron_host_blocks_active', 'Organization + host pairs blocked now by per-host backoff'),
+    timersPending: gauge('jetcron_timers_pending', 'Armed timers in the timer partitions this process owns'),
+    timersOverdue: gauge('jetcron_timers_overdue', 'Armed timers past their due time in the timer partitions this process owns'),
+    notifications: counter('jetcron_notifications_total', 'Notification delivery tries, by channel and result (sent, retried, failed)', ['channel', 'result']),
+    scriptCalls: counter('jetcron_script_calls_total', 'Lua script calls, by hook and result', ['hook', 'result']),
+    scriptCallDuration: histogram('jetcron_script_call_duration_seconds', 'Lua script call duration in a worker (the wait for a free worker excluded)', SCRIPT_SECONDS, ['hook']),
+  };
 }
+
+export type Metrics = ReturnType<typeof createMetrics>;

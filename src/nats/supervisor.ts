@@ -1,5 +1,5 @@
 import { describeError, isTransient } from '../lib/transient.ts';
-import { Metrics } from '../lib/metrics.ts';
+import type { Metrics } from '../lib/metrics.ts';
 import type { Nats } from './connection.ts';
 import { openFailureLedger, type FailureLedger, type FailureRecord } from './failure-ledger.ts';
 
@@ -76,7 +76,8 @@ export interface Supervisor {
   log: (m: string) => void;
 }
 
-export function createSupervisor(deps: { ledger: FailureLedger; metrics: Metrics; log: (m: string) => void }): Supervisor {
+/** Without `metrics` (the CLI's replay and rebuild, tests) nothing is counted. */
+export function createSupervisor(deps: { ledger: FailureLedger; metrics?: Metrics; log: (m: string) => void }): Supervisor {
   const progresses = new Map<string, ConsumerProgress>();
   const progress = (consumer: string, stream: string | null) => {
     let p = progresses.get(consumer);
@@ -85,7 +86,7 @@ export function createSupervisor(deps: { ledger: FailureLedger; metrics: Metrics
   };
   const firstFailedAt = new Map<string, string>();
 
-  deps.metrics.labeledGauge('jetcron_consumer_failures_recorded', 'Items skipped after repeated failures and not yet retried successfully (KV failures), by consumer', () => {
+  deps.metrics?.consumerFailuresRecorded.readFrom(() => {
     const counts = new Map<string, number>();
     for (const r of deps.ledger.list()) counts.set(r.consumer, (counts.get(r.consumer) ?? 0) + 1);
     return [...counts].map(([consumer, n]) => [{ consumer }, n]);
@@ -106,7 +107,7 @@ export function createSupervisor(deps: { ledger: FailureLedger; metrics: Metrics
         if (firstFailedAt.size > FIRST_FAILURES_KEPT) firstFailedAt.delete(firstFailedAt.keys().next().value!);
       }
       p.failing(error);
-      deps.metrics.inc('jetcron_consumer_errors_total', 'Failed tries of an event, job or timer, by consumer and kind', { consumer, kind: isTransient(err) ? 'transient' : 'permanent' });
+      deps.metrics?.consumerErrors.inc({ consumer, kind: isTransient(err) ? 'transient' : 'permanent' });
       if (isTransient(err) || tries < POISON_AFTER) {
         const waitMs = Math.min(250 * 2 ** Math.min(tries, 10), TRANSIENT_WAIT_MAX_MS);
         deps.log(`${consumer}: seq ${item.seq} (${item.subject}) failed (try ${tries}${isTransient(err) ? ', transient' : ''}), again in ${waitMs} ms: ${error}`);
@@ -127,7 +128,7 @@ export function createSupervisor(deps: { ledger: FailureLedger; metrics: Metrics
       firstFailedAt.delete(key);
       p.skipped++;
       p.failingSince = null;
-      deps.metrics.inc('jetcron_consumer_skipped_total', 'Items skipped after repeated failures (see `jetcron projections failures`), by consumer', { consumer });
+      deps.metrics?.consumerSkipped.inc({ consumer });
       deps.log(`ERROR ${consumer}: SKIPPED seq ${item.seq} (${item.subject}) after ${tries} failed tries: ${error}. Recorded in KV failures; \`jetcron projections retry\` runs it again after a fix`);
       return { skip: true };
     },
@@ -135,9 +136,9 @@ export function createSupervisor(deps: { ledger: FailureLedger; metrics: Metrics
 }
 
 /** A supervisor of its own, for processes outside `serve` (the CLI's replay, tests). */
-export async function openSupervisor(nats: Nats, log: (m: string) => void, metrics = new Metrics()): Promise<Supervisor & { close(): void }> {
+export async function openSupervisor(nats: Nats, log: (m: string) => void): Promise<Supervisor & { close(): void }> {
   const ledger = await openFailureLedger(nats, log);
-  return { ...createSupervisor({ ledger, metrics, log }), close: () => ledger.close() };
+  return { ...createSupervisor({ ledger, log }), close: () => ledger.close() };
 }
 
 /** Runs `work` until it succeeds or the supervisor skips it; false when skipped or stopped. */

@@ -1,6 +1,6 @@
 import type { JsMsg } from '@nats-io/jetstream';
 import { CONSUMERS, SUBJECTS } from '../../streams/definitions.ts';
-import type { NotificationDelivery, NotificationEvent } from '../commands/notification/types.ts';
+import type { NotificationChannel, NotificationDelivery, NotificationEvent } from '../commands/notification/types.ts';
 import type { OutboundClient } from '../dispatchers/outbound-client.ts';
 import { signedHeaders } from '../dispatchers/signing.ts';
 import type { EventStore } from '../events/store.ts';
@@ -31,6 +31,8 @@ export interface DelivererDeps {
   concurrency: number;
   log: (m: string) => void;
   supervisor: Supervisor;
+  /** After each try: `retried` = failed, handed back for another; `failed` = given up. */
+  onTry?: (channel: NotificationChannel, result: 'sent' | 'retried' | 'failed') => void;
 }
 
 type TryResult = { ok: true; status_code: number | null } | { ok: false; final: boolean; status_code: number | null; error: string };
@@ -125,11 +127,13 @@ export function startDeliverer(deps: DelivererDeps) {
       const delay = deps.clock.wait(NOTIFY_RETRY_DELAYS_MS[Math.min(tries, NOTIFY_RETRY_DELAYS_MS.length) - 1]!);
       deps.log(`notifier: ${job.event} ${job.id} to ${job.channel} failed (try ${tries}): ${result.error}; again in ${delay} ms`);
       if (!handedBack()) msg.nak(Math.max(delay, 1));
+      deps.onTry?.(job.channel, 'retried');
       return;
     }
     if (!result.ok) deps.log(`notifier: ${job.event} ${job.id} to ${job.channel} given up after ${tries} tries: ${result.error}`);
     await record(job, result, tries);
     if (!handedBack()) msg.ack();
+    deps.onTry?.(job.channel, result.ok ? 'sent' : 'failed');
   }
 
   const work = consumeWork({

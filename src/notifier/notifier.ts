@@ -4,7 +4,7 @@ import type { Clock } from '../lib/clock.ts';
 import type { Nats } from '../nats/connection.ts';
 import type { Directory } from '../nats/org-directory.ts';
 import type { Supervisor } from '../nats/supervisor.ts';
-import { startDeliverer } from './deliverer.ts';
+import { startDeliverer, type DelivererDeps } from './deliverer.ts';
 import { createMailer, parseSmtpUrl, type Mailer } from './mailer.ts';
 import { ensureCheckpoint, startNotifyReader } from './reader.ts';
 import { defaultResolvers } from './sources.ts';
@@ -22,6 +22,7 @@ export interface NotifierDeps {
   supervisor: Supervisor;
   /** Deliveries in flight per process. */
   concurrency?: number;
+  onTry?: DelivererDeps['onTry'];
 }
 
 /**
@@ -59,6 +60,7 @@ export async function startNotifier(deps: NotifierDeps) {
     concurrency: deps.concurrency ?? 64,
     log: deps.log,
     supervisor: deps.supervisor,
+    onTry: deps.onTry,
   });
   return {
     async stop() {

@@ -64,11 +64,14 @@ export async function serveInProcesses(config: Config, log: (m: string) => void)
       JETCRON_PROCESS_GROUP: group,
     };
 
+    // Each child its own metrics port: the i-th group gets JETCRON_METRICS_PORT + i (0: each a free one).
+    const metricsPortOf = (child: Child) =>
+      config.metricsPort === undefined ? {} : { JETCRON_METRICS_PORT: String(config.metricsPort && config.metricsPort + children.indexOf(child)) };
     const launch = (child: Child): Promise<void> =>
       new Promise((resolve, reject) => {
         const startedAt = Date.now();
         const proc = spawn(process.execPath, [...process.execArgv, process.argv[1]!, 'serve', '--data-dir', config.dataDir], {
-          env: { ...env, JETCRON_ROLES: child.roles.join(',') },
+          env: { ...env, JETCRON_ROLES: child.roles.join(','), ...metricsPortOf(child) },
           stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
         });
         child.proc = proc;

@@ -19,7 +19,10 @@ import { scriptHooks } from '../inbound/pipeline.ts';
 import { openSecretBox } from '../lib/secret-box.ts';
 import { createRateLimiter } from '../http/rate-limit.ts';
 import { createClock } from '../lib/clock.ts';
-import { Metrics } from '../lib/metrics.ts';
+import { createMetrics } from '../lib/metrics.ts';
+import { startMetricsServer } from '../http/metrics-endpoint.ts';
+import { createStreamInfo } from '../nats/stream-info.ts';
+import { createConsumerLag } from './consumer-lag.ts';
 import { applyStreams } from '../nats/apply-streams.ts';
 import { connectNats } from '../nats/connection.ts';
 import { createDirectory } from '../nats/org-directory.ts';
@@ -124,11 +127,11 @@ async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () 
   const store = createEventStore(nats);
   const directory = createDirectory(nats, store);
   stoppers.push(async () => directory.close());
-  const metrics = new Metrics();
+  const metrics = createMetrics();
   // Last resort only: every path handles its own failures. One that slips through is
   // logged and counted, never a crash that takes the other roles down with it.
   const onUnhandled = (err: unknown) => {
-    metrics.inc('jetcron_unhandled_rejections_total', 'Promise rejections no code path handled (each one is a bug)');
+    metrics.unhandledRejections.inc();
     log(`ERROR unhandled rejection: ${(err as Error)?.stack ?? String(err)}`);
   };
   process.on('unhandledRejection', onUnhandled);
@@ -152,7 +155,12 @@ async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () 
   // Lua hooks (endpoint hooks in the receiver and the router, on_response in the
   // dispatcher, the API's checks and test call); its
   // worker threads start on the first script.
-  const scripts = lazyScriptEngine();
+  const scripts = lazyScriptEngine({
+    observe: ({ hook, result, seconds }) => {
+      metrics.scriptCalls.inc({ hook, result });
+      if (result !== 'unavailable') metrics.scriptCallDuration.observe({ hook }, seconds);
+    },
+  });
   stoppers.push(named('script engine', () => scripts.close()));
   const hooks = scriptHooks(scripts);
   if (config.roles.has('projector')) {
@@ -162,20 +170,30 @@ async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () 
   if (config.roles.has('scheduler')) {
     const s = await startScheduler({ nats, store, clock, owner: instanceId, partitions: config.timerPartitions, log, supervisor, hooks });
     stoppers.push(named('scheduler', () => s.stop()));
+    metrics.timersPending.readFrom(() => s.timers().pending);
+    metrics.timersOverdue.readFrom(() => s.timers().overdue);
   }
   if (config.roles.has('dispatcher')) {
     const outbound = createOutboundClient({ allowPrivateTargets: config.allowPrivateTargets });
     stoppers.push(named('outbound client', () => outbound.close()));
     const d = startDispatcher({
       nats, store, directory, outbound, clock, concurrency: config.dispatchConcurrency, log, supervisor, scripts,
-      onAttempt: (job, ms) => metrics.observe('jetcron_dispatch_seconds', 'Time to run and record one job', ms / 1000, { kind: job.kind }),
+      onAttempt: (job, ms) => metrics.dispatchSeconds.observe({ kind: job.kind }, ms / 1000),
+      onAttemptFinished: (r, exchangeMs) => {
+        if (r.next_attempt_at === null) metrics.executions.inc({ source_type: r.source.type, status: r.status });
+        if (exchangeMs !== null) metrics.attemptDuration.observe({ source_type: r.source.type, outcome: r.status }, exchangeMs / 1000);
+      },
     });
     stoppers.push(named('dispatcher', () => d.stop()));
+    metrics.hostBlocksActive.readFrom(() => d.hostBlocksActive());
   }
   if (config.roles.has('notifier')) {
     const notifyOutbound = createOutboundClient({ allowPrivateTargets: config.allowPrivateTargets, connectionsPerOrigin: 16 });
     stoppers.push(named('notifier outbound client', () => notifyOutbound.close()));
-    const n = await startNotifier({ nats, store, directory, outbound: notifyOutbound, clock, smtpUrl: config.smtpUrl, owner: instanceId, log, supervisor });
+    const n = await startNotifier({
+      nats, store, directory, outbound: notifyOutbound, clock, smtpUrl: config.smtpUrl, owner: instanceId, log, supervisor,
+      onTry: (channel, result) => metrics.notifications.inc({ channel, result }),
+    });
     stoppers.push(named('notifier', () => n.stop()));
   }
 
@@ -187,15 +205,19 @@ async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () 
     stoppers.push(async () => reads.close());
     const rateLimiter = createRateLimiter(nats, instanceId);
     stoppers.push(async () => rateLimiter.close());
-    metrics.gauge('jetcron_projection_seq', 'Last stream sequence the read models include', () => watermark.seq);
-    metrics.gauge('jetcron_api_processes', 'API processes sharing the rate limit', () => rateLimiter.processCount());
+    metrics.projectionSeq.readFrom(() => watermark.seq);
+    metrics.apiProcesses.readFrom(() => rateLimiter.processCount());
     let root = config.publicUrl ?? `http://${config.host}:${config.port}`;
     const endpoints = createEndpointDirectory(nats, store, db);
     stoppers.push(async () => endpoints.close());
     const secrets = await openSecretBox({ nats, envKey: config.secretsKey, log });
     const board = openProgressBoard(nats, supervisor, config.processGroup, instanceId);
     stoppers.push(async () => board.close());
-    const health = createHealth({ nats, db, supervisor, board, metrics, stuckMs: config.healthStuckMs });
+    const streams = createStreamInfo(nats);
+    const health = createHealth({ nats, db, supervisor, board, streams, metrics, stuckMs: config.healthStuckMs });
+    // Every API process reports every consumer's lag: the service's view, as /healthz is.
+    const lag = createConsumerLag({ nats, db, board, streams });
+    metrics.consumerLag.readFrom(() => lag.measure());
     stoppers.push(async () => health.close());
     const app = createApp({ config, db, nats, store, clock, directory, reads, rateLimiter, metrics, endpoints, secrets, hooks, health, scripts }, log, () => root);
     // Inbound URLs skip express: they are the hot path and need neither an API key nor JSON.
@@ -219,6 +241,12 @@ async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () 
     url = `http://${config.host}:${port}`;
     root = config.publicUrl ?? url;
     log(`jetcron API listening on ${url}/api/v1`);
+  }
+
+  if (config.metricsPort !== undefined) {
+    const m = await startMetricsServer({ metrics, host: config.host, port: config.metricsPort });
+    stoppers.push(named('metrics listener', () => m.close()));
+    log(`metrics of this process (${[...config.roles].join(',')}) at ${m.url}`);
   }
 
   if (embedded && config.roles.has('api')) {

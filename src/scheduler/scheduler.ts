@@ -10,6 +10,7 @@ import { createLanes } from './lanes.ts';
 import { recordDeadline } from './monitor-deadlines.ts';
 import { recordTick } from './schedule-ticks.ts';
 import { runTimerPartition } from './timer-partition.ts';
+import type { TimerHeap } from './timer-heap.ts';
 import { createTimerStore } from './timer-store.ts';
 import { startTranslator } from './translator.ts';
 import { createHeld } from './held.ts';
@@ -41,10 +42,21 @@ export async function startScheduler(deps: {
   const router = startInboundRouter({ ...deps, endpoints, hooks: deps.hooks ?? noHooks });
   const leases = await openLeaseBucket(deps.nats);
   const abort = new AbortController();
+  const owned = new Set<TimerHeap<Job>>();
   const partitions = Array.from({ length: deps.partitions }, (_, p) =>
-    runTimerPartition(p, { timers, leases, start, owner: deps.owner, log: deps.log, supervisor: deps.supervisor, nats: deps.nats }, abort.signal),
+    runTimerPartition(p, { timers, leases, start, owner: deps.owner, log: deps.log, supervisor: deps.supervisor, nats: deps.nats, owned }, abort.signal),
   );
   return {
+    /** Armed timers in the partitions this process owns, and how many of them are past due. */
+    timers(now = Date.now()): { pending: number; overdue: number } {
+      let pending = 0;
+      let overdue = 0;
+      for (const heap of owned) {
+        pending += heap.size;
+        overdue += heap.countDue(now);
+      }
+      return { pending, overdue };
+    },
     async stop() {
       abort.abort();
       await Promise.all([translator.stop(), router.stop(), ...partitions]);

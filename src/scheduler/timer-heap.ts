@@ -27,6 +27,25 @@ export class TimerHeap<T> {
     return this.heap[0]?.due;
   }
 
+  /**
+   * Live entries due before `now`, without popping them. Only the part of the heap at or
+   * before `now` is walked (a node due later has no earlier child), so it costs the
+   * overdue entries (and stale ones among them), not the heap.
+   */
+  countDue(now: number): number {
+    // A key set again with the same seq and due (a message delivered twice) has two nodes.
+    const counted = new Set<string>();
+    const stack = this.heap.length ? [0] : [];
+    for (let i = stack.pop(); i !== undefined; i = stack.pop()) {
+      const node = this.heap[i]!;
+      if (node.due >= now) continue;
+      const entry = this.live.get(node.key);
+      if (entry?.seq === node.seq && entry.due === node.due) counted.add(node.key);
+      for (const child of [2 * i + 1, 2 * i + 2]) if (child < this.heap.length) stack.push(child);
+    }
+    return counted.size;
+  }
+
   /** Removes and returns every live entry due at or before `now`. */
   popDue(now: number): Array<{ key: string; seq: number; value: T; due: number }> {
     const out: Array<{ key: string; seq: number; value: T; due: number }> = [];

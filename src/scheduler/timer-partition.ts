@@ -24,6 +24,8 @@ export interface PartitionDeps {
   log: (m: string) => void;
   supervisor: Supervisor;
   nats: Nats;
+  /** The timers of every partition this process owns now (for the timer gauges). */
+  owned: Set<TimerHeap<Job>>;
 }
 
 /**
@@ -39,6 +41,7 @@ export function runTimerPartition(partition: number, deps: PartitionDeps, signal
 
 async function ownPartition(partition: number, deps: PartitionDeps, signal: AbortSignal): Promise<void> {
   const heap = new TimerHeap<Job>();
+  deps.owned.add(heap);
   let timer: NodeJS.Timeout | undefined;
   let firing = false;
   const consumerName = `timers.${partition}`;
@@ -135,6 +138,7 @@ async function ownPartition(partition: number, deps: PartitionDeps, signal: Abor
       if (!firing) arm();
     }
   } finally {
+    deps.owned.delete(heap);
     stopRetries();
     progress.stopped();
     progress.oldestDueAt = null;

@@ -31,7 +31,7 @@ import { endpointAttemptJob } from './endpoint-jobs.ts';
 import type { Held } from './held.ts';
 import { annotate, contextFrom, inSpan, SpanKind } from '../telemetry/tracing.ts';
 
-const CHECKPOINT_KEY: keyof typeof KV_CHECKPOINT_READERS = 'translator';
+export const CHECKPOINT_KEY: keyof typeof KV_CHECKPOINT_READERS = 'translator';
 const CHECKPOINT_EVERY_MS = 250;
 
 export interface TranslatorDeps {

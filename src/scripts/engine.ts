@@ -78,6 +78,19 @@ export interface ScriptEngineOptions {
   queueWaitMs?: number;
   /** Calls waiting beyond this many answer "busy" at once (default 1000). */
   maxQueued?: number;
+  /** Told of every call once it is answered (the service counts them; this module knows no metrics). */
+  observe?: (call: ScriptCallObservation) => void;
+}
+
+/** `unavailable`: the engine could not run the call; `timeout` and `memory`: a limit hit; `error`: any other error. */
+export type ScriptCallResult = 'ok' | 'error' | 'timeout' | 'memory' | 'unavailable';
+
+export interface ScriptCallObservation {
+  /** The hook called, or `check` for a script checked on save. */
+  hook: string;
+  result: ScriptCallResult;
+  /** Time in a worker (see ScriptOutcome.duration_ms); 0 for a call that did not run. */
+  seconds: number;
 }
 
 export function createScriptEngine(opts: ScriptEngineOptions = {}): ScriptEngine {
@@ -118,12 +131,23 @@ export function createScriptEngine(opts: ScriptEngineOptions = {}): ScriptEngine
     return pool.submit(call);
   };
 
+  const told = (hook: string, out: ScriptOutcome): ScriptOutcome => {
+    if (!opts.observe) return out;
+    const result: ScriptCallResult = out.unavailable ? 'unavailable'
+      : out.error === null ? 'ok'
+      : out.error === timeMessage ? 'timeout'
+      : out.error === memoryMessage ? 'memory'
+      : 'error';
+    opts.observe({ hook, result, seconds: out.duration_ms / 1000 });
+    return out;
+  };
+
   return {
     async run(call) {
-      return outcomeOf(await submit({ kind: 'run', script: call.script, hook: call.hook, payload: JSON.stringify(call.args) }));
+      return told(call.hook, outcomeOf(await submit({ kind: 'run', script: call.script, hook: call.hook, payload: JSON.stringify(call.args) })));
     },
     async check(script, hooks) {
-      const out = outcomeOf(await submit({ kind: 'check', script, hook: '', payload: JSON.stringify(hooks) }));
+      const out = told('check', outcomeOf(await submit({ kind: 'check', script, hook: '', payload: JSON.stringify(hooks) })));
       if (out.unavailable) throw new ScriptEngineUnavailableError(out.error!);
       return out.error;
     },
