@@ -43,7 +43,7 @@ test('the projector lag seen from the API process rises while the projector is d
 
   const first = await startProjector('projector-1');
   // The child's own registry, on its own port: process metrics, none of the API's gauges.
-  const ownUrl = await eventually(async () => first.lines.map((l) => /metrics of this process \(projector\) at (\S+)/.exec(l)?.[1]).find(Boolean), 30_000);
+  const ownUrl = await eventually(async () => first.lines.map((l) => /metrics of this process \(projector\) at ([^\s"]+)/.exec(l)?.[1]).find(Boolean), 30_000);
   const own = await scrape(ownUrl);
   assert.equal(own.get('jetcron_process_cpu_user_seconds_total')?.type, 'counter');
   assert.equal(own.has('jetcron_consumer_lag'), false);

@@ -81,7 +81,7 @@ test('serve splits its roles over processes; a killed role process comes back; a
   for (const c of ['projector', 'translator', 'notifier', 'dispatchers']) assert.notEqual(health.consumers[c]?.state ?? 'missing', 'standby', c);
 
   // Each process serves its own registry: the execution is counted where it ran, in the dispatcher's.
-  const metricsUrls = Object.fromEntries([...output.matchAll(/metrics of this process \(([a-z,]+)\) at (\S+)/g)].map((m) => [m[1]!, m[2]!]));
+  const metricsUrls = Object.fromEntries([...output.matchAll(/metrics of this process \(([a-z,]+)\) at ([^\s"]+)/g)].map((m) => [m[1]!, m[2]!]));
   assert.deepEqual(Object.keys(metricsUrls).sort(), Object.keys(pids).sort());
   const scrape = async (roles: string) => parsePrometheusText(await (await fetch(metricsUrls[roles]!)).text());
   const executed = { source_type: 'task', status: 'success' };

@@ -259,7 +259,7 @@ export function startDispatcher(deps: DispatcherDeps) {
   }
 
   /** One job as a CONSUMER span continuing the trace of whoever put it to work (the header of its DISPATCH message). */
-  function handle(msg: JsMsg, handedBack: () => boolean): Promise<void> {
+  async function handle(msg: JsMsg, handedBack: () => boolean): Promise<void> {
     const job = decodeJson<Job>(msg.data);
     const attributes = () => sourceAttributes(job.org_id, job.source, {
       'jetcron.execution_id': job.execution_id, 'jetcron.attempt': job.attempt, 'messaging.system': 'nats', 'messaging.destination.name': msg.subject,

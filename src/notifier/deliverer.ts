@@ -111,7 +111,7 @@ export function startDeliverer(deps: DelivererDeps) {
   }
 
   /** One delivery as a CONSUMER span, continuing the trace of the outcome that caused it (NOTIFY message header). */
-  function handle(msg: JsMsg, handedBack: () => boolean): Promise<void> {
+  async function handle(msg: JsMsg, handedBack: () => boolean): Promise<void> {
     const job = decodeJson<NotificationJob>(msg.data);
     return inSpan(`notify ${job.event}`, { kind: SpanKind.CONSUMER, parent: contextFrom(traceparentOf(msg)) }, (span) => {
       annotate(span, () => ({ 'jetcron.org_id': job.org_id, 'jetcron.notification_id': job.id, 'jetcron.channel': job.channel }));
