@@ -149,6 +149,23 @@ describe('traces, structured logs', () => {
     assert.equal(spans.find((s) => s.name === 'route inbound')!.attributes['jetcron.inbound_event_id'], id);
   });
 
+  test('a failure notification continues the failed task\'s trace, to the organization webhook', async () => {
+    const settings = await api('PUT', '/organization', { notification_webhook_url: `${target.url}/traced-notify`, notify_on_failure: true });
+    assert.equal(settings.status, 200, JSON.stringify(settings.body));
+    target.setResponder((r) => (r.path === '/traced-fail' ? { status: 500, body: 'down' } : { status: 200, body: 'ok' }));
+    try {
+      const res = await api('POST', '/tasks', { url: `${target.url}/traced-fail`, retry_attempts: 0 });
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+      const failed = await eventually(async () => target.received.find((r) => r.path === '/traced-fail'));
+      const notified = await eventually(async () => target.received.find((r) => r.path === '/traced-notify'), 15_000);
+      const traceId = traceIdOf(failed.headers.traceparent)!;
+      assert.equal(traceIdOf(notified.headers.traceparent), traceId, 'the webhook call is in the task\'s trace');
+      await connectedTrace(traceId, ['POST /api/v1/tasks', 'attempt task', 'append AttemptFinished', 'notify-decide AttemptFinished', 'notify task.failed']);
+    } finally {
+      target.setResponder(() => ({ status: 200, body: 'ok' }));
+    }
+  });
+
   test('log lines are JSON with level, time, role and the ids; no secret appears in them', async () => {
     const lines = svc.lines.map((l) => l.replace(/^\[[^\]]*\] /, '')).filter((l) => l.startsWith('{'));
     assert.ok(lines.length > 10, `${lines.length} JSON lines`);
