@@ -55,7 +55,7 @@ export function createLogger(opts: LoggerOptions): Logger {
     },
   };
   const stream = readable
-    ? pretty({ destination, colorize: !!destination.isTTY, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', sync: true })
+    ? pretty({ destination, colorize: !!destination.isTTY, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,role', messageFormat: '[{role}] {msg}', singleLine: true, sync: true })
     : destination;
   return pino(options, stream);
 }
