@@ -15,6 +15,8 @@ const EXPIRES_MS = 2_000;
 /** The writer's W3C trace context, when the message carries one (a header is parsed only if there are any). */
 export const traceparentOf = (m: JsMsg): string | undefined => (m.headers ? m.headers.get('traceparent') || undefined : undefined);
 const RETRY_MAX_MS = 1_000;
+/** A reader busy this long with the last message handed to it is slow, not the consumer dead. */
+const HANDED_OFF_GRACE_MS = 1_000;
 
 interface FollowOptions {
   signal: AbortSignal;
@@ -25,6 +27,8 @@ interface FollowOptions {
 
 async function* pullLoop(open: () => Promise<ConsumerMessages>, opts: FollowOptions, where: () => string): AsyncGenerator<JsMsg> {
   let failures = 0;
+  /** Since when the reader holds a message it has not come back for (undefined: it is waiting on us). */
+  let handedSince: number | undefined;
   while (!opts.signal.aborted) {
     let messages: ConsumerMessages;
     try {
@@ -47,6 +51,9 @@ async function* pullLoop(open: () => Promise<ConsumerMessages>, opts: FollowOpti
     opts.signal.addEventListener('abort', close, { once: true });
     void (async () => {
       for await (const s of messages.status()) {
+        // A reader that has stopped taking messages (its buffer is full) asks for no
+        // more, so the server has no pull to send heartbeats on: that silence is ours.
+        if (s.type === 'heartbeats_missed' && handedSince !== undefined && Date.now() - handedSince > HANDED_OFF_GRACE_MS) continue;
         if (s.type === 'heartbeats_missed') {
           opts.log(`${opts.name}: its consumer stopped answering (missed heartbeats); starting over ${where()}`);
           failures = 1;
@@ -56,7 +63,11 @@ async function* pullLoop(open: () => Promise<ConsumerMessages>, opts: FollowOpti
       }
     })().catch(() => {});
     try {
-      for await (const m of messages) yield m;
+      for await (const m of messages) {
+        handedSince = Date.now();
+        yield m;
+        handedSince = undefined;
+      }
     } catch (err) {
       if (!opts.signal.aborted) opts.log(`${opts.name}: reading ended (${(err as Error).message}); starting over ${where()}`);
       failures = 1;
