@@ -24,7 +24,12 @@ export function liveRoutes(deps: Pick<ApiDeps, 'live'>) {
         res.write(chunk);
         if (res.writableLength > MAX_UNSENT_BYTES) res.destroy();
       },
-      end: () => (started ? res.end() : res.destroy()),
+      end() {
+        if (!started) return void res.destroy();
+        // The service stops: close the connection too, or the server's close would wait for it to go idle.
+        const socket = res.socket;
+        res.end(() => socket?.end());
+      },
     });
     res.once('close', feed.close);
     try {
