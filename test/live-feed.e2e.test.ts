@@ -2,7 +2,12 @@ import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, test } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
+import { createApiKey, revokeApiKey } from '../src/commands/api-key/handlers.ts';
+import { parseApiKey } from '../src/commands/api-key/secret.ts';
+import { createEventStore } from '../src/events/store.ts';
 import { liveMessageSchema } from '../src/http/schemas/live.ts';
+import { createClock } from '../src/lib/clock.ts';
+import { connectNats } from '../src/nats/connection.ts';
 import { eventually, startTestService, type Api, type TestService } from './support/service.ts';
 import { openLiveFeed, type LiveFeedClient } from './support/sse.ts';
 import { startTarget } from './support/target.ts';
@@ -165,6 +170,26 @@ describe('the live feed', () => {
     const after = await a.api('POST', '/tasks', { url: `${target.url}/after`, delay: '1h' });
     await next.waitFor((m) => m.type === 'TaskCreated' && m.id === after.body.data.id);
     assert.equal(next.messages.some((m) => m.data.id === between.body.data.id), false, 'no backlog');
+  });
+
+  test('revoking the API key ends the feeds opened with it', async () => {
+    const conn = await connectNats(svc.natsUrl, 'live-feed test');
+    try {
+      const deps = { store: createEventStore(conn), clock: createClock(1) };
+      const second = await createApiKey(deps, a.orgId);
+      const doomed = await open({ ...a, apiKey: second.apiKey });
+      const kept = await open(a);
+      assert.deepEqual([doomed.status, kept.status], [200, 200]);
+      await revokeApiKey(deps, parseApiKey(second.apiKey)!.publicId);
+      await doomed.ended;
+      const heard = await kept.waitFor((m) => m.type === 'ApiKeyRevoked');
+      assert.deepEqual({ kind: heard.kind, id: heard.id }, { kind: 'organization', id: a.orgId });
+      assert.ok(!kept.text().includes(second.key.public_id), 'key ids stay off the feed');
+      assert.equal(await openFeeds(), 1);
+      assert.equal((await open({ ...a, apiKey: second.apiKey })).status, 401);
+    } finally {
+      await conn.close();
+    }
   });
 
   test('stopping the service ends open feeds', async () => {

@@ -98,8 +98,8 @@ describe('live feeds of one process', () => {
     await publish(...taskCreated('org_a', 'tsk_before'));
     const a1 = sink();
     const a2 = sink();
-    const fa1 = feeds.open('org_a', a1);
-    const fa2 = feeds.open('org_a', a2);
+    const fa1 = feeds.open('org_a', 'pk_org_a', a1);
+    const fa2 = feeds.open('org_a', 'pk_org_a', a2);
     await Promise.all([fa1.ready, fa2.ready]);
     assert.equal(feeds.reading, true);
     await until(() => eventsTapReaders(nats) === 1, 'the feeds share one tap reader');
@@ -121,7 +121,7 @@ describe('live feeds of one process', () => {
     const { feeds, publish } = await hub();
     const a = sink();
     const b = sink();
-    await Promise.all([feeds.open('org_a', a).ready, feeds.open('org_b', b).ready]);
+    await Promise.all([feeds.open('org_a', 'pk_org_a', a).ready, feeds.open('org_b', 'pk_org_b', b).ready]);
     await publish(...taskCreated('org_b', 'tsk_b1'));
     await publish('evt.apikey.pk_a', envelope('ApiKeyCreated', 'org_a', { key: { public_id: 'pk_a', org_id: 'org_a', secret_hash: 'hash-of-a' } }));
     // A subject and an envelope that disagree: neither organization's.
@@ -141,7 +141,7 @@ describe('live feeds of one process', () => {
     const watermark = testWatermark(0);
     const { feeds, publish } = await hub({ projectedWaitMs: 60_000 }, watermark);
     const a = sink();
-    await feeds.open('org_a', a).ready;
+    await feeds.open('org_a', 'pk_org_a', a).ready;
     const seq = await publish(...taskCreated('org_a', 'tsk_wait'));
     // The feed has the event and waits for the read models to reach it.
     await until(() => watermark.asked.includes(seq), 'the feed waits for its event to be projected');
@@ -151,29 +151,42 @@ describe('live feeds of one process', () => {
 
     const late = await hub({ projectedWaitMs: 50 }, testWatermark(0));
     const b = sink();
-    await late.feeds.open('org_b', b).ready;
+    await late.feeds.open('org_b', 'pk_org_b', b).ready;
     await late.publish(...taskCreated('org_b', 'tsk_never_projected'));
     await until(() => b.messages().length === 1, 'sent after the wait although never projected');
+  });
+
+  test("revoking a feed's API key ends that feed, and only it", async () => {
+    const { feeds, publish } = await hub();
+    const revoked = sink();
+    const kept = sink();
+    await Promise.all([feeds.open('org_a', 'pk_one', revoked).ready, feeds.open('org_a', 'pk_two', kept).ready]);
+    await publish('evt.apikey.pk_one', envelope('ApiKeyRevoked', 'org_a', { key: { public_id: 'pk_one', org_id: 'org_a', revoked_at: new Date().toISOString() } }));
+    await until(() => revoked.ended(), 'the feed of the revoked key ends');
+    assert.equal(kept.ended(), false);
+    assert.equal(feeds.count, 1);
+    await until(() => kept.messages().some((m) => m.type === 'ApiKeyRevoked'), 'the other feed hears of it');
+    assert.equal(revoked.messages().length, 0);
   });
 
   test('keep-alive comments reach idle feeds', async () => {
     const { feeds } = await hub({ keepAliveMs: 20 });
     const a = sink();
-    await feeds.open('org_a', a).ready;
+    await feeds.open('org_a', 'pk_org_a', a).ready;
     await until(() => a.text().includes(': keep-alive\n\n'), 'a keep-alive comment');
     assert.deepEqual(a.messages(), []);
   });
 
   test('bounds per organization and per process answer 429, and a closed feed frees its place', async () => {
     const { feeds } = await hub({ perOrg: 1, max: 2 });
-    const fa = feeds.open('org_a', sink());
+    const fa = feeds.open('org_a', 'pk_org_a', sink());
     const refused = (fn: () => unknown, status: number, message: RegExp) =>
       assert.throws(fn, (err) => err instanceof ApiError && err.status === status && message.test(err.message) && Number(err.headers['Retry-After']) > 0);
-    refused(() => feeds.open('org_a', sink()), 429, /organization/);
-    const fb = feeds.open('org_b', sink());
-    refused(() => feeds.open('org_c', sink()), 429, /server/);
+    refused(() => feeds.open('org_a', 'pk_org_a', sink()), 429, /organization/);
+    const fb = feeds.open('org_b', 'pk_org_b', sink());
+    refused(() => feeds.open('org_c', 'pk_org_c', sink()), 429, /server/);
     fa.close();
-    const fc = feeds.open('org_c', sink());
+    const fc = feeds.open('org_c', 'pk_org_c', sink());
     await Promise.all([fb.ready, fc.ready]);
     assert.equal(feeds.count, 2);
   });
@@ -181,12 +194,12 @@ describe('live feeds of one process', () => {
   test('closing ends every feed and refuses new ones', async () => {
     const { nats, feeds } = await hub();
     const a = sink();
-    await feeds.open('org_a', a).ready;
+    await feeds.open('org_a', 'pk_org_a', a).ready;
     await feeds.close();
     assert.equal(a.ended(), true);
     assert.equal(feeds.count, 0);
     assert.equal(feeds.reading, false);
     await until(() => eventsTapReaders(nats) === 0, 'the tap reader is released');
-    assert.throws(() => feeds.open('org_a', sink()), (err) => err instanceof ApiError && err.status === 503);
+    assert.throws(() => feeds.open('org_a', 'pk_org_a', sink()), (err) => err instanceof ApiError && err.status === 503);
   });
 });

@@ -15,7 +15,7 @@ export function liveRoutes(deps: Pick<ApiDeps, 'live'>) {
     let started = false;
     // Messages that arrive while the answer has not begun go out right behind its headers.
     let early = '';
-    const feed = deps.live.open(req.orgId, {
+    const feed = deps.live.open(req.orgId, req.keyId, {
       write(chunk) {
         if (!started) {
           early += chunk;
@@ -26,7 +26,7 @@ export function liveRoutes(deps: Pick<ApiDeps, 'live'>) {
       },
       end() {
         if (!started) return void res.destroy();
-        // The service stops: close the connection too, or the server's close would wait for it to go idle.
+        // The service stops, or the key was revoked: the connection goes too (a stop would wait for it to go idle).
         const socket = res.socket;
         res.end(() => socket?.end());
       },
