@@ -3,11 +3,9 @@ import { after, afterEach, before, describe, test } from 'node:test';
 import { ApiError } from '../src/lib/errors.ts';
 import { encodeJson } from '../src/lib/json.ts';
 import { createLiveFeeds, type FeedSink, type LiveFeeds, type LiveFeedsOptions } from '../src/live/feeds.ts';
-import { applyStreams } from '../src/nats/apply-streams.ts';
-import { connectNats, type Nats } from '../src/nats/connection.ts';
 import { eventsTapReaders } from '../src/nats/events-tap.ts';
 import { parseSse } from './support/sse.ts';
-import { startTestNats } from './support/nats.ts';
+import { startNatsWithStreams } from './support/nats.ts';
 
 /**
  * How far "the read models" are, moved by the test: the projector's watermark
@@ -66,27 +64,19 @@ const taskCreated = (org: string, task: string) =>
   [`evt.${org}.task.${task}`, envelope('TaskCreated', org, { task: { id: task, org_id: org, url: 'https://secret.example/x', headers: { Authorization: 'Bearer sekrit' } }, execution: { id: `exe_${task}` } })] as const;
 
 describe('live feeds of one process', () => {
-  let server: Awaited<ReturnType<typeof startTestNats>>;
-  const connections: Nats[] = [];
+  let server: Awaited<ReturnType<typeof startNatsWithStreams>>;
   const hubs: LiveFeeds[] = [];
   before(async () => {
-    server = await startTestNats();
-    const setup = await connectNats(server.url, 'live-feeds setup');
-    connections.push(setup);
-    await applyStreams(setup, 1);
+    server = await startNatsWithStreams();
   });
   afterEach(async () => {
     for (const h of hubs.splice(0)) await h.close();
   });
-  after(async () => {
-    for (const c of connections) await c.close();
-    await server.stop();
-  });
+  after(() => server.stop());
 
   /** A hub on a connection of its own (each connection has its own events tap). */
   async function hub(opts: Partial<LiveFeedsOptions> = {}, watermark = testWatermark(Number.MAX_SAFE_INTEGER)) {
-    const nats = await connectNats(server.url, 'live-feeds test');
-    connections.push(nats);
+    const nats = await server.connect('live-feeds test');
     const feeds = createLiveFeeds({ nats, watermark, log: () => {} }, { perOrg: 5, max: 10, ...opts });
     hubs.push(feeds);
     const publish = (subject: string, event: unknown) => nats.publish(subject, event instanceof Uint8Array ? event : encodeJson(event));
