@@ -33,6 +33,10 @@ export interface Config {
   processGroup: string | undefined;
   /** JETCRON_METRICS_PORT: a listener for GET /metrics alone, in every process (unset: only the API's port serves it). */
   metricsPort: number | undefined;
+  /** Live feeds (`GET /api/v1/live`) one organization may hold open on one API process (JETCRON_LIVE_FEEDS_PER_ORG). */
+  liveFeedsPerOrg: number;
+  /** Live feeds one API process holds open in all (JETCRON_LIVE_FEEDS_MAX). */
+  liveFeedsMax: number;
 }
 
 export class ConfigError extends Error {}
@@ -117,5 +121,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { roles?: string; proce
     processes: parseProcesses(opts.processes ?? env.JETCRON_PROCESSES, roles, opts.cores ?? 1),
     processGroup: env.JETCRON_PROCESS_GROUP || undefined,
     metricsPort: env.JETCRON_METRICS_PORT ? num(env, 'JETCRON_METRICS_PORT', 0, (n) => Number.isInteger(n) && n >= 0 && n < 65536) : undefined,
+    liveFeedsPerOrg: num(env, 'JETCRON_LIVE_FEEDS_PER_ORG', 20, (n) => Number.isInteger(n) && n >= 1),
+    liveFeedsMax: num(env, 'JETCRON_LIVE_FEEDS_MAX', 500, (n) => Number.isInteger(n) && n >= 1),
   };
 }

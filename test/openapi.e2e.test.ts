@@ -34,6 +34,8 @@ const OUTSIDE_THE_SPEC = new Map([
   ['POST /ping/{token}', 'monitor ping URL'],
   ['GET /ping/{token}/fail', 'monitor failure ping URL'],
   ['POST /ping/{token}/fail', 'monitor failure ping URL'],
+  ['GET /', 'the web console\'s page (HTML)'],
+  ['GET /console/*', 'the web console\'s modules, styles and vendored libraries'],
 ]);
 
 type Parameter = { name: string; in: string; required?: boolean };
@@ -48,8 +50,26 @@ interface Operation {
   spec: {
     parameters?: ParameterOrRef[];
     requestBody?: { required?: boolean };
-    responses: Record<string, unknown>;
+    responses: Record<string, { content?: Record<string, unknown> }>;
   };
+}
+
+/** An operation whose success is a stream that stays open (the live feed): its answer has no end to wait for. */
+const isStream = (op: Operation) => Object.values(op.spec.responses).some((r) => r.content?.['text/event-stream']);
+
+/** The status and content type of a streaming operation's answer; the stream is then dropped. */
+async function openStream(url: string, apiKey: string): Promise<{ status: number; type: string | null; body: unknown }> {
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(), 20_000);
+  try {
+    const res = await fetch(url, { headers: { Authorization: `Bearer ${apiKey}` }, signal: abort.signal });
+    // An error answer ends; a stream does not, so only its head is read.
+    const body = res.ok ? null : await res.json();
+    return { status: res.status, type: res.headers.get('content-type'), body };
+  } finally {
+    clearTimeout(timer);
+    abort.abort();
+  }
 }
 
 type PathItem = { parameters?: ParameterOrRef[] } & { [method in (typeof METHODS)[number]]?: Operation['spec'] };
@@ -102,12 +122,13 @@ describe('OpenAPI document', () => {
   let svc: TestService;
   let target: Awaited<ReturnType<typeof startTarget>>;
   let api: Api;
+  let apiKey: string;
   let doc: Document;
 
   before(async () => {
     target = await startTarget();
     svc = await startTestService();
-    ({ api } = await svc.createOrg('pro'));
+    ({ api, apiKey } = await svc.createOrg('pro'));
     // Served without an API key.
     const res = await fetch(`${svc.url}/api/v1/openapi.json`, { signal: AbortSignal.timeout(20_000) });
     assert.equal(res.status, 200);
@@ -264,12 +285,22 @@ describe('OpenAPI document', () => {
 
     test('every documented operation answers its documented success status', async () => {
       const failures: string[] = [];
+      const streams: string[] = [];
       for (const op of inCallOrder(operations(doc))) {
-        const res = await api(op.method, urlOf(op, (r) => ids[r]!, eventId), bodyOf(op));
         const documented = Object.keys(op.spec.responses).filter((code) => /^2\d\d$/.test(code));
+        if (isStream(op)) {
+          assert.equal(op.method, 'GET', `${op.path}: a stream is read with GET`);
+          const res = await openStream(`${svc.url}/api/v1${urlOf(op, (r) => ids[r]!, eventId)}`, apiKey);
+          streams.push(`${op.method} ${op.path}`);
+          if (!documented.includes(String(res.status))) failures.push(`${op.method} ${op.path}: ${res.status} (documented ${documented.join(', ')}) ${JSON.stringify(res.body)}`);
+          else if (!res.type?.startsWith('text/event-stream')) failures.push(`${op.method} ${op.path}: answered ${res.type}, documented text/event-stream`);
+          continue;
+        }
+        const res = await api(op.method, urlOf(op, (r) => ids[r]!, eventId), bodyOf(op));
         if (!documented.includes(String(res.status))) failures.push(`${op.method} ${op.path}: ${res.status} (documented ${documented.join(', ')}) ${JSON.stringify(res.body)}`);
       }
       assert.deepEqual(failures, []);
+      assert.deepEqual(streams, ['GET /live']);
     });
 
     test('with unknown ids, a path answers that the resource is not found, never that the route is', async () => {

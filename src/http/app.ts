@@ -17,6 +17,8 @@ import { endpointRoutes } from './routes/endpoints.ts';
 import { scheduleRoutes } from './routes/schedules.ts';
 import { syncRoutes } from './routes/sync.ts';
 import { taskRoutes } from './routes/tasks.ts';
+import { liveRoutes } from './routes/live.ts';
+import { consoleRoutes } from './console-files.ts';
 import { inServerSpan } from '../telemetry/server-span.ts';
 import type { Log } from '../lib/logger.ts';
 
@@ -63,6 +65,8 @@ export function createApp(deps: ApiDeps, log: Log, rootUrl: () => string = () =>
 
   app.get('/api/v1/openapi.json', (_req, res) => void res.json(openApiDocument(`${rootUrl()}/api/v1`)));
 
+  // The web console: its page at `/`, its files under `/console/` (console-files.ts).
+  app.use(consoleRoutes());
   app.use(pingRoutes(deps));
 
   const api = express.Router();
@@ -70,6 +74,8 @@ export function createApp(deps: ApiDeps, log: Log, rootUrl: () => string = () =>
   api.use(authenticate(deps));
   api.use(rateLimit(deps));
   api.use(checkQuery);
+  // Reads nothing from the read models: it must not wait for them as reads do.
+  api.use(liveRoutes(deps));
   api.use(deps.reads.beforeReads);
   // The batch route parses its own, larger body; it sits before the general parser.
   api.use(batchRoutes(deps));

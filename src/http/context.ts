@@ -12,6 +12,7 @@ import type { EndpointDirectory } from '../inbound/endpoint-directory.ts';
 import type { HooksFor } from '../inbound/pipeline.ts';
 import type { SecretBox } from '../lib/secret-box.ts';
 import type { Health } from './health.ts';
+import type { LiveFeeds } from '../live/feeds.ts';
 
 export interface ApiDeps extends CommandDeps {
   config: Config;
@@ -28,6 +29,8 @@ export interface ApiDeps extends CommandDeps {
   health: Health;
   /** Runs and checks Lua scripts (src/scripts/). */
   scripts: ScriptEngine;
+  /** The live feeds (`GET /live`) of this process. */
+  live: LiveFeeds;
 }
 
 export interface AuthedRequest extends Request {

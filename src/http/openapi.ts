@@ -9,6 +9,8 @@ import { createMonitorSchema, updateMonitorSchema } from './schemas/monitor.ts';
 import { createScheduleSchema, updateScheduleSchema } from './schemas/schedule.ts';
 import { syncSchema } from './schemas/sync.ts';
 import { scriptTestSchema } from './schemas/script.ts';
+import { liveMessageSchema } from './schemas/live.ts';
+import { KEEP_ALIVE_MS } from '../live/feeds.ts';
 
 // Built from the very schema objects that validate requests, so the document cannot drift.
 // test/openapi.e2e.test.ts checks it against the OpenAPI 3.1 schema and the app's routes.
@@ -85,6 +87,7 @@ export function openApiDocument(serverUrl: string) {
         ScriptTest: strip(scriptTestSchema),
         CreateEndpoint: strip(createEndpointSchema),
         UpdateEndpoint: strip(updateEndpointSchema),
+        LiveMessage: liveMessageSchema,
         Error: errorSchema,
       },
     },
@@ -119,6 +122,27 @@ export function openApiDocument(serverUrl: string) {
       '/endpoints/{id}/events': { ...withId, get: op('Inbound events of the last 30 days, newest first', history) },
       '/endpoints/{id}/events/{event_id}': { ...withEvent, get: op('One inbound event with its stored request') },
       '/endpoints/{id}/events/{event_id}/replay': { ...withEvent, post: op('Forward the stored request again', { ok: '202' }) },
+      '/live': {
+        get: {
+          summary: "The organization's events as they happen (server-sent events)",
+          description:
+            'A stream that stays open until the client leaves; read it with `fetch` (the key goes in the Authorization header, which EventSource cannot send). ' +
+            'It starts at the end of the event log (no backlog) and carries only this organization\'s events, each once the read models include it, ' +
+            'so a GET of the resource it names shows the change. ' +
+            'Each message is `event: <kind>` then `data: <a LiveMessage as JSON>` then a blank line; ids and states only, never bodies, headers or secrets. ' +
+            `A comment line \`: keep-alive\` comes every ${KEEP_ALIVE_MS / 1000} s. ` +
+            'An organization may hold a bounded number of feeds open on one server (JETCRON_LIVE_FEEDS_PER_ORG, default 20), and a server a bounded number in all (JETCRON_LIVE_FEEDS_MAX): past either, 429.',
+          security: [{ bearer: [] }],
+          responses: {
+            200: {
+              description: 'Server-sent events whose `data` is a LiveMessage (components/schemas/LiveMessage)',
+              content: { 'text/event-stream': { schema: { type: 'string' }, example: 'event: task\ndata: {"type":"TaskCreated","kind":"task","id":"tsk_…","task_id":"tsk_…","execution_id":"exe_…","status":"pending","at":"2026-01-01T00:00:00.000Z"}\n\n' } },
+            },
+            429: { description: 'Too many live feeds open (this organization, or this server); see Retry-After', ...json('Error') },
+            ...errors,
+          },
+        },
+      },
       '/organization': { get: op('Get the organization'), put: op('Update notification settings', { body: 'UpdateOrganization' }) },
       '/organization/webhook-secret/rotate': { post: op('Rotate the webhook secret') },
     },

@@ -78,6 +78,7 @@ export function createMetrics(opts: { processMetrics?: boolean } = {}) {
     idempotencyStoreFailures: counter('jetcron_idempotency_store_failures_total', 'Idempotency records that could not be written', ['what']),
     projectionSeq: gauge('jetcron_projection_seq', 'Last stream sequence the read models include'),
     apiProcesses: gauge('jetcron_api_processes', 'API processes sharing the rate limit'),
+    liveFeeds: gauge('jetcron_live_feeds', 'Live feeds (GET /api/v1/live) open in this process'),
 
     consumerErrors: counter('jetcron_consumer_errors_total', 'Failed tries of an event, job or timer, by consumer and kind', ['consumer', 'kind']),
     consumerSkipped: counter('jetcron_consumer_skipped_total', 'Items skipped after repeated failures (see `jetcron projections failures`), by consumer', ['consumer']),

@@ -29,6 +29,7 @@ import { createDirectory } from '../nats/org-directory.ts';
 import { startNotifier } from '../notifier/notifier.ts';
 import { startProjector } from '../projections/projector.ts';
 import { createWatermark } from '../projections/watermark.ts';
+import { createLiveFeeds } from '../live/feeds.ts';
 import { createReadYourWrites } from '../http/read-your-writes.ts';
 import { openProgressBoard, shareProgress } from '../nats/progress-board.ts';
 import { answerRollCall } from '../nats/roll-call.ts';
@@ -219,7 +220,9 @@ async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () 
     const lag = createConsumerLag({ nats, db, board, streams });
     metrics.consumerLag.readFrom(() => lag.measure());
     stoppers.push(async () => health.close());
-    const app = createApp({ config, db, nats, store, clock, directory, reads, rateLimiter, metrics, endpoints, secrets, hooks, health, scripts }, log, () => root);
+    const live = createLiveFeeds({ nats, watermark, log }, { perOrg: config.liveFeedsPerOrg, max: config.liveFeedsMax });
+    metrics.liveFeeds.readFrom(() => live.count);
+    const app = createApp({ config, db, nats, store, clock, directory, reads, rateLimiter, metrics, endpoints, secrets, hooks, health, scripts, live }, log, () => root);
     // Inbound URLs skip express: they are the hot path and need neither an API key nor JSON.
     const receiver = createInboundReceiver({ nats, endpoints, hooks, secrets, metrics, log });
     const server: Server = createServer((req, res) => {
@@ -236,6 +239,8 @@ async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () 
       // A client that keeps its connection busy must not hold the shutdown open.
       setTimeout(() => server.closeAllConnections(), 5000).unref();
     })));
+    // Before the server's close (stoppers run last first): an open feed would hold it for 5 s.
+    stoppers.push(named('live feeds', () => live.close()));
     const addr = server.address();
     const port = typeof addr === 'object' && addr ? addr.port : config.port;
     url = `http://${config.host}:${port}`;

@@ -1,0 +1,47 @@
+import express from 'express';
+import { handler, type ApiDeps } from '../context.ts';
+
+/** A client that stops reading: past this much text not yet sent, its feed is ended (it may reconnect). */
+const MAX_UNSENT_BYTES = 1 << 20;
+
+/**
+ * `GET /live`: the organization's events as server-sent events (src/live/). The
+ * answer begins only once the feed reads the log, so whatever the client does after
+ * it sees the answer's headers is on the feed.
+ */
+export function liveRoutes(deps: Pick<ApiDeps, 'live'>) {
+  const router = express.Router();
+  router.get('/live', handler(async (req, res) => {
+    let started = false;
+    // Messages that arrive while the answer has not begun go out right behind its headers.
+    let early = '';
+    const feed = deps.live.open(req.orgId, {
+      write(chunk) {
+        if (!started) {
+          early += chunk;
+          return;
+        }
+        res.write(chunk);
+        if (res.writableLength > MAX_UNSENT_BYTES) res.destroy();
+      },
+      end: () => (started ? res.end() : res.destroy()),
+    });
+    res.once('close', feed.close);
+    try {
+      await feed.ready;
+    } catch (err) {
+      feed.close();
+      throw err;
+    }
+    if (res.destroyed || res.writableEnded) return;
+    res.writeHead(200, {
+      'Content-Type': 'text/event-stream; charset=utf-8',
+      'Cache-Control': 'no-store',
+      // A proxy such as nginx would otherwise hold the messages back in its buffer.
+      'X-Accel-Buffering': 'no',
+    });
+    started = true;
+    res.write(`: connected\n\n${early}`);
+  }));
+  return router;
+}
