@@ -174,10 +174,12 @@ function makeControl(spec, id, initialValue) {
     }
   }
 
-  const labelEl = h('label', { for: id }, spec.label, spec.required ? h('span', { class: 'req', 'aria-hidden': 'true' }, ' *') : null);
+  // The required mark sits beside the label, not in it: the field's name stays its label.
+  const labelEl = h('label', { for: id }, spec.label);
+  const head = spec.required ? h('span', { class: 'label-row' }, labelEl, h('span', { class: 'req', 'aria-hidden': 'true' }, '*')) : labelEl;
   const node = spec.type === 'checkbox'
     ? h('div', { class: 'field check', dataset: { field: spec.name } }, input, labelEl, help, error)
-    : h('div', { class: 'field', dataset: { field: spec.name } }, labelEl, input, extra, help, error);
+    : h('div', { class: 'field', dataset: { field: spec.name } }, head, input, extra, help, error);
 
   return {
     node,

@@ -53,9 +53,9 @@ function endPage() {
 }
 
 /** Everything a page gets: where to draw, its route params, the live feed, and whether it is still shown. */
-function pageContext(token, params, query) {
+function pageContext(token, box, params, query) {
   const ctx = {
-    main,
+    main: box,
     params,
     query,
     alive: () => page.token === token,
@@ -105,11 +105,14 @@ async function render() {
     if (found && a.dataset.section === found.route.section) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }
-  const ctx = pageContext(token, found?.params ?? {}, query);
-  fill(main, h('p', { class: 'loading', role: 'status' }, 'Loading…'));
+  // Each page draws into its own box: a page still loading when the user moves on
+  // writes into a box that is no longer shown.
+  const box = h('div', { class: 'page' }, h('p', { class: 'loading', role: 'status' }, 'Loading…'));
+  fill(main, box);
+  const ctx = pageContext(token, box, found?.params ?? {}, query);
   if (!found) {
     ctx.setTitle('Not found');
-    fill(main, h('h1', {}, 'Not found'), h('p', {}, 'No page here. ', h('a', { href: '#/' }, 'Go to the overview.')));
+    fill(box, h('h1', {}, 'Not found'), h('p', {}, 'No page here. ', h('a', { href: '#/' }, 'Go to the overview.')));
     return;
   }
   try {
@@ -117,10 +120,13 @@ async function render() {
   } catch (err) {
     if (!ctx.alive()) return;
     ctx.setTitle('Error');
-    fill(main, h('h1', {}, err?.status === 404 ? 'Not found' : 'Something went wrong'), errorBox(err));
+    fill(box, h('h1', {}, err?.status === 404 ? 'Not found' : 'Something went wrong'), errorBox(err));
   }
   // Moving focus to the new page tells keyboard and screen reader users it changed.
-  if (ctx.alive() && !firstRender) main.focus({ preventScroll: false });
+  if (ctx.alive() && !firstRender) {
+    main.focus({ preventScroll: true });
+    window.scrollTo(0, 0);
+  }
   firstRender = false;
 }
 

@@ -160,8 +160,8 @@ export async function inboundEventDetail(ctx) {
       ], ev.executions, { empty: 'Not forwarded.', label: 'Forwards' }),
       ev.script_logs?.length ? [h('h2', {}, 'Script logs'), pre(ev.script_logs.join('\n'))] : null,
       h('h2', {}, 'Stored request'),
-      headersTable(req.headers, 'Headers as received'),
-      bodyView(req.body, req.body_encoding, 'Body'));
+      bodyView(req.body, req.body_encoding, 'Body'),
+      headersTable(req.headers, 'Headers as received'));
   };
   await draw();
   fill(ctx.main, body);
