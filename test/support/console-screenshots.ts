@@ -51,9 +51,9 @@ async function seed(api: Api, svcUrl: string, targetUrl: string) {
 
   const endpoint = await ok(api('POST', '/endpoints', { name: 'github webhooks', forward_urls: [`${targetUrl}/github`] }));
   await ok(api('POST', '/endpoints', { name: 'stripe events', forward_urls: [`${targetUrl}/stripe`] }));
-  const send = (body: string | Buffer, type: string) => fetch(endpoint.inbound_url, { method: 'POST', headers: { 'Content-Type': type, 'X-GitHub-Event': 'push' }, body });
+  const send = (body: string | Uint8Array<ArrayBuffer>, type: string) => fetch(endpoint.inbound_url, { method: 'POST', headers: { 'Content-Type': type, 'X-GitHub-Event': 'push' }, body });
   await send(JSON.stringify({ ref: 'refs/heads/main', repository: { full_name: 'acme/api' }, commits: [{ id: '9f2c1e', message: 'Fix retry jitter' }] }), 'application/json');
-  await send(Buffer.from([0x1f, 0x8b, 0x08, 0x00, 0xde, 0xad, 0xbe, 0xef, 0x00, 0x01, 0x02, 0x03, 0xff, 0xfe]), 'application/octet-stream');
+  await send(new Uint8Array([0x1f, 0x8b, 0x08, 0x00, 0xde, 0xad, 0xbe, 0xef, 0x00, 0x01, 0x02, 0x03, 0xff, 0xfe]), 'application/octet-stream');
   const events = await eventually(async () => {
     const list = await ok(api('GET', `/endpoints/${endpoint.id}/events`));
     return list.length === 2 && list.every((e: any) => e.executions.length > 0) ? list : null;

@@ -2,7 +2,8 @@
 // Everything is read from the public API: executions of the last 24 h (paged), monitors
 // and endpoints.
 import { allExecutions, api } from '../api.js';
-import { chartSummary, executionsChart, perMinute } from '../chart.js';
+import { chartSummary, executionsChart } from '../chart.js';
+import { perMinute } from '../per-minute.js';
 import { fill, h, pageHead, table } from '../dom.js';
 import { hashWith } from '../router.js';
 import { executionColumns, sameAsLast } from './common.js';
