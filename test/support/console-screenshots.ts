@@ -73,12 +73,12 @@ export async function takeScreenshots({ svc, browser, targetUrl, release, signIn
   const execution = (await org.api('GET', `/tasks/${seeded.report.id}`)).body.data.last_execution_id as string;
   await eventually(async () => (await org.api('GET', `/executions/${execution}`)).body.data.status === 'success', 20_000);
 
-  const shoot = async (viewport: { width: number; height: number }, shots: Array<[string, string, string]>) => {
-    const context = await browser.newContext({ viewport, colorScheme: 'light' });
+  const shoot = async (viewport: { width: number; height: number }, shots: Array<[string, string, string]>, colorScheme: 'light' | 'dark' = 'light') => {
+    const context = await browser.newContext({ viewport, colorScheme });
     const page = await context.newPage();
     page.setDefaultTimeout(20_000);
     await page.goto(`${svc.url}/`);
-    await page.screenshot({ path: path.join(OUT_DIR, viewport === PHONE ? 'sign-in-phone.png' : 'sign-in.png') });
+    if (colorScheme === 'light') await page.screenshot({ path: path.join(OUT_DIR, viewport === PHONE ? 'sign-in-phone.png' : 'sign-in.png') });
     await signIn(page, org.apiKey);
     for (const [file, hash, waitFor] of shots) {
       await page.evaluate((h) => {
@@ -111,4 +111,8 @@ export async function takeScreenshots({ svc, browser, targetUrl, release, signIn
     ['overview-phone.png', '#/', '.chart canvas'],
     ['execution-phone.png', `#/executions/${execution}`, '.execution-status'],
   ]);
+  await shoot(DESKTOP, [
+    ['overview-dark.png', '#/?hours=1', '.chart canvas'],
+    ['endpoint-dark.png', `#/endpoints/${seeded.endpoint.id}`, '.endpoint-state'],
+  ], 'dark');
 }

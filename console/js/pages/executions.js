@@ -17,7 +17,7 @@ function filterForm(current) {
   const text = (name, placeholder) => h('input', { id: `flt-${name}`, name, type: 'text', value: current[name] ?? '', placeholder, autocomplete: 'off', 'aria-describedby': `flt-${name}-help` });
   const form = h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter executions' },
     field('status', 'Status', status),
-    field('task_id', 'Task, schedule or endpoint id', text('task_id', 'tsk_…'), 'Its executions only'),
+    field('task_id', 'Task, schedule or endpoint', text('task_id', 'tsk_…, sch_…, ep_…'), 'Its id: its executions only'),
     field('since', 'Since', text('since', '24h'), 'A duration (30m, 24h, 7d) or an ISO time'),
     field('until', 'Until', text('until', ''), 'Same forms; empty: now'),
     h('div', { class: 'form-actions' }, h('button', { type: 'submit', class: 'primary' }, 'Apply'), h('a', { class: 'button quiet', href: '#/executions' }, 'Clear')));

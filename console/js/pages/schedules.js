@@ -1,5 +1,6 @@
 // Schedules: list, detail with next runs and history, create, edit, trigger, delete.
 import { api } from '../api.js';
+import { hashWith } from '../router.js';
 import { badge, button, confirmButton, errorBox, facts, fill, h, hashPath, headersTable, link, pageHead, pre, relative, time, toast } from '../dom.js';
 import { nextRuns } from '../cron.js';
 import { formPage, getData, historyTable, listPage, mentions, ofKind, sameAsLast } from './common.js';
@@ -90,7 +91,7 @@ export async function scheduleDetail(ctx) {
       Object.keys(s.headers ?? {}).length ? headersTable(s.headers, 'Headers') : null,
       s.body !== null && s.body !== undefined ? [h('h2', {}, 'Body'), pre(typeof s.body === 'string' ? s.body : JSON.stringify(s.body, null, 2))] : null,
       s.script ? [h('h2', {}, 'Script'), pre(s.script)] : null,
-      h('h2', {}, 'History'),
+      h('div', { class: 'panel-head' }, h('h2', {}, 'History'), h('a', { href: hashWith(['executions'], { task_id: id }) }, 'In the executions list')),
       historyTable(history));
   };
   await draw();

@@ -1,5 +1,6 @@
 // Tasks: list, detail with history, create, edit, trigger, delete.
 import { api } from '../api.js';
+import { hashWith } from '../router.js';
 import { badge, button, confirmButton, errorBox, facts, fill, h, hashPath, headersTable, link, pageHead, pre, time, toast } from '../dom.js';
 import { formPage, getData, historyTable, listPage, mentions, ofKind, sameAsLast } from './common.js';
 
@@ -121,7 +122,7 @@ export async function taskDetail(ctx) {
       Object.keys(task.headers ?? {}).length ? headersTable(task.headers, 'Headers') : null,
       task.body !== null && task.body !== undefined ? [h('h2', {}, 'Body'), pre(typeof task.body === 'string' ? task.body : JSON.stringify(task.body, null, 2))] : null,
       task.script ? [h('h2', {}, 'Script'), pre(task.script)] : null,
-      h('h2', {}, 'History'),
+      h('div', { class: 'panel-head' }, h('h2', {}, 'History'), h('a', { href: hashWith(['executions'], { task_id: id }) }, 'In the executions list')),
       historyTable(history));
   };
   await draw();
