@@ -131,9 +131,24 @@ describe('web console (Chromium)', { skip }, () => {
     await page.locator('#api-key-err').getByText('not valid').waitFor();
     assert.equal(await page.getByLabel('API key').getAttribute('aria-invalid'), 'true');
 
-    await signIn(tab, org.apiKey);
+    // By keyboard alone: the key field has the focus; Enter signs in.
+    await page.getByLabel('API key').fill('');
+    await page.keyboard.type(org.apiKey);
+    await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
     assert.equal(await page.evaluate(() => sessionStorage.getItem('jetcron.apiKey')), org.apiKey);
+    // The new page has the focus; the navigation is just before it (Shift+Tab), and Enter
+    // on a link opens its page and moves the focus there.
+    await page.waitForFunction(() => document.activeElement?.id === 'main');
+    let focused = '';
+    for (let i = 0; i < 10 && focused !== 'Tasks'; i++) {
+      await page.keyboard.press('Shift+Tab');
+      focused = await page.evaluate(() => document.activeElement?.textContent ?? '');
+    }
+    assert.equal(focused, 'Tasks');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Tasks', level: 1 }).waitFor();
+    await page.waitForFunction(() => document.activeElement?.id === 'main');
     assert.deepEqual(await tab.context.cookies(), [], 'no cookie');
     assert.ok(!page.url().includes(org.apiKey.split('.')[1]!), 'the key is not in the URL');
 
@@ -346,6 +361,24 @@ describe('web console (Chromium)', { skip }, () => {
     assert.equal(direct.status, 404);
     await go(page, `#/executions/${theirs.body.data.last_execution_id}`);
     await page.getByRole('heading', { name: 'Not found', level: 1 }).waitFor();
+    await tab.context.close();
+  });
+
+  test('at phone width (375 px) no page is wider than the screen', async () => {
+    const tab = await openConsole({ width: 375, height: 812 });
+    const { page } = tab;
+    await signIn(tab, org.apiKey);
+    const tasks = (await org.api('GET', '/tasks')).body.data;
+    const endpoints = (await org.api('GET', '/endpoints')).body.data;
+    const executions = (await org.api('GET', '/executions?limit=1')).body.data;
+    assert.ok(tasks.length && endpoints.length && executions.length, 'the earlier tests left data to show');
+    for (const hash of ['#/', '#/executions', `#/executions/${executions[0].id}`, '#/tasks', `#/tasks/${tasks[0].id}`, '#/tasks/new', '#/monitors', `#/endpoints/${endpoints[0].id}`, '#/organization']) {
+      await go(page, hash);
+      await page.locator('.page h1').waitFor();
+      await page.locator('.loading').waitFor({ state: 'detached' });
+      const [scroll, width] = await page.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]);
+      assert.ok(scroll <= width, `${hash}: ${scroll} px wide on a ${width} px screen`);
+    }
     await tab.context.close();
   });
 

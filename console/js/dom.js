@@ -142,6 +142,8 @@ export function confirmButton(text, confirmText, action, attrs = {}) {
       yes.disabled = true;
       try {
         await action();
+      } catch (err) {
+        toast(err?.message ?? String(err), 'error');
       } finally {
         if (wrap.isConnected) initial();
       }

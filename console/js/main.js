@@ -92,6 +92,7 @@ async function render() {
   sessionBar.hidden = !key;
   if (!key) {
     document.title = 'Sign in · jetcron';
+    firstRender = false;
     signInPage(main, () => {
       ensureLive(currentKey());
       render();
