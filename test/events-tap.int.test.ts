@@ -1,23 +1,15 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, test } from 'node:test';
-import { applyStreams } from '../src/nats/apply-streams.ts';
-import { connectNats, type Nats } from '../src/nats/connection.ts';
+import type { Nats } from '../src/nats/connection.ts';
 import { followEvents, tuneEventsTap, type TapItem } from '../src/nats/events-tap.ts';
-import { startTestNats } from './support/nats.ts';
+import { startNatsWithStreams } from './support/nats.ts';
 
-let server: Awaited<ReturnType<typeof startTestNats>>;
-const connections: Nats[] = [];
+let server: Awaited<ReturnType<typeof startNatsWithStreams>>;
 before(async () => {
-  server = await startTestNats();
-  const nats = await connectNats(server.url, 'events-tap setup');
-  connections.push(nats);
-  await applyStreams(nats, 1);
-  await publish(nats, 200);
+  server = await startNatsWithStreams();
+  await publish(await server.connect('events-tap setup'), 200);
 });
-after(async () => {
-  for (const c of connections) await c.close();
-  await server.stop();
-});
+after(() => server.stop());
 
 // A failed test must not leave a reader waiting forever (the run would never end).
 const running: AbortController[] = [];
@@ -31,8 +23,7 @@ async function publish(nats: Nats, n: number): Promise<void> {
 }
 
 async function connection(bounds?: { ringSize: number; lagLimit: number }): Promise<Nats> {
-  const nats = await connectNats(server.url, 'events-tap test');
-  connections.push(nats);
+  const nats = await server.connect('events-tap test');
   if (bounds) tuneEventsTap(nats, bounds);
   return nats;
 }

@@ -189,10 +189,14 @@ interface Route {
   auth: boolean;
 }
 
-/** Every route of src/http (the routers and app.ts), plus paths no route has. */
+/**
+ * Every route of src/http (the routers and app.ts), plus paths no route has; but
+ * `GET /api/v1/live`, whose answer never ends (test/live-feed.e2e.test.ts).
+ */
 const ROUTES: Route[] = [
   ...[
     ['GET', '/healthz'], ['GET', '/livez'], ['GET', '/metrics'], ['GET', '/api/v1/openapi.json'], ['GET', '/'], ['GET', '/nope/%zz'],
+    ['GET', '/console/vendor/uPlot.esm.js'], ['GET', '/console/:token'],
     ['GET', '/ping/:token'], ['POST', '/ping/:token'], ['GET', '/ping/:token/fail'], ['POST', '/ping/:token/fail'],
     ['POST', '/in/:slug'], ['GET', '/in/:slug'], ['PUT', '/in/:slug'], ['DELETE', '/in/:slug'], ['OPTIONS', '/in/:slug'], ['POST', '/in/'],
   ].map(([method, path]) => ({ method: method!, path: path!, auth: false })),

@@ -27,6 +27,7 @@ export function authenticate(deps: ApiDeps) {
     deps.directory.apiKey(parsed.publicId).then((key) => {
       if (!key || key.revoked_at || !matches(key, parsed.secret)) return next(invalid());
       (req as AuthedRequest).orgId = key.org_id;
+      (req as AuthedRequest).keyId = key.public_id;
       next();
     }, next);
   };

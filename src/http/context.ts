@@ -35,6 +35,8 @@ export interface ApiDeps extends CommandDeps {
 
 export interface AuthedRequest extends Request {
   orgId: string;
+  /** The public id (`pk_…`) of the API key the request came with. */
+  keyId: string;
 }
 
 /** Express 4 does not catch rejected promises; route them to the error middleware. */

@@ -18,7 +18,7 @@ const RETRY_AFTER_SECONDS = '5';
 /** Where a feed's text goes: the HTTP answer of one client. */
 export interface FeedSink {
   write(chunk: string): void;
-  /** Ends the client's answer (the service is stopping). */
+  /** Ends the client's answer: the service is stopping, or the feed's API key was revoked. */
   end(): void;
 }
 
@@ -65,7 +65,8 @@ export function createLiveFeeds(
 ) {
   const keepAliveMs = opts.keepAliveMs ?? KEEP_ALIVE_MS;
   const projectedWaitMs = opts.projectedWaitMs ?? PROJECTED_WAIT_MS;
-  const feeds = new Map<string, Set<FeedSink>>();
+  /** Organization → its feeds, each with the public id of the API key it was opened with. */
+  const feeds = new Map<string, Map<FeedSink, string>>();
   let open = 0;
   let closed = false;
   let reading: Reading | undefined;
@@ -83,7 +84,7 @@ export function createLiveFeeds(
   let stopWaiting: (() => void) | undefined;
 
   const deliver = (w: Waiting) => {
-    for (const sink of feeds.get(w.orgId) ?? []) sink.write(w.frame);
+    for (const sink of feeds.get(w.orgId)?.keys() ?? []) sink.write(w.frame);
   };
 
   const pump = () => {
@@ -124,6 +125,8 @@ export function createLiveFeeds(
       return;
     }
     if (!feeds.has(event.org_id) || (fromSubject !== 'apikey' && fromSubject !== event.org_id)) return;
+    // A feed is authenticated once, when it opens: it lasts only as long as its key.
+    if (event.type === 'ApiKeyRevoked') endFeedsOf(event.org_id, event.data.key.public_id);
     let message;
     try {
       message = liveMessage(event);
@@ -150,7 +153,7 @@ export function createLiveFeeds(
       if (!abort.signal.aborted) deps.log(`live feeds: reading EVENTS failed: ${err.message}`);
     }));
     keepAlive = setInterval(() => {
-      for (const sinks of feeds.values()) for (const sink of sinks) sink.write(': keep-alive\n\n');
+      for (const sinks of feeds.values()) for (const sink of sinks.keys()) sink.write(': keep-alive\n\n');
     }, keepAliveMs);
     keepAlive.unref();
     return { abort, ready: start.then(() => {}) };
@@ -164,6 +167,14 @@ export function createLiveFeeds(
     stopWaiting?.();
   };
 
+  const endFeedsOf = (orgId: string, keyId: string) => {
+    for (const [sink, key] of [...(feeds.get(orgId) ?? [])]) {
+      if (key !== keyId) continue;
+      release(orgId, sink);
+      sink.end();
+    }
+  };
+
   const release = (orgId: string, sink: FeedSink) => {
     const sinks = feeds.get(orgId);
     if (!sinks?.delete(sink)) return;
@@ -174,17 +185,17 @@ export function createLiveFeeds(
 
   return {
     /**
-     * Opens a feed of `orgId` writing to `sink`. Throws 429 past the organization's or
-     * the process's bound, 503 while the service stops.
+     * Opens a feed of `orgId`, for the API key `keyId`, writing to `sink`. Throws 429
+     * past the organization's or the process's bound, 503 while the service stops.
      */
-    open(orgId: string, sink: FeedSink): LiveFeedHandle {
+    open(orgId: string, keyId: string, sink: FeedSink): LiveFeedHandle {
       if (closed) throw new ApiError(503, 'The service is stopping', null, { 'Retry-After': '1' });
-      const sinks = feeds.get(orgId) ?? new Set<FeedSink>();
+      const sinks = feeds.get(orgId) ?? new Map<FeedSink, string>();
       if (sinks.size >= opts.perOrg) {
         throw new ApiError(429, `Too many live feeds open for this organization (at most ${opts.perOrg})`, null, { 'Retry-After': RETRY_AFTER_SECONDS });
       }
       if (open >= opts.max) throw new ApiError(429, 'Too many live feeds open on this server', null, { 'Retry-After': RETRY_AFTER_SECONDS });
-      sinks.add(sink);
+      sinks.set(sink, keyId);
       feeds.set(orgId, sinks);
       open++;
       reading ??= startReading();
@@ -208,7 +219,7 @@ export function createLiveFeeds(
     async close(): Promise<void> {
       closed = true;
       for (const [orgId, sinks] of [...feeds]) {
-        for (const sink of [...sinks]) {
+        for (const sink of [...sinks.keys()]) {
           release(orgId, sink);
           sink.end();
         }

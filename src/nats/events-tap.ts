@@ -47,6 +47,11 @@ export function tuneEventsTap(nats: Nats, bounds: { ringSize: number; lagLimit: 
   taps.set(nats, { readers: new Set(), ring: [], next: 0, log: () => {}, ...bounds });
 }
 
+/** Readers of the connection's tap now (tests: a reader that stopped has left). */
+export function eventsTapReaders(nats: Nats): number {
+  return taps.get(nats)?.readers.size ?? 0;
+}
+
 /**
  * EVENTS in order from `startSeq`, read once per process however many readers there
  * are (projector, translator, notifier reader). Each would otherwise hold its own

@@ -14,6 +14,7 @@ import { createHealth } from '../http/health.ts';
 import { openFailureLedger } from '../nats/failure-ledger.ts';
 import { createSupervisor } from '../nats/supervisor.ts';
 import { createInboundReceiver } from '../http/inbound-receiver.ts';
+import { closableServer } from '../http/server-close.ts';
 import { createEndpointDirectory } from '../inbound/endpoint-directory.ts';
 import { scriptHooks } from '../inbound/pipeline.ts';
 import { openSecretBox } from '../lib/secret-box.ts';
@@ -228,17 +229,13 @@ async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () 
     const server: Server = createServer((req, res) => {
       if (!receiver.handle(req, res)) app(req, res);
     });
+    const closeServer = closableServer(server);
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(config.port, config.host, () => resolve());
     });
     server.keepAliveTimeout = 65_000;
-    stoppers.push(named('HTTP server', () => new Promise<void>((r) => {
-      server.close(() => r());
-      server.closeIdleConnections();
-      // A client that keeps its connection busy must not hold the shutdown open.
-      setTimeout(() => server.closeAllConnections(), 5000).unref();
-    })));
+    stoppers.push(named('HTTP server', closeServer));
     // Before the server's close (stoppers run last first): an open feed would hold it for 5 s.
     stoppers.push(named('live feeds', () => live.close()));
     const addr = server.address();

@@ -1,6 +1,8 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { applyStreams } from '../../src/nats/apply-streams.ts';
+import { connectNats, type Nats } from '../../src/nats/connection.ts';
 import { startEmbeddedNats } from '../../src/runtime/embedded-nats.ts';
 
 /**
@@ -34,4 +36,24 @@ export async function startTestNats(): Promise<{ url: string; stop(): Promise<vo
     await rm(dataDir, { recursive: true, force: true });
     throw err;
   }
+}
+
+/** A fresh nats-server with jetcron's streams; `connect` opens connections that `stop()` closes first. */
+export async function startNatsWithStreams(): Promise<{ url: string; connect(name: string): Promise<Nats>; stop(): Promise<void> }> {
+  const server = await startTestNats();
+  const connections: Nats[] = [];
+  const connect = async (name: string) => {
+    const nats = await connectNats(server.url, name);
+    connections.push(nats);
+    return nats;
+  };
+  await applyStreams(await connect('streams setup'), 1);
+  return {
+    url: server.url,
+    connect,
+    async stop() {
+      for (const c of connections) await c.close();
+      await server.stop();
+    },
+  };
 }

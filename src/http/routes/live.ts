@@ -15,7 +15,7 @@ export function liveRoutes(deps: Pick<ApiDeps, 'live'>) {
     let started = false;
     // Messages that arrive while the answer has not begun go out right behind its headers.
     let early = '';
-    const feed = deps.live.open(req.orgId, {
+    const feed = deps.live.open(req.orgId, req.keyId, {
       write(chunk) {
         if (!started) {
           early += chunk;
@@ -24,7 +24,12 @@ export function liveRoutes(deps: Pick<ApiDeps, 'live'>) {
         res.write(chunk);
         if (res.writableLength > MAX_UNSENT_BYTES) res.destroy();
       },
-      end: () => (started ? res.end() : res.destroy()),
+      end() {
+        if (!started) return void res.destroy();
+        // The service stops, or the key was revoked: the connection goes too (a stop would wait for it to go idle).
+        const socket = res.socket;
+        res.end(() => socket?.end());
+      },
     });
     res.once('close', feed.close);
     try {
