@@ -1,8 +1,9 @@
 // What the resource pages share: execution rows, history tables, create/edit pages and
 // which live messages concern a page.
 import { api } from '../api.js';
-import { badge, duration, fill, h, hashPath, link, pageHead, table, time, toast } from '../dom.js';
+import { badge, button, confirmButton, duration, errorBox, fill, h, hashPath, link, pageHead, table, time, toast } from '../dom.js';
 import { buildForm } from '../form.js';
+import { hashWith } from '../router.js';
 
 const SOURCE_PATHS = { task: 'tasks', schedule: 'schedules', endpoint: 'endpoints', monitor: 'monitors' };
 
@@ -23,6 +24,14 @@ export const executionColumns = [
   { label: 'Attempt', cell: (e) => String(e.attempt ?? '—') },
   { label: 'Duration', cell: (e) => duration(e.duration_ms) },
 ];
+
+/** A task's or schedule's history, with a link to the same in the filterable executions list. */
+export function historySection(id, rows) {
+  return [
+    h('div', { class: 'panel-head' }, h('h2', {}, 'History'), h('a', { href: hashWith(['executions'], { task_id: id }) }, 'In the executions list')),
+    historyTable(rows),
+  ];
+}
 
 /** A resource's own execution history (`/tasks/{id}/executions` rows). */
 export function historyTable(rows, caption = 'Executions') {
@@ -99,4 +108,64 @@ export function sameAsLast() {
     last = text;
     return false;
   };
+}
+
+/** The create and edit pages of one kind of resource; `fieldsFor(mode)` gives the form's fields. */
+export function resourceForms({ section, noun, fieldsFor }) {
+  return {
+    create: (ctx) => formPage(ctx, {
+      title: `New ${noun}`, mode: 'create', submitLabel: `Create ${noun}`, fields: fieldsFor('create'),
+      send: (payload) => api('POST', `/${section}`, payload),
+      done: (created) => hashPath(section, created.id),
+      back: hashPath(section),
+    }),
+    async edit(ctx) {
+      const id = ctx.params.id;
+      const path = `/${section}/${encodeURIComponent(id)}`;
+      const current = await getData(path);
+      return formPage(ctx, {
+        title: `Edit ${current.name || current.id}`, mode: 'edit', submitLabel: 'Save', fields: fieldsFor('edit'), initial: current,
+        send: (payload) => api('PUT', path, payload),
+        done: () => hashPath(section, id),
+        back: hashPath(section, id),
+      });
+    },
+  };
+}
+
+/** "Trigger now" for a task or schedule: the queued execution is linked in `result`. */
+export function triggerButton(path, result) {
+  return button('Trigger now', async () => {
+    try {
+      const res = await api('POST', `${path}/trigger`, {});
+      fill(result, 'Execution queued: ', link(res.data.execution_id, 'executions', res.data.execution_id));
+    } catch (err) {
+      fill(result, errorBox(err));
+    }
+  }, { class: 'primary' });
+}
+
+/** Edit and (confirmed) Delete for a detail page; a delete returns to the list. */
+export function editAndDelete(section, noun, id) {
+  return [
+    h('a', { class: 'button', href: hashPath(section, id, 'edit') }, 'Edit'),
+    confirmButton('Delete', `Delete this ${noun}`, async () => {
+      await api('DELETE', `/${section}/${encodeURIComponent(id)}`);
+      toast(`${noun[0].toUpperCase()}${noun.slice(1)} deleted`);
+      location.hash = hashPath(section);
+    }, { class: 'danger' }),
+  ];
+}
+
+/** Pause or Resume, whichever applies, for a monitor or an endpoint; `after()` redraws the page. */
+export function pauseResumeButton(path, paused, result, after, { pausedText, resumedText }) {
+  return button(paused ? 'Resume' : 'Pause', async () => {
+    try {
+      await api('POST', `${path}/${paused ? 'resume' : 'pause'}`);
+      toast(paused ? resumedText : pausedText);
+      await after();
+    } catch (err) {
+      fill(result, errorBox(err));
+    }
+  }, { class: paused ? 'primary' : null });
 }

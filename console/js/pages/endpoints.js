@@ -2,8 +2,8 @@
 // delete; one inbound event with its stored request, its forwards and Replay.
 import { api } from '../api.js';
 import { bodyView } from '../body-view.js';
-import { badge, button, confirmButton, copyable, errorBox, facts, fill, h, hashPath, headersTable, link, pageHead, pre, table, time, toast } from '../dom.js';
-import { formPage, getData, listPage, mentions, sameAsLast } from './common.js';
+import { badge, button, copyable, errorBox, facts, fill, h, headersTable, link, pageHead, pre, table, time } from '../dom.js';
+import { editAndDelete, getData, listPage, mentions, pauseResumeButton, resourceForms, sameAsLast } from './common.js';
 import { notifyFields, scriptField } from './tasks.js';
 
 const FAILED = new Set(['failed', 'timeout']);
@@ -67,28 +67,14 @@ export async function endpointDetail(ctx) {
   const result = h('div', { class: 'action-result', role: 'status' });
   const body = h('div');
   const unchanged = sameAsLast();
-  const act = (verb) => async () => {
-    try {
-      await api('POST', `${path}/${verb}`);
-      toast(verb === 'pause' ? 'Endpoint paused: events are stored and held' : 'Endpoint resumed: held events go out in order');
-      await draw();
-    } catch (err) {
-      fill(result, errorBox(err));
-    }
-  };
   const draw = async () => {
     const [e, events, failing] = await Promise.all([getData(path), getData(`${path}/events?limit=50`), failingOf([{ id }])]);
     if (!ctx.alive() || unchanged([e, events, failing.get(id)])) return;
     ctx.setTitle(e.name || e.id);
     fill(body,
       pageHead(e.name || e.id,
-        e.paused ? button('Resume', act('resume'), { class: 'primary' }) : button('Pause', act('pause')),
-        h('a', { class: 'button', href: hashPath('endpoints', id, 'edit') }, 'Edit'),
-        confirmButton('Delete', 'Delete this endpoint', async () => {
-          await api('DELETE', path);
-          toast('Endpoint deleted');
-          location.hash = '#/endpoints';
-        }, { class: 'danger' })),
+        pauseResumeButton(path, e.paused, result, draw, { pausedText: 'Endpoint paused: events are stored and held', resumedText: 'Endpoint resumed: held events go out in order' }),
+        editAndDelete('endpoints', 'endpoint', id)),
       result,
       facts([
         ['State', h('span', { class: 'endpoint-state' }, stateBadge(e, failing.get(id)))],
@@ -168,22 +154,6 @@ export async function inboundEventDetail(ctx) {
   ctx.live((m) => mentions(m, eventId) || mentions(m, id), draw);
 }
 
-export function endpointNew(ctx) {
-  return formPage(ctx, {
-    title: 'New endpoint', mode: 'create', submitLabel: 'Create endpoint', fields: endpointFields,
-    send: (payload) => api('POST', '/endpoints', payload),
-    done: (e) => hashPath('endpoints', e.id),
-    back: '#/endpoints',
-  });
-}
-
-export async function endpointEdit(ctx) {
-  const id = ctx.params.id;
-  const e = await getData(`/endpoints/${encodeURIComponent(id)}`);
-  return formPage(ctx, {
-    title: `Edit ${e.name || e.id}`, mode: 'edit', submitLabel: 'Save', fields: endpointFields, initial: e,
-    send: (payload) => api('PUT', `/endpoints/${encodeURIComponent(id)}`, payload),
-    done: () => hashPath('endpoints', id),
-    back: hashPath('endpoints', id),
-  });
-}
+const forms = resourceForms({ section: 'endpoints', noun: 'endpoint', fieldsFor: () => endpointFields });
+export const endpointNew = forms.create;
+export const endpointEdit = forms.edit;

@@ -1,8 +1,8 @@
 // Heartbeat monitors: list, detail with ping timeline and history, create, edit,
 // pause / resume, delete.
 import { api } from '../api.js';
-import { badge, button, confirmButton, copyable, errorBox, facts, fill, formatTime, h, hashPath, link, pageHead, relative, svg, table, time, toast } from '../dom.js';
-import { formPage, getData, listPage, mentions, ofKind, sameAsLast } from './common.js';
+import { badge, copyable, facts, fill, formatTime, h, link, pageHead, relative, svg, table, time } from '../dom.js';
+import { editAndDelete, getData, listPage, mentions, ofKind, pauseResumeButton, resourceForms, sameAsLast } from './common.js';
 import { notifyFields } from './tasks.js';
 
 const monitorFields = [
@@ -65,15 +65,6 @@ export async function monitorDetail(ctx) {
   const result = h('div', { class: 'action-result', role: 'status' });
   const body = h('div');
   const path = `/monitors/${encodeURIComponent(id)}`;
-  const act = (verb) => async () => {
-    try {
-      await api('POST', `${path}/${verb}`);
-      toast(verb === 'pause' ? 'Monitor paused' : 'Monitor resumed');
-      await draw();
-    } catch (err) {
-      fill(result, errorBox(err));
-    }
-  };
   const unchanged = sameAsLast();
   const draw = async () => {
     const [m, pings] = await Promise.all([getData(path), getData(`${path}/pings?limit=100`)]);
@@ -82,13 +73,8 @@ export async function monitorDetail(ctx) {
     const paused = m.status === 'paused';
     fill(body,
       pageHead(m.name || m.id,
-        paused ? button('Resume', act('resume'), { class: 'primary' }) : button('Pause', act('pause')),
-        h('a', { class: 'button', href: hashPath('monitors', id, 'edit') }, 'Edit'),
-        confirmButton('Delete', 'Delete this monitor', async () => {
-          await api('DELETE', path);
-          toast('Monitor deleted');
-          location.hash = '#/monitors';
-        }, { class: 'danger' })),
+        pauseResumeButton(path, paused, result, draw, { pausedText: 'Monitor paused', resumedText: 'Monitor resumed' }),
+        editAndDelete('monitors', 'monitor', id)),
       result,
       facts([
         ['Status', h('span', { class: 'monitor-status' }, badge(m.status))],
@@ -120,22 +106,6 @@ export async function monitorDetail(ctx) {
   ctx.onCleanup(() => clearInterval(timer));
 }
 
-export function monitorNew(ctx) {
-  return formPage(ctx, {
-    title: 'New monitor', mode: 'create', submitLabel: 'Create monitor', fields: monitorFields,
-    send: (payload) => api('POST', '/monitors', payload),
-    done: (m) => hashPath('monitors', m.id),
-    back: '#/monitors',
-  });
-}
-
-export async function monitorEdit(ctx) {
-  const id = ctx.params.id;
-  const m = await getData(`/monitors/${encodeURIComponent(id)}`);
-  return formPage(ctx, {
-    title: `Edit ${m.name || m.id}`, mode: 'edit', submitLabel: 'Save', fields: monitorFields, initial: m,
-    send: (payload) => api('PUT', `/monitors/${encodeURIComponent(id)}`, payload),
-    done: () => hashPath('monitors', id),
-    back: hashPath('monitors', id),
-  });
-}
+const forms = resourceForms({ section: 'monitors', noun: 'monitor', fieldsFor: () => monitorFields });
+export const monitorNew = forms.create;
+export const monitorEdit = forms.edit;

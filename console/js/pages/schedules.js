@@ -1,9 +1,8 @@
 // Schedules: list, detail with next runs and history, create, edit, trigger, delete.
 import { api } from '../api.js';
-import { hashWith } from '../router.js';
-import { badge, button, confirmButton, errorBox, facts, fill, h, hashPath, headersTable, link, pageHead, pre, relative, time, toast } from '../dom.js';
+import { badge, facts, fill, h, headersTable, link, pageHead, pre, relative, time } from '../dom.js';
 import { nextRuns } from '../cron.js';
-import { formPage, getData, historyTable, listPage, mentions, ofKind, sameAsLast } from './common.js';
+import { editAndDelete, getData, historySection, listPage, mentions, resourceForms, sameAsLast, triggerButton } from './common.js';
 import { deliveryFields, notifyFields, requestFields, scriptField } from './tasks.js';
 
 const scheduleFields = [
@@ -60,20 +59,8 @@ export async function scheduleDetail(ctx) {
     ctx.setTitle(s.name || s.id);
     fill(body,
       pageHead(s.name || s.id,
-        button('Trigger now', async () => {
-          try {
-            const res = await api('POST', `/schedules/${encodeURIComponent(id)}/trigger`, {});
-            fill(result, 'Execution queued: ', link(res.data.execution_id, 'executions', res.data.execution_id));
-          } catch (err) {
-            fill(result, errorBox(err));
-          }
-        }, { class: 'primary' }),
-        h('a', { class: 'button', href: hashPath('schedules', id, 'edit') }, 'Edit'),
-        confirmButton('Delete', 'Delete this schedule', async () => {
-          await api('DELETE', `/schedules/${encodeURIComponent(id)}`);
-          toast('Schedule deleted');
-          location.hash = '#/schedules';
-        }, { class: 'danger' })),
+        triggerButton(`/schedules/${encodeURIComponent(id)}`, result),
+        editAndDelete('schedules', 'schedule', id)),
       result,
       h('div', { class: 'columns' },
         facts([
@@ -91,30 +78,13 @@ export async function scheduleDetail(ctx) {
       Object.keys(s.headers ?? {}).length ? headersTable(s.headers, 'Headers') : null,
       s.body !== null && s.body !== undefined ? [h('h2', {}, 'Body'), pre(typeof s.body === 'string' ? s.body : JSON.stringify(s.body, null, 2))] : null,
       s.script ? [h('h2', {}, 'Script'), pre(s.script)] : null,
-      h('div', { class: 'panel-head' }, h('h2', {}, 'History'), h('a', { href: hashWith(['executions'], { task_id: id }) }, 'In the executions list')),
-      historyTable(history));
+      historySection(id, history));
   };
   await draw();
   fill(ctx.main, body);
   ctx.live((m) => mentions(m, id), draw);
 }
 
-export function scheduleNew(ctx) {
-  return formPage(ctx, {
-    title: 'New schedule', mode: 'create', submitLabel: 'Create schedule', fields: scheduleFields,
-    send: (payload) => api('POST', '/schedules', payload),
-    done: (s) => hashPath('schedules', s.id),
-    back: '#/schedules',
-  });
-}
-
-export async function scheduleEdit(ctx) {
-  const id = ctx.params.id;
-  const s = await getData(`/schedules/${encodeURIComponent(id)}`);
-  return formPage(ctx, {
-    title: `Edit ${s.name || s.id}`, mode: 'edit', submitLabel: 'Save', fields: scheduleFields, initial: s,
-    send: (payload) => api('PUT', `/schedules/${encodeURIComponent(id)}`, payload),
-    done: () => hashPath('schedules', id),
-    back: hashPath('schedules', id),
-  });
-}
+const forms = resourceForms({ section: 'schedules', noun: 'schedule', fieldsFor: () => scheduleFields });
+export const scheduleNew = forms.create;
+export const scheduleEdit = forms.edit;

@@ -1,8 +1,7 @@
 // Tasks: list, detail with history, create, edit, trigger, delete.
 import { api } from '../api.js';
-import { hashWith } from '../router.js';
-import { badge, button, confirmButton, errorBox, facts, fill, h, hashPath, headersTable, link, pageHead, pre, time, toast } from '../dom.js';
-import { formPage, getData, historyTable, listPage, mentions, ofKind, sameAsLast } from './common.js';
+import { badge, facts, fill, h, headersTable, link, pageHead, pre, time } from '../dom.js';
+import { editAndDelete, getData, historySection, listPage, mentions, ofKind, resourceForms, sameAsLast, triggerButton } from './common.js';
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].map((m) => [m, m]);
 
@@ -89,20 +88,8 @@ export async function taskDetail(ctx) {
     ctx.setTitle(task.name || task.id);
     fill(body,
       pageHead(task.name || task.id,
-        button('Trigger now', async () => {
-          try {
-            const res = await api('POST', `/tasks/${encodeURIComponent(id)}/trigger`, {});
-            fill(result, 'Execution queued: ', link(res.data.execution_id, 'executions', res.data.execution_id));
-          } catch (err) {
-            fill(result, errorBox(err));
-          }
-        }, { class: 'primary' }),
-        h('a', { class: 'button', href: hashPath('tasks', id, 'edit') }, 'Edit'),
-        confirmButton('Delete', 'Delete this task', async () => {
-          await api('DELETE', `/tasks/${encodeURIComponent(id)}`);
-          toast('Task deleted');
-          location.hash = '#/tasks';
-        }, { class: 'danger' })),
+        triggerButton(`/tasks/${encodeURIComponent(id)}`, result),
+        editAndDelete('tasks', 'task', id)),
       result,
       facts([
         ['Id', h('code', {}, task.id)],
@@ -122,30 +109,13 @@ export async function taskDetail(ctx) {
       Object.keys(task.headers ?? {}).length ? headersTable(task.headers, 'Headers') : null,
       task.body !== null && task.body !== undefined ? [h('h2', {}, 'Body'), pre(typeof task.body === 'string' ? task.body : JSON.stringify(task.body, null, 2))] : null,
       task.script ? [h('h2', {}, 'Script'), pre(task.script)] : null,
-      h('div', { class: 'panel-head' }, h('h2', {}, 'History'), h('a', { href: hashWith(['executions'], { task_id: id }) }, 'In the executions list')),
-      historyTable(history));
+      historySection(id, history));
   };
   await draw();
   fill(ctx.main, body);
   ctx.live((m) => mentions(m, id), draw);
 }
 
-export function taskNew(ctx) {
-  return formPage(ctx, {
-    title: 'New task', mode: 'create', submitLabel: 'Create task', fields: taskFields('create'),
-    send: (payload) => api('POST', '/tasks', payload),
-    done: (task) => hashPath('tasks', task.id),
-    back: '#/tasks',
-  });
-}
-
-export async function taskEdit(ctx) {
-  const id = ctx.params.id;
-  const task = await getData(`/tasks/${encodeURIComponent(id)}`);
-  return formPage(ctx, {
-    title: `Edit ${task.name || task.id}`, mode: 'edit', submitLabel: 'Save', fields: taskFields('edit'), initial: task,
-    send: (payload) => api('PUT', `/tasks/${encodeURIComponent(id)}`, payload),
-    done: () => hashPath('tasks', id),
-    back: hashPath('tasks', id),
-  });
-}
+const forms = resourceForms({ section: 'tasks', noun: 'task', fieldsFor: taskFields });
+export const taskNew = forms.create;
+export const taskEdit = forms.edit;
