@@ -143,7 +143,6 @@ function makeControl(spec, id, initialValue) {
     case 'secrets':
     case 'body': {
       input = h('textarea', { ...common, rows: spec.rows ?? 4, spellcheck: 'false', value: textOf(spec.type, initialValue) });
-      input.value = textOf(spec.type, initialValue);
       if (spec.type === 'body') {
         const isJson = initialValue !== null && typeof initialValue === 'object';
         const box = h('input', { type: 'checkbox', id: `${id}-json`, checked: isJson });
