@@ -45,7 +45,7 @@ function nextRunsList(schedule) {
   const now = Date.now();
   return h('div', {},
     h('ol', { class: 'next-runs' }, items.map((d) => h('li', {}, time(d.toISOString()), ' ', h('span', { class: 'muted' }, relative(d.toISOString(), now))))),
-    runs ? null : h('p', { class: 'help' }, 'Only the next run is shown: this browser does not read this expression.'));
+    h('p', { class: 'help' }, runs ? 'In this browser\'s time zone.' : 'Only the next run is shown: this browser does not read this expression.'));
 }
 
 export async function scheduleDetail(ctx) {
