@@ -70,6 +70,13 @@ describe('the live feed', () => {
     assert.equal(await openFeeds(), 0);
   });
 
+  test('HEAD answers with the stream\'s headers and holds no feed', async () => {
+    const res = await fetch(`${svc.url}/api/v1/live`, { method: 'HEAD', headers: { Authorization: `Bearer ${a.apiKey}` }, signal: AbortSignal.timeout(20_000) });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('content-type'), 'text/event-stream; charset=utf-8');
+    assert.equal(await openFeeds(), 0);
+  });
+
   test("delivers a task's creation and its execution's outcome, to its own organization only, ids and states only", async () => {
     const feedA = await open(a);
     const feedB = await open(b);

@@ -4,6 +4,13 @@ import { handler, type ApiDeps } from '../context.ts';
 /** A client that stops reading: past this much text not yet sent, its feed is ended (it may reconnect). */
 const MAX_UNSENT_BYTES = 1 << 20;
 
+const STREAM_HEADERS = {
+  'Content-Type': 'text/event-stream; charset=utf-8',
+  'Cache-Control': 'no-store',
+  // A proxy such as nginx would otherwise hold the messages back in its buffer.
+  'X-Accel-Buffering': 'no',
+};
+
 /**
  * `GET /live`: the organization's events as server-sent events (src/live/). The
  * answer begins only once the feed reads the log, so whatever the client does after
@@ -12,6 +19,8 @@ const MAX_UNSENT_BYTES = 1 << 20;
 export function liveRoutes(deps: Pick<ApiDeps, 'live'>) {
   const router = express.Router();
   router.get('/live', handler(async (req, res) => {
+    // HEAD has no body to stream: the headers alone, and no feed held open.
+    if (req.method === 'HEAD') return void res.writeHead(200, STREAM_HEADERS).end();
     let started = false;
     // Messages that arrive while the answer has not begun go out right behind its headers.
     let early = '';
@@ -39,12 +48,7 @@ export function liveRoutes(deps: Pick<ApiDeps, 'live'>) {
       throw err;
     }
     if (res.destroyed || res.writableEnded) return;
-    res.writeHead(200, {
-      'Content-Type': 'text/event-stream; charset=utf-8',
-      'Cache-Control': 'no-store',
-      // A proxy such as nginx would otherwise hold the messages back in its buffer.
-      'X-Accel-Buffering': 'no',
-    });
+    res.writeHead(200, STREAM_HEADERS);
     started = true;
     res.write(`: connected\n\n${early}`);
   }));
