@@ -1,0 +1,392 @@
+// The web console in a real browser: Debian's Chromium, headless, driven by
+// playwright-core against a real service (nats-server, Postgres, the API and the live
+// feed). Every wait is for an element or a state, never a fixed sleep.
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { startTestService, type Api, type TestService } from './support/service.ts';
+import { takeScreenshots } from './support/console-screenshots.ts';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+// Monitor waits: interval 60 s + grace 300 s → 3.6 s. Nothing here retries.
+const SCALE = 0.01;
+const WAIT_MS = 20_000;
+
+/** A target that holds each answer until the test lets it go, so a page sees an execution before it ends. */
+async function startGatedTarget() {
+  let open = false;
+  const held: Array<() => void> = [];
+  const received: Array<{ method: string; url: string; body: string }> = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      received.push({ method: req.method!, url: req.url!, body: Buffer.concat(chunks).toString('utf8') });
+      const answer = () => {
+        res.writeHead(200, { 'Content-Type': 'application/json', 'X-Target': 'gated' });
+        res.end(JSON.stringify({ ok: true, n: received.length }));
+      };
+      if (open) answer();
+      else held.push(answer);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    received,
+    hold: () => void (open = false),
+    release() {
+      open = true;
+      for (const answer of held.splice(0)) answer();
+    },
+    close: () => new Promise<void>((r) => {
+      server.closeAllConnections();
+      server.close(() => r());
+    }),
+  };
+}
+
+interface Tab {
+  page: Page;
+  context: BrowserContext;
+  /** Alerts, confirms and prompts the page opened (an XSS would open one). */
+  dialogs: string[];
+  /** Script errors and CSP violations the page reported. */
+  problems: string[];
+}
+
+// Without Chromium a developer's run skips this file; CI (which installs it in .ci/run) fails instead.
+const skip = existsSync(CHROMIUM) || process.env.CI ? false : `no Chromium at ${CHROMIUM} (apt-get install chromium)`;
+
+describe('web console (Chromium)', { skip }, () => {
+  let svc: TestService;
+  let browser: Browser;
+  let target: Awaited<ReturnType<typeof startGatedTarget>>;
+  let org: { orgId: string; apiKey: string; api: Api };
+  const tabs: Tab[] = [];
+
+  before(async () => {
+    [svc, browser, target] = await Promise.all([
+      startTestService({ JETCRON_TIME_SCALE: String(SCALE) }),
+      chromium.launch({ executablePath: CHROMIUM, headless: true }),
+      startGatedTarget(),
+    ]);
+    org = await svc.createOrg();
+  });
+  after(async () => {
+    for (const tab of tabs) assert.deepEqual(tab.problems, [], 'no script error or CSP violation on any page');
+    await browser?.close();
+    await target?.close();
+    await svc?.stop();
+  });
+
+  async function openConsole(viewport = { width: 1280, height: 800 }): Promise<Tab> {
+    const context = await browser.newContext({ viewport });
+    const page = await context.newPage();
+    page.setDefaultTimeout(WAIT_MS);
+    const tab: Tab = { page, context, dialogs: [], problems: [] };
+    page.on('dialog', (d) => {
+      tab.dialogs.push(`${d.type()}: ${d.message()}`);
+      void d.dismiss();
+    });
+    page.on('pageerror', (err) => tab.problems.push(`pageerror: ${err.message}`));
+    page.on('console', (m) => {
+      // A refused key is a 401 the browser logs as a failed load: expected in the sign-in test.
+      if (m.type() === 'error' && !/Failed to load resource/.test(m.text())) tab.problems.push(`console: ${m.text()}`);
+    });
+    tabs.push(tab);
+    await page.goto(`${svc.url}/`);
+    return tab;
+  }
+
+  async function signIn(tab: Tab, apiKey: string) {
+    await tab.page.getByLabel('API key').fill(apiKey);
+    await tab.page.getByRole('button', { name: 'Sign in' }).click();
+    await tab.page.getByRole('navigation', { name: 'Main' }).waitFor();
+    await tab.page.locator('#live-state[data-state="live"]').waitFor();
+  }
+
+  async function go(page: Page, hash: string) {
+    await page.evaluate((h) => {
+      location.hash = h;
+    }, hash);
+  }
+
+  /** Marks the document; `stillSame` is true while no reload replaced it. */
+  async function markDocument(page: Page) {
+    await page.evaluate(() => {
+      (window as unknown as { marker: number }).marker = 42;
+    });
+    return () => page.evaluate(() => (window as unknown as { marker?: number }).marker === 42);
+  }
+
+  test('sign in with a key kept in session storage only; a wrong key is refused on its field; sign out', async () => {
+    const tab = await openConsole();
+    const { page } = tab;
+    await page.getByLabel('API key').fill('pk_000000000000000000000000.sk_0000000000000000000000000000000000000000');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.locator('#api-key-err').getByText('not valid').waitFor();
+    assert.equal(await page.getByLabel('API key').getAttribute('aria-invalid'), 'true');
+
+    // By keyboard alone: the key field has the focus; Enter signs in.
+    await page.getByLabel('API key').fill('');
+    await page.keyboard.type(org.apiKey);
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
+    assert.equal(await page.evaluate(() => sessionStorage.getItem('jetcron.apiKey')), org.apiKey);
+    // The new page has the focus; the navigation is just before it (Shift+Tab), and Enter
+    // on a link opens its page and moves the focus there.
+    await page.waitForFunction(() => document.activeElement?.id === 'main');
+    let focused = '';
+    for (let i = 0; i < 10 && focused !== 'Tasks'; i++) {
+      await page.keyboard.press('Shift+Tab');
+      focused = await page.evaluate(() => document.activeElement?.textContent ?? '');
+    }
+    assert.equal(focused, 'Tasks');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Tasks', level: 1 }).waitFor();
+    await page.waitForFunction(() => document.activeElement?.id === 'main');
+    assert.deepEqual(await tab.context.cookies(), [], 'no cookie');
+    assert.ok(!page.url().includes(org.apiKey.split('.')[1]!), 'the key is not in the URL');
+
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('API key').waitFor();
+    assert.equal(await page.evaluate(() => sessionStorage.getItem('jetcron.apiKey')), null);
+    assert.equal(await page.getByRole('navigation', { name: 'Main' }).isVisible(), false);
+    await tab.context.close();
+  });
+
+  test('a task created in the form runs; its execution shows up and ends live; the attempt is on its page', async () => {
+    const tab = await openConsole();
+    const { page } = tab;
+    await signIn(tab, org.apiKey);
+    target.hold();
+
+    // The executions list, open before the task exists, gains its row without a reload.
+    await go(page, '#/executions');
+    await page.getByRole('heading', { name: 'Executions', level: 1 }).waitFor();
+    const sameDocument = await markDocument(page);
+    const created = await org.api('POST', '/tasks', { name: 'from-the-api', url: `${target.url}/api-made` });
+    assert.equal(created.status, 201);
+    await page.getByRole('link', { name: 'from-the-api' }).waitFor();
+    assert.ok(await sameDocument(), 'the list changed without a reload');
+
+    await go(page, '#/tasks/new');
+    await page.getByLabel('Name').fill('nightly report');
+    await page.getByLabel('URL', { exact: true }).fill(`${target.url}/report`);
+    await page.getByLabel('Method').selectOption('PUT');
+    await page.getByLabel('Body', { exact: true }).fill('{"hello": "world"}');
+    await page.getByLabel('Send as JSON').check();
+    await page.getByRole('button', { name: 'Create task' }).click();
+    await page.getByRole('heading', { name: 'nightly report', level: 1 }).waitFor();
+
+    // Held at the target: the history shows the execution before its outcome.
+    const history = page.getByRole('region', { name: 'Executions' });
+    await history.locator('.badge', { hasText: /^(pending|running)$/ }).waitFor();
+    const sameTaskPage = await markDocument(page);
+    target.release();
+    await history.locator('.badge', { hasText: /^success$/ }).waitFor();
+    assert.ok(await sameTaskPage(), 'the outcome arrived without a reload');
+    const sent = target.received.find((r) => r.url === '/report');
+    assert.equal(sent?.method, 'PUT');
+    assert.deepEqual(JSON.parse(sent!.body), { hello: 'world' });
+
+    await history.getByRole('link', { name: /^exe_/ }).first().click();
+    await page.getByRole('heading', { name: /^Execution exe_/, level: 1 }).waitFor();
+    const attempts = page.getByRole('region', { name: 'Attempts' });
+    const row = attempts.locator('tbody tr');
+    assert.equal(await row.count(), 1);
+    assert.equal(await row.locator('td').nth(0).textContent(), '1');
+    assert.equal(await row.locator('.badge').textContent(), 'success');
+    assert.equal(await row.locator('td').nth(2).textContent(), '200');
+    await page.getByRole('region', { name: 'Signature headers' }).getByText('X-Jetcron-Signature', { exact: false }).waitFor();
+    await page.getByRole('region', { name: 'Response headers' }).getByText('gated').waitFor();
+    await page.getByText(`PUT ${target.url}/report`).waitFor();
+    await tab.context.close();
+  });
+
+  test('a monitor: created in the form, pinged, up, then down after its grace', async () => {
+    const tab = await openConsole();
+    const { page } = tab;
+    await signIn(tab, org.apiKey);
+    await go(page, '#/monitors/new');
+    await page.getByLabel('Name').fill('backup job');
+    await page.getByLabel('Interval (seconds)').fill('60');
+    await page.getByLabel('Grace period (seconds)').fill('300');
+    await page.getByRole('button', { name: 'Create monitor' }).click();
+    await page.getByRole('heading', { name: 'backup job', level: 1 }).waitFor();
+    const state = page.locator('.monitor-status .badge');
+    assert.equal(await state.textContent(), 'new');
+
+    const pingUrl = await page.getByLabel('Ping URL', { exact: true }).inputValue();
+    assert.match(pingUrl, /\/ping\/pm_/);
+    const sameDocument = await markDocument(page);
+    const res = await fetch(pingUrl, { method: 'POST', body: 'done in 3s' });
+    assert.equal(res.status, 200);
+    await page.locator('.monitor-status .badge', { hasText: /^up$/ }).waitFor();
+    await page.getByRole('region', { name: 'Ping history' }).getByText('done in 3s').waitFor();
+    assert.equal(await page.locator('.timeline rect.tick').count(), 1, 'the ping is on the timeline');
+    await page.locator('.monitor-status .badge', { hasText: /^down$/ }).waitFor();
+    assert.ok(await sameDocument(), 'up and down arrived without a reload');
+
+    await go(page, '#/monitors');
+    const listed = page.getByRole('row', { name: /backup job/ });
+    assert.equal(await listed.locator('.badge').textContent(), 'down');
+    await tab.context.close();
+  });
+
+  test('an endpoint: paused and resumed; a request sent to its inbound URL is stored, forwarded and replayed', async () => {
+    const tab = await openConsole();
+    const { page } = tab;
+    await signIn(tab, org.apiKey);
+    target.release();
+    await go(page, '#/endpoints/new');
+    await page.getByLabel('Name').fill('github hooks');
+    await page.getByLabel('Forward URLs').fill(`${target.url}/forwarded`);
+    await page.getByRole('button', { name: 'Create endpoint' }).click();
+    await page.getByRole('heading', { name: 'github hooks', level: 1 }).waitFor();
+
+    await page.getByRole('button', { name: 'Pause' }).click();
+    await page.locator('.endpoint-state .badge', { hasText: /^paused$/ }).waitFor();
+    const inboundUrl = await page.getByLabel('Inbound URL', { exact: true }).inputValue();
+    const forwardedBefore = target.received.filter((r) => r.url === '/forwarded').length;
+    const sent = await fetch(inboundUrl, { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-GitHub-Event': 'push' }, body: '{"ref":"refs/heads/main","commits":[1,2]}' });
+    assert.equal(sent.status, 200);
+    const eventId = ((await sent.json()) as { id: string }).id;
+    const events = page.getByRole('region', { name: 'Inbound events' });
+    await events.getByRole('link', { name: eventId }).waitFor();
+    assert.equal(target.received.filter((r) => r.url === '/forwarded').length, forwardedBefore, 'held while paused');
+
+    await page.getByRole('button', { name: 'Resume' }).click();
+    await page.locator('.endpoint-state .badge', { hasText: /^active$/ }).waitFor();
+    await events.getByRole('row', { name: new RegExp(eventId) }).getByRole('link', { name: 'success' }).waitFor();
+    assert.equal(target.received.filter((r) => r.url === '/forwarded').length, forwardedBefore + 1);
+
+    await events.getByRole('link', { name: eventId }).click();
+    await page.getByRole('heading', { name: `Event ${eventId}`, level: 1 }).waitFor();
+    // JSON is shown pretty-printed first; the hex view is one press away.
+    assert.equal(await page.locator('.body-area pre').textContent(), JSON.stringify({ ref: 'refs/heads/main', commits: [1, 2] }, null, 2));
+    await page.getByRole('region', { name: 'Headers as received' }).getByText('push', { exact: true }).waitFor();
+    await page.getByRole('button', { name: 'Hex' }).click();
+    assert.match((await page.locator('.body-area pre').textContent())!, /^00000000  7b 22 72 65 66/);
+
+    await page.getByRole('button', { name: 'Replay' }).click();
+    const replayed = page.locator('.action-result').getByRole('link', { name: /^exe_/ });
+    await replayed.waitFor();
+    await page.getByRole('region', { name: 'Forwards' }).locator('tbody tr').nth(1).waitFor();
+    await replayed.click();
+    await page.locator('.execution-status .badge', { hasText: /^success$/ }).waitFor();
+    assert.equal(target.received.filter((r) => r.url === '/forwarded').length, forwardedBefore + 2);
+    await tab.context.close();
+  });
+
+  test('the API\'s validation error is shown on the field it names', async () => {
+    const tab = await openConsole();
+    const { page } = tab;
+    await signIn(tab, org.apiKey);
+    await go(page, '#/schedules/new');
+    await page.getByLabel('URL', { exact: true }).fill(`${target.url}/cron`);
+    await page.getByLabel('Cron expression').fill('61 * * * *');
+    await page.getByRole('button', { name: 'Create schedule' }).click();
+    const cron = page.getByLabel('Cron expression');
+    await page.locator('.field.invalid[data-field="cron"] .field-error').waitFor();
+    assert.equal(await cron.getAttribute('aria-invalid'), 'true');
+    assert.match((await page.locator('[data-field="cron"] .field-error').textContent())!, /cron/i);
+    assert.equal(await page.locator('.field.invalid').count(), 1, 'only the named field');
+    assert.ok(await cron.evaluate((el) => el === document.activeElement), 'focus moves to it');
+
+    await cron.fill('*/5 * * * *');
+    await page.getByLabel('Time zone').fill('Mars/Olympus');
+    await page.getByRole('button', { name: 'Create schedule' }).click();
+    await page.locator('.field.invalid[data-field="timezone"]').waitFor();
+    assert.equal(await page.locator('[data-field="cron"] .field-error').isVisible(), false, 'the earlier error is gone');
+
+    await page.getByLabel('Time zone').fill('Europe/Berlin');
+    await page.getByRole('button', { name: 'Create schedule' }).click();
+    await page.getByRole('heading', { name: 'Next runs' }).waitFor();
+    assert.equal(await page.locator('.next-runs li').count(), 5);
+    await tab.context.close();
+  });
+
+  test('a task named as markup shows as text and runs no script', async () => {
+    const name = '<img src=x onerror=alert(1)>';
+    const created = await org.api('POST', '/tasks', { name, url: `${target.url}/xss`, delay: '1d' });
+    assert.equal(created.status, 201);
+    const tab = await openConsole();
+    const { page } = tab;
+    await signIn(tab, org.apiKey);
+    await go(page, '#/tasks');
+    await page.getByRole('link', { name, exact: true }).click();
+    await page.getByRole('heading', { name, level: 1 }).waitFor();
+    assert.equal(await page.locator('main img').count(), 0, 'no element was made from the name');
+    await go(page, '#/');
+    await page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
+    await go(page, '#/tasks');
+    await page.getByRole('link', { name, exact: true }).waitFor();
+    assert.equal(await page.locator('img').count(), 0);
+    assert.deepEqual(tab.dialogs, [], 'no dialog opened');
+    await tab.context.close();
+  });
+
+  test('a second organization sees none of the first one\'s data, live or listed', async () => {
+    const other = await svc.createOrg();
+    const tab = await openConsole();
+    const { page } = tab;
+    await signIn(tab, other.apiKey);
+    for (const [hash, empty] of [['#/tasks', 'No tasks yet.'], ['#/monitors', 'No monitors yet.'], ['#/endpoints', 'No endpoints yet.'], ['#/schedules', 'No schedules yet.']] as const) {
+      await go(page, hash);
+      await page.getByText(empty).waitFor();
+    }
+    await go(page, '#/');
+    await page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
+    const executionCounts = page.getByRole('region', { name: 'Executions, last 24 h' }).locator('.n');
+    await executionCounts.first().waitFor();
+    assert.deepEqual(await executionCounts.allTextContents(), ['0', '0', '0', '0', '0', '0']);
+
+    // The first organization's work while this one watches its executions list: nothing arrives.
+    await go(page, '#/executions');
+    await page.getByText('No executions match.').waitFor();
+    target.release();
+    const theirs = await org.api('POST', '/tasks', { name: 'not-yours', url: `${target.url}/theirs` });
+    const mine = await other.api('POST', '/tasks', { name: 'mine', url: `${target.url}/mine` });
+    assert.equal(theirs.status, 201);
+    assert.equal(mine.status, 201);
+    // This organization's own task arrives live; by then the other's would have too.
+    await page.getByRole('link', { name: 'mine' }).waitFor();
+    assert.equal(await page.getByText('not-yours').count(), 0);
+    const direct = await other.api('GET', `/executions/${theirs.body.data.last_execution_id}`);
+    assert.equal(direct.status, 404);
+    await go(page, `#/executions/${theirs.body.data.last_execution_id}`);
+    await page.getByRole('heading', { name: 'Not found', level: 1 }).waitFor();
+    await tab.context.close();
+  });
+
+  test('at phone width (375 px) no page is wider than the screen', async () => {
+    const tab = await openConsole({ width: 375, height: 812 });
+    const { page } = tab;
+    await signIn(tab, org.apiKey);
+    const tasks = (await org.api('GET', '/tasks')).body.data;
+    const endpoints = (await org.api('GET', '/endpoints')).body.data;
+    const executions = (await org.api('GET', '/executions?limit=1')).body.data;
+    assert.ok(tasks.length && endpoints.length && executions.length, 'the earlier tests left data to show');
+    for (const hash of ['#/', '#/executions', `#/executions/${executions[0].id}`, '#/tasks', `#/tasks/${tasks[0].id}`, '#/tasks/new', '#/monitors', `#/endpoints/${endpoints[0].id}`, '#/organization']) {
+      await go(page, hash);
+      await page.locator('.page h1').waitFor();
+      await page.locator('.loading').waitFor({ state: 'detached' });
+      const [scroll, width] = await page.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]);
+      assert.ok(scroll <= width, `${hash}: ${scroll} px wide on a ${width} px screen`);
+    }
+    await tab.context.close();
+  });
+
+  test('screenshots of every page (JETCRON_SCREENSHOTS=1)', { skip: process.env.JETCRON_SCREENSHOTS ? false : 'set JETCRON_SCREENSHOTS=1 to write docs/console/*.png' }, async () => {
+    await takeScreenshots({ svc, browser, targetUrl: target.url, release: target.release, signIn: async (page, key) => {
+      const tab = { page, context: page.context(), dialogs: [], problems: [] };
+      await tab.page.goto(`${svc.url}/`);
+      await signIn(tab, key);
+    } });
+  });
+});
