@@ -23,7 +23,7 @@ import { sourceGone } from '../commands/execution/ending.ts';
 import { loadForwardRequest, recordedBody } from './inbound-request.ts';
 import { forwardUrl } from '../inbound/pipeline.ts';
 import { signedHeaders } from './signing.ts';
-import { annotate, contextFrom, inSpan, sourceAttributes, SpanKind } from '../telemetry/tracing.ts';
+import { inSpan, sourceAttributes, SpanKind } from '../telemetry/tracing.ts';
 import { tracedSend } from '../telemetry/traced-send.ts';
 import { traceparentOf } from '../nats/follow.ts';
 import type { Log } from '../lib/logger.ts';
@@ -264,10 +264,7 @@ export function startDispatcher(deps: DispatcherDeps) {
     const attributes = () => sourceAttributes(job.org_id, job.source, {
       'jetcron.execution_id': job.execution_id, 'jetcron.attempt': job.attempt, 'messaging.system': 'nats', 'messaging.destination.name': msg.subject,
     });
-    return inSpan(`${job.kind} ${job.source.type}`, { kind: SpanKind.CONSUMER, parent: contextFrom(traceparentOf(msg)) }, (span) => {
-      annotate(span, attributes);
-      return runJob(msg, job, handedBack);
-    });
+    return inSpan(`${job.kind} ${job.source.type}`, { kind: SpanKind.CONSUMER, traceparent: traceparentOf(msg), attributes }, () => runJob(msg, job, handedBack));
   }
 
   async function runJob(msg: JsMsg, job: Job, handedBack: () => boolean): Promise<void> {

@@ -41,7 +41,7 @@ export function createEventStore(nats: Nats): EventStore {
         if (!trace.getActiveSpan()?.isRecording()) return await publish();
         return await inSpan(`append ${event.type}`, {
           kind: SpanKind.PRODUCER,
-          attributes: { 'jetcron.org_id': event.org_id, 'jetcron.event_id': event.id, 'messaging.system': 'nats', 'messaging.destination.name': subject },
+          attributes: () => ({ 'jetcron.org_id': event.org_id, 'jetcron.event_id': event.id, 'messaging.system': 'nats', 'messaging.destination.name': subject }),
         }, publish);
       } catch (err) {
         if (isWrongLastSequence(err)) throw new ConcurrencyError(subject);

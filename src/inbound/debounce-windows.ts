@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import { SUBJECTS } from '../../streams/definitions.ts';
 import type { InboundDebounceEvent, InboundDebounceWindow } from '../commands/inbound-event/types.ts';
 import type { EventStore } from '../events/store.ts';
+import { subjectToken } from '../lib/subject-token.ts';
 
 /** Cached windows kept per router: enough for many live keys, bounded against a key per request. */
 const CACHE_LIMIT = 10_000;
@@ -21,7 +21,7 @@ interface Known {
 export function createDebounceWindows(store: EventStore) {
   const known = new Map<string, Known | null>();
   const subjectOf = (orgId: string, endpointId: string, key: string) =>
-    SUBJECTS.inboundDebounce(orgId, endpointId, createHash('sha256').update(key).digest('hex').slice(0, 32));
+    SUBJECTS.inboundDebounce(orgId, endpointId, subjectToken(key));
 
   function remember(subject: string, value: Known | null): void {
     if (known.size >= CACHE_LIMIT && !known.has(subject)) known.delete(known.keys().next().value!);

@@ -38,9 +38,19 @@ export type HooksFor = (endpoint: Endpoint) => EndpointScriptHooks | null;
 /** No script engine: every endpoint forwards with its custom forwarding values only. */
 export const noHooks: HooksFor = () => null;
 
-/** The endpoint's script, when it has one, as hooks over the engine. */
+/**
+ * The endpoint's script, when it has one, as hooks over the engine: made once per
+ * endpoint version (the directory hands out the same object until the endpoint
+ * changes), not once per request.
+ */
 export function scriptHooks(engine: ScriptEngine): HooksFor {
-  return (endpoint) => (endpoint.script ? endpointScriptHooks(engine, endpoint.script) : null);
+  const made = new WeakMap<Endpoint, EndpointScriptHooks>();
+  return (endpoint) => {
+    if (!endpoint.script) return null;
+    let hooks = made.get(endpoint);
+    if (!hooks) made.set(endpoint, (hooks = endpointScriptHooks(engine, endpoint.script)));
+    return hooks;
+  };
 }
 
 /** Every hook call of one event logs into one list: at most the contract's 100 lines, the rest counted. */

@@ -12,8 +12,7 @@ import type { EndpointDirectory } from './endpoint-directory.ts';
 import { createDebounceWindows } from './debounce-windows.ts';
 import { endpointSnapshot, eventRecord, planDelivery, plannedExecutionId, type HooksFor, type RoutedDelivery } from './pipeline.ts';
 import { decodeStoredRequest, type StoredRequest } from './stored-request.ts';
-import { context, trace } from '@opentelemetry/api';
-import { SpanKind, startSpan } from '../telemetry/tracing.ts';
+import { openSpan, SpanKind } from '../telemetry/tracing.ts';
 import type { Log } from '../lib/logger.ts';
 
 export const CHECKPOINT_KEY: keyof typeof KV_CHECKPOINT_READERS = 'inbound-router';
@@ -109,26 +108,29 @@ export function startInboundRouter(deps: RouterDeps) {
     const decided = [];
     for (const item of items) {
       // A span per request, continuing the receiver's trace (INBOUND message header); its append carries it on.
-      const span = startSpan('route inbound', { kind: SpanKind.CONSUMER, attributes: { 'jetcron.org_id': item.event.meta.org_id, 'jetcron.endpoint_id': item.event.meta.endpoint_id, 'jetcron.inbound_event_id': item.event.meta.id } }, item.traceparent);
-      const ctx = trace.setSpan(context.active(), span);
+      const { meta } = item.event;
+      const scope = openSpan('route inbound', {
+        kind: SpanKind.CONSUMER, traceparent: item.traceparent,
+        attributes: () => ({ 'jetcron.org_id': meta.org_id, 'jetcron.endpoint_id': meta.endpoint_id, 'jetcron.inbound_event_id': meta.id }),
+      });
       try {
-        const d = await context.with(ctx, () => decide(item));
+        const d = await scope.run(() => decide(item));
         deps.log.debug?.('inbound event routed', () => ({
-          org_id: item.event.meta.org_id, endpoint_id: item.event.meta.endpoint_id, inbound_event_id: item.event.meta.id,
+          org_id: meta.org_id, endpoint_id: meta.endpoint_id, inbound_event_id: meta.id,
           outcome: d?.event.data.event.outcome ?? 'endpoint deleted', executions: d?.event.data.executions.map((x) => x.execution_id) ?? [],
         }));
-        if (d) decided.push({ ...d, span, ctx });
-        else span.end();
+        if (d) decided.push({ ...d, scope });
+        else scope.end();
       } catch (err) {
-        span.end();
+        scope.end();
         throw err;
       }
     }
-    await Promise.all(decided.map(({ subject, event, span, ctx }) =>
-      context.with(ctx, () => deps.store.append(subject, event, 0)).catch((err) => {
+    await Promise.all(decided.map(({ subject, event, scope }) =>
+      scope.run(() => deps.store.append(subject, event, 0)).catch((err) => {
         // Recorded already (a batch routed again after a crash or a failed append).
         if (!(err instanceof ConcurrencyError)) throw err;
-      }).finally(() => span.end())));
+      }).finally(() => scope.end())));
   }
 
   async function routeBatch(items: StreamItem<StoredRequest>[]): Promise<void> {

@@ -13,7 +13,7 @@ import type { Directory } from '../nats/org-directory.ts';
 import type { Mailer } from './mailer.ts';
 import type { NotificationJob } from './plan.ts';
 import { traceparentOf } from '../nats/follow.ts';
-import { annotate, contextFrom, inSpan, SpanKind } from '../telemetry/tracing.ts';
+import { inSpan, SpanKind } from '../telemetry/tracing.ts';
 import { tracedSend } from '../telemetry/traced-send.ts';
 
 /** Waits before the 2nd and 3rd try (scaled by JETCRON_TIME_SCALE): 3 tries in all. */
@@ -113,10 +113,10 @@ export function startDeliverer(deps: DelivererDeps) {
   /** One delivery as a CONSUMER span, continuing the trace of the outcome that caused it (NOTIFY message header). */
   async function handle(msg: JsMsg, handedBack: () => boolean): Promise<void> {
     const job = decodeJson<NotificationJob>(msg.data);
-    return inSpan(`notify ${job.event}`, { kind: SpanKind.CONSUMER, parent: contextFrom(traceparentOf(msg)) }, (span) => {
-      annotate(span, () => ({ 'jetcron.org_id': job.org_id, 'jetcron.notification_id': job.id, 'jetcron.channel': job.channel }));
-      return deliver(msg, job, handedBack);
-    });
+    return inSpan(`notify ${job.event}`, {
+      kind: SpanKind.CONSUMER, traceparent: traceparentOf(msg),
+      attributes: () => ({ 'jetcron.org_id': job.org_id, 'jetcron.notification_id': job.id, 'jetcron.channel': job.channel }),
+    }, () => deliver(msg, job, handedBack));
   }
 
   async function deliver(msg: JsMsg, job: NotificationJob, handedBack: () => boolean): Promise<void> {

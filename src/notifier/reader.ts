@@ -17,7 +17,7 @@ import { readEventsKeyed } from '../nats/keyed-event-reader.ts';
 import { isWrongLastSequence } from '../nats/jetstream-errors.ts';
 import type { Supervisor } from '../nats/supervisor.ts';
 import { untilStarted } from '../runtime/startup-retry.ts';
-import { contextFrom, inSpan, SpanKind } from '../telemetry/tracing.ts';
+import { inSpan, SpanKind } from '../telemetry/tracing.ts';
 
 export const CHECKPOINT_KEY: keyof typeof KV_CHECKPOINT_READERS = 'notifier';
 const CHECKPOINT_EVERY_MS = 250;
@@ -302,7 +302,7 @@ export function startNotifyReader(deps: NotifyReaderDeps) {
         supervisor: deps.supervisor,
         keyOf: (e) => notifyChainKey(e.event, e.subject),
         // An outcome's notification continues the outcome's trace (its EVENTS message header).
-        handle: (e) => (e.traceparent ? inSpan(`notify-decide ${e.event.type}`, { kind: SpanKind.CONSUMER, parent: contextFrom(e.traceparent) }, () => decider.handle(e)) : decider.handle(e)),
+        handle: (e) => inSpan(`notify-decide ${e.event.type}`, { kind: SpanKind.CONSUMER, traceparent: e.traceparent, continueOnly: true }, () => decider.handle(e)),
       });
     });
   })();

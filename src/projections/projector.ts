@@ -10,8 +10,7 @@ import { createLease, openLeaseBucket, whileLeased } from '../nats/lease.ts';
 import type { Supervisor } from '../nats/supervisor.ts';
 import { applyEvent } from './apply-event.ts';
 import { ProjectionBatch } from './batch.ts';
-import type { Span } from '@opentelemetry/api';
-import { SpanKind, startSpan, tracingOn } from '../telemetry/tracing.ts';
+import { openSpan, SpanKind, tracingOn, type SpanScope } from '../telemetry/tracing.ts';
 
 export const PROJECTOR_NAME = 'read_models_v1';
 export const PROJECTOR_LEASE = 'projector';
@@ -58,16 +57,14 @@ function prepare(events: StoredEvent<JetcronEvent>[]) {
  * One CONSUMER span per traced event of a batch (its trace's last step: the read models
  * show it once the batch commits), ended with the commit. None while tracing is off.
  */
-function projectionSpans(events: StoredEvent<JetcronEvent>[]): Span[] {
+function projectionSpans(events: StoredEvent<JetcronEvent>[]): SpanScope[] {
   if (!tracingOn()) return [];
-  const spans: Span[] = [];
-  for (const e of events) {
-    if (!e.traceparent) continue;
-    spans.push(startSpan(`project ${e.event.type}`, { kind: SpanKind.CONSUMER, attributes: { 'jetcron.org_id': e.event.org_id, 'jetcron.event_id': e.event.id, 'jetcron.seq': e.seq } }, e.traceparent));
-  }
-  return spans;
+  return events.map((e) => openSpan(`project ${e.event.type}`, {
+    kind: SpanKind.CONSUMER, traceparent: e.traceparent, continueOnly: true,
+    attributes: () => ({ 'jetcron.org_id': e.event.org_id, 'jetcron.event_id': e.event.id, 'jetcron.seq': e.seq }),
+  }));
 }
-const endSpans = (spans: Span[]) => {
+const endSpans = (spans: SpanScope[]) => {
   for (const s of spans) s.end();
 };
 

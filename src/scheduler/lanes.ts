@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { Kvm, type KV } from '@nats-io/kv';
 import { KV_BUCKETS, STREAMS, SUBJECTS } from '../../streams/definitions.ts';
 import type { EventStore } from '../events/store.ts';
@@ -8,6 +7,7 @@ import { decodeJson, encodeJson } from '../lib/json.ts';
 import type { Nats } from '../nats/connection.ts';
 import { deleteIfStored } from '../nats/delete-message.ts';
 import { isWrongLastSequence } from '../nats/jetstream-errors.ts';
+import { subjectToken } from '../lib/subject-token.ts';
 
 interface Head {
   execution_id: string;
@@ -16,7 +16,7 @@ interface Head {
 
 /** Lane names are free text; subjects and KV keys get a fixed-size digest of them. */
 export function laneKey(lane: string): string {
-  return createHash('sha256').update(lane).digest('hex').slice(0, 32);
+  return subjectToken(lane);
 }
 
 /**

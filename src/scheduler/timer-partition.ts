@@ -8,8 +8,7 @@ import { createLease, whileLeased, type Lease } from '../nats/lease.ts';
 import type { KV } from '@nats-io/kv';
 import { TimerHeap } from './timer-heap.ts';
 import type { TimerStore, TimerValue } from './timer-store.ts';
-import { trace } from '@opentelemetry/api';
-import { contextFrom, inSpan, sourceAttributes, SpanKind } from '../telemetry/tracing.ts';
+import { inSpan, sourceAttributes, SpanKind } from '../telemetry/tracing.ts';
 import { traceparentOf } from '../nats/follow.ts';
 
 /** The longest wait before the heap looks again. */
@@ -152,11 +151,9 @@ async function ownPartition(partition: number, deps: PartitionDeps, signal: Abor
  * (one per tick), linked to the one that armed it.
  */
 function inTimerSpan(job: Job, traceparent: string | undefined, fn: () => Promise<void>): Promise<void> {
-  const attributes = sourceAttributes(job.org_id, job.source, { 'jetcron.execution_id': job.execution_id });
+  const attributes = () => sourceAttributes(job.org_id, job.source, { 'jetcron.execution_id': job.execution_id });
   if (job.kind === 'tick' || job.kind === 'deadline') {
-    const armed = traceparent ? trace.getSpanContext(contextFrom(traceparent)) : undefined;
-    return inSpan(job.kind === 'tick' ? 'schedule tick' : 'monitor deadline', { kind: SpanKind.INTERNAL, root: true, attributes, ...(armed ? { links: [{ context: armed }] } : {}) }, fn);
+    return inSpan(job.kind === 'tick' ? 'schedule tick' : 'monitor deadline', { kind: SpanKind.INTERNAL, root: true, traceparent, attributes }, fn);
   }
-  return inSpan('timer fired', { kind: SpanKind.INTERNAL, parent: contextFrom(traceparent), attributes }, fn);
+  return inSpan('timer fired', { kind: SpanKind.INTERNAL, traceparent, attributes }, fn);
 }
-

@@ -29,7 +29,7 @@ import type { EndpointEvent } from '../commands/endpoint/types.ts';
 import type { InboundEventEvent } from '../commands/inbound-event/types.ts';
 import { endpointAttemptJob } from './endpoint-jobs.ts';
 import type { Held } from './held.ts';
-import { annotate, contextFrom, inSpan, SpanKind } from '../telemetry/tracing.ts';
+import { inSpan, SpanKind } from '../telemetry/tracing.ts';
 
 export const CHECKPOINT_KEY: keyof typeof KV_CHECKPOINT_READERS = 'translator';
 const CHECKPOINT_EVERY_MS = 250;
@@ -373,10 +373,10 @@ export function startTranslator(deps: TranslatorDeps) {
         supervisor: deps.supervisor,
         keyOf: (e) => chainKey(e.event, e.subject),
         // Each event continues the trace of the one who appended it (its message header).
-        handle: (e) => inSpan(`translate ${e.event.type}`, { kind: SpanKind.CONSUMER, parent: contextFrom(e.traceparent) }, (span) => {
-          annotate(span, () => ({ 'jetcron.org_id': e.event.org_id, 'jetcron.event_id': e.event.id, 'messaging.system': 'nats', 'messaging.destination.name': e.subject }));
-          return translator.handle(e.event, e.seq);
-        }),
+        handle: (e) => inSpan(`translate ${e.event.type}`, {
+          kind: SpanKind.CONSUMER, traceparent: e.traceparent, continueOnly: true,
+          attributes: () => ({ 'jetcron.org_id': e.event.org_id, 'jetcron.event_id': e.event.id, 'messaging.system': 'nats', 'messaging.destination.name': e.subject }),
+        }, () => translator.handle(e.event, e.seq)),
       });
     });
   })();

@@ -1,4 +1,4 @@
-import { context, propagation, trace, type Context, type Span, type SpanOptions, SpanKind, SpanStatusCode, type Attributes } from '@opentelemetry/api';
+import { context, INVALID_SPAN_CONTEXT, propagation, trace, type Attributes, type Context, type Span, SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
@@ -91,11 +91,6 @@ const tracer = () => trace.getTracer('jetcron');
 /** Whether spans are recorded in this process at all (a cheap guard for instrumentation that builds things). */
 export const tracingOn = (): boolean => started?.enabled ?? false;
 
-/** A span started now and ended by the caller, child of `traceparent` (the active context when none). */
-export function startSpan(name: string, options: SpanOptions, traceparent?: string | null): Span {
-  return tracer().startSpan(name, options, contextFrom(traceparent));
-}
-
 /** Runs `fn` with `traceparent`'s context active, so what it publishes continues that trace. */
 export function withTraceparent<T>(traceparent: string | undefined | null, fn: () => T): T {
   return traceparent ? context.with(contextFrom(traceparent), fn) : fn();
@@ -108,51 +103,81 @@ const recordGetter = {
 };
 
 /** The active context as a W3C `traceparent` (undefined when no sampled span is active: tracing off costs this lookup only). */
-export function currentTraceparent(ctx: Context = context.active()): string | undefined {
-  const span = trace.getSpan(ctx);
+export function currentTraceparent(ctx?: Context): string | undefined {
+  if (!started?.enabled) return undefined;
+  const span = trace.getSpan(ctx ?? context.active());
   if (!span || !span.isRecording()) return undefined;
   const carrier: Record<string, string> = {};
-  propagation.inject(ctx, carrier);
+  propagation.inject(ctx ?? context.active(), carrier);
   return carrier.traceparent;
 }
 
 /** The context a `traceparent` continues (the active one when there is none). */
-export function contextFrom(traceparent: string | undefined | null): Context {
+function contextFrom(traceparent: string | undefined | null): Context {
   if (!traceparent) return context.active();
   return propagation.extract(context.active(), { traceparent }, recordGetter);
 }
 
+/** How a span starts: its kind, whose trace it continues, its attributes. */
+export interface SpanSpec {
+  kind: SpanKind;
+  /** The writer's trace to continue (a message header); default: the active context. */
+  traceparent?: string | null | undefined;
+  /** Only continue a trace: without a `traceparent`, no span (log readers, so untraced writers make no traces). */
+  continueOnly?: boolean;
+  /** A new trace, linked to `traceparent`'s instead of continuing it (a cron tick). */
+  root?: boolean;
+  /** Built only when the span records. */
+  attributes?: () => Attributes;
+}
+
+/** A started span and its context: `run` makes it the active one (what `fn` publishes carries it). */
+export interface SpanScope {
+  readonly span: Span;
+  run<T>(fn: () => T): T;
+  end(): void;
+}
+
+const NO_SPAN = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
+/** Tracing off, not sampled or nothing to continue: no span, no context switch. */
+const NO_SCOPE: SpanScope = { span: NO_SPAN, run: (fn) => fn(), end: () => {} };
+
+/** Starts a span per `spec`; with tracing off this is one check and a shared no-op scope. */
+export function openSpan(name: string, spec: SpanSpec): SpanScope {
+  if (!started?.enabled || (spec.continueOnly && !spec.traceparent)) return NO_SCOPE;
+  const from = contextFrom(spec.traceparent);
+  const linked = spec.root && spec.traceparent ? trace.getSpanContext(from) : undefined;
+  const span = tracer().startSpan(name, { kind: spec.kind, ...(spec.root ? { root: true } : {}), ...(linked ? { links: [{ context: linked }] } : {}) }, from);
+  if (!span.isRecording()) return NO_SCOPE;
+  if (spec.attributes) span.setAttributes(spec.attributes());
+  const ctx = trace.setSpan(from, span);
+  return { span, run: (fn) => context.with(ctx, fn), end: () => span.end() };
+}
+
 /**
- * Runs `fn` in a new span (child of `parent`, or of the active context) and ends it
- * when `fn` settles: an error marks the span failed and passes on.
+ * Runs `fn` in a new span (see `openSpan`) and ends it when `fn` settles: an error
+ * marks the span failed and passes on.
  */
-export function inSpan<T>(name: string, options: SpanOptions & { parent?: Context }, fn: (span: Span) => Promise<T> | T): Promise<T> {
-  const parent = options.parent ?? context.active();
-  const span = tracer().startSpan(name, options, parent);
-  if (!span.isRecording()) {
-    // Not sampled (or tracing off): no context switch, no bookkeeping.
+export function inSpan<T>(name: string, spec: SpanSpec, fn: (span: Span) => Promise<T> | T): Promise<T> {
+  const scope = openSpan(name, spec);
+  if (scope === NO_SCOPE) {
     try {
-      return Promise.resolve(fn(span));
+      return Promise.resolve(fn(NO_SPAN));
     } catch (err) {
       return Promise.reject(err);
     }
   }
-  return context.with(trace.setSpan(parent, span), async () => {
+  return scope.run(async () => {
     try {
-      return await fn(span);
+      return await fn(scope.span);
     } catch (err) {
-      span.recordException(err as Error);
-      span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error)?.message });
+      scope.span.recordException(err as Error);
+      scope.span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error)?.message });
       throw err;
     } finally {
-      span.end();
+      scope.end();
     }
   });
-}
-
-/** Attributes only when the span records: building them costs nothing when tracing is off. */
-export function annotate(span: Span, attributes: () => Attributes): void {
-  if (span.isRecording()) span.setAttributes(attributes());
 }
 
 /** The ids users search by, as span attributes (`jetcron.*`). */

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { SUBJECTS } from '../../../streams/definitions.ts';
 import { ApiError } from '../../lib/errors.ts';
 import { ConcurrencyError } from '../../events/store.ts';
@@ -9,10 +8,10 @@ import { updateTask } from '../task/handlers.ts';
 import { TASK_DEFAULTS, type Task, type TaskEvent } from '../task/types.ts';
 import { decideDebounce, evolveDebounce, openWindow, type DebounceCommand, type DebouncedInput } from './decide.ts';
 import type { DebounceWindow } from './types.ts';
+import { subjectToken } from '../../lib/subject-token.ts';
 
 export function debounceSubject(orgId: string, lane: string, key: string): string {
-  const digest = createHash('sha256').update(`${lane}\u0000${key}`).digest('hex').slice(0, 32);
-  return `evt.${orgId}.debounce.${digest}`;
+  return `evt.${orgId}.debounce.${subjectToken(`${lane}\u0000${key}`)}`;
 }
 
 /**
