@@ -5,18 +5,18 @@
 #   node bin/jetcron.mjs serve --roles dispatcher
 
 # Sources without any node_modules, .git or local data the build context holds.
-FROM node:20-bookworm-slim AS source
+FROM node:24-bookworm-slim AS source
 WORKDIR /src
 COPY . .
 RUN rm -rf node_modules .git .jetcron tmp
 
 # Runtime dependencies exactly as locked.
-FROM node:20-bookworm-slim AS deps
+FROM node:24-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=8080

@@ -306,6 +306,8 @@ export interface ServiceOptions {
   /** Directory for a V8 CPU profile of the service (node --cpu-prof), or none. */
   cpuProfDir?: string | undefined;
   env?: Record<string, string>;
+  /** The node binary to run the service on (default: the bench's own). */
+  node?: string | undefined;
 }
 
 export async function freePort(): Promise<number> {
@@ -330,7 +332,7 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
   const profDir = opts.cpuProfDir ? path.join(opts.cpuProfDir, opts.name) : undefined;
   const nodeArgs = profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [];
   if (profDir) mkdirSync(profDir, { recursive: true });
-  const child = spawn(process.execPath, [...nodeArgs, path.join(ROOT, 'bin', 'jetcron.mjs'), 'serve', '--data-dir', dir], {
+  const child = spawn(opts.node ?? process.execPath, [...nodeArgs, path.join(ROOT, 'bin', 'jetcron.mjs'), 'serve', '--data-dir', dir], {
     cwd: ROOT,
     env: {
       ...process.env,

@@ -5,6 +5,7 @@
  * 80% of that rate (open loop); and receive → forward latency to an instant target,
  * every event counted (lost, duplicated), without and with the endpoint's lane.
  */
+import { createHmac } from 'node:crypto';
 import { Kvm } from '@nats-io/kv';
 import { KV_BUCKETS, STREAMS } from '../streams/definitions.ts';
 import { connectNats } from '../src/nats/connection.ts';
@@ -30,6 +31,17 @@ const ARRIVAL_WAIT_MS = 30_000;
 const CATCH_UP_LIMIT_MS = 120_000;
 const BODY_BYTES = 1024;
 const GOAL_RATIO = 0.5;
+/** A Stripe-verified endpoint's acceptance against an unverified one's (the same signed requests to both). */
+const PRESET_GOAL = 0.9;
+const PRESET_ROUNDS = 2;
+const PRESET_SECONDS = 6;
+const STRIPE_SECRET = 'whsec_bench_stripe_endpoint_secret';
+
+/** `Stripe-Signature` as Stripe writes it: `t=<unix>,v1=<hex HMAC-SHA256 of "t.body">`. */
+function stripeSigned(body: string): Record<string, string> {
+  const t = Math.floor(Date.now() / 1000);
+  return { 'Content-Type': 'application/json', 'Stripe-Signature': `t=${t},v1=${createHmac('sha256', STRIPE_SECRET).update(`${t}.${body}`).digest('hex')}` };
+}
 
 /** A ~1 KB JSON body; the target server reads `bid` back from a forwarded copy. */
 function payload(id: string): string {
@@ -58,15 +70,25 @@ interface Saturation {
   outcomes: Outcomes;
 }
 
-/** Closed loop: WARMUP_MS, then SECONDS at CONCURRENCY, POSTing the ~1 KB body to `path`; `onMeasure` runs between the two. */
-async function saturate(client: HttpClient, path: string, accepted: (r: SendResult) => boolean, onMeasure?: () => void): Promise<Saturation> {
+/**
+ * Closed loop: WARMUP_MS, then `seconds` at CONCURRENCY, POSTing the ~1 KB body to `path`
+ * (with `headers(body)` when given); `onMeasure` runs between the two.
+ */
+async function saturate(
+  client: HttpClient, path: string, accepted: (r: SendResult) => boolean,
+  opts: { onMeasure?: () => void; headers?: (body: string) => Record<string, string>; seconds?: number; tag?: string } = {},
+): Promise<Saturation> {
   const warm = new Outcomes();
-  const post = (id: string) => client.send('POST', path, { body: payload(id) });
+  const tag = opts.tag ?? '';
+  const post = (id: string) => {
+    const body = payload(`${tag}${id}`);
+    return client.send('POST', path, { body, headers: opts.headers?.(body) });
+  };
   await closedLoop({ concurrency: CONCURRENCY, maxCount: MAX_REQUESTS, maxMs: WARMUP_MS, fn: async (i) => tally(await post(`w${i}`), accepted, warm, []) });
-  onMeasure?.();
+  opts.onMeasure?.();
   const outcomes = new Outcomes();
   const ms: number[] = [];
-  const run = await closedLoop({ concurrency: CONCURRENCY, maxCount: MAX_REQUESTS, maxMs: SECONDS * 1000, fn: async (i) => tally(await post(`s${i}`), accepted, outcomes, ms) });
+  const run = await closedLoop({ concurrency: CONCURRENCY, maxCount: MAX_REQUESTS, maxMs: (opts.seconds ?? SECONDS) * 1000, fn: async (i) => tally(await post(`s${i}`), accepted, outcomes, ms) });
   return { warmOk: warm.count('200'), sent: run.started, ms, rate: ms.length / (run.elapsedMs / 1000), elapsedMs: run.elapsedMs, outcomes };
 }
 
@@ -82,7 +104,7 @@ async function measureRawServer(): Promise<Saturation> {
   }
 }
 
-async function createEndpoint(s: Stack, spec: { name: string; forward_urls: string[]; use_lane: boolean }): Promise<string> {
+async function createEndpoint(s: Stack, spec: { name: string; forward_urls: string[]; use_lane: boolean; verification?: Record<string, string> }): Promise<string> {
   const r = await s.api.send('POST', '/api/v1/endpoints', { body: JSON.stringify(spec) });
   if (r.status === 404) throw new Error(`POST /api/v1/endpoints answered 404: this build has no inbound endpoints (${r.text.slice(0, 120)})`);
   if (r.status !== 201) throw new Error(`POST /api/v1/endpoints answered ${r.status}: ${r.text.slice(0, 300)}`);
@@ -291,7 +313,7 @@ export const inbound: Benchmark = {
           // 2. Acceptance at saturation, collect-only endpoint (nothing forwarded).
           ctx.log('inbound: acceptance at saturation (collect-only endpoint)');
           let cpuEnd: (() => CpuReport) | undefined;
-          const accept = await saturate(closed, collectPath, isReceived, () => (cpuEnd = s.startCpuPhase()));
+          const accept = await saturate(closed, collectPath, isReceived, { onMeasure: () => (cpuEnd = s.startCpuPhase()) });
           const cpu = cpuEnd!();
           if (!accept.ms.length) throw new Error(`no inbound request was accepted: ${accept.outcomes.describe()}; ${accept.outcomes.examples[0] ?? ''}`);
           const acceptLat = summarize(accept.ms);
@@ -344,6 +366,24 @@ export const inbound: Benchmark = {
           const splitLat = summarize(split.ms);
           const caughtUpSplit = await catchUp(s);
 
+          // 6. The Stripe preset's cost: the same Stripe-signed requests to an unverified and
+          // a Stripe-verified collect-only endpoint, alternating, each run followed by a catch-up.
+          const plainPath = await createEndpoint(s, { name: 'bench-unverified', forward_urls: [], use_lane: false });
+          const stripePath = await createEndpoint(s, { name: 'bench-stripe', forward_urls: [], use_lane: false, verification: { type: 'stripe', secret: STRIPE_SECRET } });
+          const presetRuns: { plain: Saturation[]; stripe: Saturation[] } = { plain: [], stripe: [] };
+          for (let round = 0; round < PRESET_ROUNDS; round++) {
+            for (const [kind, path] of [['plain', plainPath], ['stripe', stripePath]] as const) {
+              ctx.log(`inbound: ${kind === 'stripe' ? 'Stripe-verified' : 'unverified'} endpoint, round ${round + 1} of ${PRESET_ROUNDS}`);
+              presetRuns[kind].push(await saturate(closed, path, isReceived, { headers: stripeSigned, seconds: PRESET_SECONDS, tag: `${kind[0]}${round}` }));
+              await catchUp(s);
+            }
+          }
+          const rateOf = (runs: Saturation[]) => runs.reduce((a, r) => a + r.ms.length, 0) / (runs.reduce((a, r) => a + r.elapsedMs, 0) / 1000);
+          const presetRatio = rateOf(presetRuns.stripe) / rateOf(presetRuns.plain);
+          const presetOk = presetRatio >= PRESET_GOAL;
+          const presetLat = (runs: Saturation[]) => p50p99(summarize(runs.flatMap((r) => r.ms)));
+          const presetRates = (runs: Saturation[]) => runs.map((r) => fmt.rate(r.rate)).join(', ');
+
           const variants = [['use_lane false', fwd], ['use_lane true', lane]] as const;
           const fwdLat = summarize(fwd.latency);
           const laneLat = summarize(lane.latency);
@@ -390,12 +430,16 @@ export const inbound: Benchmark = {
               { label: `receive → forward p50 / p99, use_lane true (${LANE_RATE}/s)`, value: `${p50p99(laneLat)}; ${firstLast(lane)}` },
               { label: 'use_lane true: events', value: `${forwardFigures(lane)}; out of order: ${lane.outOfOrder}`, ok: exact(lane) && lane.outOfOrder === 0 },
               { label: 'forward send lag p99 (bench side), lane off / on', value: `${fmt.ms(fwd.sendLagP99)} / ${fmt.ms(lane.sendLagP99)}` },
+              { label: `unverified endpoint, Stripe-signed requests (${PRESET_ROUNDS} × ${PRESET_SECONDS} s)`, value: `${fmt.rate(rateOf(presetRuns.plain))} (runs: ${presetRates(presetRuns.plain)}); p50 / p99 ${presetLat(presetRuns.plain)}; ${presetRuns.plain.map((r) => r.outcomes.describe()).join('; ')}` },
+              { label: `Stripe-verified endpoint (verification: stripe), same requests`, value: `${fmt.rate(rateOf(presetRuns.stripe))} (runs: ${presetRates(presetRuns.stripe)}); p50 / p99 ${presetLat(presetRuns.stripe)}; ${presetRuns.stripe.map((r) => r.outcomes.describe()).join('; ')}` },
+              { label: 'Stripe-verified / unverified acceptance', value: fmt.frac(presetRatio), goal: `≥ ${PRESET_GOAL}`, ok: presetOk },
             ],
             headline: [
               { label: 'inbound accepted/s (fraction of raw node:http)', value: `${fmt.rate(accept.rate)} (${fmt.frac(ratio)} of ${fmt.rate(raw.rate)})`, goal: `≥ ${GOAL_RATIO}`, ok: okRatio },
               { label: `inbound p99 at ${OPEN_FRACTION * 100}% of that rate`, value: fmt.ms(openLat.p99) },
               { label: 'inbound accepted/s, API role in its own process', value: `${fmt.rate(split.rate)} (${fmt.frac(split.rate / raw.rate)} of raw)` },
               { label: 'receive → forward p50 / p99 (no lane)', value: p50p99(fwdLat) },
+              { label: 'Stripe-verified endpoint accepted/s (fraction of unverified)', value: `${fmt.rate(rateOf(presetRuns.stripe))} (${fmt.frac(presetRatio)})`, goal: `≥ ${PRESET_GOAL}`, ok: presetOk },
               { label: 'forwarded exactly once (no lane / lane)', value: `lost: ${fwd.lost + lane.lost}, duplicates: ${fwd.duplicates + lane.duplicates + fwd.executionIdRepeats + lane.executionIdRepeats}`, ok: exact(fwd) && exact(lane) },
             ],
             tables: [

@@ -5,10 +5,15 @@
  *  (b) down detection, run first while nothing else is pending: 1,000 monitors
  *      pinged once each, then left alone; each should go down at its ping + 3 s;
  *      Postgres is polled for `status = 'down'` and lateness = updated_at − (last_ping_at + 3 s);
- *  (a) ping throughput: GET ping_url at concurrency 64 over the other monitors, a fixed count.
+ *  (a) ping throughput: GET ping_url at concurrency 64 over the other monitors, a fixed count,
+ *      right after the same loop against a forked bare `node:http` server (issue 21's
+ *      yardstick for pings: "× a bare node:http server" in the same run);
+ *  (c) heartbeat runs as runitor sends them: POST `/start?rid=<uuid>` then `/0?rid=<uuid>`
+ *      with the job's output (a short text body), concurrency 64, a fixed count of runs.
  */
-import { hrMs, sleep } from './harness.ts';
-import { closedLoop, Outcomes } from './load.ts';
+import { randomUUID } from 'node:crypto';
+import { hrMs, sleep, startTarget } from './harness.ts';
+import { closedLoop, HttpClient, Outcomes } from './load.ts';
 import { troubleNotes, withStack, type Benchmark } from './stack.ts';
 import { fmt, summarize } from './stats.ts';
 
@@ -23,9 +28,28 @@ const CONCURRENCY = 64;
 const SAMPLE = 1_000;
 const PINGS = 30_000;
 const PING_LIMIT_MS = 60_000;
+const RUNS = 5_000;
 const DOWN_WAIT_MS = 30_000;
+const BARE_WARMUP_MS = 1_000;
+const BARE_MS = 5_000;
 
 const wallMs = (): number => performance.timeOrigin + performance.now();
+
+/** GETs/s of a forked bare `node:http` server (200 `{"ok":true}`) under the closed loop phase (a) uses. */
+async function bareServerRate(): Promise<number> {
+  const server = await startTarget({ plain: true });
+  const client = new HttpClient(server.url, CONCURRENCY);
+  try {
+    const get = () => client.send('GET', '/');
+    await closedLoop({ concurrency: CONCURRENCY, maxCount: Number.MAX_SAFE_INTEGER, maxMs: BARE_WARMUP_MS, fn: get });
+    let ok = 0;
+    const run = await closedLoop({ concurrency: CONCURRENCY, maxCount: Number.MAX_SAFE_INTEGER, maxMs: BARE_MS, fn: async () => void ((await get()).status === 200 && ok++) });
+    return ok / (run.elapsedMs / 1000);
+  } finally {
+    await client.close();
+    await server.stop();
+  }
+}
 
 export const monitors: Benchmark = {
   name: 'monitors',
@@ -106,7 +130,8 @@ export const monitors: Benchmark = {
         }
         const d = summarize(lateness);
 
-        // (a) ping throughput over the other monitors, round-robin.
+        // (a) ping throughput over the other monitors, round-robin, after the bare server's rate.
+        const bareRate = await bareServerRate();
         const others = pingPaths.slice(SAMPLE);
         const aOutcomes = new Outcomes();
         const pingMs: number[] = [];
@@ -125,6 +150,29 @@ export const monitors: Benchmark = {
         const accepted = aOutcomes.count('200');
         const p = summarize(pingMs);
 
+        // (c) runs: a start and its end, each its own request, over the same monitors.
+        const cOutcomes = new Outcomes();
+        const runMs: number[] = [];
+        const text = { 'content-type': 'text/plain', 'user-agent': 'runitor/v1.3.0 (linux-amd64; +https://bdd.fi/x/runitor)' };
+        const cpuRunsEnd = s.startCpuPhase();
+        const cLoop = await closedLoop({
+          concurrency: CONCURRENCY,
+          maxCount: RUNS,
+          maxMs: PING_LIMIT_MS,
+          fn: async (i) => {
+            const path = others[(i * 7919) % others.length]!;
+            const rid = randomUUID();
+            const start = await s.api.send('POST', `${path}/start?rid=${rid}`, { headers: text });
+            cOutcomes.add(`start ${start.status}`, start.status === 200 ? undefined : start.text);
+            const end = await s.api.send('POST', `${path}/0?rid=${rid}`, { headers: text, body: `job ${i} done` });
+            cOutcomes.add(`end ${end.status}`, end.status === 200 ? undefined : end.text);
+            if (start.status === 200 && end.status === 200) runMs.push(start.ms + end.ms);
+          },
+        });
+        const cpuRuns = cpuRunsEnd();
+        const runs = runMs.length;
+        const r = summarize(runMs);
+
         const svc = (rows: { name: string; pctOfCore: number }[]) => fmt.pct(rows.find((r) => r.name.startsWith('jetcron'))?.pctOfCore ?? NaN);
         const notes = [
           `service run with JETCRON_TIME_SCALE=${TIME_SCALE}: interval ${INTERVAL_S} s → ${EXPECTED_DOWN_MS / 1000} s, grace 0.`,
@@ -133,6 +181,7 @@ export const monitors: Benchmark = {
           `Postgres polled every 100 ms for up to ${DOWN_WAIT_MS / 1000} s; CPU of that phase: jetcron ${svc(cpuDown.rows)} of one core.`,
           ...creates.examples,
           ...aOutcomes.examples,
+          ...cOutcomes.examples,
           ...bOutcomes.examples,
           ...troubleNotes(s.service),
         ];
@@ -146,7 +195,13 @@ export const monitors: Benchmark = {
             { label: '(a) pings accepted (200)', value: `${fmt.int(accepted)} of ${fmt.int(a.started)}; outcomes ${aOutcomes.describe()}` },
             { label: '(a) pings/s', value: fmt.rate(accepted / (a.elapsedMs / 1000)) },
             { label: '(a) fraction of raw', value: ctx.rawRate ? fmt.frac(accepted / (a.elapsedMs / 1000) / ctx.rawRate) : '–' },
+            { label: `(a) bare node:http server just before (GET, c${CONCURRENCY}, ${BARE_MS / 1000} s)`, value: fmt.rate(bareRate) },
+            { label: '(a) × bare node:http (issue 21 aim 6: ≥ 0.5)', value: fmt.frac(accepted / (a.elapsedMs / 1000) / bareRate), ok: accepted / (a.elapsedMs / 1000) / bareRate >= 0.5 },
             { label: '(a) ping latency p50 / p99 / max', value: `${fmt.ms(p.p50)} / ${fmt.ms(p.p99)} / ${fmt.ms(p.max)}` },
+            { label: '(c) runs timed (start and end 200)', value: `${fmt.int(runs)} of ${fmt.int(cLoop.started)}; outcomes ${cOutcomes.describe()}` },
+            { label: '(c) runs/s (2 pings each)', value: fmt.rate(runs / (cLoop.elapsedMs / 1000)) },
+            { label: '(c) run latency (start + end answers) p50 / p99', value: `${fmt.ms(r.p50)} / ${fmt.ms(r.p99)}` },
+            { label: '(c) service CPU per run', value: fmt.ms((cpuRuns.rows.find((x) => x.name.startsWith('jetcron'))?.cpuSeconds ?? NaN) * 1000 / Math.max(1, runs)) },
             { label: '(b) sample went down', value: `${fmt.int(downAt.size)} of ${fmt.int(sample.length)}`, ok: downAt.size === sample.length },
             { label: '(b) down lateness p50', value: fmt.ms(d.p50) },
             { label: '(b) down lateness p99', value: fmt.ms(d.p99) },
@@ -156,6 +211,8 @@ export const monitors: Benchmark = {
           headline: [
             { label: 'monitors created', value: `${fmt.int(created)} in ${fmt.s(createSeconds)}` },
             { label: 'pings/s (p50 / p99)', value: `${fmt.rate(accepted / (a.elapsedMs / 1000))} (${fmt.ms(p.p50)} / ${fmt.ms(p.p99)})` },
+            { label: 'pings × bare node:http', value: `${fmt.frac(accepted / (a.elapsedMs / 1000) / bareRate)} (bare ${fmt.rate(bareRate)})` },
+            { label: 'runs/s, start + end (p50 / p99)', value: `${fmt.rate(runs / (cLoop.elapsedMs / 1000))} (${fmt.ms(r.p50)} / ${fmt.ms(r.p99)})` },
             { label: 'down lateness p50 / p99 / max', value: `${fmt.ms(d.p50)} / ${fmt.ms(d.p99)} / ${fmt.ms(d.max)} (${downAt.size}/${sample.length} down)`, ok: downAt.size === sample.length },
           ],
           tables: [],

@@ -11,7 +11,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import pg from 'pg';
-import { SUBJECTS } from '../streams/definitions.ts';
+import { SUBJECTS } from '../streams/subjects.ts';
 import type { JetcronEvent } from '../src/events/types.ts';
 import type { Task } from '../src/commands/task/types.ts';
 import type { Schedule } from '../src/commands/schedule/types.ts';
@@ -108,7 +108,8 @@ async function writeHistory(publish: Publish): Promise<void> {
   const monitors = await many<Monitor>(MONITORS, (i, at, org) => ({
     id: newId('mon', clock), org_id: org, token: newId('png', clock).slice(4), name: `backup ${i}`, schedule_type: 'interval', interval_seconds: 3600,
     cron_expression: null, timezone: 'UTC', grace_period_seconds: 300, enabled: true, notify_on_failure: null, notify_on_recovery: null, on_failure_url: null,
-    on_recovery_url: null, sync_key: null, status: 'new', paused: false, last_ping_at: null, next_expected_at: null, deadline_at: null, created_at: at, updated_at: at,
+    on_recovery_url: null, sync_key: null, max_duration_seconds: null, min_duration_seconds: null, slug: null, status: 'new', down_reason: null, paused: false,
+    last_ping_at: null, next_expected_at: null, late_at: null, runs: [], deadline_at: null, created_at: at, updated_at: at,
   }), (m) => [`evt.${m.org_id}.monitor.${m.id}`, event('MonitorCreated', m.org_id, { monitor: m })]);
   const endpoints = await many<Endpoint>(ENDPOINTS, (i, at, org) => ({
     id: newId('ep', clock), org_id: org, slug: `in-${i}-${newId('ep', clock).slice(-8)}`, name: `stripe ${i}`, forward_urls: [`https://app.example.com/hooks/${i}`],
@@ -186,7 +187,7 @@ async function writeHistory(publish: Publish): Promise<void> {
       const m = monitors[ping % MONITORS]!;
       const at = now();
       const monitor: Monitor = { ...m, status: 'up', last_ping_at: at, next_expected_at: new Date(clock + 3_600_000).toISOString(), updated_at: at };
-      const record = { id: newId('png', clock), received_at: at, kind: 'ping' as const, method: 'GET', source_ip: '10.1.2.3', user_agent: 'curl/8.5.0', body: '' };
+      const record = { id: newId('png', clock), received_at: at, kind: 'success' as const, exit_status: null, rid: null, duration_ms: null, method: 'GET', source_ip: '10.1.2.3', user_agent: 'curl/8.5.0', body: '' };
       await publish(`evt.${m.org_id}.monitor.${m.id}`, event('MonitorPinged', m.org_id, { monitor, ping: record, previous_status: ping < MONITORS ? 'new' : 'up' }));
     }
     for (const share = (made / TASKS); inbound < INBOUND * share; inbound++) {

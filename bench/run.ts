@@ -11,6 +11,7 @@ import path from 'node:path';
 import { batchAccept } from './batch-accept.ts';
 import { createApi } from './create-api.ts';
 import { dispatchThroughput } from './dispatch-throughput.ts';
+import { executionsList } from './executions-list.ts';
 import { cleanupAll, cpuPhase, natsServerVersion, RESULTS_DIR, ROOT, sleep, startSharedPostgres, type CpuReport, type SharedPostgres } from './harness.ts';
 import { idempotentReplay } from './idempotent-replay.ts';
 import { inbound } from './inbound.ts';
@@ -22,6 +23,7 @@ import { monitors } from './monitors.ts';
 import { peers } from './peers/peers.ts';
 import { reference } from './reference.ts';
 import { rebuild } from './rebuild.ts';
+import { runtime } from './runtime.ts';
 import { schedules } from './schedules.ts';
 import { soak } from './soak.ts';
 import type { BenchContext, BenchResult, Benchmark, Metric } from './stack.ts';
@@ -30,9 +32,9 @@ import { timers } from './timers.ts';
 import { tracing } from './tracing.ts';
 
 /** The default run (`npm run bench` without names). */
-const ALL: Benchmark[] = [reference, dispatchThroughput, latency, timers, createApi, lanes, batchAccept, idempotentReplay, schedules, monitors, inbound, lua, tracing, rebuild, peers];
+const ALL: Benchmark[] = [reference, dispatchThroughput, latency, timers, createApi, lanes, batchAccept, idempotentReplay, schedules, monitors, inbound, lua, tracing, runtime, rebuild, peers];
 /** Run only when named: `soak` alone takes ~10 minutes (1,000,000 executions). */
-const OPT_IN: Benchmark[] = [soak];
+const OPT_IN: Benchmark[] = [soak, executionsList];
 const KNOWN: Benchmark[] = [...ALL, ...OPT_IN];
 const RUN_LIMIT_MS = 30 * 60_000;
 

@@ -72,7 +72,7 @@ export async function withStack<T>(
   ctx: BenchContext,
   name: string,
   fn: (s: Stack) => Promise<T>,
-  opts: { env?: Record<string, string>; plan?: 'free' | 'pro' } = {},
+  opts: { env?: Record<string, string>; plan?: 'free' | 'pro'; node?: string } = {},
 ): Promise<T> {
   const postgres = await ctx.postgres();
   const stops: (() => Promise<void>)[] = [];
@@ -84,7 +84,7 @@ export async function withStack<T>(
     stops.push(database.drop);
     const target = await startTarget();
     stops.push(target.stop);
-    const service = await startService({ name, natsUrl: nats.url, databaseUrl: database.url, cpuProfDir: ctx.cpuProfDir, env: opts.env });
+    const service = await startService({ name, natsUrl: nats.url, databaseUrl: database.url, cpuProfDir: ctx.cpuProfDir, env: opts.env, node: opts.node });
     stops.push(service.stop);
     const { orgId, apiKey } = await createOrg(nats.url, opts.plan);
     const api = new ApiClient(service.url, apiKey, 64);

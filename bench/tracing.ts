@@ -20,7 +20,7 @@ const WARMUP = 300;
 const CONNECTIONS = 1024;
 
 /** Accepts OTLP/HTTP exports and counts spans (JSON: the "spanId" keys). */
-async function startSink() {
+export async function startSink() {
   let requests = 0;
   let spans = 0;
   let bytes = 0;
@@ -45,7 +45,7 @@ async function startSink() {
 }
 
 /** Create → target arrival of immediate tasks at a steady rate (both CLOCK_MONOTONIC). */
-async function latencyRun(s: Stack): Promise<Summary> {
+export async function latencyRun(s: Stack): Promise<Summary> {
   const task = (id: string) => ({ url: `${s.target.url}/hit?id=${id}`, name: `trl-${id}`, retry_attempts: 0 });
   await closedLoop({ concurrency: 8, maxCount: WARMUP, maxMs: 30_000, fn: (i) => s.api.createTask(task(`w${i}`)) });
   await sleep(500);
@@ -65,12 +65,12 @@ async function latencyRun(s: Stack): Promise<Summary> {
   return summarize(ms);
 }
 
-interface Variant {
+export interface TracingVariant {
   label: string;
   env: (sinkUrl: string) => Record<string, string>;
 }
 
-const VARIANTS: Variant[] = [
+export const TRACING_VARIANTS: TracingVariant[] = [
   { label: 'tracing off', env: () => ({}) },
   { label: 'tracing on, 100% sampled', env: (url) => ({ OTEL_EXPORTER_OTLP_ENDPOINT: url, OTEL_TRACES_SAMPLER: 'parentbased_always_on' }) },
   { label: 'tracing on, 1% sampled', env: (url) => ({ OTEL_EXPORTER_OTLP_ENDPOINT: url, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.01' }) },
@@ -83,7 +83,7 @@ export const tracing: Benchmark = {
     const sink = await startSink();
     try {
       const results: { label: string; rate: number; cpuMsPerTask: number; lat: Summary; spans: number; trouble: string[] }[] = [];
-      for (const v of VARIANTS) {
+      for (const v of TRACING_VARIANTS) {
         ctx.log(`tracing: ${v.label}`);
         const before = sink.counts().spans;
         results.push(await withStack(ctx, `${this.name}-${results.length}`, async (s) => {

@@ -3,22 +3,26 @@ import { spawn, spawnSync } from 'node:child_process';
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { ensureNodeRuntime, root, runtimeEnv } from './node-runtime.mjs';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const [command, ...args] = process.argv.slice(2);
 const commands = {
   serve: ['bin/jetcron.mjs', 'serve'],
   test: ['scripts/run-tests.mjs'],
   bench: ['--import', 'tsx', 'bench/run.ts'],
+  install: null,
 };
 
 if (!command || !(command in commands)) {
-  console.error('usage: node scripts/bootstrap.mjs serve|test|bench [args...]');
+  console.error('usage: node scripts/bootstrap.mjs serve|test|bench|install [args...]');
   process.exit(2);
 }
 
+// Everything below runs on the project's Node (scripts/node-runtime.mjs), npm included.
+const node = ensureNodeRuntime();
+const env = runtimeEnv(node);
 ensureDependencies();
+if (command === 'install') process.exit(0);
 if (!(command === 'serve' && process.env.NATS_URL)) ensureNatsServer();
 runAndExit([...commands[command], ...args]);
 
@@ -30,7 +34,7 @@ function ensureDependencies() {
   if (!stale) return;
   const npmArgs = hasLock ? ['ci', '--no-audit', '--no-fund'] : ['install', '--no-audit', '--no-fund'];
   console.error(`bootstrap: npm ${npmArgs.join(' ')}`);
-  run('npm', npmArgs);
+  run('npm', npmArgs, env);
 }
 
 function ensureNatsServer() {
@@ -38,9 +42,9 @@ function ensureNatsServer() {
   const isRoot = process.getuid?.() === 0;
   if (isRoot && existsSync('/etc/debian_version')) {
     console.error('bootstrap: nats-server not found, installing it with apt-get');
-    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-    run('apt-get', ['update'], env);
-    run('apt-get', ['install', '-y', 'nats-server'], env);
+    const aptEnv = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+    run('apt-get', ['update'], aptEnv);
+    run('apt-get', ['install', '-y', 'nats-server'], aptEnv);
     if (findNatsServer()) return;
   }
   console.error('nats-server not found: install it with `sudo apt-get install -y nats-server` (Debian/Ubuntu) or from https://nats.io');
@@ -75,8 +79,8 @@ function runAndExit(nodeArgs) {
   // The service must not outlive a SIGKILLed `npm start` (this process): on Linux it gets
   // SIGTERM when we die and shuts down cleanly with its embedded servers. Same as
   // src/runtime/die-with-parent.ts, which this file cannot import (it runs before npm install).
-  const [file, fileArgs] = withPdeathsig(process.execPath, nodeArgs);
-  const child = spawn(file, fileArgs, { cwd: root, stdio: 'inherit' });
+  const [file, fileArgs] = withPdeathsig(node, nodeArgs);
+  const child = spawn(file, fileArgs, { cwd: root, stdio: 'inherit', env });
   const forward = (signal) => child.kill(signal);
   for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, forward);
   child.on('error', (err) => {

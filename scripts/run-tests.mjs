@@ -68,7 +68,9 @@ async function findTests(dir) {
 
 function runNodeTests(testFiles, env) {
   const reporters = ['--test-reporter=spec', '--test-reporter-destination=stdout', '--test-reporter=tap', `--test-reporter-destination=${tapFile}`];
-  const nodeArgs = ['--import', 'tsx', '--test', '--test-concurrency=2', ...reporters, ...runnerFlags, ...testFiles];
+  // A test that hangs fails after 5 minutes, naming itself, rather than holding the run
+  // until CI's own limit; the longest test takes about a minute, and a test may set its own.
+  const nodeArgs = ['--import', 'tsx', '--test', '--test-concurrency=2', '--test-timeout=300000', ...reporters, ...runnerFlags, ...testFiles];
   const child = spawn(process.execPath, nodeArgs, { cwd: root, stdio: 'inherit', env });
   const forward = (signal) => child.kill(signal);
   for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, forward);

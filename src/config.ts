@@ -10,6 +10,8 @@ export interface Config {
   dataDir: string;
   roles: Set<Role>;
   timeScale: number;
+  /** JETCRON_SCRIPT_TIMEOUT_MS: a Lua call's time limit (default 100, the contract's; tests raise it where only another limit may fire). */
+  scriptTimeoutMs: number;
   allowPrivateTargets: boolean;
   /** JETCRON_STREAM_REPLICAS; unset = keep what existing streams have (1 for new ones). */
   streamReplicas: number | undefined;
@@ -20,6 +22,14 @@ export interface Config {
   secretsKey: string | undefined;
   timerPartitions: number;
   dispatchConcurrency: number;
+  /**
+   * JETCRON_DISPATCH: how tasks are sent. `queue` (default for now): the translator puts
+   * due attempts on DISPATCH, lanes through LANES; `owners`: partition owners send
+   * straight from the log and record results in fenced commits (docs/architecture.md).
+   */
+  dispatchMode: 'queue' | 'owners';
+  /** JETCRON_PARTITIONS: the task partitions the owners split the work into (fixed for a deployment). */
+  partitions: number;
   /** Test-only (JETCRON_EMBEDDED_PDEATHSIG=0): false lets the embedded servers outlive a killed service. */
   embeddedDieWithParent: boolean;
   /** A consumer failing on one item, or behind without moving, for this long makes /healthz answer 503. */
@@ -96,6 +106,12 @@ export function parseProcesses(text: string | undefined, roles: Set<Role>, cores
   return groups;
 }
 
+function dispatchMode(raw: string | undefined): Config['dispatchMode'] {
+  if (!raw || raw === 'queue') return 'queue';
+  if (raw === 'owners') return 'owners';
+  throw new ConfigError(`JETCRON_DISPATCH=${raw} is not valid; use queue or owners`);
+}
+
 /** The only place that reads the environment; everything else gets values. */
 export function loadConfig(env: NodeJS.ProcessEnv, opts: { roles?: string; processes?: string; dataDir: string; cores?: number }): Config {
   const roles = parseRoles(opts.roles ?? env.JETCRON_ROLES);
@@ -108,6 +124,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { roles?: string; proce
     dataDir: opts.dataDir,
     roles,
     timeScale: num(env, 'JETCRON_TIME_SCALE', 1, (n) => n > 0),
+    scriptTimeoutMs: num(env, 'JETCRON_SCRIPT_TIMEOUT_MS', 100, (n) => Number.isInteger(n) && n >= 10 && n <= 60_000),
     allowPrivateTargets: env.JETCRON_ALLOW_PRIVATE_TARGETS === '1' || env.JETCRON_ALLOW_PRIVATE_TARGETS === 'true',
     streamReplicas: env.JETCRON_STREAM_REPLICAS ? num(env, 'JETCRON_STREAM_REPLICAS', 1, (n) => [1, 3, 5].includes(n)) : undefined,
     rateLimitFree: num(env, 'JETCRON_RATE_LIMIT_FREE', 20, (n) => n >= 0),
@@ -116,6 +133,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { roles?: string; proce
     secretsKey: env.JETCRON_SECRETS_KEY || undefined,
     timerPartitions: num(env, 'JETCRON_TIMER_PARTITIONS', 8, (n) => Number.isInteger(n) && n >= 1 && n <= 256),
     dispatchConcurrency: num(env, 'JETCRON_DISPATCH_CONCURRENCY', 256, (n) => Number.isInteger(n) && n >= 1),
+    dispatchMode: dispatchMode(env.JETCRON_DISPATCH),
+    partitions: num(env, 'JETCRON_PARTITIONS', 8, (n) => Number.isInteger(n) && n >= 1 && n <= 256),
     embeddedDieWithParent: env.JETCRON_EMBEDDED_PDEATHSIG !== '0',
     healthStuckMs: num(env, 'JETCRON_HEALTH_STUCK_MS', 30_000, (n) => Number.isInteger(n) && n >= 100),
     processes: parseProcesses(opts.processes ?? env.JETCRON_PROCESSES, roles, opts.cores ?? 1),

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { revokeApiKey } from '../src/commands/api-key/handlers.ts';
-import { createEventStore } from '../src/events/store.ts';
+import { createEventStore } from '../src/nats/event-store.ts';
 import { createClock } from '../src/lib/clock.ts';
 import { connectNats } from '../src/nats/connection.ts';
 import { apiClient, eventually, startTestService, type Api, type TestService } from './support/service.ts';
@@ -73,7 +73,7 @@ describe('authentication, organization and service endpoints', () => {
     } finally {
       await conn.close();
     }
-    await eventually(async () => (await org.api('GET', '/tasks')).status === 401, 2000);
+    await eventually(async () => (await org.api('GET', '/tasks')).status === 401, 30_000);
     assert401(await org.api('GET', '/organization'));
     assert.equal((await api('GET', '/tasks')).status, 200);
   });
@@ -164,13 +164,17 @@ describe('authentication, organization and service endpoints', () => {
     const free = await svc.createOrg('free');
     const t0 = performance.now();
     const burst = await Promise.all(Array.from({ length: 10 }, () => free.api('GET', '/tasks')));
+    const burstElapsed = (performance.now() - t0) / 1000;
     assert.deepEqual(burst.map((r) => r.status), Array(10).fill(200));
-    const remaining = burst.map((r) => Number(r.headers.get('ratelimit-remaining'))).sort((a, b) => a - b);
-    assert.ok(remaining[0]! <= 1, `remaining ${remaining}`);
-    for (const r of burst) assert.equal(r.headers.get('ratelimit-limit'), '10');
     // The bucket refills at 5/s while the requests are in flight, so a slow machine may
-    // let a few more through; never more than the refill allows.
-    const more = await Promise.all(Array.from({ length: 20 }, () => free.api('GET', '/tasks')));
+    // leave a few more; never more than the refill allows.
+    const remaining = burst.map((r) => Number(r.headers.get('ratelimit-remaining'))).sort((a, b) => a - b);
+    assert.ok(remaining[0]! <= Math.ceil(burstElapsed * 5) + 1, `remaining ${remaining} after ${burstElapsed} s`);
+    for (const r of burst) assert.equal(r.headers.get('ratelimit-limit'), '10');
+    // Likewise what follows is allowed at most at the refill rate; batches go on until one
+    // is limited (however slowly this machine answers, 20 at once outrun 5/s).
+    const more: Awaited<ReturnType<typeof free.api>>[] = [];
+    while (!more.some((r) => r.status === 429) && more.length < 400) more.push(...await Promise.all(Array.from({ length: 20 }, () => free.api('GET', '/tasks'))));
     const elapsed = (performance.now() - t0) / 1000;
     const allowed = more.filter((r) => r.status === 200).length;
     assert.ok(allowed <= Math.ceil(elapsed * 5) + 1, `${allowed} more allowed in ${elapsed} s`);

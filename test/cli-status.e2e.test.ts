@@ -52,7 +52,8 @@ describe('jetcron status, and the progress of rebuild and replay', () => {
   const timerSubjects = async () => Object.keys((await nats.jsm.streams.info(STREAMS.timers.name, { subjects_filter: 'timer.>' })).state.subjects ?? {});
 
   before(async () => {
-    svc = await startTestService();
+    // Its timer counts are of TIMERS, which holds a delayed task's timer only when DISPATCH runs tasks.
+    svc = await startTestService({ JETCRON_DISPATCH: 'queue' });
     api = (await svc.createOrg()).api;
     nats = await connectNats(svc.natsUrl, 'status test');
     db = connectDb(svc.databaseUrl).db;
@@ -77,7 +78,7 @@ describe('jetcron status, and the progress of rebuild and replay', () => {
 
   test('--json against the running service: streams, consumers and their lag, leases, timers, processes', async () => {
     const r = await statusJson();
-    assert.deepEqual(Object.keys(r), ['checked_at', 'streams', 'consumers', 'readers', 'projections', 'leases', 'timers', 'processes', 'errors']);
+    assert.deepEqual(Object.keys(r), ['checked_at', 'streams', 'consumers', 'readers', 'projections', 'leases', 'timers', 'monitors', 'processes', 'errors']);
     assert.deepEqual(r.errors, []);
     const now = Date.parse(r.checked_at);
     assert.ok(Math.abs(now - Date.now()) < 60_000);
@@ -136,7 +137,7 @@ describe('jetcron status, and the progress of rebuild and replay', () => {
     const run = await cli(['status']);
     assert.equal(run.code, 0, run.stderr);
     const lines = run.stdout.split('\n');
-    for (const title of ['STREAMS', 'DURABLE CONSUMERS', 'ORDERED READERS', 'PROJECTIONS (Postgres)', 'LEASES', 'TIMERS', 'PROCESSES']) {
+    for (const title of ['STREAMS', 'DURABLE CONSUMERS', 'ORDERED READERS', 'PROJECTIONS (Postgres)', 'LEASES', 'TIMERS', 'MONITORS', 'PROCESSES']) {
       assert.ok(lines.includes(title), `no section ${title} in\n${run.stdout}`);
     }
     assert.ok(!lines.includes('ERRORS'));
@@ -147,6 +148,20 @@ describe('jetcron status, and the progress of rebuild and replay', () => {
     const streamRows = lines.slice(lines.indexOf('STREAMS') + 1, lines.indexOf('STREAMS') + 2 + Object.keys(STREAMS).length);
     const end = streamRows[0]!.indexOf('messages') + 'messages'.length;
     for (const row of streamRows.slice(1)) assert.match(row.slice(0, end), /\d$/, row);
+  });
+
+  test('monitors: how many in each status, why the down ones are down, their deadline timers', async () => {
+    // None of these arms a timer (new, or down), so the other tests' timer counts hold.
+    const made: Array<{ id: string; ping_url: string }> = [];
+    for (const name of ['never pinged', 'signalled', 'exited']) made.push((await api('POST', '/monitors', { name, schedule_type: 'interval', interval_seconds: 3600 })).body.data);
+    assert.equal((await fetch(`${made[1]!.ping_url}/fail`)).status, 200);
+    assert.equal((await fetch(`${made[2]!.ping_url}/3`)).status, 200);
+    await eventually(async () => (await api('GET', `/monitors/${made[2]!.id}`)).body.data.status === 'down');
+    const r = await statusJson();
+    assert.deepEqual(r.monitors, { total: 3, by_status: { new: 1, down: 2 }, down_reasons: { failed: 1, exit_status: 1 }, deadlines_armed: 0, deadlines_overdue: 0 });
+    const run = await cli(['status']);
+    const lines = run.stdout.split('\n');
+    assert.equal(lines[lines.indexOf('MONITORS') + 2]?.replace(/ +/g, ' ').trim(), '3 1 0 2 0 exit_status 1, failed 1 0 0');
   });
 
   test('NATS unreachable: exit 1 and a message, nothing on stdout', async () => {
@@ -161,6 +176,7 @@ describe('jetcron status, and the progress of rebuild and replay', () => {
     assert.deepEqual(r.errors.map((e) => e.part), ['projections']);
     assert.match(r.errors[0]!.message, /DATABASE_URL/);
     assert.equal(r.projections, null);
+    assert.equal(r.monitors, null);
     assert.equal(r.readers[0]!.position, null);
     assert.equal(r.readers[0]!.lag, null);
     assert.ok(r.streams.find((s) => s.name === 'EVENTS')!.messages >= 3);

@@ -96,7 +96,7 @@ describe('admin CLI', () => {
   test('org plan changes the plan', async () => {
     assert.deepEqual(json(await cli('org', 'plan', '--org', acme.org_id, '--plan', 'free')), { org_id: acme.org_id, plan: 'free' });
     const key = api(acme.api_key);
-    await eventually(async () => (await key('GET', '/organization')).body.data.plan === 'free', 3000);
+    await eventually(async () => (await key('GET', '/organization')).body.data.plan === 'free', 30_000);
     const script = await key('POST', '/tasks', { url: 'http://127.0.0.1:9/x', script: 'x = 1' });
     assert.equal(script.status, 403);
     assert.equal(script.body.error.field, 'script');
@@ -105,7 +105,7 @@ describe('admin CLI', () => {
   test('key revoke takes the full key; that key then gets 401, the other still works', async () => {
     const run = await cli('key', 'revoke', '--key', second.api_key);
     assert.equal(run.code, 0, run.stderr);
-    await eventually(async () => (await api(second.api_key)('GET', '/organization')).status === 401, 3000);
+    await eventually(async () => (await api(second.api_key)('GET', '/organization')).status === 401, 30_000);
     assert.equal((await api(acme.api_key)('GET', '/organization')).status, 200);
   });
 

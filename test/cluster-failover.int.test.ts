@@ -6,6 +6,7 @@
  * under one execution id, that nothing crashes, and how long dispatch stalls.
  */
 import assert from 'node:assert/strict';
+import { eventsOf } from '../src/events/commit.ts';
 import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import { Kvm } from '@nats-io/kv';
@@ -353,7 +354,11 @@ test('cluster failover: kill -9 of the EVENTS leader, then of the KV_leases lead
     note(`/healthz over the run (changes only: consumers with lag > 20, backlog > 50, overdue > 1 s, or not ok):\n  ${healthTimeline.join('\n  ')}`);
 
     // ---- the event log (the source of truth) for this organization ----
-    const events = await readAll(admin, 'EVENTS', `evt.${orgId}.>`);
+    // The organization's own subjects, and the partition owners' commits (events of many organizations each).
+    const events = [...(await readAll(admin, 'EVENTS', `evt.${orgId}.>`)), ...(await readAll(admin, 'EVENTS', 'evt.partition.>'))]
+      .flatMap(({ seq, event }) => eventsOf<{ type: string; id: string; org_id: string; data: unknown; at: string }>(event).map((e) => ({ seq, event: e })))
+      .filter((e) => e.event.org_id === orgId)
+      .sort((a, b) => a.seq - b.seq);
     const tasksByName = new Map<string, Array<{ id: string; exe: string; seq: number }>>();
     const exeEvents = new Map<string, Array<{ type: string; seq: number; attempt?: number; status?: string; next?: string | null; at: string }>>();
     for (const { seq, event } of events) {

@@ -5,7 +5,8 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { DeliverPolicy } from '@nats-io/jetstream';
 import pg from 'pg';
-import { STREAMS, SUBJECTS } from '../streams/definitions.ts';
+import { STREAMS } from '../streams/definitions.ts';
+import { SUBJECTS } from '../streams/subjects.ts';
 import { loadConfig } from '../src/config.ts';
 import type { TaskEvent } from '../src/commands/task/types.ts';
 import { queuedSubjects, retryConflicts } from '../src/commands/execute.ts';
@@ -15,7 +16,7 @@ import { decodeJson } from '../src/lib/json.ts';
 import { KeyedMutex } from '../src/lib/keyed-mutex.ts';
 import { connectNats } from '../src/nats/connection.ts';
 import { serve, type Running } from '../src/runtime/serve.ts';
-import { startTestService, type Api, type TestService } from './support/service.ts';
+import { eventually, startTestService, type Api, type TestService } from './support/service.ts';
 
 const CLIENTS = 64;
 const ROUNDS = 5;
@@ -72,7 +73,8 @@ describe('concurrent writes on one aggregate', () => {
   // answers once the log stored it, so the projection may still be catching up.
   const recordedPings = async (monitorId: string, expected: number): Promise<Set<string>> => {
     const read = async () => new Set((await db.query<{ body: string }>('SELECT body FROM pings WHERE monitor_id = $1', [monitorId])).rows.map((r) => r.body));
-    for (let tries = 0; tries < 50 && (await read()).size < expected; tries++) await new Promise((r) => setTimeout(r, 100));
+    // Waits until all are there; on a timeout the caller's assertion says how many are.
+    await eventually(async () => (await read()).size >= expected, 30_000, 100).catch(() => undefined);
     return read();
   };
 
@@ -176,17 +178,22 @@ describe('conflict handling without a service', () => {
 
   test('a conflict that outlasts the time budget is a 503 with Retry-After, not a ConcurrencyError', async () => {
     let attempts = 0;
-    const t0 = Date.now();
-    const err = await retryConflicts({ store }, 'evt.org_x.monitor.mon_x', async () => {
+    const startedAt: number[] = [];
+    const pending = retryConflicts({ store }, 'evt.org_x.monitor.mon_x', async () => {
       attempts++;
+      startedAt.push(Date.now());
       throw new ConcurrencyError('evt.org_x.monitor.mon_x');
-    }, 300).catch((e: unknown) => e);
+    }, 300);
+    // The budget's deadline was set, on this clock, before this line: no attempt may start after it.
+    const deadline = Date.now() + 300;
+    const err = await pending.catch((e: unknown) => e);
     assert.ok(err instanceof ApiError, String(err));
     assert.equal(err.status, 503);
     assert.equal(err.headers['Retry-After'], '1');
     assert.doesNotMatch(err.message, /org_x|mon_x/, 'the subject is not revealed');
     assert.ok(attempts > 5, `kept retrying within the budget (${attempts} attempts)`);
-    assert.ok(Date.now() - t0 < 300 + 500, 'gave up at the budget, not after a count');
+    // However slowly this machine runs, the attempts stop at the budget (none starts after it).
+    assert.ok(startedAt.every((at) => at <= deadline), `an attempt started ${Math.max(...startedAt) - deadline} ms after the budget was spent`);
     assert.equal(queuedSubjects(store), 0, 'no entry left behind');
   });
 

@@ -138,4 +138,21 @@ describe('body views', () => {
     assert.equal(prettyJson('{"a":[1,2]}'), '{\n  "a": [\n    1,\n    2\n  ]\n}');
     assert.equal(prettyJson('<xml/>'), null);
   });
+
+  test('runs.js: runs from pings (each end with a duration closes its start; overlapping runs on rows of their own; an open start is running)', async () => {
+    const { runsOf, durationSeries, kindText } = await load('runs.js');
+    const at = (s: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, s)).toISOString();
+    const pings = [
+      { received_at: at(0), kind: 'start', rid: 'a', duration_ms: null },
+      { received_at: at(10), kind: 'start', rid: 'b', duration_ms: null },
+      { received_at: at(20), kind: 'exit', exit_status: 0, rid: 'b', duration_ms: 10_000 },
+      { received_at: at(30), kind: 'exit', exit_status: 2, rid: 'a', duration_ms: 30_000 },
+      { received_at: at(40), kind: 'log', rid: null, duration_ms: null },
+      { received_at: at(50), kind: 'start', rid: null, duration_ms: null },
+    ].reverse();
+    const runs = runsOf(pings);
+    assert.deepEqual(runs.map((r: any) => [r.durationMs, r.outcome, r.lane]), [[30_000, 'exit 2', 0], [10_000, 'success', 1], [null, 'running', 0]]);
+    assert.deepEqual(durationSeries(runs), [[Date.parse(at(20)) / 1000, Date.parse(at(30)) / 1000], [10, null], [null, 30]]);
+    assert.equal(kindText({ kind: 'exit', exit_status: 2 }), 'exit 2');
+  });
 });

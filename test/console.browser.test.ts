@@ -7,6 +7,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import Stripe from 'stripe';
 import { startTestService, type Api, type TestService } from './support/service.ts';
 import { takeScreenshots } from './support/console-screenshots.ts';
 
@@ -238,6 +239,40 @@ describe('web console (Chromium)', { skip }, () => {
     await tab.context.close();
   });
 
+  test('a monitor\'s runs: on the timeline with their durations, charted; each ping\'s kind, exit status and body; why it is down', async () => {
+    const m = (await org.api('POST', '/monitors', { name: 'nightly db', schedule_type: 'interval', interval_seconds: 86400, max_duration_seconds: 3600 })).body.data;
+    const [a, b] = ['11111111-1111-4111-8111-111111111111', '22222222-2222-4222-8222-222222222222'];
+    for (const [suffix, body] of [[`/start?rid=${a}`, ''], [`/start?rid=${b}`, ''], [`/0?rid=${b}`, 'dumped 3 tables'], [`?rid=${a}`, 'all done'], ['/start', ''], ['/3', 'pg_dump: error: connection refused\nretry later']] as const) {
+      assert.equal((await fetch(`${m.ping_url}${suffix}`, { method: 'POST', body })).status, 200);
+    }
+    const tab = await openConsole();
+    const { page } = tab;
+    await signIn(tab, org.apiKey);
+    await go(page, `#/monitors/${m.id}`);
+    await page.getByRole('heading', { name: 'nightly db', level: 1 }).waitFor();
+    await page.locator('.monitor-status .badge', { hasText: /^down$/ }).waitFor();
+    await page.getByRole('note').getByText('exited with a non-zero status').waitFor();
+    assert.equal(await page.locator('.monitor-down-reason').textContent(), 'exit_status');
+    // Three timed runs, two of them overlapping (two rows), one failed.
+    assert.equal(await page.locator('.timeline rect.run').count(), 3);
+    assert.equal(await page.locator('.timeline rect.run.fail').count(), 1);
+    assert.equal(await page.locator('.timeline rect.tick').count(), 6);
+    await page.locator('.runs-chart .uplot canvas').first().waitFor();
+    await page.getByText(/^3 timed runs in the last 6 pings/).waitFor();
+    const history = page.getByRole('region', { name: 'Ping history' });
+    const rows = history.locator('tbody tr');
+    assert.equal(await rows.count(), 6);
+    const newest = rows.first();
+    assert.equal((await newest.locator('td[data-label="Kind"]').textContent())?.trim(), 'exit 3');
+    assert.equal(await newest.locator('td[data-label="Exit status"]').textContent(), '3');
+    assert.match((await newest.locator('td[data-label="Duration"]').textContent()) ?? '', /ms|s$/);
+    await newest.locator('details summary').click();
+    await newest.locator('pre').getByText('retry later').waitFor();
+    await history.getByText('dumped 3 tables').waitFor();
+    assert.equal((await rows.nth(1).locator('td[data-label="Kind"]').textContent())?.trim(), 'start');
+    await tab.context.close();
+  });
+
   test('an endpoint: paused and resumed; a request sent to its inbound URL is stored, forwarded and replayed', async () => {
     const tab = await openConsole();
     const { page } = tab;
@@ -280,6 +315,44 @@ describe('web console (Chromium)', { skip }, () => {
     await replayed.click();
     await page.locator('.execution-status .badge', { hasText: /^success$/ }).waitFor();
     assert.equal(target.received.filter((r) => r.url === '/forwarded').length, forwardedBefore + 2);
+    await tab.context.close();
+  });
+
+  test('an endpoint\'s verification preset: chosen in the form, its secret typed in a password box and never shown again', async () => {
+    const tab = await openConsole();
+    const { page } = tab;
+    await signIn(tab, org.apiKey);
+    target.release();
+    const secret = 'whsec_console_stripe_secret';
+    await go(page, '#/endpoints/new');
+    await page.getByLabel('Name').fill('stripe hooks');
+    await page.getByLabel('Forward URLs').fill(`${target.url}/stripe`);
+    const secretBox = page.getByLabel('Secret (write-only, never shown again)');
+    assert.equal(await secretBox.isVisible(), false, 'no secret without a preset');
+    await page.getByLabel('Verify incoming requests').selectOption('stripe');
+    assert.equal(await secretBox.getAttribute('type'), 'password');
+    assert.equal(await page.getByLabel('Signature header').isVisible(), false, 'the HMAC settings are for Generic HMAC only');
+    await secretBox.fill(secret);
+    await page.getByRole('button', { name: 'Create endpoint' }).click();
+    await page.getByRole('heading', { name: 'stripe hooks', level: 1 }).waitFor();
+    await page.locator('dd', { hasText: /^Stripe$/ }).waitFor();
+    assert.equal((await page.content()).includes(secret), false, 'the secret is not on the page');
+
+    const inboundUrl = await page.getByLabel('Inbound URL', { exact: true }).inputValue();
+    const payload = '{"type":"invoice.paid"}';
+    const signed = await fetch(inboundUrl, { method: 'POST', body: payload, headers: { 'Stripe-Signature': Stripe.webhooks.generateTestHeaderString({ payload, secret }) } });
+    const unsigned = await fetch(inboundUrl, { method: 'POST', body: payload });
+    assert.deepEqual([signed.status, unsigned.status], [200, 403]);
+
+    await page.getByRole('link', { name: 'Edit' }).click();
+    await page.getByLabel('Verify incoming requests').waitFor();
+    assert.equal(await page.getByLabel('Secret (write-only, never shown again)').inputValue(), '', 'never filled in');
+    assert.equal((await page.content()).includes(secret), false);
+    // A changed preset needs its secret again: the API's 422 is shown on the field.
+    await page.getByLabel('Verify incoming requests').selectOption('hmac');
+    await page.getByLabel('Signature header').fill('X-Signature');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.locator('.field.invalid[data-field="verification"] .field-error', { hasText: /verification\.secret/ }).waitFor();
     await tab.context.close();
   });
 

@@ -23,10 +23,10 @@ import { dieWithParent } from '../src/runtime/die-with-parent.ts';
 import { startEmbeddedPostgres } from '../src/runtime/embedded-postgres.ts';
 import { freePort } from '../src/runtime/free-port.ts';
 import { serve, type Running } from '../src/runtime/serve.ts';
-import { createOrgWithKey, readEvents, spawnJetcron, type JetcronProcess } from './support/jetcron-process.ts';
+import { createOrgWithKey, readExecutionEvents, spawnJetcron, type JetcronProcess } from './support/jetcron-process.ts';
 import { startTestNats } from './support/nats.ts';
 import { createTestDatabase } from './support/postgres.ts';
-import { apiClient, eventually } from './support/service.ts';
+import { apiClient, eventually, dispatchModeEnv } from './support/service.ts';
 import { startTarget } from './support/target.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -55,7 +55,7 @@ test('read-your-writes from another API process: a task created or changed throu
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'jetcron-test-ryw-'));
     cleanup.push(() => rmSync(dataDir, { recursive: true, force: true }));
     const a: Running = await serve(loadConfig({
-      NATS_URL: nats.url, DATABASE_URL: db.url, PORT: '0', HOST: '127.0.0.1', JETCRON_ALLOW_PRIVATE_TARGETS: '1',
+      NATS_URL: nats.url, DATABASE_URL: db.url, PORT: '0', HOST: '127.0.0.1', JETCRON_ALLOW_PRIVATE_TARGETS: '1', ...dispatchModeEnv(),
       JETCRON_RATE_LIMIT_FREE: '0', JETCRON_RATE_LIMIT_PRO: '0',
     }, { dataDir }), (m) => logs.push(`[A +${((Date.now() - t0) / 1000).toFixed(2)}s] ${m}`));
     cleanup.push(() => a.stop());
@@ -292,9 +292,9 @@ test('Postgres down for 30 s does not stop dispatch: creates answer 201, every t
     note(`all ${TASKS} reached the target ${allArrivedAt - downAt} ms into the outage`);
     assert.ok(!alive(postmaster) && !existsSync(`/proc/${postmaster}`), 'Postgres was still down');
     // And their results are in the log: one AttemptFinished (success) each.
-    const events = await readEvents(admin, `evt.${org.orgId}.exec.>`);
+    const events = await readExecutionEvents(admin, org.orgId);
     for (const c of created) {
-      const finished = events.filter((e) => e.subject.endsWith(`.${c.exe}`) && e.event.type === 'AttemptFinished');
+      const finished = events.filter((e) => e.event.data.execution_id === c.exe && e.event.type === 'AttemptFinished');
       assert.equal(finished.length, 1, `${c.exe}: ${finished.length} AttemptFinished in the log`);
       assert.equal(finished[0]!.event.data.status, 'success');
     }

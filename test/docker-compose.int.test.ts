@@ -457,11 +457,11 @@ test('port 8080 is published exactly once and reaches the api service', () => {
   }
 });
 
-test('Dockerfile: node:20-bookworm-slim, npm ci, serve', () => {
+test('Dockerfile: node:24-bookworm-slim, npm ci, serve', () => {
   const text = readFileSync(path.join(root, 'Dockerfile'), 'utf8');
   const froms = [...text.matchAll(/^FROM\s+(\S+)/gim)].map((m) => m[1]);
   assert.ok(froms.length > 0);
-  for (const f of froms) assert.equal(f, 'node:20-bookworm-slim');
+  for (const f of froms) assert.equal(f, 'node:24-bookworm-slim');
   assert.match(text, /^RUN\s+npm ci\b/m);
   const cmd = /^CMD\s+(\[.*\])\s*$/m.exec(text);
   assert.ok(cmd, 'CMD in exec form');

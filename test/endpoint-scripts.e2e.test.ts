@@ -3,12 +3,12 @@ import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { eventually, startTestService, type Api, type TestService } from './support/service.ts';
+import { inboundEventRow, settled } from './support/inbound-events.ts';
 import { startTarget, type ReceivedRequest } from './support/target.ts';
 
 // Debounce windows and retries at 1/100: "30s" is 300 ms.
 const SCALE = 0.01;
 const FINAL = ['success', 'failed', 'timeout', 'cancelled'];
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** HMAC-SHA256 of the raw body with the endpoint's `signing_key` secret, as a sender such as Stripe or GitHub would sign. */
 const VERIFY_HMAC = `
@@ -26,7 +26,8 @@ describe('endpoint scripts on live inbound traffic', () => {
   let api: Api;
   let target: Awaited<ReturnType<typeof startTarget>>;
   before(async () => {
-    svc = await startTestService({ JETCRON_TIME_SCALE: String(SCALE) });
+    // A 1 s script limit: a trivial hook cannot run past it on a busy machine; the runaway still hits it.
+    svc = await startTestService({ JETCRON_TIME_SCALE: String(SCALE), JETCRON_SCRIPT_TIMEOUT_MS: '1000' });
     api = (await svc.createOrg('pro')).api;
     target = await startTarget(() => ({ status: 200, body: 'ok' }));
   });
@@ -44,13 +45,7 @@ describe('endpoint scripts on live inbound traffic', () => {
     const res = await fetch(url, { method: init.method ?? 'POST', body: init.body, headers: init.headers, signal: AbortSignal.timeout(20_000) });
     return { status: res.status, body: (await res.json()) as { id: string; status: string } };
   };
-  const eventRow = (endpointId: string, eventId: string, ready: (row: any) => boolean = () => true) =>
-    eventually(async () => {
-      const rows = (await api('GET', `/endpoints/${endpointId}/events`)).body.data as any[];
-      const row = rows.find((r) => r.id === eventId);
-      return row && ready(row) ? row : null;
-    }, 20_000);
-  const settled = (row: any) => row.executions.length > 0 && row.executions.every((x: any) => FINAL.includes(x.status));
+  const eventRow = (endpointId: string, eventId: string, ready?: (row: any) => boolean) => inboundEventRow(api, endpointId, eventId, ready);
   const finished = (id: string) =>
     eventually(async () => {
       const e = (await api('GET', `/executions/${id}`)).body.data;
@@ -79,9 +74,11 @@ describe('endpoint scripts on live inbound traffic', () => {
     const unsignedRow = await eventRow(ep.id, unsigned.body.id);
     assert.match(unsignedRow.error_message, /answered 401/);
     assert.deepEqual(unsignedRow.script_logs, ['no signature']);
-    // The rejected ones are stored all the same, but never forwarded.
-    await sleep(300);
-    assert.deepEqual(arrivals('/verified').map((r) => r.body), ['{"ok":1}']);
+    // The rejected ones are stored all the same, but never forwarded: a good request sent
+    // after them is forwarded, and it is the only other one that reached the target.
+    const later = await send(ep.inbound_url, { body: '{"ok":4}', headers: { 'X-Signature': 'sig-123' } });
+    await eventRow(ep.id, later.body.id, settled);
+    assert.deepEqual(arrivals('/verified').map((r) => r.body).sort(), ['{"ok":1}', '{"ok":4}']);
     const stored = await api('GET', `/endpoints/${ep.id}/events/${bad.body.id}`);
     assert.equal(stored.body.data.request.body, '{"ok":2}');
   });
@@ -91,25 +88,14 @@ describe('endpoint scripts on live inbound traffic', () => {
       name: 'runaway-verify', forward_urls: [`${target.url}/runaway`],
       script: 'function verify(req)\n  if req.body == "boom" then error("bad input") end\n  while true do end\nend',
     });
-    const t0 = performance.now();
-    const [stuck, plain] = await Promise.all([
-      send(ep.inbound_url, { body: 'loop' }),
-      (async () => {
-        await sleep(20);
-        const s = performance.now();
-        const res = await api('GET', '/tasks');
-        return { status: res.status, ms: performance.now() - s };
-      })(),
-    ]);
-    const stuckMs = performance.now() - t0;
+    // No claim on how fast: that the Lua runs off the main thread (whose timers keep firing
+    // meanwhile) is script-engine.unit's runaway test; here both requests are answered.
+    const [stuck, plain] = await Promise.all([send(ep.inbound_url, { body: 'loop' }), api('GET', '/tasks')]);
     assert.deepEqual([stuck.status, stuck.body.status], [403, 'rejected']);
-    // 100 ms of Lua, plus the margin of a shared 2-core machine: far from a stall.
-    assert.ok(stuckMs < 2_000, `verify held the request ${stuckMs} ms`);
     assert.equal(plain.status, 200);
-    assert.ok(plain.ms < stuckMs, `a plain request waited for the script: ${plain.ms} ms`);
     const row = await eventRow(ep.id, stuck.body.id);
-    assert.match(row.error_message, /verify: .*100 ms/);
-    assert.match(row.script_logs.at(-1), /verify failed: .*100 ms/);
+    assert.match(row.error_message, /verify: .*1000 ms/);
+    assert.match(row.script_logs.at(-1), /verify failed: .*1000 ms/);
 
     const erroring = await send(ep.inbound_url, { body: 'boom' });
     assert.equal(erroring.status, 403);
@@ -171,7 +157,7 @@ end`,
     assert.match(exe.error_message, /not forwarded: the endpoint script failed: route:/);
     assert.match(exe.script_logs.at(-1), /route failed/);
     assert.deepEqual(exe.attempts.map((a: any) => a.status_code), [null]);
-    await sleep(300);
+    // Both rows are settled (every execution final): what reached the target is all that will.
     assert.equal(arrivals('/route-a').length, 0);
     assert.deepEqual(arrivals('/route-b').map((r) => r.body), ['normal']);
     assert.deepEqual(arrivals('/route-c').map((r) => r.body), ['normal']);

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { eventually, startTestService, type Api, type TestService } from './support/service.ts';
+import { heldCount } from './support/positions.ts';
 import { startTarget } from './support/target.ts';
 
 // Endpoint forwarding backoff (30 s · 2^(n−1)) runs at this scale.
@@ -221,7 +222,7 @@ describe('endpoints API and inbound URLs', () => {
       const listedC = list.body.data.find((e: any) => e.id === c.id);
       assert.deepEqual(listedC, c, 'list rows are the same resource');
 
-      await sleep(5);
+      await sleep(5); // a later updated_at (a clock reading, which a slow machine only makes later)
       const put = await api('PUT', `/endpoints/${b.id}`, { retry_attempts: 0, forward_method: 'PATCH', forward_headers: { 'X-A': '1' }, forward_body: 'x' });
       assert.equal(put.status, 200, JSON.stringify(put.body));
       assert.deepEqual(Object.keys(put.body), ['data']);
@@ -458,8 +459,14 @@ describe('endpoints API and inbound URLs', () => {
       });
       assert.deepEqual(rows.map((e) => e.id), [...ids].reverse(), 'newest first, and HEAD/OPTIONS stored nothing');
       assert.deepEqual(rows.map((e) => e.method), ['POST', 'DELETE', 'PATCH', 'PUT', 'POST', 'GET']);
-      await sleep(200);
-      assert.equal((await events(ep.id)).length, 6);
+      // A request stored after HEAD and OPTIONS is listed next to the six: they stored nothing.
+      const marker = await inbound(ep.inbound_url, { method: 'POST', body: 'after' });
+      assert.equal(marker.status, 200);
+      const withMarker = await eventually(async () => {
+        const r = await events(ep.id);
+        return r.some((e) => e.id === marker.body.id) ? r : null;
+      });
+      assert.deepEqual(withMarker.map((e) => e.id), [marker.body.id, ...[...ids].reverse()]);
     });
 
     test('unknown slug, well-formed or not → 404 {error: {message: "Not found"}}', async () => {
@@ -497,7 +504,8 @@ describe('endpoints API and inbound URLs', () => {
       assert.equal(res.body.status, 'queued');
       const rows = await listed(ep.id, res.body.id);
       assert.equal(rows[0].executions.length, 1, 'an execution exists, held');
-      await sleep(500);
+      const orgId = (await api('GET', '/organization')).body.data.id;
+      await eventually(async () => (await heldCount(svc.natsUrl, orgId, ep.id)) === 1);
       assert.equal(hits('/held').length, 0, 'nothing forwarded while paused');
       assert.equal((await api('POST', `/endpoints/${ep.id}/resume`)).body.data.paused, false);
       await eventually(async () => hits('/held').length === 1);
@@ -639,8 +647,6 @@ describe('endpoints API and inbound URLs', () => {
       assert.deepEqual(rows[0].executions, []);
       const replay = await api('POST', `/endpoints/${ep.id}/events/${res.body.id}/replay`);
       assertError(replay, 422, 'forward_urls');
-      await sleep(300);
-      assert.equal(target.received.length, before, 'nothing sent anywhere');
       assert.deepEqual((await events(ep.id))[0].executions, []);
 
       // Given a forward URL later, it forwards new events, and the old one on replay.
@@ -649,6 +655,7 @@ describe('endpoints API and inbound URLs', () => {
       assert.equal(later.status, 200);
       await eventually(async () => hits('/late').length === 1);
       assert.equal(hits('/late')[0]!.body, 'forward me');
+      assert.equal(target.received.length, before + 1, 'before a forward URL, nothing was sent anywhere');
       const replayed = await api('POST', `/endpoints/${ep.id}/events/${res.body.id}/replay`);
       assert.equal(replayed.status, 202, JSON.stringify(replayed.body));
       await eventually(async () => hits('/late').length === 2);

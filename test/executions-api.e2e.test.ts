@@ -63,6 +63,19 @@ describe('executions API', () => {
     await svc?.stop();
   });
 
+  test('a page read again shows what was projected since: a new task\'s execution, then its result', async () => {
+    // An organization of its own, so the other tests' pages stay as they were built.
+    const mine = (await svc.createOrg()).api;
+    const page = async () => (await mine('GET', '/executions?limit=5')).body.data as Array<{ id: string; status: string; attempt: number }>;
+    const first = await page();
+    assert.deepEqual(await page(), first, 'nothing projected between two reads: the same page');
+    const t = (await mine('POST', '/tasks', { url: `${target.url}/one`, name: 'fresh' })).body.data;
+    // Read-your-writes: the create is in the very next page, pending or already finished.
+    assert.ok((await page()).some((e) => e.id === t.last_execution_id));
+    const row = await eventually(async () => (await page()).find((e) => e.id === t.last_execution_id && e.status === 'success'));
+    assert.equal(row.attempt, 1);
+  });
+
   test('lists newest first with the page fields', async () => {
     const body = await list('');
     assert.deepEqual(ids(body.data), [pending.id, ok2.id, failed.id, ok1.id]);

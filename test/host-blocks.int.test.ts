@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Kvm } from '@nats-io/kv';
 import { KV_BUCKETS } from '../streams/definitions.ts';
-import { hostBlockKey, openHostBlocks, type HostBlocks } from '../src/dispatchers/host-blocks.ts';
+import { openHostBlocks, type HostBlocks } from '../src/dispatchers/host-blocks.ts';
+import { hostBlockKey } from '../src/commands/host-block/rules.ts';
 import { createClock } from '../src/lib/clock.ts';
 import { applyStreams } from '../src/nats/apply-streams.ts';
 import { connectNats, type Nats } from '../src/nats/connection.ts';
@@ -33,7 +34,7 @@ describe('host-blocks shared through KV', () => {
     const s = await a.record('org_one', 'h1.example:443', { kind: 'rate_limited', blockMs: 60_000 });
     assert.ok(s && s.blocked_until > Date.now());
     assert.equal(a.blockedUntil('org_one', 'h1.example:443'), s.blocked_until);
-    assert.equal(await eventually(async () => b.blockedUntil('org_one', 'h1.example:443'), 2000, 5), s.blocked_until);
+    assert.equal(await eventually(async () => b.blockedUntil('org_one', 'h1.example:443'), 30_000, 5), s.blocked_until);
     assert.equal(b.blockedUntil('org_two', 'h1.example:443'), 0);
     assert.equal(b.blockedUntil('org_one', 'h2.example:443'), 0);
   });
@@ -53,12 +54,12 @@ describe('host-blocks shared through KV', () => {
     assert.equal(stored.failures, 3);
     assert.equal(stored.step, 1);
     assert.ok(stored.blocked_until - Date.now() <= 300 && stored.blocked_until > Date.now());
-    await eventually(async () => a.blockedUntil('org_one', host) && b.blockedUntil('org_one', host), 2000, 5);
+    await eventually(async () => a.blockedUntil('org_one', host) && b.blockedUntil('org_one', host), 30_000, 5);
 
-    await eventually(async () => b.state('org_one', host)?.failures === 3, 2000, 5);
+    await eventually(async () => b.state('org_one', host)?.failures === 3, 30_000, 5);
     assert.equal(await b.record('org_one', host, { kind: 'up', startedAt: Date.now() }), null);
     assert.equal((await kv.get(hostBlockKey('org_one', host)))?.operation, 'DEL');
-    await eventually(async () => a.blockedUntil('org_one', host) === 0 && a.state('org_one', host) === null, 2000, 5);
+    await eventually(async () => a.blockedUntil('org_one', host) === 0 && a.state('org_one', host) === null, 30_000, 5);
   });
 
   test('a dispatcher that starts later loads the blocks that exist', async () => {

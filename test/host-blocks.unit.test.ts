@@ -1,16 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import {
-  blockEnd,
-  hostBlockKey,
-  hostOf,
-  hostSignalOf,
-  nextHostState,
-  type HostSignal,
-  type HostState,
-} from '../src/dispatchers/host-blocks.ts';
-import type { OutboundResult } from '../src/dispatchers/outbound-client.ts';
-import type { AttemptOutcome } from '../src/dispatchers/outcome.ts';
+import { blockEnd, hostBlockKey, hostOf, hostSignalOf, nextHostState, type HostSignal, type HostState } from '../src/commands/host-block/rules.ts';
+import type { OutboundResult } from '../src/commands/execution/exchange.ts';
+import type { AttemptOutcome } from '../src/commands/execution/outcome.ts';
 
 const HOST = 'api.example.com:443';
 const T0 = Date.parse('2024-03-01T12:00:00Z');

@@ -398,9 +398,8 @@ describe('hostile input', () => {
       ] as const) {
         const made = await api('POST', path, body);
         assert.equal(made.status, 201, `${path}: ${JSON.stringify(made.body)}`);
-        const t1 = Date.now();
+        // Read back at once: a 200, not a 404 while a projection catches up.
         assert.equal((await api('GET', `${path}/${made.body.data.id}`)).status, 200, path);
-        assert.ok(Date.now() - t1 < 2000, `${path} read back in ${Date.now() - t1} ms`);
       }
       const exe = await eventually(async () => {
         const e = (await api('GET', `/executions/${task.body.data.last_execution_id}`)).body?.data;

@@ -12,7 +12,7 @@ import { connectNats } from '../src/nats/connection.ts';
 import { createTask } from '../src/commands/task/handlers.ts';
 import { createSchedule } from '../src/commands/schedule/handlers.ts';
 import { createEndpoint } from '../src/commands/endpoint/handlers.ts';
-import { createEventStore } from '../src/events/store.ts';
+import { createEventStore } from '../src/nats/event-store.ts';
 import { createClock } from '../src/lib/clock.ts';
 import { derivedId } from '../src/lib/ids.ts';
 import { serve, type Running } from '../src/runtime/serve.ts';

@@ -39,10 +39,8 @@ describe('input boundary', () => {
   const stillWorks = async () => {
     const created = await api('POST', '/tasks', { url: URL_OK, delay: '1h', name: 'after' });
     assert.equal(created.status, 201, JSON.stringify(created.body));
-    const t0 = Date.now();
     const read = await api('GET', `/tasks/${created.body.data.id}`);
-    assert.equal(read.status, 200);
-    assert.ok(Date.now() - t0 < 2000);
+    assert.equal(read.status, 200, 'read back at once');
   };
 
   describe('Content-Encoding', () => {
@@ -66,9 +64,8 @@ describe('input boundary', () => {
     test('a zip bomb is cut off at the limit while inflating → 413', async () => {
       const bomb = gzipSync(Buffer.concat([Buffer.from('{"url":"http://x.test/","body":"'), Buffer.alloc(64 * 1024 * 1024, 0x61), Buffer.from('"}')]));
       assert.ok(bomb.length < 200_000);
-      const t0 = Date.now();
       assertError(await send('POST', '/tasks', bomb, { 'Content-Encoding': 'gzip' }), 413, null);
-      assert.ok(Date.now() - t0 < 5000);
+      await stillWorks();
     });
   });
 

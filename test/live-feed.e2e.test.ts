@@ -4,7 +4,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { createApiKey, revokeApiKey } from '../src/commands/api-key/handlers.ts';
 import { parseApiKey } from '../src/commands/api-key/secret.ts';
-import { createEventStore } from '../src/events/store.ts';
+import { createEventStore } from '../src/nats/event-store.ts';
 import { liveMessageSchema } from '../src/http/schemas/live.ts';
 import { createClock } from '../src/lib/clock.ts';
 import { connectNats } from '../src/nats/connection.ts';

@@ -6,6 +6,7 @@ import { createLiveFeeds, type FeedSink, type LiveFeeds, type LiveFeedsOptions }
 import { eventsTapReaders } from '../src/nats/events-tap.ts';
 import { parseSse } from './support/sse.ts';
 import { startNatsWithStreams } from './support/nats.ts';
+import { eventually } from './support/wait.ts';
 
 /**
  * How far "the read models" are, moved by the test: the projector's watermark
@@ -50,13 +51,9 @@ function sink() {
   return s;
 }
 
-async function until(check: () => boolean, what: string, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
+/** Polls `check` with a generous deadline (a slow machine makes the test slower, never red). */
+const until = (check: () => boolean, what: string) =>
+  eventually(check, 30_000, 10).catch((err: Error) => assert.fail(`${what}: ${err.message}`));
 
 let n = 0;
 const envelope = (type: string, org: string, data: unknown) => ({ type, id: `e${++n}`, at: new Date().toISOString(), org_id: org, data });

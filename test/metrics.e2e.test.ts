@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { FAILURES_BEFORE_BLOCK } from '../src/dispatchers/host-blocks.ts';
+import { FAILURES_BEFORE_BLOCK } from '../src/commands/host-block/rules.ts';
 import { eventually, startTestService, type Api, type TestService } from './support/service.ts';
 import { parsePrometheusText, sampleValue, type Family } from './support/prometheus-text.ts';
 import { startTarget } from './support/target.ts';
@@ -70,6 +70,7 @@ describe('/metrics', () => {
       jetcron_script_calls_total: 'counter',
       jetcron_script_call_duration_seconds: 'histogram',
       jetcron_projection_seq: 'gauge',
+      jetcron_monitor_run_duration_seconds: 'histogram',
     };
     for (const [name, type] of Object.entries(types)) assert.equal(f.get(name)?.type, type, name);
 
@@ -112,5 +113,24 @@ describe('/metrics', () => {
     assert.equal(sampleValue(f, 'jetcron_executions_total', { source_type: 'task', status: 'failed' }), FAILURES_BEFORE_BLOCK);
     assert.equal(sampleValue(f, 'jetcron_timers_overdue'), 0);
     assert.equal(sampleValue(f, 'jetcron_timers_pending'), 1);
+  });
+
+  test('heartbeat runs: their durations in a histogram per organization, by how they ended', async () => {
+    const orgs = [await svc.createOrg(), await svc.createOrg()];
+    const urls = [];
+    for (const { api: org } of orgs) {
+      urls.push((await org('POST', '/monitors', { name: 'job', schedule_type: 'interval', interval_seconds: 3600 })).body.data.ping_url as string);
+    }
+    for (const [i, url] of urls.entries()) {
+      for (let run = 0; run <= i; run++) {
+        await fetch(`${url}/start`, { method: 'POST' });
+        await fetch(`${url}/${run === 1 ? 1 : 0}`, { method: 'POST' });
+      }
+    }
+    await fetch(`${urls[0]}/0`); // an end with no open start: no duration
+    const f = await scrape();
+    const count = (org: number, outcome: string) => sampleValue(f, 'jetcron_monitor_run_duration_seconds_count', { org_id: orgs[org]!.orgId, outcome });
+    assert.deepEqual([count(0, 'success'), count(0, 'failure'), count(1, 'success'), count(1, 'failure')], [1, undefined, 1, 1]);
+    assert.equal(sampleValue(f, 'jetcron_monitor_run_duration_seconds_bucket', { org_id: orgs[1]!.orgId, outcome: 'failure', le: '+Inf' }), 1);
   });
 });

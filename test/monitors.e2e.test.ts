@@ -27,14 +27,14 @@ describe('heartbeat monitors', () => {
     await new Promise((r) => setTimeout(r, 900));
     assert.equal(await status(m.id), 'new', 'a monitor never pinged does not go down');
 
-    const first = await ping(m.ping_url, { method: 'POST', body: 'x'.repeat(20_000), headers: { 'User-Agent': 'cron-job/1.0' } });
+    const first = await ping(m.ping_url, { method: 'POST', body: 'x'.repeat(120_000), headers: { 'User-Agent': 'cron-job/1.0' } });
     assert.equal(first.status, 200);
     assert.deepEqual(first.body, { monitor: 'backup', status: 'up' });
     const up = (await api('GET', `/monitors/${m.id}`)).body.data;
     assert.equal(up.status, 'up');
     assert.ok(up.last_ping_at && up.next_expected_at);
 
-    await eventually(async () => (await status(m.id)) === 'down', 3000);
+    await eventually(async () => (await status(m.id)) === 'down', 30_000);
     assert.equal((await ping(m.ping_url)).body.status, 'up');
     assert.equal(await status(m.id), 'up');
     const fail = await ping(`${m.ping_url}/fail`);
@@ -47,9 +47,11 @@ describe('heartbeat monitors', () => {
     const oldest = pings.at(-1);
     assert.equal(oldest.method, 'POST');
     assert.equal(oldest.user_agent, 'cron-job/1.0');
-    assert.equal(oldest.body.length, 10 * 1024, 'the first 10 KB of the body');
+    assert.equal(oldest.body.length, 100 * 1024, 'the first 100 KB of the body');
     assert.ok(oldest.source_ip);
     assert.equal(pings[0].kind, 'fail');
+    assert.equal(oldest.kind, 'success');
+    assert.equal((await api('GET', `/monitors/${m.id}`)).body.data.down_reason, 'failed');
   });
 
   test('a paused monitor answers 410 and never goes down; resume; unknown token 404', async () => {

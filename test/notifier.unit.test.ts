@@ -175,6 +175,22 @@ describe('messages', () => {
     assert.equal(summaryLine({ ...task, type: 'monitor', url: null }, 'failed', null), 'jetcron: Monitor "nightly-report" is down');
     assert.equal(webhookPayload({ ...task, type: 'monitor', url: null }, 'failed', null, false).event, 'monitor.down');
   });
+  test('a monitor down says why: in the payload, the summary line and the email', () => {
+    const monitor = { ...task, type: 'monitor' as const, url: null };
+    const cases = [
+      [{ down_reason: 'missed' }, 'no ping in time'],
+      [{ down_reason: 'failed' }, 'the job signalled a failure'],
+      [{ down_reason: 'exit_status', exit_status: 3, duration_ms: 1200 }, 'the job exited with status 3'],
+      [{ down_reason: 'too_long', run_started_at: '2026-03-01T03:00:00.000Z' }, 'a run started at 2026-03-01T03:00:00.000Z did not end in time'],
+      [{ down_reason: 'too_fast', duration_ms: 40 }, 'a run ended too fast (40 ms)'],
+    ] as const;
+    for (const [down, words] of cases) {
+      const source = { ...monitor, down: { ...down } };
+      assert.equal(summaryLine(source, 'failed', null), `jetcron: Monitor "nightly-report" is down: ${words}`);
+      assert.deepEqual((webhookPayload(source, 'failed', null, false) as Record<string, unknown>).monitor, { id: task.id, name: task.name, ...down });
+      assert.match(emailMessage(source, 'failed', null).text, new RegExp(`Down reason: ${down.down_reason}`));
+    }
+  });
   test('email subject and body', () => {
     const m = emailMessage(task, 'failed', failedExe);
     assert.equal(m.subject, '[jetcron] Task "nightly-report" failed');

@@ -30,10 +30,12 @@ const OUTSIDE_THE_SPEC = new Map([
   ['GET /healthz', 'operations: readiness for load balancers and orchestrators'],
   ['GET /livez', 'operations: liveness'],
   ['GET /metrics', 'operations: Prometheus text, not JSON'],
-  ['GET /ping/{token}', 'monitor ping URL: the token is the credential, no API key'],
-  ['POST /ping/{token}', 'monitor ping URL'],
-  ['GET /ping/{token}/fail', 'monitor failure ping URL'],
-  ['POST /ping/{token}/fail', 'monitor failure ping URL'],
+  // Healthchecks-compatible: HEAD, GET or POST of /ping/<token>[/<signal>] or /ping/<ping_key>/<slug>[/<signal>].
+  ...['GET', 'HEAD', 'POST'].flatMap((m) => [
+    [`${m} /ping/{first}`, 'monitor ping URL: the token is the credential, no API key'],
+    [`${m} /ping/{first}/{second}`, 'a signal (start, fail, log, exit status) on a token, or a ping key and a slug'],
+    [`${m} /ping/{first}/{second}/{third}`, 'a signal on a ping key and a slug'],
+  ] as const),
   ['GET /', 'the web console\'s page (HTML)'],
   ['GET /console/*', 'the web console\'s modules, styles and vendored libraries'],
 ]);
@@ -165,6 +167,15 @@ describe('OpenAPI document', () => {
     const ajv = new Ajv2020({ allErrors: true, strict: false });
     for (const [name, schema] of Object.entries(doc.components.schemas)) {
       assert.ok(ajv.validateSchema(schema), `${name}:\n${describeErrors(ajv.errors)}`);
+    }
+  });
+
+  test('describes an endpoint\'s verification preset: its types, its write-only secret', () => {
+    for (const name of ['CreateEndpoint', 'UpdateEndpoint']) {
+      const v = (doc.components.schemas[name] as any).properties.verification.anyOf[0];
+      assert.deepEqual(v.properties.type.enum, ['standard-webhooks', 'stripe', 'github', 'shopify', 'hmac'], name);
+      assert.equal(v.properties.secret.writeOnly, true, name);
+      assert.match(v.description, /403/);
     }
   });
 

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { projectedUpToNow } from './support/positions.ts';
 import { eventually, startTestService, type Api, type TestService } from './support/service.ts';
 
 // Free: 10 schedules, 10 monitors, 3 endpoints (the contract). Parallel creates used
@@ -42,7 +43,8 @@ describe('plan limits under concurrent creates', () => {
     assert.equal(res.status, 403);
     // The items before the limit were made (a refused sync answers before they are projected).
     await eventually(async () => (await api('GET', '/schedules')).body.data.length === 10);
-    await new Promise((r) => setTimeout(r, 300));
+    // Everything written so far is projected: no eleventh is on its way.
+    await projectedUpToNow(svc.natsUrl, svc.databaseUrl);
     assert.equal((await api('GET', '/schedules')).body.data.length, 10);
   });
 

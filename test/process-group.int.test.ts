@@ -98,5 +98,5 @@ test('serve splits its roles over processes; a killed role process comes back; a
   const nats = JSON.parse(readFileSync(path.join(dataDir, 'nats-server.process.json'), 'utf8')).pid as number;
   const children = Object.values(pids).filter((p) => p !== pids.dispatcher);
   serve.kill('SIGKILL');
-  await until('the role processes and the embedded nats-server are gone with the parent', () => children.every((p) => !alive(p)) && !alive(nats), 20_000);
+  await until('the role processes and the embedded nats-server are gone with the parent', () => children.every((p) => !alive(p)) && !alive(nats), 90_000);
 });

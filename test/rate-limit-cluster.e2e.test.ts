@@ -5,7 +5,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { loadConfig } from '../src/config.ts';
 import { serve, type Running } from '../src/runtime/serve.ts';
-import { apiClient, startTestService, type TestService } from './support/service.ts';
+import { apiClient, eventually, startTestService, type TestService } from './support/service.ts';
 
 const RATE = 10;
 
@@ -19,7 +19,13 @@ describe('API rate limit across processes', () => {
       { roles: 'api', dataDir: mkdtempSync(path.join(os.tmpdir(), 'jetcron-test-api2-')) },
     );
     second = await serve(config, () => {});
-    await new Promise((r) => setTimeout(r, 300)); // both processes have seen each other's presence
+    // Both processes have seen each other's presence: each takes half the burst, so a new
+    // organization's first request through either leaves 2 × RATE − 2 (one process: − 1).
+    const seesTwo = async (url: () => string) => {
+      const { apiKey } = await svc.createOrg();
+      return Number((await apiClient(url, apiKey)('GET', '/tasks')).headers.get('ratelimit-remaining')) === 2 * RATE - 2;
+    };
+    await eventually(async () => (await seesTwo(() => svc.url)) && (await seesTwo(() => second.url!)), 30_000, 100);
   });
   after(async () => {
     await second.stop();

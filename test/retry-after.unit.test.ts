@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseRetryAfter } from '../src/dispatchers/retry-after.ts';
+import { parseRetryAfter } from '../src/commands/execution/retry-after.ts';
 
 const now = Date.parse('2024-03-01T12:00:00Z');
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { retryLandsAfter, taskRetryDelayMs } from '../src/dispatchers/retry-schedule.ts';
+import { retryLandsAfter, taskRetryDelayMs } from '../src/commands/execution/retry-schedule.ts';
 
 test('task retry n waits (n+1)²/2 minutes', () => {
   assert.deepEqual([1, 2, 3, 4, 5].map((n) => taskRetryDelayMs(n) / 60_000), [2, 4.5, 8, 12.5, 18]);

@@ -20,7 +20,7 @@ import pg from 'pg';
 import { createApiKey } from '../src/commands/api-key/handlers.ts';
 import { changePlan, createOrganization } from '../src/commands/organization/handlers.ts';
 import { loadConfig } from '../src/config.ts';
-import { createEventStore } from '../src/events/store.ts';
+import { createEventStore } from '../src/nats/event-store.ts';
 import { createClock } from '../src/lib/clock.ts';
 import { connectNats, type Nats } from '../src/nats/connection.ts';
 import { dieWithParent } from '../src/runtime/die-with-parent.ts';
@@ -29,7 +29,7 @@ import { partitionOf } from '../src/scheduler/timer-store.ts';
 import { onChildLines } from './support/child-lines.ts';
 import { startTestNats } from './support/nats.ts';
 import { createTestDatabase } from './support/postgres.ts';
-import { apiClient, eventually, type Api } from './support/service.ts';
+import { apiClient, eventually, type Api, dispatchModeEnv } from './support/service.ts';
 import { startTarget, type ReceivedRequest } from './support/target.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -95,7 +95,7 @@ test('role failover: kill -9 of the process holding every lease; the standby tak
     const shared = { NATS_URL: nats.url, DATABASE_URL: db.url };
     const serviceEnv = () => ({
       ...shared, PORT: '0', HOST: '127.0.0.1', JETCRON_ALLOW_PRIVATE_TARGETS: '1',
-      JETCRON_RATE_LIMIT_FREE: '0', JETCRON_RATE_LIMIT_PRO: '0', JETCRON_TIMER_PARTITIONS: String(PARTITIONS),
+      JETCRON_RATE_LIMIT_FREE: '0', JETCRON_RATE_LIMIT_PRO: '0', JETCRON_TIMER_PARTITIONS: String(PARTITIONS), ...dispatchModeEnv(),
     });
 
     // ---- process A: the real service as a child, started first so it takes every lease ----
@@ -213,7 +213,7 @@ test('role failover: kill -9 of the process holding every lease; the standby tak
       return [k, { revision: e?.revision ?? 0, at: e?.created.getTime() ?? 0 }] as const;
     })));
     const seen = await lastWrites();
-    await eventually(async () => (await leases.get('projector'))!.revision !== seen.projector!.revision, 5000, 10);
+    await eventually(async () => (await leases.get('projector'))!.revision !== seen.projector!.revision, 30_000, 10);
     // Pending when A dies: immediate ones (some maybe not yet translated) and delayed ones due during and after the takeover.
     const pre: Array<[number, string, string | undefined]> = [];
     for (let o = 0; o < PARTITIONS; o++) {

@@ -9,7 +9,7 @@ let formCount = 0;
 /**
  * Field spec: { name, label, type, options?, help?, required?, placeholder?, nullable? }
  * type: text | url | email | number | select | checkbox | tristate | textarea | json |
- *       body | headers | lines | secrets
+ *       body | headers | lines | secrets | verification
  * An item `{ legend, fields }` groups fields in a fieldset.
  */
 export function buildForm({ fields, initial = {}, mode = 'create', submitLabel = 'Save', onSubmit, onCancel }) {
@@ -164,6 +164,10 @@ function makeControl(spec, id, initialValue) {
       }
       break;
     }
+    case 'verification': {
+      ({ input, extra, read } = verificationInputs(spec, id, common, initialValue));
+      break;
+    }
     default: {
       input = h('input', { ...common, type: spec.type ?? 'text', value: initialValue ?? '', autocomplete: 'off' });
       read = () => {
@@ -261,4 +265,52 @@ function parseText(spec, raw, fail) {
     default:
       return raw === '' ? null : raw;
   }
+}
+
+const PRESETS = [['', 'None'], ['standard-webhooks', 'Standard Webhooks / Svix'], ['stripe', 'Stripe'], ['github', 'GitHub'], ['shopify', 'Shopify'], ['hmac', 'Generic HMAC']];
+const HMAC_ONLY = ['header', 'algorithm', 'encoding', 'prefix'];
+
+/**
+ * An inbound verification preset: its type (the field's own input), a password box for
+ * the secret, never filled in (the API never returns it), and the generic HMAC's
+ * header, algorithm, encoding and prefix, shown for that type only. An unchanged preset
+ * with an empty secret box reads as it was, so an edit leaves it alone; a changed one
+ * needs its secret again (the API's 422 on `verification.secret` says so).
+ */
+function verificationInputs(spec, id, common, initial) {
+  const current = initial ?? {};
+  const input = h('select', common, PRESETS.map(([value, label]) => h('option', { value, selected: value === (current.type ?? '') }, label)));
+  const labelled = (name, label, control) => h('div', { class: 'field', dataset: { field: `${spec.name}.${name}` } }, h('label', { for: `${id}-${name}` }, label), control);
+  const secret = h('input', { id: `${id}-secret`, type: 'password', autocomplete: 'new-password', value: '', placeholder: initial ? 'stored; leave empty to keep it' : '' });
+  const choose = (name, options) => h('select', { id: `${id}-${name}` }, options.map((o) => h('option', { value: o, selected: o === (current[name] ?? options[0]) }, o)));
+  const hmac = {
+    header: h('input', { id: `${id}-header`, type: 'text', autocomplete: 'off', value: current.header ?? '', placeholder: 'X-Signature' }),
+    algorithm: choose('algorithm', ['sha256', 'sha1']),
+    encoding: choose('encoding', ['hex', 'base64']),
+    prefix: h('input', { id: `${id}-prefix`, type: 'text', autocomplete: 'off', value: current.prefix ?? '', placeholder: 'e.g. sha256= (optional)' }),
+  };
+  const hmacBox = h('div', { class: 'hmac-fields' },
+    labelled('header', 'Signature header', hmac.header), labelled('algorithm', 'Algorithm', hmac.algorithm),
+    labelled('encoding', 'Encoding', hmac.encoding), labelled('prefix', 'Prefix', hmac.prefix));
+  const secretBox = labelled('secret', 'Secret (write-only, never shown again)', secret);
+  const show = () => {
+    secretBox.hidden = input.value === '';
+    hmacBox.hidden = input.value !== 'hmac';
+  };
+  input.addEventListener('change', show);
+  show();
+  const read = () => {
+    const type = input.value;
+    if (type === '') return null;
+    const preset = { type };
+    if (type === 'hmac') {
+      for (const name of HMAC_ONLY) {
+        const v = hmac[name].value.trim();
+        if (v !== '') preset[name] = v;
+      }
+    }
+    if (secret.value !== '') preset.secret = secret.value;
+    return preset;
+  };
+  return { input, extra: h('div', { class: 'subfields' }, secretBox, hmacBox), read };
 }

@@ -7,7 +7,7 @@ import { createApiKey, revokeApiKey } from '../commands/api-key/handlers.ts';
 import { changePlan, createOrganization } from '../commands/organization/handlers.ts';
 import type { Plan } from '../commands/organization/types.ts';
 import { ConfigError, loadConfig } from '../config.ts';
-import { createEventStore } from '../events/store.ts';
+import { createEventStore } from '../nats/event-store.ts';
 import { createClock } from '../lib/clock.ts';
 import { ApiError } from '../lib/errors.ts';
 import { applyStreams, replicasFromEnv } from '../nats/apply-streams.ts';

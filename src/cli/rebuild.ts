@@ -1,6 +1,9 @@
 import { randomBytes } from 'node:crypto';
+import { buildIndexes, dropSecondaryIndexes } from '../db/deferred-indexes.ts';
 import { dropReadModels, migrate } from '../db/migrations.ts';
-import { createLease, openLeaseBucket } from '../nats/lease.ts';
+import type { Db } from '../db/connect.ts';
+import type { Nats } from '../nats/connection.ts';
+import { createLease, openLeaseBucket, type Lease } from '../nats/lease.ts';
 import { openSupervisor } from '../nats/supervisor.ts';
 import { withServices, type ServiceUrls } from './services.ts';
 import { STREAMS } from '../../streams/definitions.ts';
@@ -34,21 +37,15 @@ export async function rebuildProjections(opts: ServiceUrls & {
       const t0 = Date.now();
       await dropReadModels(db);
       await migrate(db);
+      const deferred = await dropSecondaryIndexes(db);
       const target = (await nats.jsm.streams.info(STREAMS.events.name)).state.last_seq;
-      const run = new AbortController();
-      lease.onLost(() => run.abort());
       const progress = opts.progressTo && startProgress({ label: 'rebuild', total: target, out: opts.progressTo });
-      const log = progress ? (m: string) => progress.aside(() => opts.log(m)) : opts.log;
-      const supervisor = await openSupervisor(nats, log);
-      // Pipelined: the next batch is read and prepared while Postgres commits this one.
-      const projecting = runProjection({ nats, db, log, supervisor }, run.signal, { pipelined: true, maxBatch: REBUILD_BATCH }).finally(() => supervisor.close());
-      let reached = 0;
-      while ((reached = await readCheckpoint(db)) < target && !run.signal.aborted) {
-        progress?.update(reached);
-        await new Promise((r) => setTimeout(r, 50));
+      try {
+        await projectUntil(target, { nats, db, lease, log: progress ? (m: string) => progress.aside(() => opts.log(m)) : opts.log, update: (n) => progress?.update(n) });
+      } finally {
+        // Also when the rebuild stopped short: the live projector goes on over these tables.
+        await buildIndexes(db, deferred);
       }
-      run.abort();
-      await projecting;
       if ((await readCheckpoint(db)) < target) throw new Error('lost the projector lease during the rebuild; run it again');
       progress?.finish(target);
       opts.print({ rebuilt: true, events: target, seconds: (Date.now() - t0) / 1000 });
@@ -56,4 +53,21 @@ export async function rebuildProjections(opts: ServiceUrls & {
       await lease.release();
     }
   });
+}
+
+/** Projects from the checkpoint until it reaches `target` or the lease is lost. */
+async function projectUntil(target: number, deps: { nats: Nats; db: Db; lease: Lease; log: (m: string) => void; update: (reached: number) => void }): Promise<void> {
+  const { nats, db, log } = deps;
+  const run = new AbortController();
+  deps.lease.onLost(() => run.abort());
+  const supervisor = await openSupervisor(nats, log);
+  // Pipelined: the next batch is read and prepared while Postgres commits this one.
+  const projecting = runProjection({ nats, db, log, supervisor }, run.signal, { pipelined: true, maxBatch: REBUILD_BATCH }).finally(() => supervisor.close());
+  let reached = 0;
+  while ((reached = await readCheckpoint(db)) < target && !run.signal.aborted) {
+    deps.update(reached);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  run.abort();
+  await projecting;
 }

@@ -56,6 +56,12 @@ export function statusText(r: StatusReport): string {
         [[t.pending, t.armed, t.paused, t.overdue, when(t.oldest_overdue_due_at, now), when(t.next_due_at, now)]]),
       ...(t.partitions.length ? ['', table(['partition', 'pending', 'overdue'], t.partitions.map((p) => [p.partition, p.pending, p.overdue]))] : []),
     ].join('\n'));
+  const m = r.monitors;
+  if (m) {
+    const reasons = Object.entries(m.down_reasons).sort(([a], [b]) => a.localeCompare(b)).map(([k, n]) => `${k} ${n}`).join(', ');
+    section('MONITORS', table(['total', 'new', 'up', 'down', 'paused', 'down because', 'deadline timers', 'overdue'],
+      [[m.total, m.by_status.new ?? 0, m.by_status.up ?? 0, m.by_status.down ?? 0, m.by_status.paused ?? 0, reasons || '-', m.deadlines_armed, m.deadlines_overdue]]));
+  }
   section('PROCESSES', r.processes.length === 0
     ? 'none answered'
     : table(['instance', 'roles', 'pid', 'host', 'uptime', 'split serve'],

@@ -71,6 +71,18 @@ export interface TimerStatus {
   oldest_overdue_due_at: string | null;
   next_due_at: string | null;
   partitions: Array<{ partition: number; pending: number; overdue: number }>;
+  /** Of the armed timers, monitor deadlines (going down when missed or a run too long). */
+  monitor_deadlines: { armed: number; overdue: number };
+}
+
+/** Heartbeat monitors: how many in each status, why the down ones are down (read model), and their deadline timers (TIMERS). */
+export interface MonitorStatusCounts {
+  total: number;
+  by_status: Record<string, number>;
+  down_reasons: Record<string, number>;
+  /** Armed deadline timers (a monitor up, or with a run open), and those past due. */
+  deadlines_armed: number | null;
+  deadlines_overdue: number | null;
 }
 
 export interface StatusReport {
@@ -81,6 +93,7 @@ export interface StatusReport {
   projections: ProjectionStatus[] | null;
   leases: LeaseStatus[];
   timers: TimerStatus | null;
+  monitors: MonitorStatusCounts | null;
   processes: ProcessInfo[];
   errors: Array<{ part: string; message: string }>;
 }
@@ -125,9 +138,24 @@ async function readProjections(db: Db): Promise<Array<{ name: string; seq: numbe
   return rows.map((r) => ({ name: r.name, seq: Number(r.seq), updated_at: r.updated_at }));
 }
 
+async function readMonitors(db: Db): Promise<Omit<MonitorStatusCounts, 'deadlines_armed' | 'deadlines_overdue'>> {
+  const rows = await db.selectFrom('monitors').select(['status', 'down_reason', (eb) => eb.fn.countAll<string>().as('n')]).groupBy(['status', 'down_reason']).execute();
+  const out = { total: 0, by_status: {} as Record<string, number>, down_reasons: {} as Record<string, number> };
+  for (const r of rows) {
+    const n = Number(r.n);
+    out.total += n;
+    out.by_status[r.status] = (out.by_status[r.status] ?? 0) + n;
+    if (r.status === 'down') out.down_reasons[r.down_reason ?? 'unknown'] = (out.down_reasons[r.down_reason ?? 'unknown'] ?? 0) + n;
+  }
+  return out;
+}
+
 async function readLeases(kv: KV, now: number): Promise<Array<Omit<LeaseStatus, 'holder_pid'>>> {
   const out = [];
-  for await (const key of await kv.keys()) {
+  // A key renewed while it is listed can come twice: each lease once.
+  const keys = new Set<string>();
+  for await (const key of await kv.keys()) keys.add(key);
+  for (const key of keys) {
     const e = await kv.get(key);
     if (!e || e.operation !== 'PUT') continue;
     const expires = e.created.getTime() + KV_BUCKETS.leases.ttlMs;
@@ -140,7 +168,7 @@ async function readLeases(kv: KV, now: number): Promise<Array<Omit<LeaseStatus, 
 
 /** Every pending timer once (TIMERS keeps only the latest value per timer). */
 async function readTimers(nats: Nats, messages: number, now: number): Promise<TimerStatus> {
-  const t: TimerStatus = { pending: 0, armed: 0, paused: 0, overdue: 0, oldest_overdue_due_at: null, next_due_at: null, partitions: [] };
+  const t: TimerStatus = { pending: 0, armed: 0, paused: 0, overdue: 0, oldest_overdue_due_at: null, next_due_at: null, partitions: [], monitor_deadlines: { armed: 0, overdue: 0 } };
   const byPartition = new Map<number, { partition: number; pending: number; overdue: number }>();
   let oldestOverdue = Infinity;
   let nextDue = Infinity;
@@ -163,8 +191,11 @@ async function readTimers(nats: Nats, messages: number, now: number): Promise<Ti
         if (value.state === 'paused') t.paused++;
         else {
           t.armed++;
+          const deadline = value.job.kind === 'deadline';
+          if (deadline) t.monitor_deadlines.armed++;
           if (value.due_at < now) {
             t.overdue++;
+            if (deadline) t.monitor_deadlines.overdue++;
             p.overdue++;
             oldestOverdue = Math.min(oldestOverdue, value.due_at);
           } else nextDue = Math.min(nextDue, value.due_at);
@@ -206,13 +237,14 @@ export async function readStatus(deps: {
   };
   const { db } = deps;
   const kvm = new Kvm(deps.nats.nc);
-  const [streams, consumers, kvCheckpoints, projectionRows, leases, processes] = await Promise.all([
+  const [streams, consumers, kvCheckpoints, projectionRows, monitorRows, leases, processes] = await Promise.all([
     part('streams', () => readStreams(deps.nats), []),
     part('consumers', () => readConsumers(deps.nats), []),
     part('checkpoints', async () => readKvCheckpoints(await kvm.open(KV_BUCKETS.checkpoints.name)), null),
     'missing' in db
       ? part('projections', () => Promise.reject(new Error(db.missing)), null)
       : part('projections', () => withTimeout(readProjections(db), PG_TIMEOUT_MS, 'Postgres'), null),
+    'missing' in db ? null : part('monitors', () => withTimeout(readMonitors(db), PG_TIMEOUT_MS, 'Postgres'), null),
     part('leases', async () => readLeases(await kvm.open(KV_BUCKETS.leases.name), now), []),
     part('processes', () => rollCall(deps.nats, deps.rollCallMs), []),
   ]);
@@ -237,6 +269,11 @@ export async function readStatus(deps: {
     })) ?? null,
     leases: leases.map((l) => ({ ...l, holder_pid: pidOf.get(l.holder) ?? null })),
     timers,
+    monitors: monitorRows && {
+      ...monitorRows,
+      deadlines_armed: timers?.monitor_deadlines.armed ?? null,
+      deadlines_overdue: timers?.monitor_deadlines.overdue ?? null,
+    },
     processes,
     errors,
   };

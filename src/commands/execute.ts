@@ -4,6 +4,7 @@ import type { Clock } from '../lib/clock.ts';
 import { ApiError } from '../lib/errors.ts';
 import { newId } from '../lib/ids.ts';
 import { KeyedMutex } from '../lib/keyed-mutex.ts';
+import type { Heads } from './heads.ts';
 import type { CommandMeta } from './meta.ts';
 
 export interface CommandDeps {
@@ -44,6 +45,8 @@ export interface ExecuteOptions<S, C> {
   gather?: (command: C, state: S | null, meta: CommandMeta) => Promise<C>;
   /** What a command answers once its conflict budget is spent; default a 503 with Retry-After. */
   contended?: () => Error;
+  /** This process's last appends to the aggregate's subjects: decide from one instead of loading (see `createHeads`). */
+  heads?: Heads<S>;
 }
 
 /** How long a command keeps deciding again after conflicts (queueing included) before it answers 503. */
@@ -122,8 +125,38 @@ export const fold = <S, E>(evolve: Evolve<S, E>, state: S | null, events: readon
   events.reduce<S | null>((s, e) => evolve(s, e), state);
 
 /**
+ * A decision from the head this process remembers, when it has one and the decision
+ * is stored; null when it must be decided again from the log: the head was stale (a
+ * wrong last sequence), or the decision refused (an error the command answers with) or
+ * did nothing, which a stale head could also explain. Another failure (a publish
+ * that timed out, and may have been stored) is the command's answer, as on a load.
+ */
+async function fromHead<S, E>(
+  store: EventStore,
+  subject: string,
+  heads: Heads<S> | undefined,
+  decideAndAppend: (state: S | null, seq: number) => Promise<Decided<S, E>>,
+): Promise<Decided<S, E> | null> {
+  const head = heads?.get(store, subject);
+  if (!heads || !head) return null;
+  try {
+    const decided = await decideAndAppend(head.state, head.seq);
+    if (decided.events.length > 0) {
+      heads.set(store, subject, decided.state, decided.seq);
+      return decided;
+    }
+  } catch (err) {
+    heads.drop(store, subject);
+    if (!(err instanceof ConcurrencyError || err instanceof ApiError)) throw err;
+  }
+  heads.drop(store, subject);
+  return null;
+}
+
+/**
  * One load → decide → guarded append, without the queue or the retry: for a caller
- * that already holds the subject's turn (`retryConflicts`), or its own.
+ * that already holds the subject's turn (`retryConflicts`), or its own. With `heads`,
+ * the load is skipped when this process remembers the subject's head (`fromHead`).
  */
 export async function executeOnce<S, C, E extends Envelope>(
   deps: CommandDeps,
@@ -131,14 +164,24 @@ export async function executeOnce<S, C, E extends Envelope>(
   command: C,
   decide: Decide<S, C, E>,
   evolve: Evolve<S, E>,
-  options: Pick<ExecuteOptions<S, C>, 'gather'> = {},
+  options: Pick<ExecuteOptions<S, C>, 'gather' | 'heads'> = {},
 ): Promise<Decided<S, E>> {
+  const decideAndAppend = async (state: S | null, seq: number): Promise<Decided<S, E>> => {
+    const meta = commandMeta(deps.clock);
+    const events = decide(options.gather ? await options.gather(command, state, meta) : command, state, meta);
+    return { events, state: fold(evolve, state, events), seq: await appendEvents(deps.store, subject, events, seq) };
+  };
+  const remembered = await fromHead(deps.store, subject, options.heads, decideAndAppend);
+  if (remembered) return remembered;
   const last = await deps.store.last<E>(subject);
-  const state = last ? evolve(null, last.event) : null;
-  const meta = commandMeta(deps.clock);
-  const events = decide(options.gather ? await options.gather(command, state, meta) : command, state, meta);
-  const seq = await appendEvents(deps.store, subject, events, last?.seq ?? 0);
-  return { events, state: fold(evolve, state, events), seq };
+  try {
+    const decided = await decideAndAppend(last ? evolve(null, last.event) : null, last?.seq ?? 0);
+    if (decided.events.length > 0) options.heads?.set(deps.store, subject, decided.state, decided.seq);
+    return decided;
+  } catch (err) {
+    options.heads?.drop(deps.store, subject);
+    throw err;
+  }
 }
 
 /**

@@ -3,6 +3,7 @@ import { ConcurrencyError } from '../events/store.ts';
 import { notFound } from '../lib/errors.ts';
 import { ID_PATTERN } from '../lib/ids.ts';
 import { appendEvents, commandMeta, execute, fold, type CommandDeps, type Decide, type Decided, type Evolve } from './execute.ts';
+import type { Heads } from './heads.ts';
 import type { PlanLimit } from './plan-rules.ts';
 import { planLimitedCreate, reserveSlot, type QuotaKind } from './quota.ts';
 
@@ -19,6 +20,8 @@ export function orgAggregate<S extends { id: string; org_id: string }, C, E exte
   subject: (orgId: string, id: string) => string;
   decide: Decide<S, C, E>;
   evolve: Evolve<S, E>;
+  /** Remember this process's appends, so the next command decides without a load (`createHeads`). */
+  heads?: Heads<S>;
 }) {
   const scoped = (orgId: string): Evolve<S, E> => (s, e) => {
     const next = def.evolve(s, e);
@@ -31,7 +34,7 @@ export function orgAggregate<S extends { id: string; org_id: string }, C, E exte
   return {
     run(deps: CommandDeps, orgId: string, id: string, command: C): Promise<Decided<S, E>> {
       if (!ID_PATTERN.test(id) || !id.startsWith(def.idPrefix)) throw notFound(def.notFound);
-      return execute(deps, def.subject(orgId, id), command, def.decide, scoped(orgId));
+      return execute(deps, def.subject(orgId, id), command, def.decide, scoped(orgId), def.heads ? { heads: def.heads } : {});
     },
     /**
      * Decides the create, takes a place of the plan's count (`plan.live` = the read
@@ -55,7 +58,9 @@ export function orgAggregate<S extends { id: string; org_id: string }, C, E exte
         if (!state) throw new Error(`a create of a ${def.kind} decided no ${def.kind}`);
         await reserveSlot(deps, orgId, def.kind, plan, state.id, live(deps, orgId));
         try {
-          return { events, state, seq: await appendEvents(deps.store, def.subject(orgId, state.id), events, 0) };
+          const seq = await appendEvents(deps.store, def.subject(orgId, state.id), events, 0);
+          def.heads?.set(deps.store, def.subject(orgId, state.id), state, seq);
+          return { events, state, seq };
         } catch (err) {
           // Stored meanwhile by the same request's first run (a takeover of its key).
           const raced = onceId && err instanceof ConcurrencyError ? await stored() : null;

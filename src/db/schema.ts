@@ -12,6 +12,7 @@ export interface OrganizationsTable {
   notification_webhook_url: string | null;
   notify_on_failure: boolean;
   notify_on_recovery: boolean;
+  ping_key: string | null;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -59,6 +60,8 @@ export interface MonitorsTable {
   status: string;
   last_ping_at: Timestamp | null;
   next_expected_at: Timestamp | null;
+  slug: string | null;
+  down_reason: string | null;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -72,6 +75,9 @@ export interface PingsTable {
   source_ip: string | null;
   user_agent: string | null;
   body: string;
+  exit_status: number | null;
+  rid: string | null;
+  duration_ms: number | null;
 }
 
 export interface ExecutionsTable {

@@ -1,7 +1,7 @@
 import { forwardRequest, type ForwardRequest } from '../inbound/pipeline.ts';
 import { loadStoredRequest } from '../inbound/stored-request.ts';
 import type { Nats } from '../nats/connection.ts';
-import type { InboundRef } from './job.ts';
+import type { InboundRef } from '../commands/execution/job.ts';
 import { storableAsText } from './stored-body.ts';
 
 /**

@@ -2,6 +2,7 @@ import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'nod
 import { isIP } from 'node:net';
 import { Agent, type Dispatcher } from 'undici';
 import { isForbiddenAddress } from './address-guard.ts';
+import type { OutboundResult } from '../commands/execution/exchange.ts';
 
 export interface OutboundRequest {
   url: string;
@@ -10,27 +11,6 @@ export interface OutboundRequest {
   body?: string | Buffer | undefined;
   timeoutMs: number;
 }
-
-export type OutboundResult =
-  | {
-      kind: 'response';
-      statusCode: number;
-      headers: Record<string, string>;
-      /** The body as text (UTF-8, undecodable bytes replaced): for matching. */
-      body: string;
-      /** The body's bytes as received (up to the cap): what is stored. */
-      bytes: Buffer;
-      truncated: boolean;
-      startedAt: Date;
-      durationMs: number;
-    }
-  | {
-      kind: 'error';
-      error: 'timeout' | 'connection' | 'refused_target' | 'invalid_url';
-      message: string;
-      startedAt: Date;
-      durationMs: number;
-    };
 
 export interface OutboundClient {
   send(req: OutboundRequest): Promise<OutboundResult>;

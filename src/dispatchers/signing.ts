@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { standardWebhooksDigest, standardWebhooksKey } from '../lib/standard-webhooks.ts';
 
 export const SIGNATURE_TOLERANCE_SECONDS = 300;
 
@@ -9,10 +10,34 @@ export function signatureFor(secret: string, timestamp: number, executionId: str
   return `sha256=${mac}`;
 }
 
+/** Standard Webhooks v1 header names (lower case, as the specification writes them). */
+export const STANDARD_WEBHOOK_HEADERS = ['webhook-id', 'webhook-timestamp', 'webhook-signature'] as const;
+
+/**
+ * `webhook-signature`: `v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">` per
+ * secret, space-separated, the first secret's first.
+ */
+export function standardSignature(secrets: readonly string[], webhookId: string, timestamp: number, body: string | Buffer): string {
+  return secrets.map((s) => `v1,${standardWebhooksDigest(standardWebhooksKey(s), webhookId, timestamp, body)}`).join(' ');
+}
+
+/** Whether these headers already carry Standard Webhooks headers (an upstream sender's), whatever their case. */
+export function hasStandardWebhookHeaders(headers: Record<string, string>): boolean {
+  return Object.keys(headers).some((name) => (STANDARD_WEBHOOK_HEADERS as readonly string[]).includes(name.toLowerCase()));
+}
+
+/**
+ * The headers that sign one outgoing request: `X-Jetcron-*` with the current secret
+ * (`secrets[0]`), and the Standard Webhooks headers with every secret in `secrets`
+ * unless `webhookId` is null (a forward that carries its sender's own).
+ */
 export function signedHeaders(opts: {
-  secret: string;
+  /** The organization's signing secrets, current first (`signingSecrets`). */
+  secrets: readonly string[];
   taskId?: string | undefined;
   executionId: string;
+  /** Standard Webhooks' message id: the same on every retry of one message. */
+  webhookId: string | null;
   body: string | Buffer;
   nowMs: number;
 }): Record<string, string> {
@@ -21,7 +46,12 @@ export function signedHeaders(opts: {
   if (opts.taskId !== undefined) headers['X-Jetcron-Task-Id'] = opts.taskId;
   headers['X-Jetcron-Execution-Id'] = opts.executionId;
   headers['X-Jetcron-Timestamp'] = String(timestamp);
-  headers['X-Jetcron-Signature'] = signatureFor(opts.secret, timestamp, opts.executionId, opts.body);
+  headers['X-Jetcron-Signature'] = signatureFor(opts.secrets[0]!, timestamp, opts.executionId, opts.body);
+  if (opts.webhookId !== null) {
+    headers['webhook-id'] = opts.webhookId;
+    headers['webhook-timestamp'] = String(timestamp);
+    headers['webhook-signature'] = standardSignature(opts.secrets, opts.webhookId, timestamp, opts.body);
+  }
   return headers;
 }
 

@@ -5,12 +5,20 @@ export interface Envelope<T extends string = string, D = unknown> {
   at: string;
   org_id: string;
   data: D;
+  /**
+   * Inside a commit (one message, events of many traces): the W3C trace context of the
+   * one who decided this event, when tracing was on. A message of one event carries it
+   * in its header instead.
+   */
+  traceparent?: string;
 }
 
 export interface StoredEvent<E extends Envelope = Envelope> {
   event: E;
   seq: number;
   subject: string;
+  /** Its place in its message when that is a commit (`src/events/commit.ts`); 0 or absent for a message of one event. */
+  index?: number;
   /** The writer's W3C trace context (message header), when tracing was on where it was appended. */
   traceparent?: string | undefined;
 }

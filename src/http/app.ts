@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import express from 'express';
 import { scriptRoutes } from './routes/scripts.ts';
 import { notFound } from '../lib/errors.ts';
@@ -12,7 +13,10 @@ import { executionRoutes } from './routes/executions.ts';
 import { organizationRoutes } from './routes/organization.ts';
 import { batchRoutes } from './routes/batch.ts';
 import { laneCancelRoutes } from './routes/lane-cancel.ts';
-import { monitorRoutes, pingRoutes } from './routes/monitors.ts';
+import { monitorRoutes } from './routes/monitors.ts';
+import { createPinger, pingRoutes, type Pinger } from './routes/pings.ts';
+import { createPingTokens, type PingTokens } from './ping-tokens.ts';
+import { createPingReceiver } from './ping-receiver.ts';
 import { endpointRoutes } from './routes/endpoints.ts';
 import { scheduleRoutes } from './routes/schedules.ts';
 import { syncRoutes } from './routes/sync.ts';
@@ -22,8 +26,37 @@ import { consoleRoutes } from './console-files.ts';
 import { inServerSpan } from '../telemetry/server-span.ts';
 import type { Log } from '../lib/logger.ts';
 
-/** `rootUrl` is read per request: with PORT=0 the real port is known only after listen. */
-export function createApp(deps: ApiDeps, log: Log, rootUrl: () => string = () => deps.config.publicUrl ?? `http://${deps.config.host}:${deps.config.port}`) {
+/** The ping side of the API: which monitor a token names (filled by the monitor routes' creates too) and the pinger. */
+export function createPings(deps: ApiDeps): { tokens: PingTokens; pinger: Pinger } {
+  const tokens = createPingTokens(deps.db, deps.directory);
+  return { tokens, pinger: createPinger(deps, tokens) };
+}
+
+/**
+ * The API's request handler: pings by token through the ping receiver ahead of express
+ * (`ping-receiver.ts`), everything else through express (`createApp`). With debug lines
+ * on, every request goes through express, which writes one per request.
+ */
+export function createRequestHandler(deps: ApiDeps, log: Log, rootUrl?: () => string): (req: IncomingMessage, res: ServerResponse) => void {
+  const pings = createPings(deps);
+  const app = createApp(deps, log, rootUrl, pings);
+  if (log.debug) return app;
+  const receiver = createPingReceiver({ pinger: pings.pinger, metrics: deps.metrics, log });
+  return (req, res) => {
+    if (!receiver.handle(req, res)) app(req, res);
+  };
+}
+
+/**
+ * `rootUrl` is read per request: with PORT=0 the real port is known only after listen.
+ * `pings`: shared with the ping receiver ahead of express (`ping-receiver.ts`).
+ */
+export function createApp(
+  deps: ApiDeps,
+  log: Log,
+  rootUrl: () => string = () => deps.config.publicUrl ?? `http://${deps.config.host}:${deps.config.port}`,
+  pings = createPings(deps),
+) {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -67,7 +100,7 @@ export function createApp(deps: ApiDeps, log: Log, rootUrl: () => string = () =>
 
   // The web console: its page at `/`, its files under `/console/` (console-files.ts).
   app.use(consoleRoutes());
-  app.use(pingRoutes(deps));
+  app.use(pingRoutes(deps, pings.pinger));
 
   const api = express.Router();
   // Key and rate limit first: a stranger's or an over-limit body is never parsed.
@@ -83,7 +116,7 @@ export function createApp(deps: ApiDeps, log: Log, rootUrl: () => string = () =>
   api.use(laneCancelRoutes(deps));
   api.use(taskRoutes(deps));
   api.use(scheduleRoutes(deps));
-  api.use(monitorRoutes(deps, rootUrl));
+  api.use(monitorRoutes(deps, rootUrl, pings.tokens));
   api.use(endpointRoutes(deps, rootUrl));
   api.use(syncRoutes(deps));
   api.use(executionRoutes(deps));

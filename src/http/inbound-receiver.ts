@@ -1,6 +1,6 @@
 import { trace } from '@opentelemetry/api';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { SUBJECTS } from '../../streams/definitions.ts';
+import { SUBJECTS } from '../../streams/subjects.ts';
 import type { Endpoint } from '../commands/endpoint/types.ts';
 import { newId } from '../lib/ids.ts';
 import { storableText } from '../lib/input-checks.ts';
@@ -9,8 +9,10 @@ import type { SecretBox } from '../lib/secret-box.ts';
 import type { Nats } from '../nats/connection.ts';
 import type { EndpointDirectory } from '../inbound/endpoint-directory.ts';
 import { hookRequest, type HooksFor } from '../inbound/pipeline.ts';
+import { presetVerifiers } from '../inbound/verification.ts';
 import { encodeStoredRequest, type InboundRequestMeta } from '../inbound/stored-request.ts';
 import { inServerSpan } from '../telemetry/server-span.ts';
+import { sourceIp } from './source-ip.ts';
 
 /** The contract: an inbound body over 1 MiB is refused with 413 and nothing is stored. */
 export const MAX_INBOUND_BODY = 1024 * 1024;
@@ -37,18 +39,6 @@ const error = (res: ServerResponse, status: number, message: string, headers?: R
   send(res, status, { error: { message, field: null } }, headers);
 
 const nullableText = (text: string | null) => (text === null ? null : storableText(text));
-const isLoopback = (ip: string) => ip === '::1' || ip.startsWith('127.');
-const plainIp = (ip: string) => (ip.startsWith('::ffff:') ? ip.slice(7) : ip);
-
-/** The sender's address: like express with `trust proxy: loopback`, a local proxy's X-Forwarded-For is believed. */
-function sourceIp(req: IncomingMessage): string | null {
-  const remote = req.socket.remoteAddress ? plainIp(req.socket.remoteAddress) : null;
-  const forwarded = req.headers['x-forwarded-for'];
-  if (!remote || !isLoopback(remote) || typeof forwarded !== 'string') return remote;
-  const hops = forwarded.split(',').map((s) => plainIp(s.trim())).filter(Boolean);
-  for (let i = hops.length - 1; i >= 0; i--) if (!isLoopback(hops[i]!)) return hops[i]!;
-  return hops[0] ?? remote;
-}
 
 function readBody(req: IncomingMessage): Promise<Buffer | 'too_large'> {
   return new Promise((resolve, reject) => {
@@ -80,6 +70,7 @@ function readBody(req: IncomingMessage): Promise<Buffer | 'too_large'> {
  * from there.
  */
 export function createInboundReceiver(deps: InboundReceiverDeps) {
+  const presets = presetVerifiers(deps.secrets);
 
   async function receive(req: IncomingMessage, res: ServerResponse, slug: string, query: string): Promise<void> {
     const method = req.method ?? 'GET';
@@ -126,6 +117,12 @@ export function createInboundReceiver(deps: InboundReceiverDeps) {
    * the reason its event row shows.
    */
   async function verify(endpoint: Endpoint, meta: InboundRequestMeta, body: Buffer): Promise<boolean> {
+    // The preset first, on the raw body: a request it refuses never reaches the script.
+    const preset = presets(endpoint)?.(meta.headers, body, Date.now());
+    if (preset && !preset.ok) {
+      meta.rejected = { status_code: 403, reason: preset.reason };
+      return true;
+    }
     const hooks = deps.hooks(endpoint);
     if (!hooks) return true;
     let secrets: Record<string, string>;

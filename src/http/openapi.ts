@@ -41,7 +41,19 @@ const parameters = {
 };
 type ParameterName = keyof typeof parameters;
 
+/** The ping URLs: outside the API (no key), Healthchecks-compatible. */
+const PINGS =
+  'A monitor answers HEAD, GET or POST at `{root}/ping/<token>` (`ping_url`) and, when it has a `slug`, at `{root}/ping/<ping_key>/<slug>`, ' +
+  'each with the suffixes `/start`, `/fail`, `/log` and `/<exit status 0-255>` and an optional `?rid=<uuid>` that ties a start to its end. ' +
+  '`?create=1` on a name URL creates the monitor (interval, daily, grace 1 h) and answers 201. Answers: 200 `{monitor, status}` with `Ping-Body-Limit: 102400`; ' +
+  '400 (exit status above 255, rid not a UUID), 404, 405, 410 (paused or disabled). A POST body is kept (first 100 KB). ' +
+  '`max_duration_seconds`: a run started and not ended that long is down (`too_long`; unset: the grace period); `min_duration_seconds`: a success faster than that is down (`too_fast`). ' +
+  'Responses add `status`, `down_reason` (missed, failed, exit_status, too_long, too_fast; null unless down), `ping_url`, `last_ping_at`, `next_expected_at`.';
+const PING_KEY_ROTATE = 'Answers `{data: {ping_key}}`. `GET /organization` shows the current `ping_key` (`ppk_` + 22 lower-case letters and digits).';
+
 interface OpOptions {
+  /** A longer text than the summary. */
+  description?: string;
   /** The component schema of the JSON request body. */
   body?: string;
   /** The body may be left out (a trigger: `{}` then). */
@@ -53,8 +65,9 @@ interface OpOptions {
   open?: boolean;
 }
 
-const op = (summary: string, { body, bodyOptional = false, ok = '200', params = [], open = false }: OpOptions = {}) => ({
+const op = (summary: string, { body, bodyOptional = false, ok = '200', params = [], open = false, description }: OpOptions = {}) => ({
   summary,
+  ...(description ? { description } : {}),
   security: open ? [] : [{ bearer: [] }],
   ...(params.length ? { parameters: params.map((name) => parameters[name]) } : {}),
   ...(body ? { requestBody: { required: !bodyOptional, ...json(body) } } : {}),
@@ -108,11 +121,11 @@ export function openApiDocument(serverUrl: string) {
       '/schedules/{id}': { ...withId, get: op('Get a schedule'), put: op('Update a schedule', { body: 'UpdateSchedule' }), delete: op('Delete a schedule and its history', { ok: '204' }) },
       '/schedules/{id}/trigger': { ...withId, post: op('Run a schedule now', { body: 'TriggerTask', bodyOptional: true, ok: '202' }) },
       '/schedules/{id}/executions': { ...withId, get: op('Schedule execution history', history) },
-      '/monitors': { get: op('List heartbeat monitors'), post: op('Create a heartbeat monitor', { body: 'CreateMonitor', ok: '201' }) },
+      '/monitors': { get: op('List heartbeat monitors'), post: op('Create a heartbeat monitor', { body: 'CreateMonitor', ok: '201', description: PINGS }) },
       '/monitors/{id}': { ...withId, get: op('Get a monitor with its ping_url'), put: op('Update a monitor', { body: 'UpdateMonitor' }), delete: op('Delete a monitor and its pings', { ok: '204' }) },
       '/monitors/{id}/pause': { ...withId, post: op('Pause a monitor (pings answer 410)') },
       '/monitors/{id}/resume': { ...withId, post: op('Resume a monitor') },
-      '/monitors/{id}/pings': { ...withId, get: op('Ping history', history) },
+      '/monitors/{id}/pings': { ...withId, get: op('Ping history: id, received_at, kind (success, start, fail, log, exit), exit_status, rid, duration_ms (an end that closed a start), method, source_ip, user_agent, body (first 100 KB)', history) },
       '/sync': { put: op('Declare schedules and monitors by key', { body: 'Sync' }) },
       '/scripts/test': { post: op('Run one Lua hook as the service would, storing nothing (Pro): answers {result, logs, duration_ms, error}', { body: 'ScriptTest' }) },
       '/endpoints': { get: op('List endpoints'), post: op('Create an endpoint', { body: 'CreateEndpoint', ok: '201', params: ['IdempotencyKey'] }) },
@@ -145,6 +158,7 @@ export function openApiDocument(serverUrl: string) {
       },
       '/organization': { get: op('Get the organization'), put: op('Update notification settings', { body: 'UpdateOrganization' }) },
       '/organization/webhook-secret/rotate': { post: op('Rotate the webhook secret') },
+      '/organization/ping-key/rotate': { post: op('Rotate the ping key: {root}/ping/<old key>/<slug> stops answering at once', { description: PING_KEY_ROTATE }) },
     },
   };
 }

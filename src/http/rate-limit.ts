@@ -1,4 +1,4 @@
-import { SUBJECTS } from '../../streams/definitions.ts';
+import { SUBJECTS } from '../../streams/subjects.ts';
 import type { Nats } from '../nats/connection.ts';
 
 const PRESENCE_EVERY_MS = 2000;

@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import { SUBJECTS } from '../../streams/definitions.ts';
+import { SUBJECTS } from '../../streams/subjects.ts';
 import { createBarrier } from '../nats/barrier.ts';
 import type { Nats } from '../nats/connection.ts';
 import type { Watermark } from '../projections/watermark.ts';
@@ -38,6 +38,27 @@ export function createReadYourWrites(nats: Nats, watermark: Watermark) {
   }, SWEEP_EVERY_MS);
   sweep.unref();
 
+  /**
+   * The positions written in one turn of the event loop go out together at its end:
+   * one message per organization (its highest) and one PING behind them all, whose
+   * PONG tells every writer of the turn that the server has routed its position. At
+   * many writes a turn (pings at concurrency) that is one round trip, not one each.
+   */
+  let turn: { positions: Map<string, number>; routed: Promise<void> } | null = null;
+  const announce = (orgId: string, seq: number): Promise<void> => {
+    if (!turn) {
+      const positions = new Map<string, number>();
+      const routed = new Promise<void>((resolve) => setImmediate(() => {
+        turn = null;
+        for (const [org, at] of positions) nats.nc.publish(SUBJECTS.written, `${org} ${at}`);
+        nats.nc.flush().catch(() => {}).then(resolve);
+      }));
+      turn = { positions, routed };
+    }
+    if (seq > (turn.positions.get(orgId) ?? 0)) turn.positions.set(orgId, seq);
+    return turn.routed;
+  };
+
   const caughtUp = async (orgId: string): Promise<void> => {
     const seq = written.get(orgId);
     if (seq !== undefined && seq > watermark.seq) await watermark.waitFor(seq, READ_WAIT_MS);
@@ -45,15 +66,17 @@ export function createReadYourWrites(nats: Nats, watermark: Watermark) {
 
   return {
     /** A write of `orgId` is stored at `seq`: reads of the organization, in any API process, include it once this resolves. */
-    async wrote(orgId: string, seq: number): Promise<void> {
-      if (!(seq > 0)) return;
+    wrote(orgId: string, seq: number): Promise<void> {
+      if (!(seq > 0)) return Promise.resolve();
       raise(orgId, seq);
-      nats.nc.publish(SUBJECTS.written, `${orgId} ${seq}`);
-      // Its own PING, right behind the publish in the same socket write: no extra turn.
-      await nats.nc.flush().catch(() => {});
+      return announce(orgId, seq);
     },
     /** Resolves once the read models include every write of `orgId` this process knows of (bounded). */
     caughtUp,
+    /** The projector's position as this process last heard it. */
+    get projected(): number {
+      return watermark.seq;
+    },
     /** For reads (GET, HEAD): the handler runs once the organization's writes are projected. */
     beforeReads(req: Request, _res: Response, next: NextFunction): void {
       if (req.method !== 'GET' && req.method !== 'HEAD') return next();

@@ -37,7 +37,7 @@ const inflaters = {
 };
 
 /** Whether the request carries a body at all (as body-parser decides: a length or chunked framing). */
-function hasBody(req: IncomingMessage): boolean {
+export function hasBody(req: IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined || req.headers['content-length'] !== undefined;
 }
 
@@ -61,7 +61,8 @@ function charset(req: IncomingMessage): string | undefined {
   return undefined;
 }
 
-function readRaw(req: IncomingMessage, limit: number): Promise<Buffer> {
+/** The body's bytes as sent, at most `limit` (else a 413 that closes the connection); no decoding. */
+export function readRaw(req: IncomingMessage, limit: number): Promise<Buffer> {
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit) return Promise.reject(tooLarge(limit));
   return new Promise((resolve, reject) => {

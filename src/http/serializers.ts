@@ -1,16 +1,20 @@
 import { sql, type Selectable } from 'kysely';
 import type { Organization } from '../commands/organization/types.ts';
+import { previousSecretExpiry } from '../commands/organization/decide.ts';
 import type { Db } from '../db/connect.ts';
-import type { ExecutionAttemptsTable, ExecutionsTable, OrganizationsTable, SchedulesTable, TasksTable } from '../db/schema.ts';
+import type { ExecutionAttemptsTable, ExecutionsTable, SchedulesTable, TasksTable } from '../db/schema.ts';
 
 const iso = (d: Date | string | null | undefined): string | null => (d == null ? null : new Date(d).toISOString());
 
-export function organizationResource(o: Organization | Selectable<OrganizationsTable>) {
+/** `nowMs`: when the previous secret's overlap is judged (wall clock). */
+export function organizationResource(o: Organization, nowMs: number) {
   return {
     id: o.id,
     name: o.name,
     plan: o.plan,
     webhook_secret: o.webhook_secret,
+    previous_webhook_secret_expires_at: previousSecretExpiry(o, nowMs),
+    ping_key: o.ping_key ?? null,
     notification_email: o.notification_email,
     notification_webhook_url: o.notification_webhook_url,
     notify_on_failure: o.notify_on_failure,

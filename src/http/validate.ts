@@ -1,6 +1,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { fullFormats } from 'ajv-formats/dist/formats.js';
+import { HEADER_NAME_PROBLEM } from '../commands/payload-checks.ts';
 import { durationProblem } from '../lib/duration.ts';
 import { unprocessable } from '../lib/errors.ts';
 import { httpUrlProblem, instantProblem } from '../lib/input-checks.ts';
@@ -50,6 +51,9 @@ function messageOf(err: ErrorObject, field: string | null): string {
     const problem = problems[(err.params as { format: string }).format]?.(err.data);
     if (problem) return `${field ?? 'body'} ${problem}`;
   }
+  if (err.keyword === 'enum') return `${field ?? 'body'} must be one of ${(err.params as { allowedValues: unknown[] }).allowedValues.join(', ')}`;
+  // A header name that is no token: the deciders' words (src/commands/payload-checks.ts).
+  if (err.keyword === 'pattern' && err.propertyName !== undefined && /headers$/.test(field ?? '')) return `${field} ${HEADER_NAME_PROBLEM}`;
   if (err.keyword === 'pattern' && /url/.test(field ?? '')) return `${field} must be an http or https URL`;
   if (err.keyword === 'pattern' && /delay|debounce$/.test(field ?? '')) return `${field} must be a number followed by s, m, h or d`;
   return `${field ?? 'body'} ${err.message ?? 'is invalid'}`;

@@ -1,4 +1,4 @@
-import { SUBJECTS } from '../../streams/definitions.ts';
+import { SUBJECTS } from '../../streams/subjects.ts';
 import type { InboundDebounceEvent, InboundDebounceWindow } from '../commands/inbound-event/types.ts';
 import type { EventStore } from '../events/store.ts';
 import { subjectToken } from '../lib/subject-token.ts';

@@ -1,4 +1,4 @@
-import { SUBJECTS } from '../../streams/definitions.ts';
+import { SUBJECTS } from '../../streams/subjects.ts';
 import { evolveEndpoint } from '../commands/endpoint/decide.ts';
 import type { Endpoint, EndpointEvent } from '../commands/endpoint/types.ts';
 import type { Db } from '../db/connect.ts';

@@ -1,5 +1,6 @@
 import { Kvm } from '@nats-io/kv';
-import { KV_BUCKETS, KV_CHECKPOINT_READERS, STREAMS, SUBJECTS } from '../../streams/definitions.ts';
+import { KV_BUCKETS, KV_CHECKPOINT_READERS, STREAMS } from '../../streams/definitions.ts';
+import { SUBJECTS } from '../../streams/subjects.ts';
 import type { ForwardPlan, InboundDebounceWindow, InboundEventEvent } from '../commands/inbound-event/types.ts';
 import { ConcurrencyError, type EventStore } from '../events/store.ts';
 import type { Clock } from '../lib/clock.ts';

@@ -14,6 +14,8 @@ export type GaugeSamples<L extends string> = Iterable<[Labels<L>, number]>;
 const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 /** An outbound exchange may take up to a task's `timeout_ms` (at most 300 s). */
 const EXCHANGE_SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+/** A heartbeat run (a `/start` to its end) lasts from a second to a day or so (max_duration_seconds is at most 86,400). */
+const RUN_SECONDS = [0.1, 0.5, 1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400];
 /** A script call is cut at 100 ms (a worker that does not stop is ended 50 ms later). */
 const SCRIPT_SECONDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.15];
 
@@ -93,6 +95,7 @@ export function createMetrics(opts: { processMetrics?: boolean } = {}) {
     timersPending: gauge('jetcron_timers_pending', 'Armed timers in the timer partitions this process owns'),
     timersOverdue: gauge('jetcron_timers_overdue', 'Armed timers past their due time in the timer partitions this process owns'),
     notifications: counter('jetcron_notifications_total', 'Notification delivery tries, by channel and result (sent, retried, failed)', ['channel', 'result']),
+    monitorRunDuration: histogram('jetcron_monitor_run_duration_seconds', 'Heartbeat runs timed (a /start to its end, wall clock), by organization and how the run ended (success or failure)', RUN_SECONDS, ['org_id', 'outcome']),
     scriptCalls: counter('jetcron_script_calls_total', 'Lua script calls, by hook and result', ['hook', 'result']),
     scriptCallDuration: histogram('jetcron_script_call_duration_seconds', 'Lua script call duration in a worker (the wait for a free worker excluded)', SCRIPT_SECONDS, ['hook']),
   };

@@ -1,8 +1,8 @@
 import { STREAMS } from '../../streams/definitions.ts';
 import type { JetcronEvent } from '../events/types.ts';
 import { ApiError } from '../lib/errors.ts';
-import { decodeJson } from '../lib/json.ts';
 import type { Nats } from '../nats/connection.ts';
+import { decodeEvents } from '../nats/event-reader.ts';
 import { followEvents, type TapItem } from '../nats/events-tap.ts';
 import { within } from '../nats/stream-info.ts';
 import { liveMessage, sseFrame } from './messages.ts';
@@ -111,20 +111,28 @@ export function createLiveFeeds(
     })());
   };
 
-  /** `evt.<org>.…`; API key events (`evt.apikey.<pk>`) name their organization only inside. */
+  /**
+   * `evt.<org>.…`; API key events (`evt.apikey.<pk>`) and partition owners' commits
+   * (`evt.partition.<p>`, many organizations each) name their organization only inside.
+   */
   const subjectOrg = (subject: string) => subject.split('.', 2)[1];
+  const sharedSubject = (token: string | undefined) => token === 'apikey' || token === 'partition';
 
   const take = (item: TapItem) => {
     const fromSubject = subjectOrg(item.subject);
-    if (fromSubject !== 'apikey' && (!fromSubject || !feeds.has(fromSubject))) return;
-    let event: JetcronEvent;
+    if (!sharedSubject(fromSubject) && (!fromSubject || !feeds.has(fromSubject))) return;
+    let events: JetcronEvent[];
     try {
       // Shared with the process's other readers of the tap, which decode it the same way.
-      event = (item.decoded ??= decodeJson<JetcronEvent>(item.data)) as JetcronEvent;
+      events = (item.decoded ??= decodeEvents(item.data)) as JetcronEvent[];
     } catch {
       return;
     }
-    if (!feeds.has(event.org_id) || (fromSubject !== 'apikey' && fromSubject !== event.org_id)) return;
+    for (const event of events) takeEvent(item, fromSubject, event);
+  };
+
+  const takeEvent = (item: TapItem, fromSubject: string | undefined, event: JetcronEvent) => {
+    if (!feeds.has(event.org_id) || (!sharedSubject(fromSubject) && fromSubject !== event.org_id)) return;
     // A feed is authenticated once, when it opens: it lasts only as long as its key.
     if (event.type === 'ApiKeyRevoked') endFeedsOf(event.org_id, event.data.key.public_id);
     let message;

@@ -104,6 +104,7 @@ export function liveMessage(event: JetcronEvent): LiveMessage | null {
     case 'DebounceWindowOpened':
     case 'InboundDebounceOpened':
     case 'QuotaReserved':
+    case 'PartitionClaimed':
     case 'NotificationSent':
     case 'NotificationFailed':
       return null;

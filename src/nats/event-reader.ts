@@ -1,4 +1,5 @@
 import { STREAMS } from '../../streams/definitions.ts';
+import { eventsOf } from '../events/commit.ts';
 import type { StoredEvent } from '../events/envelope.ts';
 import type { JetcronEvent } from '../events/types.ts';
 import { decodeJson } from '../lib/json.ts';
@@ -50,13 +51,44 @@ interface RawItem {
   traceparent?: string | undefined;
 }
 
-/** Reads EVENTS: see `readStream`. */
+/**
+ * The events of one EVENTS message: a commit's list, or the one event. Every reader of
+ * the tap decodes with this, since the decoded value is shared between them.
+ */
+export function decodeEvents(data: Uint8Array): JetcronEvent[] {
+  return eventsOf<JetcronEvent>(decodeJson<unknown>(data));
+}
+
+/** Each event of each message, in order, with its message's sequence and its place in it. */
+function flatten(batch: StreamItem<JetcronEvent[]>[]): StoredEvent<JetcronEvent>[] {
+  const out: StoredEvent<JetcronEvent>[] = [];
+  for (const item of batch) {
+    item.event.forEach((event, index) => out.push({ event, seq: item.seq, subject: item.subject, index, traceparent: event.traceparent ?? item.traceparent }));
+  }
+  return out;
+}
+
+/**
+ * Reads EVENTS: see `readStream`. The handler gets events, not messages: a commit's
+ * events arrive together, in one batch, with the same `seq`.
+ */
 export function readEvents(
   nats: Nats,
-  opts: EventReaderOptions,
+  opts: Omit<EventReaderOptions, 'reapply'> & { reapply?: (batch: StoredEvent<JetcronEvent>[]) => Promise<void> },
   handle: (batch: StoredEvent<JetcronEvent>[]) => Promise<void>,
 ): Promise<void> {
-  return readStream(nats, { ...opts, stream: STREAMS.events.name, decode: (data) => decodeJson<JetcronEvent>(data), shared: true }, handle);
+  const { reapply } = opts;
+  return readStream<JetcronEvent[]>(
+    nats,
+    {
+      ...opts,
+      stream: STREAMS.events.name,
+      decode: decodeEvents,
+      shared: true,
+      reapply: reapply && ((item) => reapply(flatten([item as StreamItem<JetcronEvent[]>]))),
+    },
+    (batch) => handle(flatten(batch)),
+  );
 }
 
 /**

@@ -13,7 +13,7 @@ export interface TapItem {
   traceparent?: string | undefined;
 }
 
-/** Recent items kept, so a reader that starts or catches up a little behind joins without a read of its own. */
+/** Recent items kept (at least this many, at most twice), so a reader that starts or catches up a little behind joins without a read of its own. */
 const RING_SIZE = 10_000;
 /** A reader this far behind the tap reads on its own until it catches up; the others go on. */
 const LAG_LIMIT = 10_000;
@@ -150,7 +150,9 @@ function start(nats: Nats, tap: Tap, from: number): void {
       const item: TapItem = { data: m.data, seq: m.seq, subject: m.subject, traceparent: traceparentOf(m) };
       tap.next = m.seq + 1;
       tap.ring.push(item);
-      if (tap.ring.length > tap.ringSize) tap.ring.splice(0, tap.ring.length - tap.ringSize);
+      // Trimmed once it holds twice its size, not at every item: a splice moves the
+      // whole ring, and one per message made a replay of the log quadratic.
+      if (tap.ring.length >= 2 * tap.ringSize) tap.ring.splice(0, tap.ring.length - tap.ringSize);
       let waiting = 0;
       let shared = 0;
       for (const r of tap.readers) {

@@ -16,7 +16,8 @@ import { openCheckpoint } from './throttled-checkpoint.ts';
  * chain then goes on); one that fails transiently is retried until it passes.
  */
 export function readEventsKeyed(opts: KeyedReadOptions<StoredEvent<JetcronEvent>>): Promise<void> {
-  return readKeyed(opts, (read, handle) => readEvents(opts.nats, { ...read, reapply: (e) => opts.handle(e) }, handle));
+  return readKeyed(opts, (read, handle) =>
+    readEvents(opts.nats, { ...read, reapply: async (events) => { for (const e of events) await opts.handle(e); } }, handle));
 }
 
 interface KeyedReadOptions<I> {
@@ -57,8 +58,11 @@ async function readKeyed<I extends { seq: number; subject: string }>(opts: Keyed
     await reader(read, async (events) => {
       for (const e of events) {
         const item = { stream: 'EVENTS', seq: e.seq, subject: e.subject };
+        // A commit's events share its seq: the checkpoint passes it once all of them finished.
+        pipeline.hold(e.seq);
         await pipeline.push(opts.keyOf(e), e.seq, () => runItem(item, () => opts.handle(e)), stopped);
       }
+      pipeline.release();
       await advance();
     });
   } finally {

@@ -13,6 +13,12 @@ export interface Lease {
   readonly name: string;
   /** Resolves once we own it; rejects if `signal` aborts first. */
   acquire(signal: AbortSignal): Promise<void>;
+  /**
+   * Whether the holding is still good now, by the monotonic clock rather than a timer:
+   * a process frozen past its lease (SIGSTOP, a long pause) and then resumed may run
+   * other callbacks before its expiry timer, so whoever acts for the lease asks first.
+   */
+  held(): boolean;
   /** Called when a renewal finds someone else (or no one) owning the key. */
   onLost(fn: () => void): void;
   release(): Promise<void>;
@@ -35,6 +41,7 @@ export function createLease(kv: KV, name: string, owner: string, log: (m: string
   let generation = 0;
   let revision = 0;
   let renewedAt = 0;
+  let renewedAtMono = 0;
   let timer: NodeJS.Timeout | undefined;
   let expiry: NodeJS.Timeout | undefined;
   let failing = false;
@@ -59,6 +66,7 @@ export function createLease(kv: KV, name: string, owner: string, log: (m: string
   const renewed = (rev: number) => {
     revision = rev;
     renewedAt = Date.now();
+    renewedAtMono = performance.now();
     clearTimeout(expiry);
     expiry = setTimeout(() => drop(`no renewal for ${((Date.now() - renewedAt) / 1000).toFixed(1)} s`), ttl - STOP_BEFORE_EXPIRY_MS);
   };
@@ -100,6 +108,7 @@ export function createLease(kv: KV, name: string, owner: string, log: (m: string
   return {
     name,
     onLost: (fn) => void lost.push(fn),
+    held: () => revision !== 0 && performance.now() - renewedAtMono < ttl - STOP_BEFORE_EXPIRY_MS,
     async acquire(signal) {
       while (!signal.aborted) {
         let rev = 0;

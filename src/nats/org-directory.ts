@@ -1,4 +1,4 @@
-import { SUBJECTS } from '../../streams/definitions.ts';
+import { SUBJECTS } from '../../streams/subjects.ts';
 import type { Organization, OrganizationEvent } from '../commands/organization/types.ts';
 import type { ApiKey, ApiKeyEvent } from '../commands/api-key/types.ts';
 import type { EventStore } from '../events/store.ts';
@@ -13,12 +13,18 @@ import { onConnectionGap, type Nats } from './connection.ts';
 export function createDirectory(nats: Nats, store: EventStore) {
   const orgs = new Map<string, Organization>();
   const keys = new Map<string, ApiKey | null>();
+  // Ping keys of the organizations whose events this process has seen (a key that was
+  // rotated away stays here; `organization()` says whose it is now).
+  const pingKeys = new Map<string, string>();
+  const keep = (org: Organization) => {
+    orgs.set(org.id, org);
+    if (org.ping_key) pingKeys.set(org.ping_key, org.id);
+  };
   const orgSub = nats.nc.subscribe('evt.*.org', {
     callback: (_err, msg) => {
       // A message that is not a well-formed event is no one's organization (the readers record it).
       try {
-        const e = decodeJson<OrganizationEvent>(msg.data);
-        orgs.set(e.data.organization.id, e.data.organization);
+        keep(decodeJson<OrganizationEvent>(msg.data).data.organization);
       } catch { /* ignored */ }
     },
   });
@@ -33,11 +39,16 @@ export function createDirectory(nats: Nats, store: EventStore) {
   onConnectionGap(nats, () => {
     orgs.clear();
     keys.clear();
+    pingKeys.clear();
   });
   return {
     /** Our own writes update the cache at once instead of waiting for the subscription. */
     remember(org: Organization): void {
-      orgs.set(org.id, org);
+      keep(org);
+    },
+    /** The organization whose event with this ping key this process saw, if any (check it is still its key). */
+    organizationOfPingKey(pingKey: string): string | undefined {
+      return pingKeys.get(pingKey);
     },
     async organization(orgId: string): Promise<Organization | null> {
       const cached = orgs.get(orgId);
@@ -45,7 +56,7 @@ export function createDirectory(nats: Nats, store: EventStore) {
       const last = await store.last<OrganizationEvent>(SUBJECTS.org(orgId));
       if (!last) return null;
       const org = orgs.get(orgId) ?? last.event.data.organization;
-      orgs.set(orgId, org);
+      keep(org);
       return org;
     },
     async apiKey(publicId: string): Promise<ApiKey | null> {

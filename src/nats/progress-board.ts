@@ -1,4 +1,4 @@
-import { SUBJECTS } from '../../streams/definitions.ts';
+import { SUBJECTS } from '../../streams/subjects.ts';
 import { decodeJson } from '../lib/json.ts';
 import type { Nats } from './connection.ts';
 import { ConsumerProgress, type Supervisor } from './supervisor.ts';

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { NoRespondersError } from '@nats-io/transport-node';
-import { SUBJECTS } from '../../streams/definitions.ts';
+import { SUBJECTS } from '../../streams/subjects.ts';
 import { decodeJson } from '../lib/json.ts';
 import type { Nats } from './connection.ts';
 

@@ -1,8 +1,10 @@
 import type { JsMsg } from '@nats-io/jetstream';
-import { CONSUMERS, SUBJECTS } from '../../streams/definitions.ts';
+import { CONSUMERS } from '../../streams/definitions.ts';
+import { SUBJECTS } from '../../streams/subjects.ts';
 import type { NotificationChannel, NotificationDelivery, NotificationEvent } from '../commands/notification/types.ts';
 import type { OutboundClient } from '../dispatchers/outbound-client.ts';
 import { signedHeaders } from '../dispatchers/signing.ts';
+import { signingSecrets } from '../commands/organization/decide.ts';
 import type { EventStore } from '../events/store.ts';
 import type { Clock } from '../lib/clock.ts';
 import { decodeJson } from '../lib/json.ts';
@@ -52,17 +54,19 @@ export function startDeliverer(deps: DelivererDeps) {
     const org = await deps.directory.organization(job.org_id);
     if (!org) return { ok: false, final: true, status_code: null, error: `organization ${job.org_id} not found` };
     const body = job.body ?? '';
+    const nowMs = deps.clock.now();
     const headers: Record<string, string> = {
       'Content-Type': 'application/json',
       'User-Agent': 'jetcron-notifier',
       'X-Jetcron-Event': job.event,
       'X-Jetcron-Notification-Id': job.id,
       ...signedHeaders({
-        secret: org.webhook_secret,
+        secrets: signingSecrets(org, nowMs),
         taskId: job.source.type === 'task' ? job.source.id : undefined,
         executionId: job.signing_id,
+        webhookId: job.id,
         body,
-        nowMs: deps.clock.now(),
+        nowMs,
       }),
     };
     const r = await tracedSend(deps.outbound, { url: job.target, method: 'POST', headers, body, timeoutMs: WEBHOOK_TIMEOUT_MS });

@@ -1,5 +1,41 @@
 import type { NotificationEventName, NotifySourceType } from '../commands/notification/types.ts';
+import { downReasonOf } from '../commands/monitor/decide.ts';
+import type { DownReason, MonitorEvent } from '../commands/monitor/types.ts';
 import type { Transition } from './state.ts';
+
+/** Why a monitor went down, as its notification says it: the reason and what showed it. */
+export interface MonitorDown {
+  down_reason: DownReason;
+  /** `exit_status`: the status the job exited with. */
+  exit_status?: number | null;
+  /** `too_fast` (and an end that failed after a start): how long the run took. */
+  duration_ms?: number | null;
+  /** `too_long`: when the run that never ended started. */
+  run_started_at?: string;
+}
+
+export function monitorDown(data: Extract<MonitorEvent, { type: 'MonitorWentDown' }>['data']): MonitorDown {
+  const down: MonitorDown = { down_reason: downReasonOf(data.reason) };
+  if (data.ping?.exit_status != null) down.exit_status = data.ping.exit_status;
+  if (data.ping?.duration_ms != null) down.duration_ms = data.ping.duration_ms;
+  if (data.run) down.run_started_at = data.run.started_at;
+  return down;
+}
+
+function downText(d: MonitorDown): string {
+  switch (d.down_reason) {
+    case 'missed':
+      return 'no ping in time';
+    case 'failed':
+      return 'the job signalled a failure';
+    case 'exit_status':
+      return `the job exited with status ${d.exit_status ?? '?'}`;
+    case 'too_long':
+      return `a run started at ${d.run_started_at ?? '?'} did not end in time`;
+    case 'too_fast':
+      return `a run ended too fast (${d.duration_ms ?? '?'} ms)`;
+  }
+}
 
 /** The resource a notification is about, with its notification settings. */
 export interface NotifySource {
@@ -14,6 +50,8 @@ export interface NotifySource {
   notify_on_recovery: boolean | null;
   on_failure_url: string | null;
   on_recovery_url: string | null;
+  /** A monitor that went down: why. */
+  down?: MonitorDown;
 }
 
 /** The execution part of a notification: what its last attempt ended with. */
@@ -48,7 +86,8 @@ function outcomeText(e: ExecutionSummary): string {
 export function summaryLine(source: NotifySource, transition: Transition, execution: ExecutionSummary | null): string {
   const attempts = execution ? ` after ${execution.attempt} attempt${execution.attempt === 1 ? '' : 's'}` : '';
   if (source.type === 'monitor') {
-    return transition === 'failed' ? `jetcron: ${what(source)} is down` : `jetcron: ${what(source)} is up again`;
+    if (transition !== 'failed') return `jetcron: ${what(source)} is up again`;
+    return `jetcron: ${what(source)} is down${source.down ? `: ${downText(source.down)}` : ''}`;
   }
   if (transition === 'failed') {
     const verb = execution?.status === 'timeout' ? 'timed out' : 'failed';
@@ -68,7 +107,7 @@ export function webhookPayload(source: NotifySource, transition: Transition, exe
   const line = summaryLine(source, transition, execution);
   return {
     event: eventName(source.type, transition),
-    [source.type]: { id: source.id, name: source.name, ...(source.url !== null ? { url: source.url } : {}) },
+    [source.type]: { id: source.id, name: source.name, ...(source.url !== null ? { url: source.url } : {}), ...(source.down ?? {}) },
     ...(execution ? { execution } : {}),
     ...(chat ? { text: line, content: line } : {}),
   };
@@ -86,6 +125,7 @@ export function emailMessage(source: NotifySource, transition: Transition, execu
     `${LABEL[source.type]}: ${source.name || source.id} (${source.id})`,
   ];
   if (source.url) lines.push(`URL: ${source.url}`);
+  if (source.down) lines.push(`Down reason: ${source.down.down_reason}`);
   if (execution) {
     lines.push(
       `Execution: ${execution.id}`,

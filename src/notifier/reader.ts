@@ -1,5 +1,6 @@
 import { Kvm, type KV } from '@nats-io/kv';
-import { KV_BUCKETS, KV_CHECKPOINT_READERS, STREAMS, SUBJECTS } from '../../streams/definitions.ts';
+import { KV_BUCKETS, KV_CHECKPOINT_READERS, STREAMS } from '../../streams/definitions.ts';
+import { SUBJECTS } from '../../streams/subjects.ts';
 import type { StoredEvent } from '../events/envelope.ts';
 import type { JetcronEvent } from '../events/types.ts';
 import type { Clock } from '../lib/clock.ts';
@@ -9,7 +10,7 @@ import type { Nats } from '../nats/connection.ts';
 import { createLease, openLeaseBucket, whileLeased } from '../nats/lease.ts';
 import type { Directory } from '../nats/org-directory.ts';
 import type { NotifySourceType } from '../commands/notification/types.ts';
-import type { ExecutionSummary } from './message.ts';
+import { monitorDown, type ExecutionSummary, type NotifySource } from './message.ts';
 import { notificationIdFor, notifyMsgId, planNotifications, type NotificationJob } from './plan.ts';
 import type { SourceResolver } from './sources.ts';
 import { cachedNotifyState, nextState, openNotifyState, type NotifyStateStore, type Outcome } from './state.ts';
@@ -58,6 +59,7 @@ export function createNotifyDecider(
     outcome: Outcome,
     execution: ExecutionSummary | null,
     notificationId: string,
+    detail: Pick<NotifySource, 'down'> = {},
   ): Promise<void> {
     const resolve = deps.resolvers[source.type];
     if (!resolve) return;
@@ -71,7 +73,7 @@ export function createNotifyDecider(
       const jobs = planNotifications({
         id: notificationId,
         transition: step.transition,
-        source: resolved,
+        source: { ...resolved, ...detail },
         org,
         execution,
         emailEnabled: deps.emailEnabled,
@@ -104,11 +106,13 @@ export function createNotifyDecider(
       // A monitor's failure is going down; its recovery is the first ping after.
       case 'MonitorWentDown': {
         const m = event.data.monitor;
-        await onOutcome(event.org_id, seq, event.at, { type: 'monitor', id: m.id }, 'failure', null, notificationIdFor(event.id));
+        const down = monitorDown(event.data);
+        await onOutcome(event.org_id, seq, event.at, { type: 'monitor', id: m.id }, 'failure', null, notificationIdFor(event.id), { down });
         return;
       }
       case 'MonitorPinged': {
-        if (event.data.previous_status !== 'down') return;
+        // A start or a log line on a down monitor leaves it down: not a recovery.
+        if (event.data.previous_status !== 'down' || event.data.monitor.status !== 'up') return;
         const m = event.data.monitor;
         await onOutcome(event.org_id, seq, event.at, { type: 'monitor', id: m.id }, 'success', null, notificationIdFor(event.id));
         return;
@@ -186,6 +190,7 @@ export function createNotifyDecider(
         return;
       // Quota: plan-limit reservations.
       case 'QuotaReserved':
+      case 'PartitionClaimed':
         return;
       default:
         return unreachable(event);
@@ -246,6 +251,7 @@ export function notifyChainKey(event: JetcronEvent, subject: string): string {
     case 'NotificationSent':
     case 'NotificationFailed':
     case 'QuotaReserved':
+    case 'PartitionClaimed':
       return subject;
     default: {
       // A new event type fails the build here until it is listed above. At run time an

@@ -1,4 +1,4 @@
-import { SUBJECTS } from '../../streams/definitions.ts';
+import { SUBJECTS } from '../../streams/subjects.ts';
 import type { NotifySourceType } from '../commands/notification/types.ts';
 import { evolveTask } from '../commands/task/decide.ts';
 import type { Envelope } from '../events/envelope.ts';

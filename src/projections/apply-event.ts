@@ -1,5 +1,7 @@
-import type { Monitor } from '../commands/monitor/types.ts';
+import { upcastMonitor } from '../commands/monitor/decide.ts';
+import type { MonitorEvent, PingRecord } from '../commands/monitor/types.ts';
 import type { Endpoint } from '../commands/endpoint/types.ts';
+import type { Organization } from '../commands/organization/types.ts';
 import type { InboundEventEvent } from '../commands/inbound-event/types.ts';
 import type { Schedule } from '../commands/schedule/types.ts';
 import type { Task } from '../commands/task/types.ts';
@@ -43,13 +45,40 @@ function scheduleRow(s: Schedule) {
   return { id: s.id, org_id: s.org_id, doc, next_run_at, created_at: s.created_at, updated_at: s.updated_at };
 }
 
-function monitorRow(m: Monitor) {
-  const { org_id, token, status, last_ping_at, next_expected_at, deadline_at: _d, paused: _p, created_at, updated_at, id, ...doc } = m;
-  return { id, org_id, token, doc, status, last_ping_at, next_expected_at, created_at, updated_at };
+/**
+ * A monitor's row. `down_reason` is written when the event knows it: always since
+ * heartbeats; in older events only their going down says why (`reason`), so another
+ * old event leaves the column as it is.
+ */
+function monitorRow(event: Exclude<MonitorEvent, { type: 'MonitorDeleted' }>) {
+  const reason = event.type === 'MonitorWentDown' ? event.data.reason : undefined;
+  const written = event.data.monitor;
+  const m = upcastMonitor(written, reason);
+  const {
+    org_id, token, status, last_ping_at, next_expected_at, deadline_at: _d, late_at: _l, runs: _r, paused: _p, down_reason, created_at, updated_at, id, ...doc
+  } = m;
+  const known = written.runs !== undefined || reason !== undefined || status !== 'down';
+  return {
+    id, org_id, token, doc, status, last_ping_at, next_expected_at, slug: m.slug,
+    ...(known ? { down_reason } : {}),
+    created_at, updated_at,
+  };
+}
+
+/** A ping's row; pings recorded before heartbeats have kind `ping` (a success) and none of the run fields. */
+function pingRow(ping: PingRecord, monitorId: string) {
+  const kind = (ping.kind as string) === 'ping' ? 'success' : ping.kind;
+  return { ...ping, kind, exit_status: ping.exit_status ?? null, rid: ping.rid ?? null, duration_ms: ping.duration_ms ?? null, monitor_id: monitorId };
+}
+
+/** The secret a rotation replaced lives in the events only: the API reads the organization from them. */
+function organizationRow(o: Organization) {
+  const { previous_webhook_secret: _p, previous_webhook_secret_expires_at: _x, ...row } = o;
+  return row;
 }
 
 function endpointRow(e: Endpoint) {
-  const { org_id, slug, paused, sealed_secrets: _s, created_at, updated_at, id, ...doc } = e;
+  const { org_id, slug, paused, sealed_secrets: _s, sealed_verification_secret: _v, created_at, updated_at, id, ...doc } = e;
   return { id, org_id, slug, doc, paused, created_at, updated_at };
 }
 
@@ -72,7 +101,7 @@ export function applyEvent(batch: ProjectionBatch, event: JetcronEvent): void {
     case 'OrganizationPlanChanged':
     case 'OrganizationSettingsUpdated':
     case 'WebhookSecretRotated':
-      batch.orgs.set(event.data.organization.id, { ...event.data.organization });
+      batch.orgs.set(event.data.organization.id, organizationRow(event.data.organization));
       return;
     case 'ApiKeyCreated':
     case 'ApiKeyRevoked':
@@ -181,9 +210,9 @@ export function applyEvent(batch: ProjectionBatch, event: JetcronEvent): void {
     case 'MonitorPinged':
     case 'MonitorWentDown': {
       const m = event.data.monitor;
-      batch.monitors.set(m.id, monitorRow(m));
+      batch.patch(batch.monitors, m.id, monitorRow(event));
       const ping = 'ping' in event.data ? event.data.ping : undefined;
-      if (ping) batch.pings.set(ping.id, { ...ping, monitor_id: m.id });
+      if (ping) batch.pings.set(ping.id, pingRow(ping, m.id));
       return;
     }
     case 'MonitorDeleted':
@@ -231,6 +260,7 @@ export function applyEvent(batch: ProjectionBatch, event: JetcronEvent): void {
       return;
     // Quota: plan-limit reservations, read back from their subject by the quota decider.
     case 'QuotaReserved':
+    case 'PartitionClaimed':
       return;
     default:
       return unreachable(event);

@@ -5,16 +5,16 @@ import { updateRows, upsertRows, type ColumnTypes, type Parent, type Row } from 
 const TS = 'timestamptz';
 const ORG_TYPES: ColumnTypes = {
   id: 'text', name: 'text', plan: 'text', webhook_secret: 'text', notification_email: 'text',
-  notification_webhook_url: 'text', notify_on_failure: 'boolean', notify_on_recovery: 'boolean',
+  notification_webhook_url: 'text', notify_on_failure: 'boolean', notify_on_recovery: 'boolean', ping_key: 'text',
   created_at: TS, updated_at: TS,
 };
 const KEY_TYPES: ColumnTypes = { public_id: 'text', org_id: 'text', secret_hash: 'text', created_at: TS, revoked_at: TS };
-const TASK_TYPES: ColumnTypes = { id: 'text', org_id: 'text', doc: 'jsonb', lane: 'text', last_execution_id: 'text', created_at: TS, updated_at: TS };
+const TASK_TYPES: ColumnTypes = { id: 'text', org_id: 'text', doc: 'json', lane: 'text', last_execution_id: 'text', created_at: TS, updated_at: TS };
 export const EXECUTION_TYPES: ColumnTypes = {
   id: 'text', org_id: 'text', source_type: 'text', source_id: 'text', source_name: 'text', url: 'text',
   status: 'text', status_code: 'integer', error_message: 'text', attempt: 'integer', duration_ms: 'integer',
-  scheduled_for: TS, started_at: TS, finished_at: TS, callback_url: 'text', request: 'jsonb',
-  response_body: 'text', response_body_encoding: 'text', response_truncated: 'boolean', response_headers: 'jsonb', script_logs: 'jsonb',
+  scheduled_for: TS, started_at: TS, finished_at: TS, callback_url: 'text', request: 'json',
+  response_body: 'text', response_body_encoding: 'text', response_truncated: 'boolean', response_headers: 'json', script_logs: 'json',
   parent_id: 'text', created_at: TS, updated_at: TS,
 };
 const ENDPOINT_TYPES: ColumnTypes = { id: 'text', org_id: 'text', slug: 'text', doc: 'jsonb', paused: 'boolean', created_at: TS, updated_at: TS };
@@ -32,10 +32,11 @@ const SCHEDULE_TYPES: ColumnTypes = {
 };
 const MONITOR_TYPES: ColumnTypes = {
   id: 'text', org_id: 'text', token: 'text', doc: 'jsonb', status: 'text', last_ping_at: TS, next_expected_at: TS,
-  created_at: TS, updated_at: TS,
+  slug: 'text', down_reason: 'text', created_at: TS, updated_at: TS,
 };
 const PING_TYPES: ColumnTypes = {
   id: 'text', monitor_id: 'text', kind: 'text', received_at: TS, method: 'text', source_ip: 'text', user_agent: 'text', body: 'text',
+  exit_status: 'integer', rid: 'text', duration_ms: 'integer',
 };
 
 /**

@@ -2,7 +2,7 @@ import { sql, type RawBuilder } from 'kysely';
 import { storableText } from '../lib/input-checks.ts';
 
 export type Row = Record<string, unknown>;
-/** Postgres type of each column: text, jsonb, timestamptz, integer, bigint, boolean. */
+/** Postgres type of each column: text, json, jsonb, timestamptz, integer, bigint, boolean. */
 export type ColumnTypes = Record<string, string>;
 
 /** Groups rows by their set of columns so each group is one statement. */
@@ -34,15 +34,22 @@ export function columnJson(rows: Row[], column: string): string {
   return UNSTORABLE_ESCAPE.test(text) ? JSON.stringify(values, storable) : text;
 }
 
+/** The set-returning function that walks one column's JSON array as values of the column's type. */
+function elements(type: string | undefined, array: string) {
+  if (type === 'jsonb') return sql`jsonb_array_elements(${array}::jsonb)`;
+  // json elements are slices of the array's text: checked once, never parsed again.
+  if (type === 'json') return sql`json_array_elements(${array}::json)`;
+  return sql`json_array_elements_text(${array}::json)`;
+}
+
 /**
  * The rows as a relation `x(col1, …)` of typed columns: each column is one parameter
  * (a JSON array) and `ROWS FROM` walks them side by side. A statement so takes
- * thousands of rows in a few parameters, and Postgres parses each value once: jsonb
- * columns as jsonb, the others as text cast to their type. A JSON null is SQL NULL.
+ * thousands of rows in a few parameters, and Postgres parses each value once: json and
+ * jsonb columns as such, the others as text cast to their type. A JSON null is SQL NULL.
  */
 function rowsFrom(rows: Row[], columns: string[], types: ColumnTypes) {
-  const arrays = columns.map((c) =>
-    types[c] === 'jsonb' ? sql`jsonb_array_elements(${columnJson(rows, c)}::jsonb)` : sql`json_array_elements_text(${columnJson(rows, c)}::json)`);
+  const arrays = columns.map((c) => elements(types[c], columnJson(rows, c)));
   return sql`ROWS FROM (${sql.join(arrays)}) AS x(${sql.join(columns.map((c) => sql.ref(c)))})`;
 }
 
@@ -51,6 +58,8 @@ function typed(columns: string[], types: ColumnTypes) {
   return sql.join(columns.map((c) => {
     const type = types[c] ?? 'text';
     if (type === 'jsonb') return sql`nullif(x.${sql.ref(c)}, 'null') AS ${sql.ref(c)}`;
+    // json has no equality operator; its type says null.
+    if (type === 'json') return sql`CASE WHEN json_typeof(x.${sql.ref(c)}) <> 'null' THEN x.${sql.ref(c)} END AS ${sql.ref(c)}`;
     return type === 'text' ? sql`x.${sql.ref(c)}` : sql`x.${sql.ref(c)}::${sql.raw(type)} AS ${sql.ref(c)}`;
   }));
 }

@@ -1,5 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
-import { SUBJECTS } from '../../streams/definitions.ts';
+import { SUBJECTS } from '../../streams/subjects.ts';
 import type { Db } from '../db/connect.ts';
 import type { StoredEvent } from '../events/envelope.ts';
 import type { JetcronEvent } from '../events/types.ts';
@@ -113,9 +113,9 @@ export async function runProjection(deps: ProjectorDeps, signal: AbortSignal, op
         committed = Math.max(committed, seq);
         deps.nats.nc.publish(SUBJECTS.projected, String(seq));
       },
-      reapply: async (item: StoredEvent<JetcronEvent>) => {
+      reapply: async (events: StoredEvent<JetcronEvent>[]) => {
         await writing;
-        await commit(prepare([item]), item.seq);
+        await commit(prepare(events), events[0]!.seq);
       },
     };
     await readEvents(deps.nats, read, async (events) => {

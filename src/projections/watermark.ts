@@ -1,4 +1,4 @@
-import { SUBJECTS } from '../../streams/definitions.ts';
+import { SUBJECTS } from '../../streams/subjects.ts';
 import type { Db } from '../db/connect.ts';
 import type { Nats } from '../nats/connection.ts';
 import { readCheckpoint } from './projector.ts';

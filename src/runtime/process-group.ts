@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { Config, Role } from '../config.ts';
 import { connectDb } from '../db/connect.ts';
 import { migrate } from '../db/migrations.ts';
-import { createEventStore } from '../events/store.ts';
+import { createEventStore } from '../nats/event-store.ts';
 import { createClock } from '../lib/clock.ts';
 import { applyStreams } from '../nats/apply-streams.ts';
 import { connectNats } from '../nats/connection.ts';

@@ -6,10 +6,12 @@ import { join } from 'node:path';
 import type { Config, Role } from '../config.ts';
 import { connectDb } from '../db/connect.ts';
 import { migrate } from '../db/migrations.ts';
-import { createEventStore } from '../events/store.ts';
+import { createEventStore } from '../nats/event-store.ts';
 import { startDispatcher } from '../dispatchers/dispatcher.ts';
+import { startTaskOwners } from '../owners/task-owners.ts';
+import type { AttemptResult } from '../commands/execution/types.ts';
 import { createOutboundClient } from '../dispatchers/outbound-client.ts';
-import { createApp } from '../http/app.ts';
+import { createRequestHandler } from '../http/app.ts';
 import { createHealth } from '../http/health.ts';
 import { openFailureLedger } from '../nats/failure-ledger.ts';
 import { createSupervisor } from '../nats/supervisor.ts';
@@ -158,6 +160,7 @@ async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () 
   // dispatcher, the API's checks and test call); its
   // worker threads start on the first script.
   const scripts = lazyScriptEngine({
+    timeoutMs: config.scriptTimeoutMs,
     observe: ({ hook, result, seconds }) => {
       metrics.scriptCalls.inc({ hook, result });
       if (result !== 'unavailable') metrics.scriptCallDuration.observe({ hook }, seconds);
@@ -169,25 +172,38 @@ async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () 
     const p = startProjector({ nats, db, owner: instanceId, log, supervisor });
     stoppers.push(named('projector', () => p.stop()));
   }
+  // Partition owners hold their tasks' delayed executions in memory, where TIMERS would have held them.
+  let ownersWaiting = () => 0;
   if (config.roles.has('scheduler')) {
-    const s = await startScheduler({ nats, store, clock, owner: instanceId, partitions: config.timerPartitions, log, supervisor, hooks });
+    const s = await startScheduler({ nats, store, clock, owner: instanceId, partitions: config.timerPartitions, log, supervisor, hooks, ownersHaveTasks: config.dispatchMode === 'owners' });
     stoppers.push(named('scheduler', () => s.stop()));
-    metrics.timersPending.readFrom(() => s.timers().pending);
+    metrics.timersPending.readFrom(() => s.timers().pending + ownersWaiting());
     metrics.timersOverdue.readFrom(() => s.timers().overdue);
   }
   if (config.roles.has('dispatcher')) {
     const outbound = createOutboundClient({ allowPrivateTargets: config.allowPrivateTargets });
     stoppers.push(named('outbound client', () => outbound.close()));
+    const onAttemptFinished = (r: AttemptResult, exchangeMs: number | null) => {
+      if (r.next_attempt_at === null) metrics.executions.inc({ source_type: r.source.type, status: r.status });
+      if (exchangeMs !== null) metrics.attemptDuration.observe({ source_type: r.source.type, outcome: r.status }, exchangeMs / 1000);
+    };
     const d = startDispatcher({
-      nats, store, directory, outbound, clock, concurrency: config.dispatchConcurrency, log, supervisor, scripts,
+      nats, store, directory, outbound, clock, concurrency: config.dispatchConcurrency, log, supervisor, scripts, onAttemptFinished,
       onAttempt: (job, ms) => metrics.dispatchSeconds.observe({ kind: job.kind }, ms / 1000),
-      onAttemptFinished: (r, exchangeMs) => {
-        if (r.next_attempt_at === null) metrics.executions.inc({ source_type: r.source.type, status: r.status });
-        if (exchangeMs !== null) metrics.attemptDuration.observe({ source_type: r.source.type, outcome: r.status }, exchangeMs / 1000);
-      },
     });
     stoppers.push(named('dispatcher', () => d.stop()));
-    metrics.hostBlocksActive.readFrom(() => d.hostBlocksActive());
+    if (config.dispatchMode === 'owners') {
+      const owners = await startTaskOwners({
+        nats, store, directory, outbound, clock, log, owner: instanceId, partitions: config.partitions, concurrency: config.dispatchConcurrency, scripts, onAttemptFinished,
+      });
+      stoppers.push(named('task partition owners', () => owners.stop()));
+      ownersWaiting = () => owners.waitingForTime();
+      if (!config.roles.has('scheduler')) metrics.timersPending.readFrom(() => owners.waitingForTime());
+      // Both watch the same blocks; each learns of a new one on its own.
+      metrics.hostBlocksActive.readFrom(() => Math.max(d.hostBlocksActive(), owners.hostBlocksActive()));
+    } else {
+      metrics.hostBlocksActive.readFrom(() => d.hostBlocksActive());
+    }
   }
   if (config.roles.has('notifier')) {
     const notifyOutbound = createOutboundClient({ allowPrivateTargets: config.allowPrivateTargets, connectionsPerOrigin: 16 });
@@ -223,8 +239,8 @@ async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () 
     stoppers.push(async () => health.close());
     const live = createLiveFeeds({ nats, watermark, log }, { perOrg: config.liveFeedsPerOrg, max: config.liveFeedsMax });
     metrics.liveFeeds.readFrom(() => live.count);
-    const app = createApp({ config, db, nats, store, clock, directory, reads, rateLimiter, metrics, endpoints, secrets, hooks, health, scripts, live }, log, () => root);
-    // Inbound URLs skip express: they are the hot path and need neither an API key nor JSON.
+    const app = createRequestHandler({ config, db, nats, store, clock, directory, reads, rateLimiter, metrics, endpoints, secrets, hooks, health, scripts, live }, log, () => root);
+    // Inbound URLs skip express (and pings by token, in `app`): they are the hot path and need neither an API key nor JSON.
     const receiver = createInboundReceiver({ nats, endpoints, hooks, secrets, metrics, log });
     const server: Server = createServer((req, res) => {
       if (!receiver.handle(req, res)) app(req, res);

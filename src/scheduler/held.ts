@@ -1,5 +1,6 @@
-import { STREAMS, SUBJECTS } from '../../streams/definitions.ts';
-import type { AttemptJob } from '../dispatchers/job.ts';
+import { STREAMS } from '../../streams/definitions.ts';
+import { SUBJECTS } from '../../streams/subjects.ts';
+import type { AttemptJob } from '../commands/execution/job.ts';
 import { decodeJson, encodeJson } from '../lib/json.ts';
 import type { Nats } from '../nats/connection.ts';
 import { withTraceparent } from '../telemetry/tracing.ts';

@@ -7,25 +7,34 @@
  */
 export function createKeyedPipeline(opts: { maxInFlight: number; retryMs: number; log: (m: string) => void }) {
   const chains = new Map<string, Promise<void>>();
+  // Positions in arrival order, one per item (nondecreasing; the events of one commit
+  // share their message's position), and the items finished but not yet passed.
   const order: number[] = [];
   const done = new Set<number>();
+  let base = 0; // ticket of order[0]
   let head = 0;
   let completed = 0;
   // An item left unfinished by a stop: the checkpoint must not pass it.
   let ceiling = Infinity;
+  // A position whose items are still being pushed (a commit's events): not complete yet.
+  let held = Infinity;
   let inFlight = 0;
   let slot: (() => void) | undefined;
 
-  const finish = (position: number) => {
-    done.add(position);
+  const finish = (ticket: number) => {
+    done.add(ticket);
     inFlight--;
-    while (head < order.length && done.has(order[head]!)) {
-      completed = order[head]!;
-      done.delete(completed);
+    while (head < order.length && done.has(base + head)) {
+      done.delete(base + head);
+      const position = order[head]!;
       head++;
+      // A position is complete only once every item holding it is.
+      const next = head < order.length ? order[head] : undefined;
+      completed = Math.max(completed, next === position ? position - 1 : position);
     }
     if (head > 4096) {
       order.splice(0, head);
+      base += head;
       head = 0;
     }
     slot?.();
@@ -34,12 +43,20 @@ export function createKeyedPipeline(opts: { maxInFlight: number; retryMs: number
 
   return {
     get completed() {
-      return Math.min(completed, ceiling);
+      return Math.min(completed, ceiling, held - 1);
+    },
+    /** Items of `position` are being pushed: it is not complete before `release`. */
+    hold(position: number): void {
+      held = position;
+    },
+    release(): void {
+      held = Infinity;
     },
     /** `work` resolving `false` means it was abandoned unfinished (a stop). */
     async push(key: string, position: number, work: () => Promise<boolean | void>, stopped: () => boolean): Promise<void> {
       while (inFlight >= opts.maxInFlight) await new Promise<void>((r) => (slot = r));
       inFlight++;
+      const ticket = base + order.length;
       order.push(position);
       const run = async () => {
         for (;;) {
@@ -58,7 +75,7 @@ export function createKeyedPipeline(opts: { maxInFlight: number; retryMs: number
       };
       const p = (chains.get(key) ?? Promise.resolve()).then(run).finally(() => {
         if (chains.get(key) === p) chains.delete(key);
-        finish(position);
+        finish(ticket);
       });
       chains.set(key, p);
     },

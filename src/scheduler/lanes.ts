@@ -1,8 +1,9 @@
 import { Kvm, type KV } from '@nats-io/kv';
-import { KV_BUCKETS, STREAMS, SUBJECTS } from '../../streams/definitions.ts';
+import { KV_BUCKETS, STREAMS } from '../../streams/definitions.ts';
+import { SUBJECTS } from '../../streams/subjects.ts';
 import type { EventStore } from '../events/store.ts';
 import { executionCancelled, sourceGone } from '../commands/execution/ending.ts';
-import { jobMsgId, type AttemptJob } from '../dispatchers/job.ts';
+import { jobMsgId, type AttemptJob } from '../commands/execution/job.ts';
 import { decodeJson, encodeJson } from '../lib/json.ts';
 import type { Nats } from '../nats/connection.ts';
 import { deleteIfStored } from '../nats/delete-message.ts';

@@ -1,7 +1,7 @@
 import { execute } from '../commands/execute.ts';
 import { decideSchedule, evolveSchedule } from '../commands/schedule/decide.ts';
 import { scheduleSubject } from '../commands/schedule/handlers.ts';
-import type { TickJob } from '../dispatchers/job.ts';
+import type { TickJob } from '../commands/execution/job.ts';
 import { ConcurrencyError, type EventStore } from '../events/store.ts';
 import type { Clock } from '../lib/clock.ts';
 

@@ -3,8 +3,8 @@ import type { Clock } from '../lib/clock.ts';
 import type { Nats } from '../nats/connection.ts';
 import { openLeaseBucket } from '../nats/lease.ts';
 import type { Supervisor } from '../nats/supervisor.ts';
-import { SUBJECTS } from '../../streams/definitions.ts';
-import { jobMsgId, type Job } from '../dispatchers/job.ts';
+import { SUBJECTS } from '../../streams/subjects.ts';
+import { jobMsgId, type Job } from '../commands/execution/job.ts';
 import { encodeJson } from '../lib/json.ts';
 import { createLanes } from './lanes.ts';
 import { recordDeadline } from './monitor-deadlines.ts';
@@ -28,10 +28,13 @@ export async function startScheduler(deps: {
   log: (m: string) => void;
   supervisor: Supervisor;
   hooks?: HooksFor;
+  ownersHaveTasks?: boolean;
 }) {
   const timers = createTimerStore(deps.nats, deps.partitions);
   const lanes = await createLanes(deps.nats, deps.store);
   const start = async (job: Job) => {
+    // A task's timer armed before the partition owners took tasks over: the owners hold that execution now.
+    if (deps.ownersHaveTasks && (job.kind === 'attempt' || job.kind === 'callback') && job.source.type === 'task') return;
     if (job.kind === 'tick') return recordTick(deps, job);
     if (job.kind === 'deadline') return recordDeadline(deps, job);
     if (job.kind === 'attempt' && job.attempt === 1 && job.lane) return lanes.enqueue({ ...job, lane: job.lane });

@@ -1,9 +1,10 @@
-import type { Job } from '../dispatchers/job.ts';
+import type { Job } from '../commands/execution/job.ts';
 import { decodeJson, encodeJson } from '../lib/json.ts';
 import { POISON_AFTER, type Supervisor } from '../nats/supervisor.ts';
 import type { Nats } from '../nats/connection.ts';
 import { followOrdered } from '../nats/follow.ts';
-import { STREAMS, SUBJECTS } from '../../streams/definitions.ts';
+import { STREAMS } from '../../streams/definitions.ts';
+import { SUBJECTS } from '../../streams/subjects.ts';
 import { createLease, whileLeased, type Lease } from '../nats/lease.ts';
 import type { KV } from '@nats-io/kv';
 import { TimerHeap } from './timer-heap.ts';

@@ -1,33 +1,36 @@
 import { Kvm } from '@nats-io/kv';
-import { KV_BUCKETS, KV_CHECKPOINT_READERS, STREAMS, SUBJECTS } from '../../streams/definitions.ts';
+import { KV_BUCKETS, KV_CHECKPOINT_READERS, STREAMS } from '../../streams/definitions.ts';
+import { SUBJECTS } from '../../streams/subjects.ts';
 import type { AttemptResult } from '../commands/execution/types.ts';
 import { executionCancelled } from '../commands/execution/ending.ts';
-import type { Task, TaskEvent } from '../commands/task/types.ts';
+import { TASK_EVENT_TYPES, type Task, type TaskEvent } from '../commands/task/types.ts';
 import { evolveTask } from '../commands/task/decide.ts';
 import type { EventStore } from '../events/store.ts';
 import type { JetcronEvent } from '../events/types.ts';
-import type { AttemptJob, CallbackJob, Job } from '../dispatchers/job.ts';
+import type { AttemptJob, CallbackJob, Job } from '../commands/execution/job.ts';
 import type { Clock } from '../lib/clock.ts';
 import { unreachable } from '../lib/unreachable.ts';
 import type { Nats } from '../nats/connection.ts';
 import { createLease, openLeaseBucket, whileLeased } from '../nats/lease.ts';
 import { materializeBatch } from '../commands/batch/handlers.ts';
-import { callbackBody } from './callback-body.ts';
+import { afterAttempt, needsRetryPlan, nextCallback, type RetryPlan } from '../commands/execution/next-step.ts';
 import { evolveSchedule } from '../commands/schedule/decide.ts';
 import { scheduleSubject } from '../commands/schedule/handlers.ts';
 import type { Schedule, ScheduleEvent } from '../commands/schedule/types.ts';
-import { scheduleAttemptJob, tickJob } from './schedule-jobs.ts';
-import { deadlineJob } from './monitor-deadlines.ts';
-import { taskAttemptJob } from './task-jobs.ts';
+import { scheduleAttemptJob, tickJob } from '../commands/execution/schedule-jobs.ts';
+import { deadlineJob, deadlineTimerMayRemain } from './monitor-deadlines.ts';
+import { upcastMonitor } from '../commands/monitor/decide.ts';
+import { nextDeadline } from '../commands/monitor/runs.ts';
+import { taskAttemptJob } from '../commands/execution/task-jobs.ts';
 import type { Lanes } from './lanes.ts';
-import type { TimerStore } from './timer-store.ts';
+import { DEADLINE_TIMER, type TimerStore } from './timer-store.ts';
 import { readEventsKeyed } from '../nats/keyed-event-reader.ts';
 import { isWrongLastSequence } from '../nats/jetstream-errors.ts';
 import type { Supervisor } from '../nats/supervisor.ts';
 import { evolveEndpoint } from '../commands/endpoint/decide.ts';
 import type { EndpointEvent } from '../commands/endpoint/types.ts';
 import type { InboundEventEvent } from '../commands/inbound-event/types.ts';
-import { endpointAttemptJob } from './endpoint-jobs.ts';
+import { endpointAttemptJob } from '../commands/execution/endpoint-jobs.ts';
 import type { Held } from './held.ts';
 import { inSpan, SpanKind } from '../telemetry/tracing.ts';
 
@@ -46,6 +49,13 @@ export interface TranslatorDeps {
   owner: string;
   log: (m: string) => void;
   supervisor: Supervisor;
+  /** Tasks are the partition owners' (JETCRON_DISPATCH=owners): their events and results are not this translator's. */
+  ownersHaveTasks?: boolean;
+}
+
+/** What the partition owners do instead of the translator when they own tasks: a task's events, and everything in their commits. */
+function ownersWork(event: JetcronEvent, subject: string): boolean {
+  return TASK_EVENT_TYPES.has(event.type) || subject.startsWith('evt.partition.');
 }
 
 /**
@@ -177,36 +187,30 @@ export function createTranslator(deps: TranslatorDeps) {
     await deps.timers.purgeSource(orgId, taskId);
   }
 
-  async function onAttemptFinished(orgId: string, d: AttemptResult) {
-    if (d.next_attempt_at && d.source.type === 'schedule') {
+  /** The next attempt as the execution's source says it now; null when the source is gone. */
+  async function retryPlan(orgId: string, d: AttemptResult): Promise<RetryPlan | null> {
+    if (d.source.type === 'schedule') {
       const last = await deps.store.last<ScheduleEvent>(scheduleSubject(orgId, d.source.id));
       const s = last ? evolveSchedule(null, last.event) : null;
-      if (s) {
-        const job = scheduleAttemptJob(s, { id: d.execution_id, scheduled_for: d.next_attempt_at, callback_url: d.push_callback_url }, d.attempt + 1);
-        await schedule(job, Date.parse(d.next_attempt_at), s.enabled);
+      return s && { job: scheduleAttemptJob(s, { id: d.execution_id, scheduled_for: d.next_attempt_at!, callback_url: d.push_callback_url }, d.attempt + 1), enabled: s.enabled };
+    }
+    return d.source.type === 'task' || d.source.type === 'endpoint' ? retryOf(orgId, d) : null;
+  }
+
+  async function onAttemptFinished(orgId: string, d: AttemptResult) {
+    const next = afterAttempt(orgId, d, needsRetryPlan(d) ? await retryPlan(orgId, d) : null, deps.clock.now());
+    switch (next.kind) {
+      case 'retry':
+        return schedule(next.job, next.dueAt, next.enabled);
+      case 'cancel':
+        await deps.store.append(SUBJECTS.execution(orgId, d.execution_id), next.event);
         return;
-      }
-    }
-    if (d.next_attempt_at && (d.source.type === 'task' || d.source.type === 'endpoint')) {
-      const next = await retryOf(orgId, d);
-      if (next) return schedule(next.job, Date.parse(d.next_attempt_at), next.enabled);
-      // Deleted or cancelled meanwhile: the attempt that ran was its last.
-      const cancelled = executionCancelled(orgId, { execution_id: d.execution_id, source: d.source, reason: `${d.source.type} deleted`, lane: d.lane ?? null }, deps.clock.now());
-      await deps.store.append(SUBJECTS.execution(orgId, d.execution_id), cancelled);
-      return;
-    }
-    if (d.lane) await deps.lanes.release(orgId, d.lane, d.execution_id);
-    if (d.callback_url) {
-      const job: CallbackJob = {
-        kind: 'callback',
-        org_id: orgId,
-        execution_id: d.execution_id,
-        source: d.source,
-        url: d.callback_url,
-        body: callbackBody(d),
-        attempt: 1,
-      };
-      await dispatchNow(job);
+      case 'end':
+        if (next.releaseLane) await deps.lanes.release(orgId, next.releaseLane, d.execution_id);
+        if (next.callback) await dispatchNow(next.callback);
+        return;
+      default:
+        return unreachable(next);
     }
   }
 
@@ -264,13 +268,14 @@ export function createTranslator(deps: TranslatorDeps) {
       case 'MonitorPaused':
       case 'MonitorWentDown':
       case 'MonitorDeleted': {
-        // One deadline timer per monitor, re-armed by every ping; none while it cannot go down.
-        const m = event.data.monitor;
-        if (event.type !== 'MonitorDeleted' && m.deadline_at && m.status === 'up' && !m.paused && m.enabled) {
+        // One deadline timer per monitor (the earlier of being late and an open run's
+        // limit), re-armed by every ping; none while it cannot go down.
+        const m = upcastMonitor(event.data.monitor);
+        if (event.type !== 'MonitorDeleted' && m.deadline_at && nextDeadline(m) === m.deadline_at) {
           const job = deadlineJob(m);
           await deps.timers.put(job, { state: 'armed', due_at: Date.parse(m.deadline_at), job });
-        } else {
-          await deps.timers.purgeSource(m.org_id, m.id);
+        } else if (deadlineTimerMayRemain(event)) {
+          await deps.timers.purgeOne(m.org_id, m.id, DEADLINE_TIMER);
         }
         return;
       }
@@ -298,10 +303,8 @@ export function createTranslator(deps: TranslatorDeps) {
         if (event.data.lane) await deps.lanes.release(event.org_id, event.data.lane, event.data.execution_id);
         return;
       case 'CallbackAttempted': {
-        const d = event.data;
-        if (!d.next_attempt_at) return;
-        const job: CallbackJob = { ...d.job, attempt: d.attempt + 1 };
-        await schedule(job, Date.parse(d.next_attempt_at));
+        const next = nextCallback(event.data);
+        if (next) await schedule(next.job, next.dueAt);
         return;
       }
       // Organization, API key: no job or timer; the directory reads them when needed.
@@ -334,6 +337,7 @@ export function createTranslator(deps: TranslatorDeps) {
         return;
       // Quota: plan-limit reservations, no work.
       case 'QuotaReserved':
+      case 'PartitionClaimed':
         return;
       default:
         return unreachable(event);
@@ -373,7 +377,7 @@ export function startTranslator(deps: TranslatorDeps) {
         supervisor: deps.supervisor,
         keyOf: (e) => chainKey(e.event, e.subject),
         // Each event continues the trace of the one who appended it (its message header).
-        handle: (e) => inSpan(`translate ${e.event.type}`, {
+        handle: (e) => deps.ownersHaveTasks && ownersWork(e.event, e.subject) ? Promise.resolve() : inSpan(`translate ${e.event.type}`, {
           kind: SpanKind.CONSUMER, traceparent: e.traceparent, continueOnly: true,
           attributes: () => ({ 'jetcron.org_id': e.event.org_id, 'jetcron.event_id': e.event.id, 'messaging.system': 'nats', 'messaging.destination.name': e.subject }),
         }, () => translator.handle(e.event, e.seq)),

@@ -78,6 +78,13 @@ export interface ScriptEngineOptions {
   queueWaitMs?: number;
   /** Calls waiting beyond this many answer "busy" at once (default 1000). */
   maxQueued?: number;
+  /**
+   * How long after the time limit the main thread terminates a worker whose script did
+   * not stop itself (default HARD_STOP_GRACE_MS). A machine so busy that a worker thread
+   * is not scheduled within it loses the worker (and the call's logs) though the
+   * script would have stopped itself; tests of the in-worker stop set it out of the way.
+   */
+  hardStopGraceMs?: number;
   /** Told of every call once it is answered (the service counts them; this module knows no metrics). */
   observe?: (call: ScriptCallObservation) => void;
 }
@@ -112,7 +119,7 @@ export function createScriptEngine(opts: ScriptEngineOptions = {}): ScriptEngine
   });
   const pool = createWorkerPool({
     workers: Math.max(1, opts.workers ?? DEFAULT_WORKERS),
-    hardStopMs: limits.timeoutMs + HARD_STOP_GRACE_MS,
+    hardStopMs: limits.timeoutMs + (opts.hardStopGraceMs ?? HARD_STOP_GRACE_MS),
     timeMessage,
     memoryMessage,
     queueWaitMs: opts.queueWaitMs ?? DEFAULT_QUEUE_WAIT_MS,

@@ -58,6 +58,8 @@ interface Slot {
 /** Starts after this many failed starts in a row fail the waiting calls, then retry with backoff. */
 const START_FAILURES_BEFORE_GIVING_UP = 3;
 const MAX_START_BACKOFF_MS = 30_000;
+/** How long a call waits for the pool's first worker to start (a busy machine takes seconds). */
+const START_WAIT_MS = 60_000;
 
 export function createWorkerPool(opts: PoolOptions): WorkerPool {
   const slots = new Set<Slot>();
@@ -67,6 +69,10 @@ export function createWorkerPool(opts: PoolOptions): WorkerPool {
   let closed = false;
   let replaced = 0;
   let startFailures = 0;
+  // Whether a worker has ever been ready. Until then a call waits for the pool to start
+  // (bounded by START_WAIT_MS), not for a free worker: the queue wait bounds waiting
+  // behind busy workers, and a busy machine may take longer than it to start one.
+  let started = false;
   const restartTimers = new Set<NodeJS.Timeout>();
 
   const elapsed = (job: Job) => performance.now() - job.startedAt;
@@ -107,6 +113,11 @@ export function createWorkerPool(opts: PoolOptions): WorkerPool {
     if (msg.type === 'ready') {
       slot.ready = true;
       startFailures = 0;
+      if (!started) {
+        started = true;
+        // The calls that waited for the start now wait for a free worker, as any call does.
+        for (const job of queue) armWait(job, opts.queueWaitMs);
+      }
       pump();
       return;
     }
@@ -188,6 +199,17 @@ export function createWorkerPool(opts: PoolOptions): WorkerPool {
     }
   }
 
+  /** Gives up on a queued call after `ms` (the queue wait, or the start wait before any worker is ready). */
+  function armWait(job: Job, ms: number): void {
+    if (job.waitTimer) clearTimeout(job.waitTimer);
+    job.waitTimer = setTimeout(() => {
+      const at = queue.indexOf(job);
+      if (at >= 0) queue.splice(at, 1);
+      job.waitTimer = null;
+      job.resolve({ failure: started ? `script engine busy: no worker free within ${ms} ms` : `script engine cannot start: no worker ready within ${ms} ms`, elapsedMs: 0 });
+    }, ms);
+  }
+
   for (let i = 0; i < opts.workers; i++) spawn();
 
   return {
@@ -198,12 +220,7 @@ export function createWorkerPool(opts: PoolOptions): WorkerPool {
       }
       return new Promise<PoolAnswer>((resolve) => {
         const job: Job = { request: { ...call, id: nextId++ }, resolve, waitTimer: null, startedAt: 0 };
-        job.waitTimer = setTimeout(() => {
-          const at = queue.indexOf(job);
-          if (at >= 0) queue.splice(at, 1);
-          job.waitTimer = null;
-          resolve({ failure: `script engine busy: no worker free within ${opts.queueWaitMs} ms`, elapsedMs: 0 });
-        }, opts.queueWaitMs);
+        armWait(job, started ? opts.queueWaitMs : Math.max(opts.queueWaitMs, START_WAIT_MS));
         queue.push(job);
         pump();
       });
@@ -240,7 +257,7 @@ export function createWorkerPool(opts: PoolOptions): WorkerPool {
 
 /**
  * Under tsx (this file is .ts) a worker does not inherit the main thread's loader
- * hooks (Node 20), so the worker starts with tsx's CommonJS hook and requires the
+ * hooks (Node 20 to 24), so the worker starts with tsx's CommonJS hook and requires the
  * TypeScript file; built to .js it would start the file directly.
  */
 function startWorker(config: WorkerConfig): Worker {

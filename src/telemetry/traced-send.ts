@@ -1,5 +1,6 @@
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
-import type { OutboundClient, OutboundRequest, OutboundResult } from '../dispatchers/outbound-client.ts';
+import type { OutboundClient, OutboundRequest } from '../dispatchers/outbound-client.ts';
+import type { OutboundResult } from '../commands/execution/exchange.ts';
 import { currentTraceparent, inSpan } from './tracing.ts';
 
 /**

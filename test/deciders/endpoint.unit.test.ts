@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { decideEndpoint, evolveEndpoint, type EndpointCommand } from '../../src/commands/endpoint/decide.ts';
 import { ENDPOINT_DEFAULTS, type EndpointInput, type SecretsChange } from '../../src/commands/endpoint/types.ts';
 import type { Plan } from '../../src/commands/organization/types.ts';
-import type { SealedSecrets } from '../../src/lib/secret-box.ts';
+import type { SealedSecrets } from '../../src/lib/sealed-secrets.ts';
 import { deciderSpec, later, meta, NOW } from './spec.ts';
 
 const spec = deciderSpec(decideEndpoint, evolveEndpoint);
@@ -23,7 +23,7 @@ describe('endpoint decider: create', () => {
     const [event] = spec.given([]).when(create()).thenMatches([{
       type: 'EndpointCreated',
       org_id: ORG,
-      data: { endpoint: { ...ENDPOINT_DEFAULTS, name: 'hooks', id: 'ep_1', org_id: ORG, paused: false, secret_names: [], sealed_secrets: null, created_at: NOW, updated_at: NOW } },
+      data: { endpoint: { ...ENDPOINT_DEFAULTS, name: 'hooks', id: 'ep_1', org_id: ORG, paused: false, secret_names: [], sealed_secrets: null, sealed_verification_secret: null, created_at: NOW, updated_at: NOW } },
     }]);
     assert.match(event!.data.endpoint.slug, /^ep_[0-9a-z]{32}$/);
   });
@@ -70,5 +70,39 @@ describe('endpoint decider: changes', () => {
     const deleted = decideEndpoint({ type: 'DeleteEndpoint' }, endpoint, meta());
     spec.given(created).when({ type: 'DeleteEndpoint' }).thenMatches([{ type: 'EndpointDeleted', data: { endpoint: { id: 'ep_1' } } }]);
     spec.given([...created, ...deleted]).when({ type: 'PauseEndpoint' }).thenRefuses({ status: 404 });
+  });
+});
+
+describe('endpoint decider: verification presets', () => {
+  const sealed = { sealed: 'v' } as unknown as SealedSecrets;
+  const withPreset = (verification: EndpointInput['verification'], plan: Plan = 'free', secret: SealedSecrets | null = sealed): EndpointCommand =>
+    ({ ...create({ verification }, plan), verificationSecret: secret } as EndpointCommand);
+
+  test('every plan: the preset without its secret, the secret sealed beside it', () => {
+    for (const type of ['standard-webhooks', 'stripe', 'github', 'shopify'] as const) {
+      spec.given([]).when(withPreset({ type })).thenMatches([{ data: { endpoint: { verification: { type }, sealed_verification_secret: sealed } } }]);
+    }
+    const hmac = { type: 'hmac', header: 'X-Signature', algorithm: 'sha1', encoding: 'base64', prefix: 'sha1=' } as const;
+    spec.given([]).when(withPreset(hmac)).thenMatches([{ data: { endpoint: { verification: hmac, sealed_verification_secret: sealed } } }]);
+  });
+
+  test('422 verification.<name>: no secret, an unknown type, hmac without its fields, hmac fields on another type', () => {
+    spec.given([]).when(withPreset({ type: 'stripe' }, 'free', null)).thenRefuses({ status: 422, field: 'verification.secret' });
+    spec.given([]).when(withPreset({ type: 'paypal' as 'stripe' })).thenRefuses({ status: 422, field: 'verification.type' });
+    spec.given([]).when(withPreset({ type: 'hmac', algorithm: 'sha256', encoding: 'hex' })).thenRefuses({ status: 422, field: 'verification.header' });
+    spec.given([]).when(withPreset({ type: 'hmac', header: 'X-Sig', encoding: 'hex' })).thenRefuses({ status: 422, field: 'verification.algorithm' });
+    spec.given([]).when(withPreset({ type: 'hmac', header: 'X-Sig', algorithm: 'sha256' })).thenRefuses({ status: 422, field: 'verification.encoding' });
+    spec.given([]).when(withPreset({ type: 'github', prefix: 'sha256=' })).thenRefuses({ status: 422, field: 'verification.prefix' });
+    spec.given([]).when(withPreset({ type: 'shopify', header: 'X-Other' })).thenRefuses({ status: 422, field: 'verification.header' });
+  });
+
+  test('update: a new preset replaces the secret, null clears both, leaving it out keeps both', () => {
+    const state = decideEndpoint(withPreset({ type: 'stripe' }), null, meta());
+    const other = { sealed: 'w' } as unknown as SealedSecrets;
+    spec.given(state).when({ ...update({ verification: { type: 'github' } }), verificationSecret: other } as EndpointCommand)
+      .thenMatches([{ data: { endpoint: { verification: { type: 'github' }, sealed_verification_secret: other }, changed: ['verification'] } }]);
+    spec.given(state).when(update({ verification: { type: 'github' } })).thenRefuses({ status: 422, field: 'verification.secret' });
+    spec.given(state).when(update({ verification: null })).thenMatches([{ data: { endpoint: { verification: null, sealed_verification_secret: null } } }]);
+    spec.given(state).when(update({ name: 'renamed' })).thenMatches([{ data: { endpoint: { verification: { type: 'stripe' }, sealed_verification_secret: sealed } } }]);
   });
 });

@@ -6,9 +6,11 @@ import { execute, retryConflicts, type CommandDeps, type Decide } from '../../sr
 import { decideSchedule } from '../../src/commands/schedule/decide.ts';
 import { scheduleSubject } from '../../src/commands/schedule/handlers.ts';
 import type { ScheduleEvent } from '../../src/commands/schedule/types.ts';
-import type { TickJob } from '../../src/dispatchers/job.ts';
+import type { TickJob } from '../../src/commands/execution/job.ts';
 import type { Envelope, StoredEvent } from '../../src/events/envelope.ts';
 import { ConcurrencyError, type EventStore } from '../../src/events/store.ts';
+import { createHeads } from '../../src/commands/heads.ts';
+import { ApiError } from '../../src/lib/errors.ts';
 import { createClock } from '../../src/lib/clock.ts';
 import { recordTick } from '../../src/scheduler/schedule-ticks.ts';
 import { meta } from './spec.ts';
@@ -106,6 +108,85 @@ describe('execute', () => {
     const store = memoryStore();
     const err = await retryConflicts({ store }, 'k', async () => { throw new ConcurrencyError('k'); }, 20, () => new ConcurrencyError('evt.k')).catch((e: unknown) => e);
     assert.ok(err instanceof ConcurrencyError);
+  });
+});
+
+describe('execute with remembered heads (this process\'s last appends)', () => {
+  /** The memory store, counting its loads. */
+  function countingStore() {
+    const store = memoryStore();
+    const loads: string[] = [];
+    const last = store.last.bind(store);
+    store.last = async <E extends Envelope>(subject: string) => {
+      loads.push(subject);
+      return last<E>(subject);
+    };
+    return Object.assign(store, { loads });
+  }
+
+  test('after an append, the next command on the subject decides without a load, guarded by the remembered sequence', async () => {
+    const store = countingStore();
+    const heads = createHeads<number>(10);
+    await execute(depsOf(store), 'evt.c.1', { add: 1 }, decide, evolve, { heads });
+    const second = await execute(depsOf(store), 'evt.c.1', { add: 2 }, decide, evolve, { heads });
+    assert.deepEqual(store.loads, ['evt.c.1']);
+    assert.deepEqual(second, { events: second.events, state: 3, seq: 3 });
+    assert.deepEqual(store.appends.map((a) => a.expectedSeq), [0, 1, 2]);
+  });
+
+  test('another writer appended since: the guard refuses, the command is decided again from the log at once (no lost update)', async () => {
+    const store = countingStore();
+    const heads = createHeads<number>(10);
+    await execute(depsOf(store), 'evt.c.1', { add: 1 }, decide, evolve, { heads });
+    await store.append('evt.c.1', counted('theirs', 10), 1);
+    const result = await execute(depsOf(store), 'evt.c.1', { add: 1 }, decide, evolve, { heads });
+    assert.equal(result.state, 11);
+    assert.deepEqual(store.log.map((e) => (e.event as Counted).data.count), [1, 10, 11]);
+    // Then remembered again.
+    await execute(depsOf(store), 'evt.c.1', { add: 1 }, decide, evolve, { heads });
+    assert.deepEqual(store.loads, ['evt.c.1', 'evt.c.1']);
+  });
+
+  test('a refusal or a decision of nothing from a remembered head is decided again from the log, which may say otherwise', async () => {
+    const store = countingStore();
+    const heads = createHeads<number>(10);
+    // Refuses below 10, as a paused monitor refuses a ping.
+    const picky: Decide<number, Command, Counted> = (c, state, m) => {
+      if ((state ?? 0) < 10) throw new ApiError(410, 'too small');
+      return decide(c, state, m);
+    };
+    const idle: Decide<number, Command, Counted> = (c, state, m) => ((state ?? 0) >= 10 ? [] : decide(c, state, m));
+    await execute(depsOf(store), 'evt.c.1', { add: 1 }, decide, evolve, { heads });
+    await store.append('evt.c.1', counted('theirs', 10), 1);
+    assert.equal((await execute(depsOf(store), 'evt.c.1', { add: 1 }, picky, evolve, { heads })).state, 11);
+    await store.append('evt.c.1', counted('theirs-2', 20), 3);
+    assert.deepEqual(await execute(depsOf(store), 'evt.c.1', { add: 1 }, idle, evolve, { heads }), { events: [], state: 20, seq: 4 });
+  });
+
+  test('a failed append that may have been stored is the answer, not decided again (it would be stored twice)', async () => {
+    const store = countingStore();
+    const heads = createHeads<number>(10);
+    await execute(depsOf(store), 'evt.c.1', { add: 1 }, decide, evolve, { heads });
+    const append = store.append.bind(store);
+    store.append = async () => { throw new Error('no JetStream ack within 10000 ms'); };
+    await assert.rejects(execute(depsOf(store), 'evt.c.1', { add: 1 }, decide, evolve, { heads }), /no JetStream ack/);
+    store.append = append;
+    // Forgotten: the next command loads.
+    await execute(depsOf(store), 'evt.c.1', { add: 1 }, decide, evolve, { heads });
+    assert.deepEqual(store.loads, ['evt.c.1', 'evt.c.1']);
+  });
+
+  test('heads are kept per store, and at most `max` subjects (the oldest forgotten)', async () => {
+    const heads = createHeads<number>(2);
+    const a = memoryStore();
+    heads.set(a, 's1', 1, 1);
+    heads.set(a, 's2', 2, 2);
+    heads.set(a, 's3', 3, 3);
+    assert.equal(heads.get(a, 's1'), undefined);
+    assert.deepEqual(heads.get(a, 's3'), { state: 3, seq: 3 });
+    assert.equal(heads.get(memoryStore(), 's3'), undefined);
+    heads.set(a, 's3', null, 4);
+    assert.equal(heads.get(a, 's3'), undefined);
   });
 });
 

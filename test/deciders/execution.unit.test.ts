@@ -5,8 +5,8 @@ import {
   type AttemptCall, type BeforeAttempt,
 } from '../../src/commands/execution/decide.ts';
 import type { ExecutionEvent } from '../../src/commands/execution/types.ts';
-import type { AttemptJob } from '../../src/dispatchers/job.ts';
-import type { AttemptOutcome } from '../../src/dispatchers/outcome.ts';
+import type { AttemptJob } from '../../src/commands/execution/job.ts';
+import type { AttemptOutcome } from '../../src/commands/execution/outcome.ts';
 
 const NOW = Date.parse('2026-11-23T12:00:00.000Z');
 const job = (over: Partial<AttemptJob> = {}): AttemptJob => ({

@@ -1,7 +1,9 @@
+import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { decideMonitor, evolveMonitor, type MonitorCommand } from '../../src/commands/monitor/decide.ts';
-import type { Monitor, MonitorEvent, PingRecord } from '../../src/commands/monitor/types.ts';
-import { deciderSpec, later, meta, NOW, NOW_MS } from './spec.ts';
+import type { Monitor, MonitorEvent } from '../../src/commands/monitor/types.ts';
+import { deadlineTimerMayRemain } from '../../src/scheduler/monitor-deadlines.ts';
+import { assertMatches, deciderSpec, later, meta, NOW, NOW_MS } from './spec.ts';
 
 const spec = deciderSpec(decideMonitor, evolveMonitor);
 const ORG = 'org_mon';
@@ -10,9 +12,9 @@ const MINUTE = 60_000;
 const decide = (command: MonitorCommand, state: Monitor | null, now = NOW) => decideMonitor(command, state, meta(now));
 const created = decide({ type: 'CreateMonitor', orgId: ORG, input: { name: 'backup', schedule_type: 'interval', interval_seconds: 3600, grace_period_seconds: 300 } }, null);
 const fresh = spec.stateAfter(created)!;
-const ping = (receivedAt: string, kind: PingRecord['kind'] = 'ping'): MonitorCommand => ({
+const ping = (receivedAt: string, suffix: string | null = null, rid: string | null = null): MonitorCommand => ({
   type: 'Ping',
-  ping: { id: `png_${receivedAt}`, received_at: receivedAt, kind, method: 'GET', source_ip: null, user_agent: null, body: '' },
+  ping: { id: `png_${receivedAt}`, received_at: receivedAt, suffix, rid, method: 'POST', source_ip: null, user_agent: null, body: '' },
 });
 // Up after a ping at NOW: next expected in an hour, down 5 minutes after that.
 const pinged: MonitorEvent[] = [...created, ...decide(ping(NOW), fresh)];
@@ -70,7 +72,7 @@ describe('monitor decider: pings', () => {
 
   test('a fail signal: down at once, no deadline', () => {
     spec.given(pinged).when(ping(later(MINUTE), 'fail'))
-      .thenMatches([{ type: 'MonitorWentDown', data: { reason: 'fail_signal', monitor: { status: 'down', last_ping_at: later(MINUTE), deadline_at: null } } }]);
+      .thenMatches([{ type: 'MonitorWentDown', data: { reason: 'failed', monitor: { status: 'down', down_reason: 'failed', last_ping_at: later(MINUTE), deadline_at: null } } }]);
   });
 
   test('pings decided out of arrival order: the latest counts', () => {
@@ -96,7 +98,7 @@ describe('monitor decider: deadlines (the scheduler)', () => {
       id: `mon_1.down.${DEADLINE}`,
       at,
       org_id: ORG,
-      data: { monitor: { ...up, status: 'down', deadline_at: null, updated_at: at }, reason: 'missed' },
+      data: { monitor: { ...up, status: 'down', down_reason: 'missed', deadline_at: null, updated_at: at }, reason: 'missed' },
     }]);
   });
 
@@ -112,5 +114,129 @@ describe('monitor decider: deadlines (the scheduler)', () => {
     spec.givenState({ ...up, enabled: false }).when(check).thenNothing();
     spec.given([...pinged, ...decide({ type: 'DeleteMonitor' }, up)]).when(check).thenNothing();
     spec.given([]).when(check).thenNothing();
+  });
+});
+
+describe('monitor decider: heartbeats (Healthchecks signals, runs, durations)', () => {
+  const RID_A = '11111111-1111-4111-8111-111111111111';
+  const RID_B = '22222222-2222-4222-8222-222222222222';
+  const limited = spec.stateAfter([...pinged, ...decide({ type: 'UpdateMonitor', input: { max_duration_seconds: 600, min_duration_seconds: 30 } }, up)])!;
+  const after = (events: MonitorEvent[]) => spec.stateAfter(events)!;
+  const run = (state: Monitor, ...steps: Array<[string, MonitorCommand]>) => {
+    let s = state;
+    const out: MonitorEvent[] = [];
+    for (const [at, c] of steps) {
+      const events = decide(c, s, at);
+      out.push(...events);
+      s = after([{ type: 'MonitorCreated', id: 'x', at, org_id: ORG, data: { monitor: s } }, ...events]);
+    }
+    return { state: s, events: out };
+  };
+
+  test('each suffix: its kind and exit status; above 255 and a rid that is not a UUID are 400, another word 404', () => {
+    for (const [suffix, kind, exit_status] of [[null, 'success', null], ['start', 'start', null], ['fail', 'fail', null], ['log', 'log', null], ['0', 'exit', 0], ['255', 'exit', 255]] as const) {
+      const [e] = decide(ping(later(MINUTE), suffix), up);
+      assert.equal((e!.data as { ping: { kind: string } }).ping.kind, kind, String(suffix));
+      assert.equal((e!.data as { ping: { exit_status: number | null } }).ping.exit_status, exit_status);
+    }
+    spec.givenState(up).when(ping(NOW, '256')).thenRefuses({ status: 400 });
+    spec.givenState(up).when(ping(NOW, null, 'not-a-uuid')).thenRefuses({ status: 400, field: 'rid' });
+    spec.givenState(up).when(ping(NOW, 'restart')).thenRefuses({ status: 404 });
+  });
+
+  test('/log records and changes nothing; /start opens a run (limit = start + max_duration) and moves the deadline to it', () => {
+    spec.givenState(up).when(ping(later(MINUTE), 'log')).thenMatches([{ type: 'MonitorPinged', data: { monitor: up, ping: { kind: 'log' } } }]);
+    spec.givenState(limited).when(ping(later(MINUTE), 'start', RID_A)).thenMatches([{
+      type: 'MonitorPinged',
+      data: { monitor: { status: 'up', last_ping_at: NOW, runs: [{ rid: RID_A, started_at: later(MINUTE), limit_at: later(11 * MINUTE), overdue: false }], deadline_at: later(11 * MINUTE) } },
+    }]);
+  });
+
+  test('an end closes its own start by rid: two overlapping runs each timed right', () => {
+    const { events } = run(limited,
+      [later(MINUTE), ping(later(MINUTE), 'start', RID_A)],
+      [later(2 * MINUTE), ping(later(2 * MINUTE), 'start', RID_B)],
+      [later(3 * MINUTE), ping(later(3 * MINUTE), '0', RID_A)],
+      [later(7 * MINUTE), ping(later(7 * MINUTE), null, RID_B)]);
+    assertMatches(events.map((e) => (e.data as { ping: unknown }).ping), [
+      { kind: 'start', rid: RID_A, duration_ms: null },
+      { kind: 'start', rid: RID_B, duration_ms: null },
+      { kind: 'exit', exit_status: 0, rid: RID_A, duration_ms: 2 * MINUTE },
+      { kind: 'success', rid: RID_B, duration_ms: 5 * MINUTE },
+    ]);
+    assert.deepEqual(after([{ ...events.at(-1)! }]).runs, []);
+  });
+
+  test('without rid an end closes the latest open start; an end whose rid matches nothing closes nothing', () => {
+    const { events, state } = run(limited,
+      [later(MINUTE), ping(later(MINUTE), 'start', RID_A)],
+      [later(2 * MINUTE), ping(later(2 * MINUTE), 'start')],
+      [later(4 * MINUTE), ping(later(4 * MINUTE))],
+      [later(5 * MINUTE), ping(later(5 * MINUTE), null, RID_B)]);
+    assertMatches(events.slice(2).map((e) => (e.data as { ping: unknown }).ping), [{ duration_ms: 2 * MINUTE }, { duration_ms: null }]);
+    assertMatches(state.runs, [{ rid: RID_A }]);
+  });
+
+  test('exit status 0 is a success, non-zero takes the monitor down with exit_status; /fail with failed', () => {
+    spec.givenState(up).when(ping(later(MINUTE), '0')).thenMatches([{ type: 'MonitorPinged', data: { monitor: { status: 'up', down_reason: null } } }]);
+    spec.givenState(up).when(ping(later(MINUTE), '3')).thenMatches([{ type: 'MonitorWentDown', data: { reason: 'exit_status', monitor: { status: 'down', down_reason: 'exit_status' }, ping: { exit_status: 3 } } }]);
+  });
+
+  test('too fast: a success faster than min_duration takes the monitor down; a slower one is up', () => {
+    const started = run(limited, [later(MINUTE), ping(later(MINUTE), 'start', RID_A)]).state;
+    spec.givenState(started).when(ping(later(MINUTE + 10_000), '0', RID_A), meta(later(MINUTE + 10_000)))
+      .thenMatches([{ type: 'MonitorWentDown', data: { reason: 'too_fast', monitor: { down_reason: 'too_fast', runs: [] }, ping: { duration_ms: 10_000 } } }]);
+    spec.givenState(started).when(ping(later(MINUTE + 40_000), '0', RID_A), meta(later(MINUTE + 40_000)))
+      .thenMatches([{ type: 'MonitorPinged', data: { monitor: { status: 'up' }, ping: { duration_ms: 40_000 } } }]);
+  });
+
+  test('too long: the run limit fires before being late, the run is marked overdue, and its late end still gets a duration and recovers', () => {
+    const started = run(limited, [later(MINUTE), ping(later(MINUTE), 'start', RID_A)]).state;
+    const [down] = spec.givenState(started).when({ type: 'CheckDeadline', deadlineAt: later(11 * MINUTE) }, meta(later(11 * MINUTE))).thenMatches([{
+      type: 'MonitorWentDown',
+      data: { reason: 'too_long', run: { rid: RID_A }, monitor: { status: 'down', down_reason: 'too_long', deadline_at: null, runs: [{ rid: RID_A, overdue: true }] } },
+    }]);
+    const downState = after([down!]);
+    spec.givenState(downState).when(ping(later(20 * MINUTE), '0', RID_A), meta(later(20 * MINUTE)))
+      .thenMatches([{ type: 'MonitorPinged', data: { previous_status: 'down', monitor: { status: 'up', down_reason: null, runs: [] }, ping: { duration_ms: 19 * MINUTE } } }]);
+  });
+
+  test('a new monitor: a start stays new but its run can be too long (unset max_duration: grace)', () => {
+    spec.givenState(fresh).when(ping(NOW, 'start')).thenMatches([{ data: { monitor: { status: 'new', deadline_at: later(5 * MINUTE) } } }]);
+    const started = run(fresh, [NOW, ping(NOW, 'start')]).state;
+    spec.givenState(started).when({ type: 'CheckDeadline', deadlineAt: later(5 * MINUTE) }, meta(later(5 * MINUTE)))
+      .thenMatches([{ type: 'MonitorWentDown', data: { reason: 'too_long' } }]);
+    // A start and a log line on a down monitor leave it down (no recovery).
+    const down = after(decide(ping(NOW, 'fail'), up));
+    spec.givenState(down).when(ping(later(MINUTE), 'start')).thenMatches([{ type: 'MonitorPinged', data: { monitor: { status: 'down', down_reason: 'failed', deadline_at: null } } }]);
+  });
+
+  test('rules: slug pattern and uniqueness, min below max', () => {
+    spec.given([]).when({ type: 'CreateMonitor', orgId: ORG, input: { name: 'm', schedule_type: 'interval', interval_seconds: 60, slug: 'Bad Slug' } }).thenRefuses({ status: 422, field: 'slug' });
+    spec.given([]).when({ type: 'CreateMonitor', orgId: ORG, input: { name: 'm', schedule_type: 'interval', interval_seconds: 60, slug: 'db' }, slugOwner: 'mon_other' }).thenRefuses({ status: 422, field: 'slug' });
+    spec.givenState(up).when({ type: 'UpdateMonitor', input: { slug: 'db' }, slugOwner: up.id }).thenMatches([{ data: { monitor: { slug: 'db' } } }]);
+    spec.givenState(up).when({ type: 'UpdateMonitor', input: { min_duration_seconds: 60, max_duration_seconds: 60 } }).thenRefuses({ status: 422, field: 'min_duration_seconds' });
+    // A ping by a slug the monitor no longer has: not found.
+    spec.givenState({ ...up, slug: 'new-name' }).when({ ...ping(NOW), slug: 'old-name' } as MonitorCommand).thenRefuses({ status: 404 });
+  });
+
+  test('events written before heartbeats: read with no runs, late_at = deadline_at, fail_signal = failed, a key-like sync_key as slug', () => {
+    const { runs: _r, late_at: _l, down_reason: _d, max_duration_seconds: _x, min_duration_seconds: _n, slug: _s, ...old } = up;
+    const legacy = { ...old, sync_key: 'nightly-db' } as unknown as Monitor;
+    const state = evolveMonitor(null, { type: 'MonitorPinged', id: 'e', at: NOW, org_id: ORG, data: { monitor: legacy, ping: {} as never, previous_status: 'new' } })!;
+    assertMatches(state, { runs: [], late_at: DEADLINE, deadline_at: DEADLINE, down_reason: null, slug: 'nightly-db', max_duration_seconds: null });
+    const wentDown = evolveMonitor(null, { type: 'MonitorWentDown', id: 'e', at: NOW, org_id: ORG, data: { monitor: { ...legacy, status: 'down', deadline_at: null }, reason: 'fail_signal' } })!;
+    assert.equal(wentDown.down_reason, 'failed');
+    spec.givenState(state).when({ type: 'CheckDeadline', deadlineAt: DEADLINE }, meta(DEADLINE)).thenMatches([{ data: { reason: 'missed' } }]);
+  });
+});
+
+describe('monitor deadline timers: which events may leave one to remove (the translator)', () => {
+  test('not a create, nor a going down its deadline decided; a pause, a delete, a failing ping may', () => {
+    const byDeadline = decide({ type: 'CheckDeadline', deadlineAt: DEADLINE }, up, DEADLINE);
+    const byPing = decide(ping(later(MINUTE), 'fail'), up);
+    const paused = decide({ type: 'PauseMonitor' }, up);
+    const deleted = decide({ type: 'DeleteMonitor' }, up);
+    assert.deepEqual([created, byDeadline, byPing, paused, deleted].map((events) => events.map(deadlineTimerMayRemain)), [[false], [false], [true], [true], [true]]);
   });
 });

@@ -1,6 +1,7 @@
 // Screenshots of the console's pages for the README (docs/console/*.png): a Pro
 // organization is filled with tasks, a schedule, monitors in each state and an endpoint
 // with events, then each page is captured at 1280×800 (and a few at phone width).
+import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -40,7 +41,14 @@ async function seed(api: Api, svcUrl: string, targetUrl: string) {
 
   const monitor = (name: string) => ok(api('POST', '/monitors', { name, schedule_type: 'interval', interval_seconds: 86_400, grace_period_seconds: 3_600 }));
   const backups = await monitor('database backup');
-  for (let i = 0; i < 4; i++) await fetch(backups.ping_url, { method: 'POST', body: `backup ${i + 1} done`, headers: { 'User-Agent': 'backup.sh/2.1' } });
+  // Runs as runitor sends them: a start and an end with the same rid, the output as the end's body.
+  for (let i = 0; i < 4; i++) {
+    const rid = randomUUID();
+    const headers = { 'User-Agent': 'runitor/v1.3.0 (linux-amd64; +https://bdd.fi/x/runitor)', 'Content-Type': 'text/plain' };
+    await fetch(`${backups.ping_url}/start?rid=${rid}`, { method: 'POST', headers });
+    await fetch(`${backups.ping_url}${i === 2 ? '/1' : ''}?rid=${rid}`, { method: 'POST', body: i === 2 ? 'pg_dump: error: connection refused' : `backup ${i + 1} done: 3 tables, 41 MB`, headers });
+  }
+  await fetch(`${backups.ping_url}/log`, { method: 'POST', body: 'rotated old dumps' });
   const cleanup = await monitor('log cleanup');
   await fetch(cleanup.ping_url);
   await fetch(`${cleanup.ping_url}/fail`, { method: 'POST', body: 'disk full' });

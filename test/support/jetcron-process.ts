@@ -6,11 +6,12 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createApiKey } from '../../src/commands/api-key/handlers.ts';
 import { changePlan, createOrganization } from '../../src/commands/organization/handlers.ts';
-import { createEventStore } from '../../src/events/store.ts';
+import { createEventStore } from '../../src/nats/event-store.ts';
 import { createClock } from '../../src/lib/clock.ts';
 import { connectNats, type Nats } from '../../src/nats/connection.ts';
 import { dieWithParent } from '../../src/runtime/die-with-parent.ts';
 import { eventually } from './service.ts';
+import { eventsOf } from '../../src/events/commit.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -146,4 +147,19 @@ export async function readEvents(nats: Nats, filter: string): Promise<LoggedEven
     if (got === 0) throw new Error(`reading ${filter}: no messages within 5 s with ${left} pending`);
   }
   return out;
+}
+
+/**
+ * Every recorded event of the organization's executions, in stream order, wherever the
+ * dispatch mode put them: on each execution's own subject (DISPATCH), or inside the
+ * partition owners' commits (one message, many events: `subject` is the commit's).
+ */
+export async function readExecutionEvents(nats: Nats, orgId: string): Promise<LoggedEvent[]> {
+  const out: LoggedEvent[] = [];
+  for (const m of [...(await readEvents(nats, `evt.${orgId}.exec.>`)), ...(await readEvents(nats, 'evt.partition.>'))]) {
+    for (const event of eventsOf<LoggedEvent['event'] & { org_id: string; at: string }>(m.event)) {
+      if (event.org_id === orgId && typeof event.data?.execution_id === 'string') out.push({ seq: m.seq, subject: m.subject, event });
+    }
+  }
+  return out.sort((a, b) => a.seq - b.seq);
 }

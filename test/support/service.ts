@@ -4,12 +4,14 @@ import path from 'node:path';
 import { createApiKey } from '../../src/commands/api-key/handlers.ts';
 import { changePlan, createOrganization } from '../../src/commands/organization/handlers.ts';
 import { loadConfig } from '../../src/config.ts';
-import { createEventStore } from '../../src/events/store.ts';
+import { createEventStore } from '../../src/nats/event-store.ts';
 import { createClock } from '../../src/lib/clock.ts';
 import { connectNats } from '../../src/nats/connection.ts';
 import { serve, type Running } from '../../src/runtime/serve.ts';
 import { startTestNats } from './nats.ts';
 import { createTestDatabase } from './postgres.ts';
+
+export { eventually } from './wait.ts';
 
 export interface TestService {
   url: string;
@@ -35,6 +37,19 @@ export interface TestServiceOptions {
   log?: (m: string) => void;
 }
 
+/**
+ * The dispatch mode the suite runs in (JETCRON_DISPATCH in the runner's environment),
+ * for every service a test configures itself: processes of one deployment share it.
+ */
+export function dispatchModeEnv(): Record<string, string> {
+  return process.env.JETCRON_DISPATCH ? { JETCRON_DISPATCH: process.env.JETCRON_DISPATCH } : {};
+}
+
+/** Whether the suite runs with partition owners sending tasks (JETCRON_DISPATCH=owners) rather than DISPATCH. */
+export function ownersDispatch(): boolean {
+  return process.env.JETCRON_DISPATCH === 'owners';
+}
+
 export async function startTestService(env: Record<string, string> = {}, opts: TestServiceOptions = {}): Promise<TestService> {
   const nats = opts.natsUrl ? { url: opts.natsUrl, stop: async () => {} } : await startTestNats();
   const db = await createTestDatabase();
@@ -52,6 +67,7 @@ export async function startTestService(env: Record<string, string> = {}, opts: T
         JETCRON_ALLOW_PRIVATE_TARGETS: '1',
         JETCRON_RATE_LIMIT_FREE: '0',
         JETCRON_RATE_LIMIT_PRO: '0',
+        ...dispatchModeEnv(),
         ...baseEnv,
       },
       { dataDir },
@@ -119,20 +135,4 @@ export function apiClient(base: () => string, apiKey: string | null): Api {
     }
     return { status: res.status, body: parsed, headers: res.headers };
   };
-}
-
-/** Polls `fn` until it returns a truthy value or `timeoutMs` passes. */
-export async function eventually<T>(fn: () => Promise<T | undefined | null | false>, timeoutMs = 10_000, everyMs = 50): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms${last ? `: ${(last as Error).message}` : ''}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
 }

@@ -23,10 +23,17 @@ const endpointFields = [
     ],
   },
   notifyFields,
+  {
+    name: 'verification', label: 'Verify incoming requests', type: 'verification',
+    help: 'Every plan. Checked on the raw body before anything else: a request that fails is stored as rejected, answered 403 and not forwarded.',
+  },
   { name: 'enabled', label: 'Enabled', type: 'checkbox', default: true },
   { ...scriptField, help: 'verify(req, secrets), filter(req), transform(req), route(req)' },
   { name: 'secrets', label: 'Secrets (Pro)', type: 'secrets', rows: 2, help: 'NAME=value per line, for verify(); write-only: leave empty to keep the stored ones' },
 ];
+
+const PRESET_NAMES = { 'standard-webhooks': 'Standard Webhooks / Svix', stripe: 'Stripe', github: 'GitHub', shopify: 'Shopify', hmac: 'HMAC' };
+const verificationText = (v) => [PRESET_NAMES[v.type] ?? v.type, v.type === 'hmac' ? ` (${v.algorithm}, ${v.encoding}, in ${v.header})` : ''].join('');
 
 /** Whether each endpoint's latest forward ended failed: one read per endpoint. */
 async function failingOf(endpoints) {
@@ -83,6 +90,7 @@ export async function endpointDetail(ctx) {
         ['Forward method', e.forward_method || 'the original'],
         ['Retry attempts', String(e.retry_attempts)],
         ['One at a time', e.use_lane ? 'yes' : 'no'],
+        ['Verification', e.verification ? verificationText(e.verification) : null],
         ['Secrets', e.secret_names?.length ? e.secret_names.join(', ') : null],
         ['Id', h('code', {}, e.id)],
         ['Created', time(e.created_at)],

@@ -53,8 +53,9 @@ export async function organizationPage(ctx) {
       ]),
       h('section', { class: 'panel', 'aria-labelledby': 'secret-h' },
         h('h2', { id: 'secret-h' }, 'Webhook secret'),
-        h('p', { class: 'help' }, 'Every request jetcron sends is signed with it (X-Jetcron-Signature). Rotating it takes effect at once.'),
+        h('p', { class: 'help' }, 'Every request jetcron sends is signed with it (Standard Webhooks\' webhook-signature, and X-Jetcron-Signature). After a rotation X-Jetcron-Signature uses the new secret at once, and webhook-signature carries the old one beside it for 24 hours.'),
         secretField(org.webhook_secret),
+        org.previous_webhook_secret_expires_at ? h('p', { class: 'help previous-secret' }, 'The previous secret also signs until ', time(org.previous_webhook_secret_expires_at), '.') : null,
         h('div', { class: 'actions' }, confirmButton('Rotate secret', 'Rotate now', async () => {
           try {
             await api('POST', '/organization/webhook-secret/rotate');

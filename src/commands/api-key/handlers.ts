@@ -1,4 +1,4 @@
-import { SUBJECTS } from '../../../streams/definitions.ts';
+import { SUBJECTS } from '../../../streams/subjects.ts';
 import { notFound } from '../../lib/errors.ts';
 import { isOrgId } from '../organization/handlers.ts';
 import type { OrganizationEvent } from '../organization/types.ts';

@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { randomToken } from '../../lib/ids.ts';
 
 export interface ParsedKey {
@@ -32,6 +32,11 @@ export function secretMatches(secret: string, hash: string): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
+/**
+ * Standard Webhooks' form: `whsec_` + base64 of 32 random bytes, so the official
+ * verifiers take it as it is. Older secrets (`whsec_` + 40 lower-case letters and
+ * digits) are valid base64 too and keep working.
+ */
 export function generateWebhookSecret(): string {
-  return `whsec_${randomToken(40)}`;
+  return `whsec_${randomBytes(32).toString('base64')}`;
 }

@@ -1,6 +1,8 @@
+import { unprocessable } from '../../lib/errors.ts';
 import type { CommandMeta } from '../meta.ts';
 import type { Plan } from '../organization/types.ts';
-import { decideTask, firstRunAt } from '../task/decide.ts';
+import { checkDuration, checkInstant, checkLength, checkRequest, checkUrl, inItem } from '../payload-checks.ts';
+import { decideTask, firstRunAt, MAX_LANE_LENGTH } from '../task/decide.ts';
 import type { TaskInput } from '../task/types.ts';
 import type { BatchEvent } from './types.ts';
 
@@ -20,6 +22,35 @@ export type BatchCommand = { type: 'AcceptBatch'; orgId: string; plan: Plan; bat
 
 type Created = Extract<BatchEvent['data']['tasks'][number], { type: 'TaskCreated' }>;
 
+export const MAX_BATCH_TASKS = 1000;
+export const MAX_BATCH_HOSTS = 50;
+/** A batch's URLs are shorter than a task's own. */
+export const MAX_BATCH_URL_LENGTH = 255;
+
+/**
+ * The batch's own rules: its shared fields (named as sent: `headers`, `run_at`), then
+ * each task's URL length; each task's full spec is then a task's (`tasks[i].…`).
+ */
+function checkBatchRules(input: BatchInput, nowMs: number): void {
+  checkLength(input.lane, 'lane', MAX_LANE_LENGTH, 1);
+  if (input.tasks.length < 1 || input.tasks.length > MAX_BATCH_TASKS) throw unprocessable(`a batch holds 1 to ${MAX_BATCH_TASKS} tasks`, 'tasks');
+  if (input.delay !== undefined && input.run_at !== undefined) throw unprocessable('send either delay or run_at, not both', 'run_at');
+  checkDuration(input.delay, 'delay');
+  checkInstant(input.run_at, 'run_at', nowMs);
+  const { method, headers, timeout_ms, retry_attempts } = input;
+  checkRequest({ method, headers, timeout_ms, retry_attempts });
+  checkUrl(input.callback_url, 'callback_url', MAX_BATCH_URL_LENGTH);
+  input.tasks.forEach((t, i) => checkUrl(t.url, `tasks[${i}].url`, MAX_BATCH_URL_LENGTH));
+}
+
+function checkHosts(input: BatchInput): void {
+  const hosts = new Set(input.tasks.map((t) => new URL(t.url).host.toLowerCase()));
+  if (input.callback_url) hosts.add(new URL(input.callback_url).host.toLowerCase());
+  if (hosts.size > MAX_BATCH_HOSTS) {
+    throw unprocessable(`a batch may reach at most ${MAX_BATCH_HOSTS} distinct hosts (url and callback_url); this one has ${hosts.size}`, 'tasks');
+  }
+}
+
 /** A batch's state is its one event: the batch as accepted. */
 export const evolveBatch = (_state: BatchEvent | null, event: BatchEvent): BatchEvent => event;
 
@@ -31,6 +62,7 @@ export const evolveBatch = (_state: BatchEvent | null, event: BatchEvent): Batch
 export function decideBatch(command: BatchCommand, state: BatchEvent | null, meta: CommandMeta): BatchEvent[] {
   if (state) return [];
   const { orgId, plan, input } = command;
+  checkBatchRules(input, meta.nowMs);
   const shared = {
     lane: input.lane,
     run_at: input.run_at ?? null,
@@ -41,16 +73,17 @@ export function decideBatch(command: BatchCommand, state: BatchEvent | null, met
   };
   // One run time for the whole batch; the lane then runs its tasks one by one in order.
   const scheduledFor = firstRunAt({ delay: shared.delay, run_at: shared.run_at }, meta);
-  const tasks = input.tasks.map((t) => {
+  const tasks = input.tasks.map((t, i) => {
     const taskInput: TaskInput & { url: string } = {
       ...shared,
       ...t,
       method: t.method ?? input.method ?? 'POST',
       headers: { ...(input.headers ?? {}), ...(t.headers ?? {}) },
     };
-    const [created] = decideTask({ type: 'CreateTask', orgId, plan, input: taskInput, runAt: scheduledFor }, null, { ...meta, eventId: meta.newId('evt') });
+    const [created] = inItem(`tasks[${i}]`, () => decideTask({ type: 'CreateTask', orgId, plan, input: taskInput, runAt: scheduledFor }, null, { ...meta, eventId: meta.newId('evt') }));
     return created as Created;
   });
+  checkHosts(input);
   return [{
     type: 'BatchAccepted',
     id: meta.eventId,

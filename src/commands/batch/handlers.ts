@@ -1,4 +1,4 @@
-import { SUBJECTS } from '../../../streams/definitions.ts';
+import { SUBJECTS } from '../../../streams/subjects.ts';
 import { ConcurrencyError } from '../../events/store.ts';
 import { newId } from '../../lib/ids.ts';
 import { execute, type CommandDeps } from '../execute.ts';

@@ -6,6 +6,7 @@ import type { Plan } from '../organization/types.ts';
 import { checkPlanFeatures } from '../plan-rules.ts';
 import { checkTaskRules } from '../task/decide.ts';
 import { TASK_DEFAULTS, type TaskInput, type TaskSpec } from '../task/types.ts';
+import { nameFromUrl } from '../../lib/default-name.ts';
 import type { DebounceEvent, DebounceWindow } from './types.ts';
 
 export type DebouncedInput = TaskInput & { url: string; debounce: string; debounce_key: string; lane: string };
@@ -36,7 +37,7 @@ export const openWindow = (window: DebounceWindow | null, nowMs: number): Deboun
 export function decideDebounce(command: DebounceCommand, window: DebounceWindow | null, meta: CommandMeta): DebounceEvent[] {
   const { input } = command;
   checkPlanFeatures(command.plan, input);
-  checkTaskRules({ ...TASK_DEFAULTS, name: '', ...input } as TaskSpec, input);
+  checkTaskRules({ ...TASK_DEFAULTS, name: nameFromUrl(input.url), ...input } as TaskSpec, input, meta.nowMs);
   const windowMs = parseDuration(input.debounce);
   if (windowMs === undefined) throw unprocessable('debounce must be a number followed by s, m, h or d', 'debounce');
   const open = openWindow(window, meta.nowMs);

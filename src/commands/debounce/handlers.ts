@@ -1,4 +1,4 @@
-import { SUBJECTS } from '../../../streams/definitions.ts';
+import { SUBJECTS } from '../../../streams/subjects.ts';
 import { ApiError } from '../../lib/errors.ts';
 import { ConcurrencyError } from '../../events/store.ts';
 import { appendEvents, commandMeta, executeOnce, fold, retryConflicts, type CommandDeps, type Decided } from '../execute.ts';

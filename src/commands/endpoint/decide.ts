@@ -3,14 +3,16 @@ import { randomToken } from '../../lib/ids.ts';
 import { unreachable } from '../../lib/unreachable.ts';
 import type { CommandMeta } from '../meta.ts';
 import type { Plan } from '../organization/types.ts';
-import { checkBodySize, checkHeaders } from '../payload-checks.ts';
+import { checkBodySize, checkHeaders, checkLength, checkRange, checkUrl, MAX_NAME_LENGTH, RETRY_ATTEMPTS } from '../payload-checks.ts';
 import { checkPlanFeatures } from '../plan-rules.ts';
-import { ENDPOINT_DEFAULTS, type Endpoint, type EndpointEvent, type EndpointInput, type EndpointSpec, type SecretsChange } from './types.ts';
+import type { SealedSecrets } from '../../lib/sealed-secrets.ts';
+import { ENDPOINT_DEFAULTS, MAX_FORWARD_URLS, VERIFICATION_TYPES, type Endpoint, type EndpointEvent, type EndpointInput, type EndpointSpec, type SecretsChange, type Verification } from './types.ts';
 
 // `plan`: the organization's, for the fields only some plans have.
+// `verificationSecret`: the secret of `input.verification`, sealed by the handler (null when the input gave none).
 export type EndpointCommand =
-  | { type: 'CreateEndpoint'; orgId: string; plan: Plan; input: EndpointInput & { name: string }; secrets: SecretsChange | null }
-  | { type: 'UpdateEndpoint'; plan: Plan; input: EndpointInput; secrets: SecretsChange | null }
+  | { type: 'CreateEndpoint'; orgId: string; plan: Plan; input: EndpointInput & { name: string }; secrets: SecretsChange | null; verificationSecret?: SealedSecrets | null }
+  | { type: 'UpdateEndpoint'; plan: Plan; input: EndpointInput; secrets: SecretsChange | null; verificationSecret?: SealedSecrets | null }
   | { type: 'DeleteEndpoint' }
   | { type: 'PauseEndpoint' }
   | { type: 'ResumeEndpoint' };
@@ -41,20 +43,51 @@ function normalize(input: EndpointInput): EndpointInput {
 }
 
 function checkRules(spec: EndpointSpec): void {
+  checkLength(spec.name, 'name', MAX_NAME_LENGTH, 1);
+  checkRange(spec.retry_attempts, 'retry_attempts', RETRY_ATTEMPTS);
+  for (const field of ['on_failure_url', 'on_recovery_url'] as const) checkUrl(spec[field], field);
+  if (spec.forward_urls.length > MAX_FORWARD_URLS) throw unprocessable(`forward_urls must NOT have more than ${MAX_FORWARD_URLS} items`, 'forward_urls');
   const seen = new Set<string>();
   spec.forward_urls.forEach((url, i) => {
+    checkUrl(url, `forward_urls[${i}]`);
     if (seen.has(url)) throw unprocessable(`forward_urls[${i}] repeats ${url}`, `forward_urls[${i}]`);
     seen.add(url);
   });
 }
 
-/** The plan's features, then what JSON Schema cannot say about the custom forwarding. */
+const HMAC_FIELDS = ['header', 'algorithm', 'encoding'] as const;
+
+/**
+ * A preset on every plan: its secret always (write-only, so an update that changes the
+ * preset gives it again); `hmac` names its header, algorithm and encoding, the other
+ * types have fixed ones and take none of these.
+ */
+function checkVerification(v: Verification | null | undefined, secret: SealedSecrets | null | undefined): void {
+  if (!v) return;
+  const field = (name: string) => `verification.${name}`;
+  if (!VERIFICATION_TYPES.includes(v.type)) throw unprocessable(`verification.type must be one of ${VERIFICATION_TYPES.join(', ')}`, field('type'));
+  if (!secret) throw unprocessable('verification.secret is required', field('secret'));
+  if (v.type === 'hmac') {
+    for (const name of HMAC_FIELDS) if (v[name] === undefined) throw unprocessable(`verification.${name} is required for type hmac`, field(name));
+    return;
+  }
+  for (const name of [...HMAC_FIELDS, 'prefix'] as const) {
+    if (v[name] !== undefined) throw unprocessable(`verification.${name} applies only to type hmac (${v.type} has its own)`, field(name));
+  }
+}
+
+/** The plan's features, then what JSON Schema cannot say about the custom forwarding and the verification preset. */
 function checkInput(command: Extract<EndpointCommand, { input: EndpointInput }>): void {
   const { input } = command;
   checkPlanFeatures(command.plan, { script: input.script, secrets: command.secrets?.names });
   checkBodySize(input.forward_body, 'forward_');
   checkHeaders(input.forward_headers ?? undefined, 'forward_');
+  checkVerification(input.verification, command.verificationSecret);
 }
+
+/** The sealed secret that goes with the input's preset: replaced with it, cleared with it, else kept. */
+const verificationSecretOf = (command: Extract<EndpointCommand, { input: EndpointInput }>) =>
+  command.input.verification === undefined ? {} : { sealed_verification_secret: command.input.verification ? command.verificationSecret! : null };
 
 export function decideEndpoint(command: EndpointCommand, state: Endpoint | null, meta: CommandMeta): EndpointEvent[] {
   const base = { id: meta.eventId, at: meta.now };
@@ -71,6 +104,8 @@ export function decideEndpoint(command: EndpointCommand, state: Endpoint | null,
       paused: false,
       secret_names: command.secrets?.names ?? [],
       sealed_secrets: command.secrets?.sealed ?? null,
+      sealed_verification_secret: null,
+      ...verificationSecretOf(command),
       created_at: meta.now,
       updated_at: meta.now,
     };
@@ -86,7 +121,8 @@ export function decideEndpoint(command: EndpointCommand, state: Endpoint | null,
       checkRules(spec);
       const secrets = command.secrets ? { secret_names: command.secrets.names, sealed_secrets: command.secrets.sealed } : {};
       const changed = [...Object.keys(command.input), ...(command.secrets ? ['secrets'] : [])];
-      return [{ ...base, org_id, type: 'EndpointUpdated', data: { endpoint: { ...state, ...spec, ...secrets, ...at }, changed } }];
+      const endpoint = { ...state, ...spec, ...secrets, ...verificationSecretOf(command), ...at };
+      return [{ ...base, org_id, type: 'EndpointUpdated', data: { endpoint, changed } }];
     }
     case 'DeleteEndpoint':
       return [{ ...base, org_id, type: 'EndpointDeleted', data: { endpoint: { ...state, ...at } } }];

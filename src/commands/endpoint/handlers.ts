@@ -1,8 +1,9 @@
-import { SUBJECTS } from '../../../streams/definitions.ts';
+import { SUBJECTS } from '../../../streams/subjects.ts';
 import type { CommandDeps, Decided } from '../execute.ts';
 import { orgAggregate } from '../org-aggregate.ts';
 import { featuresOf, type PlanLimit } from '../plan-rules.ts';
 import { decideEndpoint, evolveEndpoint, type EndpointCommand } from './decide.ts';
+import type { SealedSecrets } from '../../lib/sealed-secrets.ts';
 import type { Endpoint, EndpointEvent, EndpointInput, SecretsChange } from './types.ts';
 
 type Result = Decided<Endpoint, EndpointEvent>;
@@ -21,6 +22,7 @@ export function createEndpoint(
   secrets: SecretsChange | null,
   plan: PlanLimit,
   onceId?: string,
+  verificationSecret: SealedSecrets | null = null,
 ): Promise<Result> {
-  return endpoints.create(deps, orgId, { type: 'CreateEndpoint', orgId, plan: featuresOf(plan), input, secrets }, plan, onceId);
+  return endpoints.create(deps, orgId, { type: 'CreateEndpoint', orgId, plan: featuresOf(plan), input, secrets, verificationSecret }, plan, onceId);
 }

@@ -1,5 +1,5 @@
 import type { Envelope } from '../../events/envelope.ts';
-import type { SealedSecrets } from '../../lib/secret-box.ts';
+import type { SealedSecrets } from '../../lib/sealed-secrets.ts';
 
 /** What a user sets on an endpoint (the spec's Endpoint table, plus the notification flags every resource has). */
 export interface EndpointSpec {
@@ -18,6 +18,24 @@ export interface EndpointSpec {
   notify_on_failure: boolean | null;
   notify_on_recovery: boolean | null;
   script: string | null;
+  /**
+   * A verification preset checked on every inbound request; its secret is kept sealed
+   * on the endpoint. Absent in events written before presets: none.
+   */
+  verification?: Verification | null;
+}
+
+/** The contract's inbound verification presets. */
+export const VERIFICATION_TYPES = ['standard-webhooks', 'stripe', 'github', 'shopify', 'hmac'] as const;
+export type VerificationType = (typeof VERIFICATION_TYPES)[number];
+
+/** A verification preset as stored and shown: everything but its secret. `header` … `prefix` are `hmac`'s only. */
+export interface Verification {
+  type: VerificationType;
+  header?: string;
+  algorithm?: 'sha256' | 'sha1';
+  encoding?: 'hex' | 'base64';
+  prefix?: string;
 }
 
 export interface Endpoint extends EndpointSpec {
@@ -29,6 +47,8 @@ export interface Endpoint extends EndpointSpec {
   /** Names only; the values are in `sealed_secrets`, encrypted. */
   secret_names: string[];
   sealed_secrets: SealedSecrets | null;
+  /** The verification preset's secret, sealed as `{secret}`; absent in events written before presets. */
+  sealed_verification_secret?: SealedSecrets | null;
   created_at: string;
   updated_at: string;
 }
@@ -61,6 +81,7 @@ export const ENDPOINT_DEFAULTS: Omit<EndpointSpec, 'name'> = {
   notify_on_failure: null,
   notify_on_recovery: null,
   script: null,
+  verification: null,
 };
 
 export const MAX_FORWARD_URLS = 10;

@@ -1,8 +1,8 @@
-import type { AttemptJob } from '../../dispatchers/job.ts';
-import type { AttemptOutcome } from '../../dispatchers/outcome.ts';
-import type { HostSignal, HostState } from '../../dispatchers/host-blocks.ts';
-import { FAILURES_BEFORE_BLOCK } from '../../dispatchers/host-blocks.ts';
-import { retryDelayMs, retryLandsAfter } from '../../dispatchers/retry-schedule.ts';
+import type { AttemptJob } from './job.ts';
+import type { AttemptOutcome } from './outcome.ts';
+import type { HostSignal, HostState } from '../host-block/rules.ts';
+import { FAILURES_BEFORE_BLOCK } from '../host-block/rules.ts';
+import { retryDelayMs, retryLandsAfter } from './retry-schedule.ts';
 import { unreachable } from '../../lib/unreachable.ts';
 import { executionCancelled } from './ending.ts';
 import type { AttemptResult, ExecutionEvent } from './types.ts';

@@ -1,4 +1,4 @@
-import { SUBJECTS } from '../../../streams/definitions.ts';
+import { SUBJECTS } from '../../../streams/subjects.ts';
 import type { EventStore } from '../../events/store.ts';
 import type { EndpointEvent } from '../endpoint/types.ts';
 import type { TaskEvent } from '../task/types.ts';

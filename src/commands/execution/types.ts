@@ -1,4 +1,4 @@
-import type { CallbackJob, InboundRef } from '../../dispatchers/job.ts';
+import type { CallbackJob, InboundRef } from './job.ts';
 import type { Envelope } from '../../events/envelope.ts';
 
 export type ExecutionStatus = 'pending' | 'running' | 'success' | 'failed' | 'timeout' | 'cancelled';

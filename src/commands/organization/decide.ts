@@ -3,6 +3,23 @@ import { unreachable } from '../../lib/unreachable.ts';
 import type { CommandMeta } from '../meta.ts';
 import type { Organization, OrganizationCommand, OrganizationEvent } from './types.ts';
 
+/** How long the secret a rotation replaced keeps signing beside the new one (wall clock, not scaled). */
+export const ROTATION_OVERLAP_MS = 24 * 3_600_000;
+
+/**
+ * The secrets that sign a request sent at `nowMs`: the current one first, then, for
+ * 24 hours after a rotation, the one it replaced (a receiver holding either verifies).
+ */
+export function signingSecrets(org: Organization, nowMs: number): string[] {
+  const until = org.previous_webhook_secret_expires_at;
+  return org.previous_webhook_secret && until && nowMs < Date.parse(until) ? [org.webhook_secret, org.previous_webhook_secret] : [org.webhook_secret];
+}
+
+/** When the previous secret stops signing, while it still does; else null. */
+export function previousSecretExpiry(org: Organization, nowMs: number): string | null {
+  return signingSecrets(org, nowMs).length > 1 ? org.previous_webhook_secret_expires_at! : null;
+}
+
 export function evolveOrganization(_state: Organization | null, event: OrganizationEvent): Organization {
   return event.data.organization;
 }
@@ -20,6 +37,7 @@ export function decideOrganization(
       name: command.name,
       plan: command.plan,
       webhook_secret: command.webhookSecret,
+      ping_key: command.pingKey,
       notification_email: null,
       notification_webhook_url: null,
       notify_on_failure: true,
@@ -53,7 +71,24 @@ export function decideOrganization(
         ...base,
         org_id,
         type: 'WebhookSecretRotated',
-        data: { organization: { ...state, webhook_secret: command.webhookSecret, updated_at: meta.now } },
+        data: {
+          organization: {
+            ...state,
+            webhook_secret: command.webhookSecret,
+            previous_webhook_secret: state.webhook_secret,
+            previous_webhook_secret_expires_at: new Date(meta.nowMs + ROTATION_OVERLAP_MS).toISOString(),
+            updated_at: meta.now,
+          },
+        },
+      }];
+    // A settings change naming `ping_key`: every reader of organization events already follows it.
+    case 'RotatePingKey':
+      if (command.onlyIfMissing && state.ping_key) return [];
+      return [{
+        ...base,
+        org_id,
+        type: 'OrganizationSettingsUpdated',
+        data: { organization: { ...state, ping_key: command.pingKey, updated_at: meta.now }, changed: ['ping_key'] },
       }];
     default:
       return unreachable(command);

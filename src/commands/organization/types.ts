@@ -11,6 +11,19 @@ export interface Organization {
   notification_webhook_url: string | null;
   notify_on_failure: boolean;
   notify_on_recovery: boolean;
+  /**
+   * The secret a rotation replaced, still signing beside the new one until
+   * `previous_webhook_secret_expires_at` (24 h, wall clock). Absent in events written
+   * before rotations overlapped: no previous secret.
+   */
+  previous_webhook_secret?: string | null;
+  previous_webhook_secret_expires_at?: string | null;
+  /**
+   * Names the organization in `{root}/ping/<ping_key>/<slug>`: `ppk_` + 22 lower-case
+   * letters and digits. Organizations created before heartbeats have none in their
+   * events until one is issued (the first `GET /organization` or a rotation).
+   */
+  ping_key?: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -28,7 +41,9 @@ export type OrganizationSettings = Partial<
 >;
 
 export type OrganizationCommand =
-  | { type: 'CreateOrganization'; name: string; plan: Plan; orgId: string; webhookSecret: string }
+  | { type: 'CreateOrganization'; name: string; plan: Plan; orgId: string; webhookSecret: string; pingKey: string }
   | { type: 'ChangePlan'; plan: Plan }
   | { type: 'UpdateSettings'; settings: OrganizationSettings }
-  | { type: 'RotateWebhookSecret'; webhookSecret: string };
+  | { type: 'RotateWebhookSecret'; webhookSecret: string }
+  /** `onlyIfMissing`: issue a ping key to an organization that has none, else nothing. */
+  | { type: 'RotatePingKey'; pingKey: string; onlyIfMissing?: boolean };

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { notFound, unprocessable } from '../../lib/errors.ts';
-import { checkTaskRules } from '../task/decide.ts';
-import { TASK_DEFAULTS } from '../task/types.ts';
+import { checkLength, checkRequest, checkUrl, MAX_NAME_LENGTH, MAX_SCRIPT_LENGTH } from '../payload-checks.ts';
+import { checkStatusCodes } from '../task/decide.ts';
 import { unreachable } from '../../lib/unreachable.ts';
 import type { CommandMeta } from '../meta.ts';
 import type { Plan } from '../organization/types.ts';
@@ -32,11 +32,17 @@ export function evolveSchedule(_state: Schedule | null, event: ScheduleEvent): S
   }
 }
 
+/** Every rule of a schedule's spec, whatever path it came by (POST, PUT, sync). */
 export function checkScheduleRules(spec: ScheduleSpec): void {
+  checkLength(spec.cron, 'cron', 255, 1);
+  checkLength(spec.timezone, 'timezone', 64, 1);
   const err = cronError(spec.cron);
   if (err) throw unprocessable(err, 'cron');
   if (!isTimeZone(spec.timezone)) throw unprocessable(`unknown time zone "${spec.timezone}" (use an IANA name such as Europe/Berlin)`, 'timezone');
-  checkTaskRules({ ...TASK_DEFAULTS, name: spec.name, url: spec.url, expected_status_codes: spec.expected_status_codes }, {});
+  checkLength(spec.name, 'name', MAX_NAME_LENGTH, 1);
+  checkRequest(spec);
+  checkStatusCodes(spec.expected_status_codes);
+  checkLength(spec.script, 'script', MAX_SCRIPT_LENGTH);
 }
 
 /** The execution id of one tick: the same on every scheduler that fires it. */
@@ -108,6 +114,7 @@ export function decideSchedule(command: ScheduleCommand, state: Schedule | null,
     case 'DeleteSchedule':
       return [{ ...base, org_id, type: 'ScheduleDeleted', data: { schedule: { ...state, updated_at: meta.now } } }];
     case 'TriggerSchedule':
+      checkUrl(command.callbackUrl, 'callback_url');
       return [{
         ...base,
         org_id,

@@ -1,24 +1,13 @@
-import { checkMonitorRules } from '../monitor/decide.ts';
-import { createMonitor, runMonitor } from '../monitor/handlers.ts';
+import { createMonitor, runMonitor, updateMonitor, type SlugOwner } from '../monitor/handlers.ts';
 import { featuresOf, type PlanLimit } from '../plan-rules.ts';
-import { MONITOR_DEFAULTS, type MonitorSpec } from '../monitor/types.ts';
-import { checkScheduleRules } from '../schedule/decide.ts';
+import type { MonitorSpec } from '../monitor/types.ts';
+import { unprocessable } from '../../lib/errors.ts';
 import { createSchedule, deleteSchedule, updateSchedule } from '../schedule/handlers.ts';
-import { SCHEDULE_DEFAULTS, type ScheduleSpec } from '../schedule/types.ts';
-import { ApiError, unprocessable } from '../../lib/errors.ts';
+import type { ScheduleSpec } from '../schedule/types.ts';
 import type { CommandDeps } from '../execute.ts';
-import type { HttpMethod } from '../task/types.ts';
+import { decideSync, type Existing, type SyncInput, type SyncPlan, type SyncStep } from './decide.ts';
 
-export interface SyncInput {
-  schedules?: Array<{ key: string; name?: string; url: string; method?: HttpMethod; cron: string; timezone?: string; headers?: Record<string, string>; body?: ScheduleSpec['body'] }>;
-  monitors?: Array<{ key: string; name: string; schedule_type: 'interval' | 'cron'; cron_expression?: string; interval_seconds?: number; grace_seconds?: number; timezone?: string }>;
-  delete_removed?: boolean;
-}
-
-export interface Existing<S> {
-  id: string;
-  spec: S;
-}
+export type { Existing, SyncInput } from './decide.ts';
 
 export interface Counts {
   created: number;
@@ -27,31 +16,23 @@ export interface Counts {
   deleted: number;
 }
 
-/** Re-raises a rule break with the item's place in the call, e.g. `schedules[3].cron`. */
-function at<T>(prefix: string, fn: () => T): T {
-  try {
-    return fn();
-  } catch (err) {
-    if (err instanceof ApiError) throw new ApiError(err.status, err.message, err.field ? `${prefix}.${err.field}` : prefix);
-    throw err;
+/** Carries out one kind's steps in order, counting them; `seq` = the last stored sequence. */
+async function apply<F>(steps: SyncStep<F>[], write: (step: Exclude<SyncStep<F>, { kind: 'unchanged' }>) => Promise<{ seq: number }>): Promise<Counts & { seq: number }> {
+  const counts = { created: 0, updated: 0, unchanged: 0, deleted: 0, seq: 0 };
+  for (const step of steps) {
+    if (step.kind === 'unchanged') counts.unchanged++;
+    else {
+      counts.seq = Math.max(counts.seq, (await write(step)).seq);
+      counts[step.kind === 'create' ? 'created' : step.kind === 'update' ? 'updated' : 'deleted']++;
+    }
   }
-}
-
-const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
-
-function uniqueKeys(items: Array<{ key: string }>, what: string): void {
-  const seen = new Set<string>();
-  items.forEach((item, i) => {
-    if (seen.has(item.key)) throw unprocessable(`duplicate key "${item.key}"`, `${what}[${i}].key`);
-    seen.add(item.key);
-  });
+  return counts;
 }
 
 /**
- * PUT /sync: the declared schedules and monitors, keyed by the caller's `key`. Every
- * item is checked before anything is written, so an invalid item rejects the whole
- * call; then each item is created, updated or left alone, and with delete_removed
- * the synced ones absent from the call are deleted. Repeating a call changes nothing.
+ * PUT /sync: the declared schedules and monitors, keyed by the caller's `key`
+ * (`decideSync` checks every item and decides each step), then the steps, each through
+ * its aggregate's own command. Repeating a call changes nothing.
  */
 export async function sync(
   deps: CommandDeps,
@@ -59,71 +40,35 @@ export async function sync(
   input: SyncInput,
   existing: { schedules: Existing<ScheduleSpec>[]; monitors: Existing<MonitorSpec>[] },
   plans: { schedule: PlanLimit; monitor: PlanLimit },
+  slugOwner: SlugOwner,
 ): Promise<{ schedules: Counts; monitors: Counts; lastSeq: number }> {
-  const schedules = input.schedules ?? [];
-  const monitors = input.monitors ?? [];
-  uniqueKeys(schedules, 'schedules');
-  uniqueKeys(monitors, 'monitors');
-  const wantedSchedules = schedules.map((s, i) => {
-    const fields = { name: s.name ?? s.key, url: s.url, method: s.method ?? 'GET', cron: s.cron, timezone: s.timezone ?? 'UTC', headers: s.headers ?? {}, body: s.body ?? null, sync_key: s.key };
-    at(`schedules[${i}]`, () => checkScheduleRules({ ...SCHEDULE_DEFAULTS, ...fields }));
-    return fields;
-  });
-  const wantedMonitors = monitors.map((m, i) => {
-    const fields = {
-      name: m.name,
-      schedule_type: m.schedule_type,
-      cron_expression: m.cron_expression ?? null,
-      interval_seconds: m.interval_seconds ?? null,
-      grace_period_seconds: m.grace_seconds ?? 300,
-      timezone: m.timezone ?? 'UTC',
-      sync_key: m.key,
-    };
-    at(`monitors[${i}]`, () => checkMonitorRules({ ...MONITOR_DEFAULTS, ...fields }));
-    return fields;
-  });
+  const plan = decideSync(input, existing);
+  await checkSlugs(plan, orgId, slugOwner);
+  const { seq: s1, ...schedules } = await apply(plan.schedules, (step) =>
+    step.kind === 'create' ? createSchedule(deps, orgId, step.fields, plans.schedule)
+      : step.kind === 'update' ? updateSchedule(deps, orgId, step.id, step.fields, featuresOf(plans.schedule))
+        : deleteSchedule(deps, orgId, step.id));
+  const { seq: s2, ...monitors } = await apply(plan.monitors, (step) =>
+    step.kind === 'create' ? createMonitor(deps, orgId, step.fields, plans.monitor, slugOwner)
+      : step.kind === 'update' ? updateMonitor(deps, orgId, step.id, step.fields, slugOwner)
+        : runMonitor(deps, orgId, step.id, { type: 'DeleteMonitor' }));
+  return { schedules, monitors, lastSeq: Math.max(s1, s2) };
+}
 
-  let lastSeq = 0;
-  const track = (r: { seq: number }) => void (lastSeq = Math.max(lastSeq, r.seq));
-  const sc: Counts = { created: 0, updated: 0, unchanged: 0, deleted: 0 };
-  const bySchedKey = new Map(existing.schedules.map((e) => [e.spec.sync_key!, e]));
-  for (const want of wantedSchedules) {
-    const have = bySchedKey.get(want.sync_key);
-    if (!have) {
-      track(await createSchedule(deps, orgId, want, plans.schedule));
-      sc.created++;
-    } else if (Object.entries(want).some(([k, v]) => !same(v, (have.spec as unknown as Record<string, unknown>)[k]))) {
-      track(await updateSchedule(deps, orgId, have.id, want, featuresOf(plans.schedule)));
-      sc.updated++;
-    } else sc.unchanged++;
+/**
+ * A synced monitor's slug must not be another monitor's: one the call declares twice,
+ * or one that belongs to a monitor other than the one this item updates, is a 422 on
+ * that item before anything is written.
+ */
+async function checkSlugs(plan: SyncPlan, orgId: string, slugOwner: SlugOwner): Promise<void> {
+  const seen = new Set<string>();
+  for (const [i, step] of plan.monitors.entries()) {
+    if (step.kind !== 'create' && step.kind !== 'update') continue;
+    const slug = step.fields.slug;
+    if (!slug) continue;
+    const owner = await slugOwner(orgId, slug);
+    const self = step.kind === 'update' ? step.id : undefined;
+    if (seen.has(slug) || (owner && owner !== self)) throw unprocessable(`another monitor of the organization has the slug "${slug}"`, `monitors[${plan.monitorIndex[i]}].slug`);
+    seen.add(slug);
   }
-  const mc: Counts = { created: 0, updated: 0, unchanged: 0, deleted: 0 };
-  const byMonKey = new Map(existing.monitors.map((e) => [e.spec.sync_key!, e]));
-  for (const want of wantedMonitors) {
-    const have = byMonKey.get(want.sync_key);
-    if (!have) {
-      track(await createMonitor(deps, orgId, want, plans.monitor));
-      mc.created++;
-    } else if (Object.entries(want).some(([k, v]) => !same(v, (have.spec as unknown as Record<string, unknown>)[k]))) {
-      track(await runMonitor(deps, orgId, have.id, { type: 'UpdateMonitor', input: want }));
-      mc.updated++;
-    } else mc.unchanged++;
-  }
-  if (input.delete_removed) {
-    const keepS = new Set(wantedSchedules.map((s) => s.sync_key));
-    for (const e of existing.schedules) {
-      if (!keepS.has(e.spec.sync_key!)) {
-        track(await deleteSchedule(deps, orgId, e.id));
-        sc.deleted++;
-      }
-    }
-    const keepM = new Set(wantedMonitors.map((m) => m.sync_key));
-    for (const e of existing.monitors) {
-      if (!keepM.has(e.spec.sync_key!)) {
-        track(await runMonitor(deps, orgId, e.id, { type: 'DeleteMonitor' }));
-        mc.deleted++;
-      }
-    }
-  }
-  return { schedules: sc, monitors: mc, lastSeq };
 }

@@ -2,6 +2,7 @@ import { notFound, unprocessable } from '../../lib/errors.ts';
 import { parseDuration } from '../../lib/duration.ts';
 import { unreachable } from '../../lib/unreachable.ts';
 import type { CommandMeta } from '../meta.ts';
+import { checkDuration, checkInstant, checkLength, checkRequest, checkUrl, MAX_NAME_LENGTH, MAX_SCRIPT_LENGTH } from '../payload-checks.ts';
 import { checkPlanFeatures } from '../plan-rules.ts';
 import { TASK_DEFAULTS, type Task, type TaskCommand, type TaskEvent, type TaskInput, type TaskSpec } from './types.ts';
 import { nameFromUrl } from '../../lib/default-name.ts';
@@ -31,8 +32,36 @@ export function firstRunAt(spec: Pick<TaskSpec, 'delay' | 'run_at'>, meta: Comma
   return meta.now;
 }
 
-/** Rules that span fields; single-field rules live in the JSON Schema. */
-export function checkTaskRules(spec: TaskSpec, input: TaskInput): void {
+export const MAX_LANE_LENGTH = 255;
+
+/** `expected_status_codes`: comma-separated HTTP status codes. */
+export function checkStatusCodes(codes: string | null | undefined): void {
+  if (codes == null) return;
+  checkLength(codes, 'expected_status_codes', 255);
+  for (const part of codes.split(',')) {
+    const code = Number(part.trim());
+    if (!Number.isInteger(code) || code < 100 || code > 599) {
+      throw unprocessable('expected_status_codes must be comma-separated HTTP status codes', 'expected_status_codes');
+    }
+  }
+}
+
+/**
+ * Every rule of a task's spec, whatever path it came by (POST, PUT, a batch, a
+ * debounced request): the request (payload-checks.ts), the other URLs and texts,
+ * then the rules that span fields. `input` is what this command sets; `nowMs` bounds run_at.
+ */
+export function checkTaskRules(spec: TaskSpec, input: TaskInput, nowMs: number): void {
+  checkLength(spec.name, 'name', MAX_NAME_LENGTH, 1);
+  checkRequest(spec);
+  for (const field of ['callback_url', 'on_failure_url', 'on_recovery_url'] as const) checkUrl(spec[field], field);
+  checkDuration(spec.delay, 'delay');
+  checkInstant(input.run_at, 'run_at', nowMs);
+  checkLength(spec.lane, 'lane', MAX_LANE_LENGTH);
+  checkDuration(spec.debounce, 'debounce');
+  checkLength(spec.debounce_key, 'debounce_key', 255);
+  checkLength(spec.expected_body_pattern, 'expected_body_pattern', 1024);
+  checkLength(spec.script, 'script', MAX_SCRIPT_LENGTH);
   if (input.delay != null && input.run_at != null) {
     throw unprocessable('send either delay or run_at, not both', 'run_at');
   }
@@ -44,14 +73,7 @@ export function checkTaskRules(spec: TaskSpec, input: TaskInput): void {
     const missing = !spec.debounce ? 'debounce' : !spec.debounce_key ? 'debounce_key' : 'lane';
     throw unprocessable('debounce, debounce_key and lane must be sent together', missing);
   }
-  if (spec.expected_status_codes) {
-    for (const part of spec.expected_status_codes.split(',')) {
-      const code = Number(part.trim());
-      if (!Number.isInteger(code) || code < 100 || code > 599) {
-        throw unprocessable('expected_status_codes must be comma-separated HTTP status codes', 'expected_status_codes');
-      }
-    }
-  }
+  checkStatusCodes(spec.expected_status_codes);
 }
 
 export function decideTask(command: TaskCommand, state: Task | null, meta: CommandMeta): TaskEvent[] {
@@ -61,7 +83,7 @@ export function decideTask(command: TaskCommand, state: Task | null, meta: Comma
   if (command.type === 'CreateTask') {
     const input = command.input;
     const spec: TaskSpec = { ...TASK_DEFAULTS, name: input.name ?? nameFromUrl(input.url), ...stripUndefined(input), url: input.url };
-    checkTaskRules(spec, input);
+    checkTaskRules(spec, input, meta.nowMs);
     // A debounced create arrives with its window's id and run time already fixed.
     const execution = { id: meta.newId('exe'), scheduled_for: command.runAt ?? firstRunAt(spec, meta), callback_url: null };
     const task: Task = {
@@ -83,7 +105,7 @@ export function decideTask(command: TaskCommand, state: Task | null, meta: Comma
       // A new delay or run_at replaces the other one.
       if (input.delay != null && input.run_at === undefined) spec.run_at = null;
       if (input.run_at != null && input.delay === undefined) spec.delay = null;
-      checkTaskRules(spec, input);
+      checkTaskRules(spec, input, meta.nowMs);
       let pending = state.pending_execution;
       if (pending && ('delay' in input || 'run_at' in input)) {
         pending = { ...pending, scheduled_for: firstRunAt(spec, meta) };
@@ -96,6 +118,7 @@ export function decideTask(command: TaskCommand, state: Task | null, meta: Comma
     case 'CancelTask':
       return [{ ...base, org_id, type: 'TaskCancelled', data: { task: { ...state, updated_at: meta.now }, reason: command.reason } }];
     case 'TriggerTask': {
+      checkUrl(command.callbackUrl, 'callback_url');
       const execution = { id: meta.newId('exe'), scheduled_for: meta.now, callback_url: command.callbackUrl };
       return [{ ...base, org_id, type: 'TaskTriggered', data: { task: state, execution } }];
     }

@@ -1,4 +1,4 @@
-import { SUBJECTS } from '../../../streams/definitions.ts';
+import { SUBJECTS } from '../../../streams/subjects.ts';
 import { ConcurrencyError } from '../../events/store.ts';
 import { ID_PATTERN } from '../../lib/ids.ts';
 import { notFound } from '../../lib/errors.ts';

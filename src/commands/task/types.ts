@@ -1,7 +1,7 @@
 import type { Envelope } from '../../events/envelope.ts';
 import type { Plan } from '../organization/types.ts';
+import type { HTTP_METHODS } from '../payload-checks.ts';
 
-export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 export type HttpMethod = (typeof HTTP_METHODS)[number];
 
 /** The fields a user sets (create and update). */
@@ -53,6 +53,9 @@ export type TaskEvent =
   /** Soft delete by a bulk cancel of its lane: history kept, pending runs cancelled. */
   | Envelope<'TaskCancelled', { task: Task; reason: string }>
   | Envelope<'TaskTriggered', { task: Task; execution: PlannedExecution }>;
+
+/** Every task event type: what the partition owners read instead of the translator. */
+export const TASK_EVENT_TYPES: ReadonlySet<string> = new Set<TaskEvent['type']>(['TaskCreated', 'TaskUpdated', 'TaskDeleted', 'TaskCancelled', 'TaskTriggered']);
 
 export type TaskInput = Partial<TaskSpec>;
 

@@ -2,9 +2,10 @@ import { checkScript } from '../script-checks.ts';
 import { featuresOf } from '../../commands/plan-rules.ts';
 import { Router } from 'express';
 import type { Selectable } from 'kysely';
-import { SUBJECTS } from '../../../streams/definitions.ts';
+import { SUBJECTS } from '../../../streams/subjects.ts';
 import { createEndpoint, runEndpoint } from '../../commands/endpoint/handlers.ts';
-import type { Endpoint, EndpointInput, SecretsChange } from '../../commands/endpoint/types.ts';
+import type { Endpoint, EndpointInput, SecretsChange, Verification } from '../../commands/endpoint/types.ts';
+import type { SealedSecrets } from '../../lib/sealed-secrets.ts';
 import type { InboundEventEvent } from '../../commands/inbound-event/types.ts';
 import type { EndpointsTable, InboundEventsTable } from '../../db/schema.ts';
 import { notFound, unprocessable } from '../../lib/errors.ts';
@@ -23,11 +24,16 @@ import { limitParam } from './executions.ts';
 const HISTORY_MS = 30 * 24 * 3_600_000;
 const iso = (d: Date | string | null) => (d == null ? null : new Date(d).toISOString());
 
-type Input = EndpointInput & { secrets?: Record<string, string> | null };
+type Input = Omit<EndpointInput, 'verification'> & {
+  secrets?: Record<string, string> | null;
+  verification?: (Verification & { secret?: string }) | null;
+};
 
 export function endpointRoutes(deps: ApiDeps, rootUrl: () => string): Router {
   const r = Router();
   const resource = (row: Selectable<EndpointsTable>) => ({
+    // Endpoints made before presets have none.
+    verification: null,
     ...(row.doc as Record<string, unknown>),
     id: row.id,
     slug: row.slug,
@@ -48,12 +54,22 @@ export function endpointRoutes(deps: ApiDeps, rootUrl: () => string): Router {
     return resource(await load(orgId, e.id));
   };
 
-  /** Seals the secrets: the command carries only their names and the sealed values. */
-  function prepare(input: Input): { input: EndpointInput; secrets: SecretsChange | null } {
-    const { secrets, ...rest } = input;
-    if (secrets === undefined) return { input: rest, secrets: null };
+  /**
+   * Seals the secrets and the verification preset's secret: the command carries only
+   * the secrets' names, the preset without its secret, and the sealed values.
+   */
+  function prepare(body: Input): { input: EndpointInput; secrets: SecretsChange | null; verificationSecret: SealedSecrets | null } {
+    const { secrets, verification, ...rest } = body;
+    const input: EndpointInput = rest;
+    let verificationSecret: SealedSecrets | null = null;
+    if (verification) {
+      const { secret, ...preset } = verification;
+      input.verification = preset;
+      if (secret !== undefined) verificationSecret = deps.secrets.seal({ secret });
+    } else if (verification === null) input.verification = null;
+    if (secrets === undefined) return { input, secrets: null, verificationSecret };
     const plain = secrets ?? {};
-    return { input: rest, secrets: { names: Object.keys(plain).sort(), sealed: deps.secrets.seal(plain) } };
+    return { input, secrets: { names: Object.keys(plain).sort(), sealed: deps.secrets.seal(plain) }, verificationSecret };
   }
 
   r.get('/endpoints', handler(async (req, res) => {
@@ -65,16 +81,16 @@ export function endpointRoutes(deps: ApiDeps, rootUrl: () => string): Router {
     const body = validate<Input & { name: string }>(createEndpointSchema, jsonObject(req));
     const limit = await planLimitFor(deps, 'endpoint', req.orgId);
     await checkScript(deps.scripts, featuresOf(limit), 'endpoint', body.script);
-    const { input, secrets } = prepare(body);
-    const { state, seq } = await createEndpoint(deps, req.orgId, { ...input, name: body.name }, secrets, limit, onceId(res, 'ep'));
+    const { input, secrets, verificationSecret } = prepare(body);
+    const { state, seq } = await createEndpoint(deps, req.orgId, { ...input, name: body.name }, secrets, limit, onceId(res, 'ep'), verificationSecret);
     res.status(201).json({ data: await answer(req.orgId, state!, seq) });
   }));
   r.put('/endpoints/:id', handler(async (req, res) => {
     const body = validate<Input>(updateEndpointSchema, jsonObject(req));
     const plan = await orgPlan(deps, req.orgId);
     await checkScript(deps.scripts, plan, 'endpoint', body.script);
-    const { input, secrets } = prepare(body);
-    const { state, seq } = await runEndpoint(deps, req.orgId, req.params.id!, { type: 'UpdateEndpoint', plan, input, secrets });
+    const { input, secrets, verificationSecret } = prepare(body);
+    const { state, seq } = await runEndpoint(deps, req.orgId, req.params.id!, { type: 'UpdateEndpoint', plan, input, secrets, verificationSecret });
     res.json({ data: await answer(req.orgId, state!, seq) });
   }));
   r.delete('/endpoints/:id', handler(async (req, res) => {

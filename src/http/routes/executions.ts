@@ -4,7 +4,11 @@ import { badRequest, notFound, unprocessable } from '../../lib/errors.ts';
 import { instantProblem } from '../../lib/input-checks.ts';
 import { queryInt, queryString } from '../body.ts';
 import { handler, type ApiDeps } from '../context.ts';
-import { EXECUTION_LIST_COLUMNS, executionDetail, executionRow } from '../serializers.ts';
+import { sql } from 'kysely';
+import { PAGE_COLUMNS, pageJson, type PageRow } from '../execution-page.ts';
+import { PageCache } from '../page-cache.ts';
+import { PROJECTOR_NAME } from '../../projections/projector.ts';
+import { executionDetail } from '../serializers.ts';
 
 export const EXECUTION_STATUSES = ['pending', 'running', 'success', 'failed', 'timeout', 'cancelled'];
 /** Every list's `limit` query parameter. */
@@ -16,11 +20,14 @@ export function limitParam(req: Request): number {
   return limit;
 }
 
+const RELATIVE = new RegExp(DURATION_PATTERN);
+const isRelative = (raw: string | undefined) => !!raw && RELATIVE.test(raw);
+
 /** An ISO timestamp, or a relative duration meaning that long before now. */
 function instant(req: Request, name: string, nowMs: number): Date | undefined {
   const raw = queryString(req, name);
   if (raw === undefined || raw === '') return undefined;
-  if (new RegExp(DURATION_PATTERN).test(raw)) {
+  if (isRelative(raw)) {
     const problem = durationProblem(raw);
     if (problem) throw unprocessable(`${name} ${problem}`, name);
     return new Date(nowMs - parseDuration(raw)!);
@@ -33,6 +40,7 @@ function instant(req: Request, name: string, nowMs: number): Date | undefined {
 
 export function executionRoutes(deps: ApiDeps): Router {
   const r = Router();
+  const pages = new PageCache();
 
   r.get('/executions', handler(async (req, res) => {
     const limit = limitParam(req);
@@ -43,13 +51,28 @@ export function executionRoutes(deps: ApiDeps): Router {
     const since = instant(req, 'since', Date.now());
     const until = instant(req, 'until', Date.now());
     const taskId = queryString(req, 'task_id');
-    let q = deps.db.selectFrom('executions').select(EXECUTION_LIST_COLUMNS).where('org_id', '=', req.orgId);
-    if (status) q = q.where('status', '=', status);
-    if (since) q = q.where('scheduled_for', '>=', since);
-    if (until) q = q.where('scheduled_for', '<=', until);
-    if (taskId) q = q.where('source_id', '=', taskId);
-    const rows = await q.orderBy('scheduled_for', 'desc').orderBy('id', 'desc').limit(limit + 1).offset(offset).execute();
-    res.json({ data: rows.slice(0, limit).map(executionRow), has_more: rows.length > limit, limit, offset });
+    // Relative times (`since=30m`) move with the clock, not with the read models: not cached.
+    const cacheable = !['since', 'until'].some((name) => isRelative(queryString(req, name)));
+    const key = `${req.orgId} ${req.url}`;
+    const position = deps.reads.projected;
+    const cached = cacheable ? pages.get(key, position) : undefined;
+    if (cached !== undefined) return void res.type('application/json').send(cached);
+    const where = [sql`org_id = ${req.orgId}`];
+    if (status) where.push(sql`status = ${status}`);
+    if (since) where.push(sql`scheduled_for >= ${since}`);
+    if (until) where.push(sql`scheduled_for <= ${until}`);
+    if (taskId) where.push(sql`source_id = ${taskId}`);
+    // ORDER BY names the table's columns: the bare name would be the text alias, sorted as text, without the index.
+    // The projector's checkpoint in the rows' own snapshot: the position this page is exactly.
+    const { rows } = await sql<PageRow & { at_seq: string }>`SELECT ${PAGE_COLUMNS},
+        (SELECT seq FROM projection_checkpoints WHERE name = ${PROJECTOR_NAME}) AS at_seq
+      FROM executions WHERE ${sql.join(where, sql` AND `)}
+      ORDER BY executions.scheduled_for DESC, executions.id DESC LIMIT ${limit + 1} OFFSET ${offset}`.execute(deps.db);
+    const body = pageJson(rows, limit, offset);
+    // Kept only when it is the state at the position this process knows: a page read
+    // between a projector commit and its announcement is newer than that, and is not kept.
+    if (cacheable && rows.length && Number(rows[0]!.at_seq) === position && deps.reads.projected === position) pages.set(key, position, body);
+    res.type('application/json').send(body);
   }));
 
   r.get('/executions/:id', handler(async (req, res) => {

@@ -10,7 +10,6 @@ import { idempotent, onceId } from '../idempotency.ts';
 import { createScheduleSchema, updateScheduleSchema } from '../schemas/schedule.ts';
 import { triggerTaskSchema } from '../schemas/task.ts';
 import { historyRow, schedulesWithStatus, type ScheduleRow } from '../serializers.ts';
-import { checkBodySize, checkHeaders } from '../task-checks.ts';
 import { validate } from '../validate.ts';
 import { orgPlan, planLimitFor } from '../plan-limits.ts';
 import { limitParam } from './executions.ts';
@@ -41,10 +40,6 @@ export function scheduleRoutes(deps: ApiDeps): Router {
     if (!row) throw notFound('Schedule not found');
     return row;
   };
-  const checkInput = (input: ScheduleInput) => {
-    checkBodySize(input.body);
-    checkHeaders(input.headers);
-  };
 
   r.get('/schedules', handler(async (req, res) => {
     const rows = await schedulesWithStatus(deps.db).selectAll().where('org_id', '=', req.orgId).orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
@@ -57,7 +52,6 @@ export function scheduleRoutes(deps: ApiDeps): Router {
 
   r.post('/schedules', idempotent(deps), handler(async (req, res) => {
     const input = validate<ScheduleInput & { url: string; cron: string }>(createScheduleSchema, jsonObject(req));
-    checkInput(input);
     const limit = await planLimitFor(deps, 'schedule', req.orgId);
     await checkScript(deps.scripts, featuresOf(limit), 'schedule', input.script);
     const { state, seq } = await createSchedule(deps, req.orgId, input, limit, onceId(res, 'sch'));
@@ -67,7 +61,6 @@ export function scheduleRoutes(deps: ApiDeps): Router {
 
   r.put('/schedules/:id', handler(async (req, res) => {
     const input = validate<ScheduleInput>(updateScheduleSchema, jsonObject(req));
-    checkInput(input);
     const plan = await orgPlan(deps, req.orgId);
     await checkScript(deps.scripts, plan, 'schedule', input.script);
     const { seq } = await updateSchedule(deps, req.orgId, req.params.id!, input, plan);

@@ -7,14 +7,13 @@ import { jsonObject } from '../body.ts';
 import { handler, type ApiDeps } from '../context.ts';
 import { syncSchema } from '../schemas/sync.ts';
 import { orgPlan } from '../plan-limits.ts';
-import { checkBodySize } from '../task-checks.ts';
 import { validate } from '../validate.ts';
+import { slugOwner } from '../ping-tokens.ts';
 
 export function syncRoutes(deps: ApiDeps): Router {
   const r = Router();
   r.put('/sync', handler(async (req, res) => {
     const input = validate<SyncInput>(syncSchema, jsonObject(req));
-    (input.schedules ?? []).forEach((s, i) => checkBodySize(s.body, `schedules[${i}].`));
     await deps.reads.caughtUp(req.orgId);
     const [schedRows, monRows] = await Promise.all([
       deps.db.selectFrom('schedules').select(['id', 'doc']).where('org_id', '=', req.orgId).execute(),
@@ -29,6 +28,7 @@ export function syncRoutes(deps: ApiDeps): Router {
       input,
       { schedules: synced<ScheduleSpec>(schedRows), monitors: synced<MonitorSpec>(monRows) },
       { schedule: planLimit(plan, 'schedule', schedRows.map((r) => r.id)), monitor: planLimit(plan, 'monitor', monRows.map((r) => r.id)) },
+      slugOwner(deps.db),
     );
     await deps.reads.wrote(req.orgId, result.lastSeq);
     res.json({ data: { schedules: result.schedules, monitors: result.monitors } });

@@ -5,7 +5,6 @@ import { createDebouncedTask } from '../../commands/debounce/handlers.ts';
 import { taskDoc } from '../../projections/apply-event.ts';
 import { notFound } from '../../lib/errors.ts';
 import { jsonObject } from '../body.ts';
-import { checkBodySize, checkHeaders } from '../task-checks.ts';
 import { handler, type ApiDeps } from '../context.ts';
 import { idempotent, onceId } from '../idempotency.ts';
 import { orgPlan } from '../plan-limits.ts';
@@ -46,8 +45,6 @@ export function taskRoutes(deps: ApiDeps): Router {
 
   r.post('/tasks', idempotent(deps), handler(async (req, res) => {
     const input = validate<TaskInput & { url: string }>(createTaskSchema, jsonObject(req));
-    checkBodySize(input.body);
-    checkHeaders(input.headers);
     const plan = await orgPlan(deps, req.orgId);
     await checkScript(deps.scripts, plan, 'task', input.script);
     if (input.debounce != null || input.debounce_key != null) {
@@ -63,8 +60,6 @@ export function taskRoutes(deps: ApiDeps): Router {
 
   r.put('/tasks/:id', handler(async (req, res) => {
     const input = validate<TaskInput>(updateTaskSchema, jsonObject(req));
-    checkBodySize(input.body);
-    checkHeaders(input.headers);
     const plan = await orgPlan(deps, req.orgId);
     await checkScript(deps.scripts, plan, 'task', input.script);
     const { state, seq } = await updateTask(deps, req.orgId, req.params.id!, input, plan);

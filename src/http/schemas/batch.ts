@@ -1,9 +1,8 @@
-import { durationSchema, headersSchema, methodSchema, timestampSchema, urlSchema } from './common.ts';
+import { durationSchema, headersSchema, methodSchema, nameSchema, retryAttemptsSchema, timeoutSchema, timestampSchema, urlSchema } from './common.ts';
 
-const url255 = { ...urlSchema, maxLength: 255 } as const;
+import { MAX_BATCH_TASKS, MAX_BATCH_URL_LENGTH } from '../../commands/batch/decide.ts';
 
-export const MAX_BATCH_TASKS = 1000;
-export const MAX_BATCH_HOSTS = 50;
+const url255 = { ...urlSchema, maxLength: MAX_BATCH_URL_LENGTH } as const;
 
 export const createBatchSchema = {
   $id: 'CreateBatch',
@@ -25,7 +24,7 @@ export const createBatchSchema = {
           method: methodSchema,
           headers: headersSchema,
           body: { type: ['string', 'object', 'array', 'null'] },
-          name: { type: 'string', minLength: 1, maxLength: 255 },
+          name: nameSchema,
         },
       },
     },
@@ -33,8 +32,8 @@ export const createBatchSchema = {
     headers: headersSchema,
     run_at: timestampSchema,
     delay: durationSchema,
-    timeout_ms: { type: 'integer', minimum: 1000, maximum: 300000 },
-    retry_attempts: { type: 'integer', minimum: 0, maximum: 10 },
+    timeout_ms: timeoutSchema,
+    retry_attempts: retryAttemptsSchema,
     callback_url: url255,
   },
 } as const;

@@ -1,7 +1,11 @@
 import { DURATION_PATTERN } from '../../lib/duration.ts';
+import { HEADER_NAME_PATTERN, HTTP_METHODS, MAX_HEADER_VALUE_LENGTH, MAX_HEADERS, MAX_NAME_LENGTH, MAX_SCRIPT_LENGTH, MAX_URL_LENGTH, RETRY_ATTEMPTS, TIMEOUT_MS } from '../../commands/payload-checks.ts';
+
+// The limits are the deciders' (src/commands/payload-checks.ts): the deciders apply
+// them on every path; the schemas say them in the OpenAPI document and answer first.
 
 /** http(s) only; `format: uri` is checked by parsing it as the HTTP client will, port included (1..65535). */
-export const urlSchema = { type: 'string', minLength: 1, maxLength: 2048, pattern: '^[hH][tT][tT][pP][sS]?://[^\\s/?#]+', format: 'uri' } as const;
+export const urlSchema = { type: 'string', minLength: 1, maxLength: MAX_URL_LENGTH, pattern: '^[hH][tT][tT][pP][sS]?://[^\\s/?#]+', format: 'uri' } as const;
 export const nullableUrl = { anyOf: [urlSchema, { type: 'null' }] } as const;
 /** `jetcron-duration`: the pattern, at most 3650d (10 years). */
 export const durationSchema = { type: 'string', pattern: DURATION_PATTERN, format: 'jetcron-duration' } as const;
@@ -10,11 +14,15 @@ export const nullable = <T extends object>(schema: T) => ({ anyOf: [schema, { ty
 export const timestampSchema = { type: 'string', format: 'date-time' } as const;
 export const headersSchema = {
   type: 'object',
-  maxProperties: 100,
-  propertyNames: { pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$" },
-  additionalProperties: { type: 'string', maxLength: 8192 },
+  maxProperties: MAX_HEADERS,
+  propertyNames: { pattern: HEADER_NAME_PATTERN },
+  additionalProperties: { type: 'string', maxLength: MAX_HEADER_VALUE_LENGTH },
 } as const;
-export const methodSchema = { type: 'string', enum: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] } as const;
+export const methodSchema = { type: 'string', enum: HTTP_METHODS } as const;
+export const nameSchema = { type: 'string', minLength: 1, maxLength: MAX_NAME_LENGTH } as const;
+export const scriptSchema = { type: 'string', maxLength: MAX_SCRIPT_LENGTH } as const;
+export const timeoutSchema = { type: 'integer', ...TIMEOUT_MS } as const;
+export const retryAttemptsSchema = { type: 'integer', ...RETRY_ATTEMPTS } as const;
 
 /** The contract's error body, for the OpenAPI document. */
 export const errorSchema = {

@@ -1,20 +1,20 @@
-import { headersSchema, methodSchema, nullable, urlSchema } from './common.ts';
+import { headersSchema, methodSchema, nameSchema, nullable, retryAttemptsSchema, scriptSchema, timeoutSchema, urlSchema } from './common.ts';
 
 const scheduleProperties = {
   url: urlSchema,
   cron: { type: 'string', minLength: 1, maxLength: 255 },
   timezone: { type: 'string', minLength: 1, maxLength: 64 },
-  name: { type: 'string', minLength: 1, maxLength: 255 },
+  name: nameSchema,
   method: methodSchema,
   headers: headersSchema,
   body: { type: ['string', 'object', 'array', 'null'] },
-  timeout_ms: { type: 'integer', minimum: 1000, maximum: 300000 },
-  retry_attempts: { type: 'integer', minimum: 0, maximum: 10 },
+  timeout_ms: timeoutSchema,
+  retry_attempts: retryAttemptsSchema,
   enabled: { type: 'boolean' },
   notify_on_failure: { type: ['boolean', 'null'] },
   notify_on_recovery: { type: ['boolean', 'null'] },
   expected_status_codes: nullable({ type: 'string', maxLength: 255 }),
-  script: nullable({ type: 'string', maxLength: 65536 }),
+  script: nullable(scriptSchema),
 } as const;
 
 export const createScheduleSchema = {

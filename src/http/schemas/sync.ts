@@ -1,4 +1,6 @@
-import { headersSchema, methodSchema, urlSchema } from './common.ts';
+import { GRACE_SECONDS, INTERVAL_SECONDS } from '../../commands/monitor/decide.ts';
+import { headersSchema, methodSchema, nameSchema, urlSchema } from './common.ts';
+import { durationSchema, slugSchema } from './monitor.ts';
 
 const key = { type: 'string', minLength: 1, maxLength: 255 } as const;
 
@@ -16,7 +18,7 @@ export const syncSchema = {
         additionalProperties: false,
         properties: {
           key,
-          name: { type: 'string', minLength: 1, maxLength: 255 },
+          name: nameSchema,
           url: urlSchema,
           method: methodSchema,
           cron: { type: 'string', minLength: 1, maxLength: 255 },
@@ -35,12 +37,15 @@ export const syncSchema = {
         additionalProperties: false,
         properties: {
           key,
-          name: { type: 'string', minLength: 1, maxLength: 255 },
+          name: nameSchema,
           schedule_type: { type: 'string', enum: ['interval', 'cron'] },
           cron_expression: { type: 'string', minLength: 1, maxLength: 255 },
-          interval_seconds: { type: 'integer', minimum: 60, maximum: 604800 },
-          grace_seconds: { type: 'integer', minimum: 0, maximum: 3600 },
+          interval_seconds: { type: 'integer', ...INTERVAL_SECONDS },
+          grace_seconds: { type: 'integer', ...GRACE_SECONDS },
           timezone: { type: 'string', minLength: 1, maxLength: 64 },
+          slug: slugSchema,
+          max_duration_seconds: durationSchema,
+          min_duration_seconds: durationSchema,
         },
       },
     },

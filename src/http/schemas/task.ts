@@ -1,15 +1,15 @@
-import { durationSchema, headersSchema, methodSchema, nullable, nullableUrl, timestampSchema, urlSchema } from './common.ts';
+import { durationSchema, headersSchema, methodSchema, nameSchema, nullable, nullableUrl, retryAttemptsSchema, scriptSchema, timeoutSchema, timestampSchema, urlSchema } from './common.ts';
 
 const taskProperties = {
   url: urlSchema,
-  name: { type: 'string', minLength: 1, maxLength: 255 },
+  name: nameSchema,
   method: methodSchema,
   headers: headersSchema,
   body: { type: ['string', 'object', 'array', 'null'] },
   delay: nullable(durationSchema),
   run_at: nullable(timestampSchema),
-  timeout_ms: { type: 'integer', minimum: 1000, maximum: 300000 },
-  retry_attempts: { type: 'integer', minimum: 0, maximum: 10 },
+  timeout_ms: timeoutSchema,
+  retry_attempts: retryAttemptsSchema,
   callback_url: nullableUrl,
   lane: nullable({ type: 'string', maxLength: 255 }),
   enabled: { type: 'boolean' },
@@ -19,7 +19,7 @@ const taskProperties = {
   expected_body_pattern: nullable({ type: 'string', maxLength: 1024 }),
   on_failure_url: nullableUrl,
   on_recovery_url: nullableUrl,
-  script: nullable({ type: 'string', maxLength: 65536 }),
+  script: nullable(scriptSchema),
   debounce: nullable(durationSchema),
   debounce_key: nullable({ type: 'string', maxLength: 255 }),
 } as const;

@@ -1,4 +1,4 @@
-import type { ExecutionSource } from '../commands/execution/types.ts';
+import type { ExecutionSource } from './types.ts';
 
 /** One outbound HTTP attempt of an execution, as the DISPATCH stream carries it. */
 export interface AttemptJob {

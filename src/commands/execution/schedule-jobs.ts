@@ -1,5 +1,5 @@
-import type { PlannedRun, Schedule } from '../commands/schedule/types.ts';
-import type { AttemptJob, TickJob } from '../dispatchers/job.ts';
+import type { PlannedRun, Schedule } from '../schedule/types.ts';
+import type { AttemptJob, TickJob } from './job.ts';
 import { parseStatusCodes, taskRequest } from './task-jobs.ts';
 
 export function scheduleAttemptJob(schedule: Schedule, execution: PlannedRun, attempt: number): AttemptJob {

@@ -1,4 +1,4 @@
-import type { AttemptResult } from '../commands/execution/types.ts';
+import type { AttemptResult } from './types.ts';
 
 /** The spec's callback payload, as the text that is signed and sent. */
 export function callbackBody(d: AttemptResult): string {

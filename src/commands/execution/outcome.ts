@@ -1,5 +1,5 @@
 import type { AttemptJob } from './job.ts';
-import type { OutboundResult } from './outbound-client.ts';
+import type { OutboundResult } from './exchange.ts';
 import { parseRetryAfter } from './retry-after.ts';
 
 export interface AttemptOutcome {

@@ -1,5 +1,5 @@
-import type { EndpointSnapshot, ForwardPlan } from '../commands/inbound-event/types.ts';
-import type { AttemptJob } from '../dispatchers/job.ts';
+import type { EndpointSnapshot, ForwardPlan } from '../inbound-event/types.ts';
+import type { AttemptJob } from './job.ts';
 
 /** Forwarding requests get the task default: 30 s. */
 export const ENDPOINT_TIMEOUT_MS = 30_000;

@@ -1,4 +1,4 @@
-import type { SourceType } from '../commands/execution/types.ts';
+import type { SourceType } from './types.ts';
 
 const MINUTE = 60_000;
 

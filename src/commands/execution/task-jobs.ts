@@ -1,5 +1,5 @@
-import type { PlannedExecution, Task } from '../commands/task/types.ts';
-import type { AttemptJob } from '../dispatchers/job.ts';
+import type { PlannedExecution, Task } from '../task/types.ts';
+import type { AttemptJob } from './job.ts';
 
 function hasHeader(headers: Record<string, string>, name: string): boolean {
   const lower = name.toLowerCase();

@@ -1,0 +1,158 @@
+import { MinHeap } from '../../lib/min-heap.ts';
+import { KeyQueue, type KeyLimits } from './key-queue.ts';
+
+interface FreeEntry {
+  executionId: string;
+  dueAt: number;
+  order: number;
+}
+
+/**
+ * Every waiting and running execution of one partition, as its owner holds them: keyed
+ * ones (a lane, a flow-control key) in their key's queue, the rest in one due-time heap.
+ * Pure: fed what the log says, asked with the time what starts now and when to look
+ * again. Keys are the owner's strings (`<org> lane <name>`, `<org> flow <key>`), so two
+ * organizations never share one.
+ */
+export class PartitionQueues {
+  private readonly keys = new Map<string, KeyQueue>();
+  /** The key of every execution held, null for an unkeyed one. */
+  private readonly where = new Map<string, string | null>();
+  /** Unkeyed and waiting: due time, then log order. */
+  private readonly free = new MinHeap<FreeEntry>((a, b) => a.dueAt < b.dueAt || (a.dueAt === b.dueAt && a.order < b.order));
+  /** Each waiting unkeyed execution's live heap entry; any other entry of it in the heap is stale. */
+  private readonly freeWaiting = new Map<string, FreeEntry>();
+  /** Keys whose limits were set before any execution named them (the latest create or update names them). */
+  private readonly limits = new Map<string, KeyLimits>();
+  private readonly paused = new Set<string>();
+
+  /** The latest create or update naming `key` sets its limits. */
+  setLimits(key: string, limits: KeyLimits): void {
+    this.limits.set(key, limits);
+    this.keys.get(key)?.setLimits(limits);
+  }
+
+  setPaused(key: string, paused: boolean): void {
+    if (paused) this.paused.add(key);
+    else this.paused.delete(key);
+    this.keys.get(key)?.setPaused(paused);
+  }
+
+  /** An execution to run at `dueAt` (or its retry, on a key that does not hold a slot for it). */
+  enqueue(executionId: string, key: string | null, dueAt: number, order: number): void {
+    this.where.set(executionId, key);
+    if (key === null) {
+      this.pushFree({ executionId, dueAt, order });
+      return;
+    }
+    this.queueOf(key).enqueue(executionId, dueAt, order);
+  }
+
+  /** An attempt ended: `retryAt` null means the execution is over. */
+  finished(executionId: string, retryAt: number | null, order: number): void {
+    const key = this.where.get(executionId);
+    if (key === undefined) return;
+    if (key === null) {
+      if (retryAt === null) this.where.delete(executionId);
+      else this.enqueue(executionId, null, retryAt, order);
+      return;
+    }
+    const queue = this.keys.get(key)!;
+    queue.finished(executionId, retryAt, order);
+    if (retryAt === null) this.forget(executionId, queue);
+  }
+
+  /** A waiting execution is due at another time (see KeyQueue.reschedule); one in flight is not touched. */
+  reschedule(executionId: string, dueAt: number, order: number): void {
+    const key = this.where.get(executionId);
+    if (key === undefined) return;
+    if (key !== null) return this.keys.get(key)!.reschedule(executionId, dueAt);
+    const waiting = this.freeWaiting.get(executionId);
+    if (waiting === undefined || waiting.dueAt === dueAt) return;
+    this.pushFree({ executionId, dueAt, order });
+  }
+
+  /** Running whatever its time and its key's limits say (see KeyQueue.markStarted). */
+  markStarted(executionId: string): void {
+    const key = this.where.get(executionId);
+    if (key === undefined) return;
+    if (key === null) this.freeWaiting.delete(executionId);
+    else this.keys.get(key)!.markStarted(executionId);
+  }
+
+  /** Cancelled, or its source deleted: gone from wherever it waits or runs. */
+  remove(executionId: string): void {
+    const key = this.where.get(executionId);
+    if (key === undefined) return;
+    if (key === null) {
+      this.freeWaiting.delete(executionId);
+      this.where.delete(executionId);
+      return;
+    }
+    const queue = this.keys.get(key)!;
+    queue.remove(executionId);
+    this.forget(executionId, queue);
+  }
+
+  has(executionId: string): boolean {
+    return this.where.has(executionId);
+  }
+
+  /** What starts at `now`: unkeyed ones due, in order, then each key's. */
+  take(now: number): string[] {
+    const out: string[] = [];
+    for (let top = this.free.peek(); top && top.dueAt <= now; top = this.free.peek()) {
+      this.free.pop();
+      // A stale heap node: the execution was removed, or enqueued again at another time.
+      if (this.freeWaiting.get(top.executionId) !== top) continue;
+      this.freeWaiting.delete(top.executionId);
+      out.push(top.executionId);
+    }
+    for (const [key, queue] of this.keys) {
+      out.push(...queue.take(now));
+      // An idle key's queue is dropped once its rate window is empty too (its limits and
+      // pause stay), so a key costs memory only while in use and never forgets a start.
+      if (queue.forgettable(now)) this.keys.delete(key);
+    }
+    return out;
+  }
+
+  /** When `take` may next return something on its own (null: only an event can change that). */
+  nextWakeAt(now: number): number | null {
+    let wake: number | null = null;
+    const consider = (t: number | null) => {
+      if (t !== null) wake = wake === null ? t : Math.min(wake, t);
+    };
+    while (this.free.size && this.freeWaiting.get(this.free.peek()!.executionId) !== this.free.peek()) this.free.pop();
+    consider(this.free.peek()?.dueAt ?? null);
+    for (const queue of this.keys.values()) consider(queue.nextWakeAt(now));
+    return wake;
+  }
+
+  /** For `GET /flow-control`: what each key holds now. */
+  keyStats(key: string): { waiting: number; in_flight: number; paused: boolean } {
+    const queue = this.keys.get(key);
+    return { waiting: queue?.waitingCount ?? 0, in_flight: queue?.inFlightCount ?? 0, paused: this.paused.has(key) };
+  }
+
+  private pushFree(entry: FreeEntry): void {
+    this.freeWaiting.set(entry.executionId, entry);
+    this.free.push(entry);
+  }
+
+  private queueOf(key: string): KeyQueue {
+    let queue = this.keys.get(key);
+    if (!queue) {
+      const limits = this.limits.get(key);
+      if (!limits) throw new Error(`key ${key} has no limits: set them before its first execution`);
+      queue = new KeyQueue(limits);
+      queue.setPaused(this.paused.has(key));
+      this.keys.set(key, queue);
+    }
+    return queue;
+  }
+
+  private forget(executionId: string, queue: KeyQueue): void {
+    if (!queue.has(executionId)) this.where.delete(executionId);
+  }
+}

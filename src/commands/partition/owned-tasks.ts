@@ -1,0 +1,285 @@
+import { MinHeap } from '../../lib/min-heap.ts';
+import { LANE_LIMITS } from '../flow-control/key-queue.ts';
+import { PartitionQueues } from '../flow-control/partition-queues.ts';
+import { executionCancelled } from '../execution/ending.ts';
+import type { AttemptJob, CallbackJob } from '../execution/job.ts';
+import { afterAttempt, nextCallback } from '../execution/next-step.ts';
+import { taskAttemptJob } from '../execution/task-jobs.ts';
+import type { ExecutionEvent } from '../execution/types.ts';
+import type { PlannedExecution, Task, TaskEvent } from '../task/types.ts';
+import { taskPartition } from './partition-of.ts';
+
+/** Due "never": a disabled task's execution keeps its place (a lane's held retry its slot) until the task is enabled. */
+export const PARKED = Number.MAX_SAFE_INTEGER;
+
+/** Events of one stored message are told apart by their index; a commit holds far fewer than this. */
+const PER_MESSAGE = 65_536;
+
+export type Phase =
+  /** Waiting for its time and its key's slot. */
+  | 'queued'
+  /** Its attempt (or its callback) is being sent. */
+  | 'running'
+  /** Will not run: its `ExecutionCancelled` is to be recorded. */
+  | 'cancelling'
+  /** Its result is recorded; its completion callback is due (or being sent). */
+  | 'callback';
+
+export interface OwnedExecution {
+  id: string;
+  taskId: string;
+  /** The next attempt to send, built from the task as it is now. */
+  job: AttemptJob;
+  /** Planned by a trigger: runs even while its task is disabled (its retries do not). */
+  triggered: boolean;
+  /** Answers so far that used no retry (429). */
+  uncounted: number;
+  /** EVENTS sequence of the event that planned it: a takeover reads the log from the lowest of these. */
+  origin: number;
+  /** The log order: the tie-break between executions due at once. */
+  order: number;
+  phase: Phase;
+  /** Phase `cancelling`: the event that records it. */
+  cancel: ExecutionEvent | null;
+  /** Phase `callback`: the delivery to try next. */
+  callback: CallbackJob | null;
+  /** The W3C trace context of the event that planned it: its attempts continue that trace. */
+  traceparent: string | undefined;
+}
+
+interface OwnedTask {
+  task: Task;
+  gone: boolean;
+  executions: Set<string>;
+}
+
+/**
+ * Every live execution of one partition's tasks, as its owner holds them: built from
+ * the log alone (task events in stream order, then the owner's own results), so a
+ * takeover that reads the same log holds the same state as the owner before it. Pure:
+ * the owner feeds it what it reads and what it records, and asks it what starts now
+ * and what must be recorded. The rules are the execution's (next-step.ts, ending.ts)
+ * and the keys' (key-queue.ts); this holds them together per partition.
+ */
+export class OwnedTasks {
+  private readonly tasks = new Map<string, OwnedTask>();
+  private readonly executions = new Map<string, OwnedExecution>();
+  private readonly queues = new PartitionQueues();
+  private readonly cancelling = new Set<string>();
+  /** Origins of the live executions, lowest first (entries of ended ones are dropped lazily). */
+  private readonly origins = new MinHeap<number>((a, b) => a < b);
+  private readonly originCounts = new Map<number, number>();
+
+  constructor(
+    readonly partition: number,
+    readonly partitions: number,
+  ) {}
+
+  /** Live executions held. */
+  get size(): number {
+    return this.executions.size;
+  }
+
+  get(executionId: string): OwnedExecution | undefined {
+    return this.executions.get(executionId);
+  }
+
+  /** Whether the execution's task was deleted or cancelled (it is not sent again). */
+  sourceGone(exec: OwnedExecution): boolean {
+    return this.tasks.get(exec.taskId)?.gone ?? true;
+  }
+
+  /**
+   * The lowest EVENTS sequence a takeover must read from to hold every live execution
+   * (the event that planned it, and every later change of its task); null when none is live.
+   */
+  lowestOrigin(): number | null {
+    for (let top = this.origins.peek(); top !== undefined; top = this.origins.peek()) {
+      if (this.originCounts.has(top)) return top;
+      this.origins.pop();
+    }
+    return null;
+  }
+
+  /** A task event from the log (any partition's: those of other partitions are ignored). */
+  onTaskEvent(event: TaskEvent, seq: number, index: number, traceparent?: string): void {
+    const task = event.data.task;
+    const owned = this.tasks.get(task.id);
+    if (!owned && taskPartition(task, this.partitions) !== this.partition) return;
+    switch (event.type) {
+      case 'TaskCreated':
+      case 'TaskTriggered':
+        this.plan(task, event.data.execution, seq, seq * PER_MESSAGE + index, event.type === 'TaskTriggered', traceparent);
+        return;
+      case 'TaskUpdated':
+        if (owned) this.changed(owned, task);
+        return;
+      case 'TaskDeleted':
+      case 'TaskCancelled':
+        if (owned) this.gone(owned, event.type === 'TaskDeleted' ? 'task deleted' : 'task cancelled', Date.parse(event.at));
+        return;
+    }
+  }
+
+  /**
+   * A result this partition's owner recorded: applied once its commit is stored, or
+   * read back from the log by the owner that takes over. The same event gives the same
+   * state either way.
+   */
+  onResult(event: ExecutionEvent): void {
+    const exec = this.executions.get(event.data.execution_id);
+    if (!exec) return;
+    // Read back at a takeover, a result may belong to an execution this state has only seen waiting.
+    if (event.type !== 'AttemptStarted' && event.type !== 'ExecutionCancelled') this.queues.markStarted(exec.id);
+    switch (event.type) {
+      case 'AttemptStarted':
+        return;
+      case 'ExecutionCancelled':
+        return this.drop(exec);
+      case 'AttemptDeferred':
+        exec.uncounted = event.data.uncounted_attempts ?? 0;
+        exec.phase = 'queued';
+        this.queues.finished(exec.id, Date.parse(event.data.scheduled_for), exec.order);
+        return;
+      case 'AttemptFinished': {
+        const d = event.data;
+        const owned = this.tasks.get(exec.taskId);
+        const planned: PlannedExecution = { id: exec.id, scheduled_for: d.next_attempt_at ?? d.scheduled_for, callback_url: d.push_callback_url };
+        const retry = d.next_attempt_at && owned && !owned.gone ? { job: taskAttemptJob(owned.task, planned, d.attempt + 1), enabled: owned.task.enabled } : null;
+        const next = afterAttempt(event.org_id, d, retry, Date.parse(event.at));
+        exec.uncounted = d.uncounted_attempts ?? 0;
+        switch (next.kind) {
+          case 'retry':
+            exec.job = next.job;
+            exec.phase = 'queued';
+            this.queues.finished(exec.id, next.enabled ? next.dueAt : PARKED, exec.order);
+            return;
+          case 'cancel':
+            this.queues.finished(exec.id, null, exec.order);
+            this.markCancelling(exec, next.event);
+            return;
+          case 'end':
+            this.queues.finished(exec.id, null, exec.order);
+            if (!next.callback) return this.drop(exec);
+            exec.phase = 'callback';
+            exec.callback = next.callback;
+            this.queues.enqueue(exec.id, null, Date.parse(d.finished_at), exec.order);
+            return;
+        }
+        return;
+      }
+      case 'CallbackAttempted': {
+        const next = nextCallback(event.data);
+        if (!next) return this.drop(exec);
+        exec.callback = next.job;
+        this.queues.finished(exec.id, next.dueAt, exec.order);
+        return;
+      }
+    }
+  }
+
+  /** What starts at `now`: each is `running` (its attempt, or its callback delivery) until its result is recorded. */
+  take(now: number): OwnedExecution[] {
+    const out: OwnedExecution[] = [];
+    for (const id of this.queues.take(now)) {
+      const exec = this.executions.get(id);
+      if (!exec) continue;
+      if (exec.phase === 'queued') exec.phase = 'running';
+      out.push(exec);
+    }
+    return out;
+  }
+
+  /** The cancellations to record now; each is handed out once (its record, read back, ends it). */
+  takeCancels(): ExecutionEvent[] {
+    const out: ExecutionEvent[] = [];
+    for (const id of this.cancelling) out.push(this.executions.get(id)!.cancel!);
+    this.cancelling.clear();
+    return out;
+  }
+
+  /** A start that could not be sent (its organization unreadable, a store refusing): it is tried again at `at`. */
+  later(exec: OwnedExecution, at: number): void {
+    if (exec.phase === 'running') exec.phase = 'queued';
+    this.queues.finished(exec.id, at, exec.order);
+  }
+
+  /** Executions waiting for their time (a delay, a retry): what TIMERS would hold for them (the timers gauge). */
+  waitingForTime(now: number): number {
+    let n = 0;
+    for (const exec of this.executions.values()) if (exec.phase === 'queued' && Date.parse(exec.job.scheduled_for) > now) n++;
+    return n;
+  }
+
+  /** When `take` may next return something on its own; null when only an event can change that. */
+  nextWakeAt(now: number): number | null {
+    const wake = this.queues.nextWakeAt(now);
+    return wake === null || wake >= PARKED ? null : wake;
+  }
+
+  private plan(task: Task, execution: PlannedExecution, origin: number, order: number, triggered: boolean, traceparent: string | undefined): void {
+    if (this.executions.has(execution.id)) return;
+    let owned = this.tasks.get(task.id);
+    if (!owned) this.tasks.set(task.id, (owned = { task, gone: false, executions: new Set() }));
+    owned.task = task;
+    const exec: OwnedExecution = {
+      id: execution.id, taskId: task.id, job: taskAttemptJob(task, execution, 1), triggered, uncounted: 0,
+      origin, order, phase: 'queued', cancel: null, callback: null, traceparent,
+    };
+    this.executions.set(exec.id, exec);
+    owned.executions.add(exec.id);
+    this.originCounts.set(origin, (this.originCounts.get(origin) ?? 0) + 1);
+    this.origins.push(origin);
+    const key = task.lane ? `${task.org_id} lane ${task.lane}` : null;
+    if (key) this.queues.setLimits(key, LANE_LIMITS);
+    this.queues.enqueue(exec.id, key, this.dueOf(exec, task), order);
+  }
+
+  /** The task changed: its waiting executions take the new definition, time and enabled state. */
+  private changed(owned: OwnedTask, task: Task): void {
+    owned.task = task;
+    for (const id of owned.executions) {
+      const exec = this.executions.get(id)!;
+      if (exec.phase !== 'queued') continue;
+      const planned = exec.job.attempt === 1 && task.pending_execution?.id === exec.id
+        ? task.pending_execution
+        : { id: exec.id, scheduled_for: exec.job.scheduled_for, callback_url: exec.job.push_callback_url };
+      exec.job = taskAttemptJob(task, planned, exec.job.attempt);
+      this.queues.reschedule(exec.id, this.dueOf(exec, task), exec.order);
+    }
+  }
+
+  /** Deleted or cancelled: what waits is cancelled; what runs ends with its attempt (afterAttempt). */
+  private gone(owned: OwnedTask, reason: string, atMs: number): void {
+    owned.gone = true;
+    for (const id of owned.executions) {
+      const exec = this.executions.get(id)!;
+      if (exec.phase !== 'queued') continue;
+      this.queues.remove(exec.id);
+      const { job } = exec;
+      this.markCancelling(exec, executionCancelled(job.org_id, { execution_id: exec.id, source: job.source, reason, lane: job.lane }, atMs));
+    }
+  }
+
+  private markCancelling(exec: OwnedExecution, event: ExecutionEvent): void {
+    exec.phase = 'cancelling';
+    exec.cancel = event;
+    this.cancelling.add(exec.id);
+  }
+
+  private dueOf(exec: OwnedExecution, task: Task): number {
+    return exec.triggered || task.enabled ? Date.parse(exec.job.scheduled_for) : PARKED;
+  }
+
+  private drop(exec: OwnedExecution): void {
+    this.executions.delete(exec.id);
+    this.queues.remove(exec.id);
+    this.cancelling.delete(exec.id);
+    const owned = this.tasks.get(exec.taskId);
+    owned?.executions.delete(exec.id);
+    if (owned && owned.executions.size === 0) this.tasks.delete(exec.taskId);
+    const n = this.originCounts.get(exec.origin)! - 1;
+    if (n) this.originCounts.set(exec.origin, n);
+    else this.originCounts.delete(exec.origin);
+  }
+}

@@ -1,0 +1,37 @@
+import type { Envelope } from './envelope.ts';
+
+/**
+ * A commit: one stored message holding an ordered list of events, each with its own
+ * deterministic id. The events of one commit are written, read and deduplicated
+ * together: a reader hands them on in order, all with the message's stream sequence
+ * (`StoredEvent.index` tells them apart), and a checkpoint passes all of them or none.
+ * A message holding one plain event (every message written before commits existed, and
+ * the low-volume aggregates' guarded appends) reads as a list of one.
+ */
+export interface CommitMessage<E extends Envelope = Envelope> {
+  type: 'Commit';
+  /** Deterministic (the writer's): `Nats-Msg-Id`, so a retried publish is stored once. */
+  id: string;
+  at: string;
+  /** A partition owner's commit: the lowest EVENTS position a takeover must read from. */
+  from?: number;
+  events: E[];
+}
+
+export function commitMessage<E extends Envelope>(id: string, events: E[], at = new Date()): CommitMessage<E> {
+  if (events.length === 0) throw new Error('a commit holds at least one event');
+  return { type: 'Commit', id, at: at.toISOString(), events };
+}
+
+function isCommit(message: unknown): message is CommitMessage {
+  return !!message && typeof message === 'object' && (message as { type?: unknown }).type === 'Commit' && Array.isArray((message as { events?: unknown }).events);
+}
+
+/** The events a stored message holds, in order: a commit's list, or the one event. */
+export function eventsOf<E extends Envelope>(message: unknown): E[] {
+  if (isCommit(message)) return message.events as E[];
+  if (!message || typeof message !== 'object' || typeof (message as { type?: unknown }).type !== 'string') {
+    throw new Error('not an event: a message without a type');
+  }
+  return [message as E];
+}

@@ -1,0 +1,48 @@
+import { trace } from '@opentelemetry/api';
+import { STREAMS } from '../../streams/definitions.ts';
+import { eventsOf } from '../events/commit.ts';
+import type { Envelope, StoredEvent } from '../events/envelope.ts';
+import { ConcurrencyError, type EventStore } from '../events/store.ts';
+import { decodeJson, encodeJson } from '../lib/json.ts';
+import { inSpan, SpanKind } from '../telemetry/tracing.ts';
+import type { Nats } from './connection.ts';
+import { isWrongLastSequence } from './jetstream-errors.ts';
+
+/** The event store on the EVENTS stream: one subject per aggregate, direct gets to load. */
+// Ids become subject tokens; a `*` or `>` from a careless caller would address other aggregates.
+function assertLiteral(subject: string): void {
+  if (/[*>\s]/.test(subject) || subject.split('.').some((t) => t === '')) throw new Error(`invalid subject ${JSON.stringify(subject)}`);
+}
+
+export function createEventStore(nats: Nats): EventStore {
+  return {
+    async append(subject, event, expectedSeq) {
+      assertLiteral(subject);
+      const publish = () => nats.publish(subject, encodeJson(event), { msgId: event.id, ...(expectedSeq === undefined ? {} : { expectLastSubjectSeq: expectedSeq }) });
+      try {
+        // Inside a recorded span: the append is a PRODUCER span of its own, and its context travels in the message.
+        if (!trace.getActiveSpan()?.isRecording()) return await publish();
+        return await inSpan(`append ${event.type}`, {
+          kind: SpanKind.PRODUCER,
+          attributes: () => ({ 'jetcron.org_id': event.org_id, 'jetcron.event_id': event.id, 'messaging.system': 'nats', 'messaging.destination.name': subject }),
+        }, publish);
+      } catch (err) {
+        if (isWrongLastSequence(err)) throw new ConcurrencyError(subject);
+        throw err;
+      }
+    },
+    async last<E extends Envelope>(subject: string) {
+      assertLiteral(subject);
+      const msg = await nats.jsm.direct.getMessage(STREAMS.events.name, { last_by_subj: subject });
+      if (!msg) return null;
+      const events = eventsOf<E>(decodeJson<unknown>(msg.data));
+      return { event: events[events.length - 1]!, seq: msg.seq, subject: msg.subject, index: events.length - 1 };
+    },
+    async at<E extends Envelope>(seq: number) {
+      const msg = await nats.jsm.direct.getMessage(STREAMS.events.name, { seq });
+      if (!msg) return null;
+      return { event: eventsOf<E>(decodeJson<unknown>(msg.data))[0]!, seq: msg.seq, subject: msg.subject, index: 0 };
+    },
+  };
+}
+

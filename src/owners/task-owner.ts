@@ -1,0 +1,222 @@
+import { SUBJECTS } from '../../streams/subjects.ts';
+import { planAttempt } from '../commands/execution/decide.ts';
+import type { AttemptResult, ExecutionEvent } from '../commands/execution/types.ts';
+import { OwnedTasks, type OwnedExecution } from '../commands/partition/owned-tasks.ts';
+import { TASK_EVENT_TYPES, type TaskEvent } from '../commands/task/types.ts';
+import type { AttemptRunner } from '../dispatchers/attempt-runner.ts';
+import type { HostBlocks } from '../dispatchers/host-blocks.ts';
+import type { EventStore } from '../events/store.ts';
+import type { JetcronEvent } from '../events/types.ts';
+import type { Clock } from '../lib/clock.ts';
+import type { Log } from '../lib/logger.ts';
+import type { Semaphore } from '../lib/semaphore.ts';
+import { unreachable } from '../lib/unreachable.ts';
+import { inSpan, sourceAttributes, SpanKind } from '../telemetry/tracing.ts';
+import type { Nats } from '../nats/connection.ts';
+import { decodeEvents } from '../nats/event-reader.ts';
+import { followEvents } from '../nats/events-tap.ts';
+import { claimPartition, Fenced, type PartitionLog } from './partition-log.ts';
+
+export interface TaskOwnerDeps {
+  nats: Nats;
+  store: EventStore;
+  runner: AttemptRunner;
+  hosts: () => HostBlocks;
+  clock: Clock;
+  log: Log;
+  /** The process's bound on attempts in flight, shared by all its owners. */
+  slots: Semaphore;
+  owner: string;
+  partitions: number;
+  onAttemptFinished?: (result: AttemptResult, exchangeMs: number | null) => void;
+}
+
+/** A start that failed for a reason of our own (the organization unreadable) is tried again after this. */
+const RETRY_START_MS = 5_000;
+/** Longer timers overflow (Node fires them at once); a far due time is looked at again after this. */
+const MAX_SLEEP_MS = 3_600_000;
+
+const RESULT_EVENTS = new Set<JetcronEvent['type']>(['AttemptStarted', 'AttemptFinished', 'AttemptDeferred', 'ExecutionCancelled', 'CallbackAttempted']);
+
+/**
+ * Owns one partition of tasks while `lease` holds: claims the partition's log (which
+ * fences every earlier owner), reads EVENTS from where the last owner's last commit
+ * says, and once it has read past its own claim (so everything its predecessor
+ * recorded is applied) sends what is due and appends the results in group commits.
+ * A lane's next execution starts only once the commit holding the previous one's
+ * final result is stored. Returns when `signal` aborts, the lease lapses, or another
+ * owner fences this one.
+ */
+export async function ownTaskPartition(
+  deps: TaskOwnerDeps,
+  partition: number,
+  lease: { held(): boolean },
+  signal: AbortSignal,
+  held: Map<number, OwnedTasks>,
+): Promise<void> {
+  const stop = new AbortController();
+  const onAbort = () => stop.abort();
+  signal.addEventListener('abort', onAbort, { once: true });
+  const log = await claimPartition({ nats: deps.nats, store: deps.store }, { partition, owner: deps.owner, signal: stop.signal }).catch((err: unknown) => {
+    signal.removeEventListener('abort', onAbort);
+    throw err;
+  });
+  const state = new OwnedTasks(partition, deps.partitions);
+  held.set(partition, state);
+  const own = SUBJECTS.partition(partition);
+  let position = log.resumeFrom;
+  let live = false;
+  let pumpQueued = false;
+  let wake: NodeJS.Timeout | undefined;
+  let wakeAt = Infinity;
+  const inFlight = new Set<Promise<void>>();
+  log.resumeFromNow = () => state.lowestOrigin() ?? position;
+
+  const ending = (why: string) => {
+    if (stop.signal.aborted) return;
+    deps.log(`owner of partition ${partition}: ${why}; stopping`);
+    stop.abort();
+  };
+
+  /** Appends and, once stored, applies: the state follows the log, never ahead of it. */
+  const record = async (events: ExecutionEvent[]) => {
+    await log.append(events);
+    for (const e of events) state.onResult(e);
+    schedulePump();
+  };
+
+  const schedulePump = () => {
+    if (pumpQueued || !live) return;
+    pumpQueued = true;
+    setImmediate(pump);
+  };
+
+  function pump() {
+    pumpQueued = false;
+    if (stop.signal.aborted) return;
+    // Asked before anything is sent: a process resumed after a freeze must not act on what it held.
+    if (!lease.held()) return ending('its lease has lapsed');
+    const cancels = state.takeCancels();
+    if (cancels.length) track(record(cancels));
+    const now = deps.clock.now();
+    for (const exec of state.take(now)) track(run(exec));
+    const next = state.nextWakeAt(deps.clock.now());
+    if (next !== null && next < wakeAt) {
+      clearTimeout(wake);
+      wakeAt = next;
+      wake = setTimeout(() => {
+        wakeAt = Infinity;
+        schedulePump();
+      }, Math.min(MAX_SLEEP_MS, Math.max(0, next - deps.clock.now())));
+    }
+  }
+
+  const track = (p: Promise<void>) => {
+    const done = p.catch((err: unknown) => {
+      if (err instanceof Fenced) return ending('another owner claimed the partition');
+      if (!stop.signal.aborted) deps.log(`owner of partition ${partition}: ${(err as Error).message}`);
+    }).finally(() => inFlight.delete(done));
+    inFlight.add(done);
+  };
+
+  async function run(exec: OwnedExecution): Promise<void> {
+    await deps.slots.acquire();
+    try {
+      // Checked again once a slot is free: the wait may have outlasted the lease.
+      if (stop.signal.aborted || !lease.held()) return;
+      // One CONSUMER span per send, continuing the trace of whoever planned the execution.
+      const { job } = exec;
+      const attributes = () => sourceAttributes(job.org_id, job.source, { 'jetcron.execution_id': exec.id, 'jetcron.attempt': job.attempt, 'jetcron.partition': partition });
+      await inSpan(`${exec.phase === 'callback' ? 'callback' : 'attempt'} task`, { kind: SpanKind.CONSUMER, traceparent: exec.traceparent, attributes }, async () => {
+        if (exec.phase === 'callback') await record([await deps.runner.sendCallback(exec.callback!)]);
+        else await attempt(exec);
+      });
+    } catch (err) {
+      if (err instanceof Fenced || stop.signal.aborted) throw err;
+      deps.log(`owner of partition ${partition}: ${exec.id}: ${(err as Error).message}; trying again in ${RETRY_START_MS / 1000} s`);
+      state.later(exec, deps.clock.now() + RETRY_START_MS);
+      schedulePump();
+    } finally {
+      deps.slots.release();
+    }
+  }
+
+  async function attempt(exec: OwnedExecution): Promise<void> {
+    const job = exec.job;
+    const hosts = deps.hosts();
+    const { host, blockedUntil } = await deps.runner.hostBlock(job);
+    const plan = planAttempt({
+      job,
+      sofar: { uncounted: exec.uncounted, done: false },
+      sourceGone: state.sourceGone(exec),
+      requestGone: false,
+      host,
+      blockedUntil,
+      hostState: host && blockedUntil ? hosts.state(job.org_id, host) : null,
+      nowMs: deps.clock.now(),
+    });
+    switch (plan.kind) {
+      case 'done':
+        return;
+      case 'record':
+      case 'defer':
+        return record(plan.events);
+      case 'send':
+        break;
+      default:
+        return unreachable(plan);
+    }
+    const { finished, exchangeMs } = await deps.runner.send(job, { uncounted: plan.uncounted, host, forward: null, recordStart: (e) => record([e]) });
+    await record([finished]);
+    if (finished.type === 'AttemptFinished') deps.onAttemptFinished?.(finished.data, exchangeMs);
+  }
+
+  const apply = (subject: string, seq: number, events: JetcronEvent[], traceparent: string | undefined) => {
+    if (subject === own) {
+      // Past the claim, every result here is this owner's own, applied when it was stored.
+      if (seq < log.claimSeq) for (const e of events) if (RESULT_EVENTS.has(e.type)) state.onResult(e as ExecutionEvent);
+      return;
+    }
+    events.forEach((e, i) => {
+      if (TASK_EVENT_TYPES.has(e.type)) state.onTaskEvent(e as TaskEvent, seq, i, e.traceparent ?? traceparent);
+      // On an execution's own subject: what DISPATCH recorded for a task before the owners
+      // took tasks over (a deployment switching modes, jobs still in flight then) settles it here too.
+      else if (RESULT_EVENTS.has(e.type)) state.onResult(e as ExecutionEvent);
+    });
+  };
+
+  try {
+    for await (const item of followEvents(deps.nats, { startSeq: log.resumeFrom, signal: stop.signal, log: deps.log, name: `owner.${partition}`, maxMessages: 2_000 })) {
+      let events: JetcronEvent[];
+      try {
+        events = (item.decoded ??= decodeEvents(item.data)) as JetcronEvent[];
+      } catch (err) {
+        // A message no reader can decode is skipped by all of them (a poison message stops no owner).
+        deps.log(`owner of partition ${partition}: seq ${item.seq}: ${(err as Error).message}`);
+        events = [];
+      }
+      apply(item.subject, item.seq, events, item.traceparent);
+      position = item.seq + 1;
+      if (!live && item.seq >= log.claimSeq) {
+        live = true;
+        deps.log.debug?.('owner live', () => ({ partition, from: log.resumeFrom, claim: log.claimSeq, executions: state.size }));
+      }
+      schedulePump();
+    }
+  } finally {
+    held.delete(partition);
+    signal.removeEventListener('abort', onAbort);
+    stop.abort();
+    clearTimeout(wake);
+    await settle(log, inFlight);
+  }
+}
+
+/** In-flight attempts finish (their results may still be stored) before the log closes; the next owner re-runs what is left. */
+async function settle(log: PartitionLog, inFlight: Set<Promise<void>>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const grace = new Promise<void>((r) => (timer = setTimeout(r, 10_000)));
+  await Promise.race([Promise.all(inFlight), grace]);
+  clearTimeout(timer);
+  log.close();
+}

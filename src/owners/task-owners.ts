@@ -1,0 +1,64 @@
+import type { AttemptResult } from '../commands/execution/types.ts';
+import { createAttemptRunner } from '../dispatchers/attempt-runner.ts';
+import { openHostBlocks, type HostBlocks } from '../dispatchers/host-blocks.ts';
+import type { OutboundClient } from '../dispatchers/outbound-client.ts';
+import type { EventStore } from '../events/store.ts';
+import type { Clock } from '../lib/clock.ts';
+import type { Log } from '../lib/logger.ts';
+import { Semaphore } from '../lib/semaphore.ts';
+import type { Nats } from '../nats/connection.ts';
+import { createLease, openLeaseBucket, whileLeased } from '../nats/lease.ts';
+import type { Directory } from '../nats/org-directory.ts';
+import type { ScriptEngine } from '../scripts/engine.ts';
+import { ownTaskPartition } from './task-owner.ts';
+import type { OwnedTasks } from '../commands/partition/owned-tasks.ts';
+
+export interface TaskOwnersDeps {
+  nats: Nats;
+  store: EventStore;
+  directory: Directory;
+  outbound: OutboundClient;
+  clock: Clock;
+  log: Log;
+  owner: string;
+  partitions: number;
+  concurrency: number;
+  scripts?: ScriptEngine;
+  onAttemptFinished?: (result: AttemptResult, exchangeMs: number | null) => void;
+}
+
+/** The lease of a task partition's owner. */
+export const ownerLease = (partition: number) => `owner.${partition}`;
+
+/**
+ * Every task partition this process can lease, each owned while its lease holds (a
+ * process takes what no live one holds, so one process owns them all until another
+ * starts and takes over those it frees). One bound on attempts in flight for all.
+ */
+export async function startTaskOwners(deps: TaskOwnersDeps) {
+  const hosts: HostBlocks = await openHostBlocks({ nats: deps.nats, clock: deps.clock, log: deps.log });
+  const runner = createAttemptRunner({ directory: deps.directory, outbound: deps.outbound, clock: deps.clock, log: deps.log, scripts: deps.scripts, hosts: () => hosts });
+  const slots = new Semaphore(deps.concurrency);
+  const leases = await openLeaseBucket(deps.nats);
+  const abort = new AbortController();
+  const held = new Map<number, OwnedTasks>();
+  const owners = Array.from({ length: deps.partitions }, (_, p) => {
+    const lease = createLease(leases, ownerLease(p), deps.owner, deps.log);
+    return whileLeased(lease, abort.signal, deps.log, (signal) =>
+      ownTaskPartition({ ...deps, runner, hosts: () => hosts, slots }, p, lease, signal, held));
+  });
+  return {
+    hostBlocksActive: () => hosts.activeBlocks(),
+    /** Executions of the partitions owned here that wait for their time (the timers gauge counts them). */
+    waitingForTime(now = Date.now()): number {
+      let n = 0;
+      for (const state of held.values()) n += state.waitingForTime(now);
+      return n;
+    },
+    async stop() {
+      abort.abort();
+      await Promise.all(owners);
+      await hosts.close();
+    },
+  };
+}

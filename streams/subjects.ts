@@ -1,0 +1,40 @@
+/**
+ * Subject names of every stream and core NATS subject: plain strings, so the domain
+ * core can name the subjects it writes without importing the NATS client.
+ * docs/architecture.md, "Subjects", explains each.
+ */
+export const SUBJECTS = {
+  org: (org: string) => `evt.${org}.org`,
+  apiKey: (publicId: string) => `evt.apikey.${publicId}`,
+  task: (org: string, id: string) => `evt.${org}.task.${id}`,
+  execution: (org: string, id: string) => `evt.${org}.exec.${id}`,
+  /** A partition owner's claims and result commits, each guarded by the one before (fencing). */
+  partition: (partition: number) => `evt.partition.${partition}`,
+  dispatch: (org: string) => `dispatch.${org}.run`,
+  lane: (org: string, laneKey: string) => `lane.${org}.${laneKey}`,
+  timer: (partition: number, id: string) => `timer.${partition}.${id}`,
+  timerPartition: (partition: number) => `timer.${partition}.>`,
+  /** One notification's delivery records (`NotificationSent` / `NotificationFailed`). */
+  notification: (org: string, id: string) => `evt.${org}.notify.${id}`,
+  /** A notification delivery that is due (NOTIFY stream). */
+  notify: (org: string) => `notify.${org}.send`,
+  endpoint: (org: string, id: string) => `evt.${org}.endpoint.${id}`,
+  /** One inbound event's forwarding records (`InboundEventReceived`, `InboundEventReplayed`). */
+  inboundEvent: (org: string, eventId: string) => `evt.${org}.inbound.${eventId}`,
+  /** An endpoint's debounce window for one transform() `debounce_key` (its SHA-256, so any text is a token). */
+  inboundDebounce: (org: string, endpointId: string, keyHash: string) => `evt.${org}.inbound-debounce.${endpointId}.${keyHash}`,
+  /** An inbound request as received (INBOUND stream). */
+  inbound: (org: string, endpointId: string) => `inbound.${org}.${endpointId}`,
+  /** Forwarding jobs held while their endpoint is paused (HELD stream). */
+  held: (org: string, endpointId: string) => `held.${org}.${endpointId}`,
+  /** Core NATS (not stored): the projector's progress, for read-your-writes. */
+  projected: 'jetcron.projected',
+  /** An API process wrote `<org> <seq>`: reads of that organization wait for it in every API process. */
+  written: 'jetcron.written',
+  /** Core NATS, `.<group>` appended: the consumers of each process of one split `serve` and where they stand, every 2 s, for its /healthz. */
+  progress: 'jetcron.progress',
+  /** Core NATS: API processes announce themselves so each takes its share of the rate limit. */
+  apiPresence: 'jetcron.presence.api',
+  /** Core NATS request: every service process answers with who it is and its roles (`jetcron status`). */
+  rollCall: 'jetcron.processes',
+} as const;

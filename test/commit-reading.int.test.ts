@@ -1,0 +1,136 @@
+/**
+ * Commits: one EVENTS message holding several events. Every reader hands them on as
+ * events, in order, with their message's sequence, beside the plain one-event messages
+ * the log already holds; a keyed reader's checkpoint passes a commit only once all of
+ * its events have finished.
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { Kvm } from '@nats-io/kv';
+import { KV_BUCKETS } from '../streams/definitions.ts';
+import { commitMessage, eventsOf } from '../src/events/commit.ts';
+import type { Envelope, StoredEvent } from '../src/events/envelope.ts';
+import type { JetcronEvent } from '../src/events/types.ts';
+import { encodeJson } from '../src/lib/json.ts';
+import type { Nats } from '../src/nats/connection.ts';
+import { readEvents } from '../src/nats/event-reader.ts';
+import { createEventStore } from '../src/nats/event-store.ts';
+import { readEventsKeyed } from '../src/nats/keyed-event-reader.ts';
+import { openSupervisor } from '../src/nats/supervisor.ts';
+import { createKeyedPipeline } from '../src/scheduler/keyed-pipeline.ts';
+import { startNatsWithStreams } from './support/nats.ts';
+
+const ev = (n: number): Envelope => ({ type: 'Probe', id: `probe-${n}`, at: new Date(0).toISOString(), org_id: 'org_x', data: { n } });
+
+test('eventsOf: a commit is its list, a plain event a list of one, anything else an error', () => {
+  assert.deepEqual(eventsOf(commitMessage('c1', [ev(1), ev(2)])).map((e) => e.id), ['probe-1', 'probe-2']);
+  assert.deepEqual(eventsOf(ev(3)).map((e) => e.id), ['probe-3']);
+  assert.throws(() => eventsOf({ events: [] }), /without a type/);
+  assert.throws(() => eventsOf(null), /without a type/);
+  assert.throws(() => commitMessage('c2', []), /at least one event/);
+});
+
+test('keyed pipeline: a position shared by several items completes only once all of them did', async () => {
+  const pipeline = createKeyedPipeline({ maxInFlight: 10, retryMs: 10, log: () => {} });
+  const gates = new Map<string, () => void>();
+  const gated = (name: string) => () => new Promise<void>((r) => gates.set(name, r));
+  pipeline.hold(5);
+  await pipeline.push('a', 5, gated('5a'), () => false);
+  await pipeline.push('b', 5, gated('5b'), () => false);
+  pipeline.release();
+  pipeline.hold(6);
+  await pipeline.push('c', 6, gated('6c'), () => false);
+  pipeline.release();
+  const settle = () => new Promise((r) => setImmediate(r));
+  await settle();
+  gates.get('5a')!();
+  await settle();
+  assert.equal(pipeline.completed, 4, 'one of the two items at 5 is still running');
+  gates.get('6c')!();
+  await settle();
+  assert.equal(pipeline.completed, 4, 'a later position finished does not pass an unfinished earlier one');
+  gates.get('5b')!();
+  await pipeline.drain();
+  assert.equal(pipeline.completed, 6);
+});
+
+let server: Awaited<ReturnType<typeof startNatsWithStreams>>;
+let nats: Nats;
+before(async () => {
+  server = await startNatsWithStreams();
+  nats = await server.connect('commit-reading test');
+  // seq 1: a plain event; seq 2: a commit of three; seq 3: a plain event.
+  await nats.publish('evt.org_x.probe.a', encodeJson(ev(1)));
+  await nats.publish('evt.org_x.lane.k', encodeJson(commitMessage('commit-1', [ev(2), ev(3), ev(4)])));
+  await nats.publish('evt.org_x.probe.b', encodeJson(ev(5)));
+});
+after(async () => {
+  await nats.close();
+  await server.stop();
+});
+
+test('readEvents hands a commit on as its events, in order, with the message sequence and their place in it', async () => {
+  const supervisor = await openSupervisor(nats, () => {});
+  after(() => supervisor.close());
+  const abort = new AbortController();
+  const seen: StoredEvent<JetcronEvent>[] = [];
+  const commitPartsPerBatch: number[] = [];
+  const reading = readEvents(nats, { startSeq: 1, maxBatch: 2, signal: abort.signal, log: () => {}, name: 'commit-test', supervisor }, async (batch) => {
+    commitPartsPerBatch.push(batch.filter((e) => e.seq === 2).length);
+    seen.push(...batch);
+    if (seen.length >= 5) abort.abort();
+  });
+  await reading;
+  assert.deepEqual(seen.map((e) => [e.event.id, e.seq, e.index ?? 0]), [
+    ['probe-1', 1, 0],
+    ['probe-2', 2, 0],
+    ['probe-3', 2, 1],
+    ['probe-4', 2, 2],
+    ['probe-5', 3, 0],
+  ]);
+  // A batch is whole messages: the commit's events never straddle two batches.
+  assert.deepEqual(commitPartsPerBatch.filter((n) => n > 0), [3]);
+});
+
+test('the event store loads a commit subject\'s last event and a commit\'s first by sequence', async () => {
+  const store = createEventStore(nats);
+  assert.equal((await store.last('evt.org_x.lane.k'))?.event.id, 'probe-4');
+  assert.equal((await store.at(2))?.event.id, 'probe-2');
+});
+
+test('a keyed reader runs every event of a commit and checkpoints past it only when all have finished', async () => {
+  const supervisor = await openSupervisor(nats, () => {});
+  after(() => supervisor.close());
+  const kv = await new Kvm(nats.js).open(KV_BUCKETS.checkpoints.name);
+  const key = `commit-test-${Date.now()}`;
+  const abort = new AbortController();
+  const handled: string[] = [];
+  let releaseSlow!: () => void;
+  const slow = new Promise<void>((r) => (releaseSlow = r));
+  let sawAll!: () => void;
+  const all = new Promise<void>((r) => (sawAll = r));
+  let sawFour!: () => void;
+  const four = new Promise<void>((r) => (sawFour = r));
+  const reading = readEventsKeyed({
+    nats, kv, name: 'commit-keyed', checkpointKey: key, checkpointEveryMs: 20, signal: abort.signal, log: () => {}, supervisor,
+    keyOf: (e) => e.event.id,
+    handle: async (e) => {
+      if (e.event.id === 'probe-3') await slow;
+      handled.push(e.event.id);
+      if (handled.length === 4) sawFour();
+      if (handled.length === 5) sawAll();
+    },
+  });
+  // Every other event finishes; probe-3 (the commit's middle one) holds the commit back.
+  const checkpoint = async () => Number(new TextDecoder().decode((await kv.get(key))?.value ?? new Uint8Array()) || 0);
+  await four;
+  assert.deepEqual([...handled].sort(), ['probe-1', 'probe-2', 'probe-4', 'probe-5']);
+  // One-sided: a slow machine may tick fewer times, never make a wrong checkpoint right.
+  await new Promise((r) => setTimeout(r, 100));
+  assert.ok((await checkpoint()) <= 1, `checkpoint ${await checkpoint()} passed an unfinished commit`);
+  releaseSlow();
+  await all;
+  abort.abort();
+  await reading;
+  assert.equal(await checkpoint(), 3);
+});

@@ -1,0 +1,53 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { taskPartition } from '../src/commands/partition/partition-of.ts';
+import { eventually, startTestService } from './support/service.ts';
+import { startTarget } from './support/target.ts';
+
+// A deployment that ran tasks through DISPATCH switches to partition owners: what ran
+// is not run again, what waits (a delayed task's timer in TIMERS) runs once, by the owners.
+
+const PARTITIONS = 8;
+
+test('switching from DISPATCH to partition owners: nothing that ran runs again, a waiting task runs once', { timeout: 180_000 }, async () => {
+  const target = await startTarget();
+  const svc = await startTestService({ JETCRON_DISPATCH: 'queue', JETCRON_PARTITIONS: String(PARTITIONS) });
+  try {
+    const { api, orgId } = await svc.createOrg('pro');
+    const create = async (body: Record<string, unknown>) => {
+      const res = await api('POST', '/tasks', body);
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+      return res.body.data as { id: string; last_execution_id: string };
+    };
+    const status = async (id: string) => (await api('GET', `/executions/${id}`)).body.data.status as string;
+    const ran = (path: string) => target.received.filter((r) => r.path === path).length;
+
+    // Under DISPATCH: a task that runs, a lane that runs, a task that waits past the switch.
+    const done = [await create({ url: `${target.url}/before` })];
+    for (let i = 0; i < 3; i++) done.push(await create({ url: `${target.url}/lane-before/${i}`, lane: 'switch' }));
+    const waiting = await create({ url: `${target.url}/waiting`, run_at: new Date(Date.now() + 4_000).toISOString() });
+    await eventually(async () => (await Promise.all(done.map((t) => status(t.last_execution_id)))).every((s) => s === 'success'), 30_000);
+    assert.equal(await status(waiting.last_execution_id), 'pending');
+
+    await svc.restart({ JETCRON_DISPATCH: 'owners' });
+
+    // Every owner has read the log from its start and sends: a task in each partition has run, twice over.
+    const lanes = Array.from({ length: PARTITIONS }, (_, p) => {
+      for (let n = 0; ; n++) if (taskPartition({ org_id: orgId, id: '', lane: `probe-${n}` }, PARTITIONS) === p) return `probe-${n}`;
+    });
+    for (const round of [1, 2]) {
+      const probes = await Promise.all(lanes.map((lane) => create({ url: `${target.url}/probe/${round}/${lane}`, lane })));
+      await eventually(async () => (await Promise.all(probes.map((t) => status(t.last_execution_id)))).every((s) => s === 'success'), 60_000);
+    }
+    await eventually(async () => (await status(waiting.last_execution_id)) === 'success', 60_000);
+
+    assert.equal(ran('/before'), 1, 'a task that ran under DISPATCH is not run again');
+    for (let i = 0; i < 3; i++) assert.equal(ran(`/lane-before/${i}`), 1, `lane task ${i} ran once`);
+    assert.equal(ran('/waiting'), 1, 'the waiting task ran once, by the owners (its old timer sends nothing)');
+    const exe = (await api('GET', `/executions/${waiting.last_execution_id}`)).body.data;
+    assert.equal(exe.attempt, 1);
+  } finally {
+    await svc.stop();
+    await target.close();
+  }
+});

@@ -1,0 +1,85 @@
+/**
+ * Positions a test can await instead of sleeping to see that nothing happens: what the
+ * scheduler holds for a task, what waits in HELD, how far the notifier and the projector
+ * have read. See
+ * wait.ts for the polling itself.
+ */
+import { Kvm } from '@nats-io/kv';
+import pg from 'pg';
+import { KV_BUCKETS, STREAMS } from '../../streams/definitions.ts';
+import { SUBJECTS } from '../../streams/subjects.ts';
+import type { TimerValue } from '../../src/scheduler/timer-store.ts';
+import { decodeJson } from '../../src/lib/json.ts';
+import { connectNats } from '../../src/nats/connection.ts';
+import { PROJECTOR_NAME } from '../../src/projections/projector.ts';
+import { eventually } from './wait.ts';
+
+/** The state of each timer the scheduler keeps for one task, schedule or monitor (any partition). */
+export async function timerStates(natsUrl: string, sourceId: string): Promise<TimerValue['state'][]> {
+  const nats = await connectNats(natsUrl, 'test timers');
+  try {
+    const info = await nats.jsm.streams.info(STREAMS.timers.name, { subjects_filter: `${SUBJECTS.timer('*' as never, sourceId)}.>` });
+    const states: TimerValue['state'][] = [];
+    for (const subject of Object.keys(info.state.subjects ?? {})) {
+      const last = await nats.jsm.direct.getMessage(STREAMS.timers.name, { last_by_subj: subject });
+      // An empty message is a deleted timer.
+      if (last && last.data.length > 0) states.push(decodeJson<TimerValue>(last.data).state);
+    }
+    return states;
+  } finally {
+    await nats.close();
+  }
+}
+
+/** How many deliveries of a paused endpoint wait in HELD (none of them can be forwarded before a resume). */
+export async function heldCount(natsUrl: string, orgId: string, endpointId: string): Promise<number> {
+  const nats = await connectNats(natsUrl, 'test held');
+  try {
+    const subject = SUBJECTS.held(orgId, endpointId);
+    const info = await nats.jsm.streams.info(STREAMS.held.name, { subjects_filter: subject });
+    return info.state.subjects?.[subject] ?? 0;
+  } finally {
+    await nats.close();
+  }
+}
+
+/**
+ * Waits until the notifier has handled everything in EVENTS so far and the organization
+ * has no notification left to send: its reader's checkpoint (which passes only handled
+ * events) has reached EVENTS' last sequence as of the call, and NOTIFY (a work queue: a
+ * job leaves it once delivered or given up) holds nothing for the organization. What a
+ * notification target has not received by then, it will not.
+ */
+export async function notifierIdle(natsUrl: string, orgId: string): Promise<void> {
+  const nats = await connectNats(natsUrl, 'test notifier idle');
+  try {
+    const last = (await nats.jsm.streams.info(STREAMS.events.name)).state.last_seq;
+    const kv = await new Kvm(nats.nc).open(KV_BUCKETS.checkpoints.name);
+    await eventually(async () => Number((await kv.get('notifier'))?.string()) >= last, 30_000, 50);
+    const subject = SUBJECTS.notify(orgId);
+    await eventually(async () => ((await nats.jsm.streams.info(STREAMS.notify.name, { subjects_filter: subject })).state.subjects?.[subject] ?? 0) === 0, 30_000, 50);
+  } finally {
+    await nats.close();
+  }
+}
+
+/**
+ * Waits until the projector has applied everything in EVENTS so far (its checkpoint in
+ * Postgres has reached EVENTS' last sequence as of the call): a read model that has not
+ * changed by then will not change from what was written before.
+ */
+export async function projectedUpToNow(natsUrl: string, databaseUrl: string): Promise<void> {
+  const nats = await connectNats(natsUrl, 'test projected');
+  const db = new pg.Client({ connectionString: databaseUrl });
+  await db.connect();
+  try {
+    const last = (await nats.jsm.streams.info(STREAMS.events.name)).state.last_seq;
+    await eventually(async () => {
+      const row = (await db.query<{ seq: string }>('SELECT seq FROM projection_checkpoints WHERE name = $1', [PROJECTOR_NAME])).rows[0];
+      return row !== undefined && Number(row.seq) >= last;
+    }, 30_000, 50);
+  } finally {
+    await db.end();
+    await nats.close();
+  }
+}
