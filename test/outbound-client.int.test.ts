@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createOutboundClient } from '../src/dispatchers/outbound-client.ts';
+import { createOutboundClient, NotSent } from '../src/dispatchers/outbound-client.ts';
 import { type OutboundResult } from '../src/commands/execution/exchange.ts';
 import { eventually } from './support/wait.ts';
 
@@ -136,6 +136,25 @@ test('a request still queued for a connection times out on its own bound', async
   assert.deepEqual(srv.seen.map((s) => s.url), ['/first', '/later'], 'the timed-out queued request is never sent');
   await srv.close();
   await later;
+});
+
+test('mayWrite is asked once the request has its socket: a no drops it unwritten, also after a wait in the queue', async (t) => {
+  const srv = await startServer((_req, res) => setTimeout(() => res.end('ok'), 300));
+  const client = createOutboundClient({ allowPrivateTargets: true, connectionsPerOrigin: 1 });
+  t.after(async () => { await client.close(); await srv.close(); });
+
+  await assert.rejects(client.send({ url: `${srv.url}/refused`, method: 'POST', headers: {}, body: 'x', timeoutMs: 5_000, mayWrite: () => false }), NotSent);
+  // Allowed when queued, refused by the time the only connection is free: the answer at the socket counts.
+  let fenced = false;
+  const first = client.send({ url: `${srv.url}/first`, method: 'GET', headers: {}, timeoutMs: 5_000 });
+  const queued = client.send({ url: `${srv.url}/queued`, method: 'GET', headers: {}, timeoutMs: 5_000, mayWrite: () => !fenced });
+  await eventually(() => srv.seen.length >= 1);
+  fenced = true;
+  expectResponse(await first);
+  await assert.rejects(queued, NotSent);
+  const allowed = expectResponse(await client.send({ url: `${srv.url}/allowed`, method: 'GET', headers: {}, timeoutMs: 5_000, mayWrite: () => true }));
+  assert.equal(allowed.body, 'ok');
+  assert.deepEqual(srv.seen.map((s) => s.url), ['/first', '/allowed'], 'a refused request never reaches the server');
 });
 
 test('huge response is truncated at 262144 bytes', async (t) => {

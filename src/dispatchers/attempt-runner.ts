@@ -34,6 +34,11 @@ const SHORT_BLOCK_MS = 50;
 /** An attempt still running after this long is recorded as started, so its execution shows `running`. */
 export const RUNNING_VISIBLE_AFTER_MS = 500;
 
+export interface SendOptions {
+  /** The sender's fence, asked just before the request is written (see OutboundRequest.mayWrite). */
+  mayWrite?: (() => boolean) | undefined;
+}
+
 /**
  * Sends an attempt (or a callback) and decides the event that records it: signing,
  * the request, the host's health, `on_response`, the execution's rules. Shared by
@@ -103,7 +108,7 @@ export function createAttemptRunner(deps: AttemptRunnerDeps) {
    */
   async function send(
     job: AttemptJob,
-    opts: { uncounted: number; host: string | null; forward: ForwardRequest | null; recordStart: (event: ExecutionEvent) => Promise<unknown> },
+    opts: SendOptions & { uncounted: number; host: string | null; forward: ForwardRequest | null; recordStart: (event: ExecutionEvent) => Promise<unknown> },
   ): Promise<{ finished: ExecutionEvent; exchangeMs: number }> {
     let started: Promise<unknown> | undefined;
     const markStarted = () => {
@@ -127,7 +132,7 @@ export function createAttemptRunner(deps: AttemptRunnerDeps) {
 
   async function exchange(
     job: AttemptJob,
-    opts: { uncounted: number; host: string | null; forward: ForwardRequest | null },
+    opts: SendOptions & { uncounted: number; host: string | null; forward: ForwardRequest | null },
     onStart: () => void,
   ): Promise<{ finished: ExecutionEvent; exchangeMs: number }> {
     const { forward, host } = opts;
@@ -143,7 +148,7 @@ export function createAttemptRunner(deps: AttemptRunnerDeps) {
     };
     const url = forward ? forwardUrl(job.request.url, forward.query) : job.request.url;
     onStart();
-    const result = await tracedSend(deps.outbound, { url, method, headers, body: sentBody ?? undefined, timeoutMs: job.request.timeout_ms });
+    const result = await tracedSend(deps.outbound, { url, method, headers, body: sentBody ?? undefined, timeoutMs: job.request.timeout_ms, mayWrite: opts.mayWrite });
 
     const nowMs = deps.clock.now();
     const classified = classifyAttempt(job, result, nowMs);
@@ -183,9 +188,9 @@ export function createAttemptRunner(deps: AttemptRunnerDeps) {
   }
 
   /** One delivery try of a completion callback, as the `CallbackAttempted` that records it. */
-  async function sendCallback(job: CallbackJob): Promise<ExecutionEvent> {
+  async function sendCallback(job: CallbackJob, opts: SendOptions = {}): Promise<ExecutionEvent> {
     const headers = { 'Content-Type': 'application/json', ...(await sign(job, job.body, `${job.execution_id}-callback`)) };
-    const result = await tracedSend(deps.outbound, { url: job.url, method: 'POST', headers, body: job.body, timeoutMs: CALLBACK_TIMEOUT_MS });
+    const result = await tracedSend(deps.outbound, { url: job.url, method: 'POST', headers, body: job.body, timeoutMs: CALLBACK_TIMEOUT_MS, mayWrite: opts.mayWrite });
     const ok = result.kind === 'response' && result.statusCode >= 200 && result.statusCode < 300;
     const delay = CALLBACK_RETRY_DELAYS_MS[job.attempt - 1];
     return {

@@ -10,6 +10,20 @@ export interface OutboundRequest {
   headers: Record<string, string>;
   body?: string | Buffer | undefined;
   timeoutMs: number;
+  /**
+   * Asked at the last moment before the request's first byte is written (once it has
+   * a socket): false drops it unsent and the send rejects with NotSent. A partition
+   * owner's fence: a process frozen anywhere between planning a send and writing it
+   * (a pause, a SIGSTOP, a slow connect) must not write once its lease has lapsed.
+   */
+  mayWrite?: (() => boolean) | undefined;
+}
+
+/** The request was dropped before any of it was written: its `mayWrite` said no. */
+export class NotSent extends Error {
+  constructor() {
+    super('not sent: the sender may no longer write');
+  }
 }
 
 export interface OutboundClient {
@@ -58,6 +72,7 @@ function guardedLookup(hostname: string, options: LookupOptions, callback: Looku
 // Shared abort reasons: the handler has already settled when these reach onError.
 const TIMED_OUT = new Error('jetcron outbound timeout');
 const TRUNCATED = new Error('jetcron response truncated');
+const NOT_SENT = new Error('jetcron request not sent');
 
 function flattenHeaders(raw: Buffer[]): Record<string, string> {
   const out: Record<string, string> = {};
@@ -96,8 +111,10 @@ class Exchange implements Dispatcher.DispatchHandlers {
 
   constructor(
     private readonly resolve: (r: OutboundResult) => void,
+    private readonly reject: (err: Error) => void,
     private readonly maxBytes: number,
     private readonly timeoutMs: number,
+    private readonly mayWrite: (() => boolean) | undefined,
   ) {}
 
   start(): void {
@@ -112,8 +129,15 @@ class Exchange implements Dispatcher.DispatchHandlers {
 
   onConnect(abort: (err?: Error) => void): void {
     // Timed out while queued or connecting: drop the request as soon as it has a socket.
-    if (this.settled) abort(TIMED_OUT);
-    else this.abort = abort;
+    if (this.settled) return abort(TIMED_OUT);
+    // undici writes the request right after this returns, unless it was aborted here.
+    if (this.mayWrite && !this.mayWrite()) {
+      this.settled = true;
+      clearTimeout(this.timer);
+      this.reject(new NotSent());
+      return abort(NOT_SENT);
+    }
+    this.abort = abort;
   }
 
   onHeaders(statusCode: number, rawHeaders: Buffer[]): boolean {
@@ -213,8 +237,8 @@ export function createOutboundClient(opts: OutboundClientOptions): OutboundClien
         return immediateError('refused_target', new RefusedTargetError(host).message);
       }
     }
-    return new Promise<OutboundResult>((resolve) => {
-      const ex = new Exchange(resolve, maxBytes, req.timeoutMs);
+    return new Promise<OutboundResult>((resolve, reject) => {
+      const ex = new Exchange(resolve, reject, maxBytes, req.timeoutMs, req.mayWrite);
       ex.start();
       try {
         agent.dispatch(

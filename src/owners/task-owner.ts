@@ -4,6 +4,7 @@ import type { AttemptResult, ExecutionEvent } from '../commands/execution/types.
 import { OwnedTasks, type OwnedExecution } from '../commands/partition/owned-tasks.ts';
 import { TASK_EVENT_TYPES, type TaskEvent } from '../commands/task/types.ts';
 import type { AttemptRunner } from '../dispatchers/attempt-runner.ts';
+import { NotSent } from '../dispatchers/outbound-client.ts';
 import type { HostBlocks } from '../dispatchers/host-blocks.ts';
 import type { EventStore } from '../events/store.ts';
 import type { JetcronEvent } from '../events/types.ts';
@@ -111,6 +112,9 @@ export async function ownTaskPartition(
     }
   }
 
+  /** The fence at the socket: whatever paused this process since the pump, nothing is written once the lease has lapsed. */
+  const mayWrite = () => !stop.signal.aborted && lease.held();
+
   const track = (p: Promise<void>) => {
     const done = p.catch((err: unknown) => {
       if (err instanceof Fenced) return ending('another owner claimed the partition');
@@ -128,11 +132,12 @@ export async function ownTaskPartition(
       const { job } = exec;
       const attributes = () => sourceAttributes(job.org_id, job.source, { 'jetcron.execution_id': exec.id, 'jetcron.attempt': job.attempt, 'jetcron.partition': partition });
       await inSpan(`${exec.phase === 'callback' ? 'callback' : 'attempt'} task`, { kind: SpanKind.CONSUMER, traceparent: exec.traceparent, attributes }, async () => {
-        if (exec.phase === 'callback') await record([await deps.runner.sendCallback(exec.callback!)]);
+        if (exec.phase === 'callback') await record([await deps.runner.sendCallback(exec.callback!, { mayWrite })]);
         else await attempt(exec);
       });
     } catch (err) {
       if (err instanceof Fenced || stop.signal.aborted) throw err;
+      if (err instanceof NotSent) return ending('its lease has lapsed');
       deps.log(`owner of partition ${partition}: ${exec.id}: ${(err as Error).message}; trying again in ${RETRY_START_MS / 1000} s`);
       state.later(exec, deps.clock.now() + RETRY_START_MS);
       schedulePump();
@@ -166,7 +171,7 @@ export async function ownTaskPartition(
       default:
         return unreachable(plan);
     }
-    const { finished, exchangeMs } = await deps.runner.send(job, { uncounted: plan.uncounted, host, forward: null, recordStart: (e) => record([e]) });
+    const { finished, exchangeMs } = await deps.runner.send(job, { uncounted: plan.uncounted, host, forward: null, recordStart: (e) => record([e]), mayWrite });
     await record([finished]);
     if (finished.type === 'AttemptFinished') deps.onAttemptFinished?.(finished.data, exchangeMs);
   }
