@@ -16,7 +16,7 @@ import { decodeJson } from '../src/lib/json.ts';
 import { KeyedMutex } from '../src/lib/keyed-mutex.ts';
 import { connectNats } from '../src/nats/connection.ts';
 import { serve, type Running } from '../src/runtime/serve.ts';
-import { eventually, startTestService, type Api, type TestService } from './support/service.ts';
+import { eventually, startTestService, type Api, type TestService, secondLog } from './support/service.ts';
 
 const CLIENTS = 64;
 const ROUNDS = 5;
@@ -59,7 +59,7 @@ describe('concurrent writes on one aggregate', () => {
       { NATS_URL: svc.natsUrl, DATABASE_URL: svc.databaseUrl, PORT: '0', JETCRON_RATE_LIMIT_FREE: '0', JETCRON_RATE_LIMIT_PRO: '0' },
       { roles: 'api', dataDir: mkdtempSync(path.join(os.tmpdir(), 'jetcron-test-api2-')) },
     );
-    second = await serve(config, () => {});
+    second = await serve(config, secondLog);
     db = new pg.Client({ connectionString: svc.databaseUrl });
     await db.connect();
   });

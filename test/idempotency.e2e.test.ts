@@ -16,7 +16,7 @@ import { createEventStore } from '../src/nats/event-store.ts';
 import { createClock } from '../src/lib/clock.ts';
 import { derivedId } from '../src/lib/ids.ts';
 import { serve, type Running } from '../src/runtime/serve.ts';
-import { apiClient, startTestService, type Api, type TestService } from './support/service.ts';
+import { apiClient, startTestService, type Api, type TestService, secondLog } from './support/service.ts';
 
 // Targets are never called: every task here is created disabled.
 const task = (name: string) => ({ url: 'http://127.0.0.1:9/never', name, enabled: false });
@@ -32,7 +32,7 @@ describe('Idempotency-Key', () => {
       { NATS_URL: svc.natsUrl, DATABASE_URL: svc.databaseUrl, PORT: '0', JETCRON_RATE_LIMIT_FREE: '0', JETCRON_RATE_LIMIT_PRO: '0' },
       { roles: 'api', dataDir: mkdtempSync(path.join(os.tmpdir(), 'jetcron-test-idem-api2-')) },
     );
-    second = await serve(config, () => {});
+    second = await serve(config, secondLog);
   });
   after(async () => {
     await second?.stop();

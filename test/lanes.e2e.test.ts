@@ -5,21 +5,21 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { loadConfig } from '../src/config.ts';
 import { serve, type Running } from '../src/runtime/serve.ts';
-import { eventually, startTestService, type Api, type TestService, dispatchModeEnv } from './support/service.ts';
+import { eventually, startTestService, type Api, type TestService, dispatchModeEnv, secondLog } from './support/service.ts';
 import { startTarget } from './support/target.ts';
 
 // 1 service minute = 6 ms: retries come quickly.
 const SCALE = '0.0001';
 
-/** A target that answers after `delayMs` and records when each request started and ended. */
-async function slowTarget(delayMs: number, fail: (path: string, n: number) => boolean = () => false) {
+/** A target that answers after `delayMs` (and `until`, when given) and records when each request started and ended. */
+async function slowTarget(delayMs: number, fail: (path: string, n: number) => boolean = () => false, until: (path: string, n: number) => Promise<unknown> | undefined = () => undefined) {
   const spans: Array<{ path: string; start: number; end: number }> = [];
   const counts = new Map<string, number>();
   const target = await startTarget((req) => {
     const n = (counts.get(req.path) ?? 0) + 1;
     counts.set(req.path, n);
     spans.push({ path: req.path, start: req.at, end: req.at + delayMs });
-    return { status: fail(req.path, n) ? 500 : 200, delayMs };
+    return { status: fail(req.path, n) ? 500 : 200, delayMs, until: until(req.path, n) };
   });
   return { ...target, spans };
 }
@@ -41,7 +41,7 @@ describe('lanes', () => {
       { NATS_URL: svc.natsUrl, DATABASE_URL: svc.databaseUrl, JETCRON_TIME_SCALE: SCALE, JETCRON_ALLOW_PRIVATE_TARGETS: '1', ...dispatchModeEnv() },
       { roles: 'dispatcher,scheduler', dataDir: mkdtempSync(path.join(os.tmpdir(), 'jetcron-test-lanes-')) },
     );
-    second = await serve(config, () => {});
+    second = await serve(config, secondLog);
   });
   after(async () => {
     await second.stop();
@@ -73,9 +73,16 @@ describe('lanes', () => {
   });
 
   test('the next task of a lane waits until the current one has finished its retries', async () => {
-    const target = await slowTarget(10, (p, n) => p === '/b/0' && n <= 2);
+    // beta's second attempt is answered only once gamma has arrived: gamma must not wait
+    // for beta's retries (an order the test can wait for, whatever the machine's speed).
+    let gammaArrived!: () => void;
+    const gammaSeen = new Promise<void>((r) => (gammaArrived = r));
+    const target = await slowTarget(10, (p, n) => p === '/b/0' && n <= 2, (p, n) => (p === '/b/0' && n === 2 ? gammaSeen : undefined));
     // gamma calls another host: beta's failures may block beta's host (per-host backoff).
-    const otherHost = await slowTarget(10);
+    const otherHost = await slowTarget(10, () => false, () => {
+      gammaArrived();
+      return undefined;
+    });
     try {
       const first = (await api('POST', '/tasks', { url: `${target.url}/b/0`, lane: 'beta' })).body.data;
       const next = (await api('POST', '/tasks', { url: `${target.url}/b/1`, lane: 'beta' })).body.data;
@@ -131,7 +138,10 @@ describe('lanes', () => {
       assert.equal((await api('GET', `/tasks/${tasks[1]!.id}`)).status, 404);
       // A quick attempt is recorded when it ends (no start event), so the one in flight
       // during the cancel shows its attempt once it has ended; then it is not retried.
-      await eventually(async () => (await api('GET', `/executions/${tasks[0]!.last_execution_id}`)).body.data.attempt === 1, 60_000);
+      await eventually(async () => (await api('GET', `/executions/${tasks[0]!.last_execution_id}`)).body.data.attempt === 1, 60_000).catch(async (e) => {
+        console.error('DEBUGX', JSON.stringify((await api('GET', `/executions/${tasks[0]!.last_execution_id}`)).body.data), JSON.stringify(target.spans));
+        throw e;
+      });
       const rows = await finishedAll(tasks.map((t) => t.last_execution_id));
       assert.deepEqual(rows.map((e) => e.status), ['cancelled', 'cancelled', 'cancelled', 'cancelled', 'cancelled']);
       assert.equal(rows[0].attempt, 1, 'the running attempt was recorded');

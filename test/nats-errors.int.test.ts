@@ -6,7 +6,7 @@ import { SUBJECTS } from '../streams/subjects.ts';
 import { applyStreams } from '../src/nats/apply-streams.ts';
 import { connectNats, type Nats } from '../src/nats/connection.ts';
 import { deleteIfStored } from '../src/nats/delete-message.ts';
-import { createLease, openLeaseBucket } from '../src/nats/lease.ts';
+import { createLease, openLeaseBucket, whileLeased, type Lease } from '../src/nats/lease.ts';
 import { quickManager } from '../src/nats/quick-clients.ts';
 import { createTimerStore } from '../src/scheduler/timer-store.ts';
 import { ensureCheckpoint } from '../src/notifier/reader.ts';
@@ -108,6 +108,28 @@ describe('NATS errors are unknown, never absent', () => {
     await assert.rejects(other.acquire(AbortSignal.timeout(1200)), /aborted/);
     await lease.release();
     assert.equal((await kv.get('test-own'))?.operation, 'DEL');
+  });
+
+  test('a stop that comes while the lease is being taken ends the work it then starts', async () => {
+    const kv = await openLeaseBucket(nats);
+    const real = createLease(kv, 'test-stop-race', 'owner-d');
+    const stop = new AbortController();
+    // The lease is won just as the stop comes (another holder released it at its own stop).
+    const lease: Lease = { ...real, acquire: async (signal) => {
+      await real.acquire(signal);
+      stop.abort();
+    } };
+    let started = 0;
+    const ended = whileLeased(lease, stop.signal, () => {}, (signal) => {
+      started++;
+      return new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
+    }).then(() => 'ended');
+    let timer: NodeJS.Timeout | undefined;
+    const outcome = await Promise.race([ended, new Promise((r) => (timer = setTimeout(r, 30_000, 'still working')))]);
+    clearTimeout(timer);
+    assert.equal(outcome, 'ended', 'the work must see the stop that came while the lease was taken');
+    assert.equal(started, 1);
+    assert.equal((await kv.get('test-stop-race'))?.operation, 'DEL', 'released at the end');
   });
 
   test('the notifier\'s first checkpoint is written through a stall, not skipped', async () => {

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { loadConfig } from '../src/config.ts';
 import { serve, type Running } from '../src/runtime/serve.ts';
-import { apiClient, eventually, startTestService, type TestService } from './support/service.ts';
+import { apiClient, eventually, startTestService, type TestService, secondLog } from './support/service.ts';
 
 const RATE = 10;
 
@@ -18,7 +18,7 @@ describe('API rate limit across processes', () => {
       { NATS_URL: svc.natsUrl, DATABASE_URL: svc.databaseUrl, PORT: '0', JETCRON_RATE_LIMIT_FREE: String(RATE) },
       { roles: 'api', dataDir: mkdtempSync(path.join(os.tmpdir(), 'jetcron-test-api2-')) },
     );
-    second = await serve(config, () => {});
+    second = await serve(config, secondLog);
     // Both processes have seen each other's presence: each takes half the burst, so a new
     // organization's first request through either leaves 2 × RATE − 2 (one process: − 1).
     const seesTwo = async (url: () => string) => {

@@ -163,6 +163,8 @@ export async function whileLeased(
     const run = (current = new AbortController());
     const stop = () => run.abort();
     signal.addEventListener('abort', stop, { once: true });
+    // Aborted while the lease was being taken: the listener came too late to fire.
+    if (signal.aborted) run.abort();
     try {
       await work(run.signal);
     } catch (err) {

@@ -58,6 +58,7 @@ export async function ownTaskPartition(
   const stop = new AbortController();
   const onAbort = () => stop.abort();
   signal.addEventListener('abort', onAbort, { once: true });
+  if (signal.aborted) stop.abort();
   const log = await claimPartition({ nats: deps.nats, store: deps.store }, { partition, owner: deps.owner, signal: stop.signal }).catch((err: unknown) => {
     signal.removeEventListener('abort', onAbort);
     throw err;

@@ -80,6 +80,8 @@ export async function runProjection(deps: ProjectorDeps, signal: AbortSignal, op
     const round = new AbortController();
     const stop = () => round.abort();
     signal.addEventListener('abort', stop, { once: true });
+    // Aborted while the checkpoint was read: the listener came too late to fire.
+    if (signal.aborted) round.abort();
     const commit = async (statements: RawBuilder<unknown>[], last: number) => {
       await deps.db.transaction().execute(async (trx) => {
         // The log is the source of truth: no fsync wait per commit. A commit Postgres

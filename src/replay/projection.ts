@@ -84,6 +84,7 @@ export async function replayProjection(
     const run = new AbortController();
     lease.onLost(() => run.abort());
     opts.signal?.addEventListener('abort', () => run.abort(), { once: true });
+    if (opts.signal?.aborted) run.abort();
     const checkpointTo = (db: Db | Transaction<any>, seq: number) => sql`INSERT INTO projection_checkpoints (name, seq) VALUES (${projection.name}, ${seq})
       ON CONFLICT (name) DO UPDATE SET seq = GREATEST(projection_checkpoints.seq, EXCLUDED.seq), updated_at = now()`.execute(db);
     let caughtUp = false;

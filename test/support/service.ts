@@ -29,6 +29,8 @@ export interface TestService {
 export type Api = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => Promise<{ status: number; body: any; headers: Headers }>;
 
 const log = process.env.JETCRON_TEST_LOG ? (m: string) => process.stderr.write(`[svc] ${m}\n`) : () => {};
+/** Where a test's second in-process service logs: stderr with JETCRON_TEST_LOG set, else nowhere. */
+export const secondLog = process.env.JETCRON_TEST_LOG ? (m: string) => process.stderr.write(`[second] ${m}\n`) : () => {};
 
 export interface TestServiceOptions {
   /** Run against these NATS servers (comma-separated, e.g. a test cluster) instead of a fresh nats-server; stop() leaves them running. */

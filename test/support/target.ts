@@ -12,7 +12,14 @@ export interface ReceivedRequest {
   raw: Buffer;
 }
 
-export type Responder = (req: ReceivedRequest, index: number) => { status?: number; body?: string; headers?: Record<string, string>; delayMs?: number };
+export type Responder = (req: ReceivedRequest, index: number) => {
+  status?: number;
+  body?: string;
+  headers?: Record<string, string>;
+  delayMs?: number;
+  /** The answer waits for this too (an order between requests, not a time). */
+  until?: Promise<unknown>;
+};
 
 /** A real HTTP server on 127.0.0.1 that records what it receives and answers as told. */
 export async function startTarget(responder: Responder = () => ({ status: 200, body: 'ok' })) {
@@ -31,8 +38,9 @@ export async function startTarget(responder: Responder = () => ({ status: 200, b
         res.writeHead(out.status ?? 200, out.headers ?? {});
         res.end(out.body ?? '');
       };
-      if (out.delayMs) setTimeout(send, out.delayMs);
-      else send();
+      const delayed = () => (out.delayMs ? setTimeout(send, out.delayMs) : send());
+      if (out.until) void out.until.then(delayed, delayed);
+      else delayed();
     });
   });
   server.keepAliveTimeout = 1000;
