@@ -23,9 +23,10 @@ export interface Config {
   timerPartitions: number;
   dispatchConcurrency: number;
   /**
-   * JETCRON_DISPATCH: how tasks are sent. `queue` (default for now): the translator puts
-   * due attempts on DISPATCH, lanes through LANES; `owners`: partition owners send
-   * straight from the log and record results in fenced commits (docs/architecture.md).
+   * JETCRON_DISPATCH: how tasks are sent. `owners` (the default): partition owners send
+   * straight from the log and record results in fenced commits (docs/architecture.md);
+   * `queue` (the earlier path, kept while deployments move over): the translator puts due
+   * attempts on DISPATCH, lanes through LANES.
    */
   dispatchMode: 'queue' | 'owners';
   /** JETCRON_PARTITIONS: the task partitions the owners split the work into (fixed for a deployment). */
@@ -107,8 +108,8 @@ export function parseProcesses(text: string | undefined, roles: Set<Role>, cores
 }
 
 function dispatchMode(raw: string | undefined): Config['dispatchMode'] {
-  if (!raw || raw === 'queue') return 'queue';
-  if (raw === 'owners') return 'owners';
+  if (!raw || raw === 'owners') return 'owners';
+  if (raw === 'queue') return 'queue';
   throw new ConfigError(`JETCRON_DISPATCH=${raw} is not valid; use queue or owners`);
 }
 

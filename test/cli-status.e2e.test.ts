@@ -122,6 +122,7 @@ describe('jetcron status, and the progress of rebuild and replay', () => {
     assert.deepEqual([...me.roles].sort(), [...ALL_ROLES].sort());
     assert.equal(me.host, os.hostname());
     assert.equal(me.group, null);
+    assert.equal(me.dispatch, 'queue', 'how it sends tasks (this service runs JETCRON_DISPATCH=queue)');
     assert.ok(me.uptime_seconds >= 0 && Date.parse(me.started_at) <= now);
 
     const names = r.leases.map((l) => l.name);
@@ -143,7 +144,7 @@ describe('jetcron status, and the progress of rebuild and replay', () => {
     assert.ok(!lines.includes('ERRORS'));
     assert.match(run.stdout, /^EVENTS +\d+ +[\d.]+ (B|KiB) +\S+Z \([\dhms]+ ago\) +\d+$/m);
     assert.match(run.stdout, new RegExp(`^translator +\\S+ +${process.pid} +\\d+\\.\\d s$`, 'm'));
-    assert.match(run.stdout, new RegExp(`^\\S+ +${['api', 'projector', 'scheduler', 'dispatcher', 'notifier'].join(',')} +${process.pid} `, 'm'));
+    assert.match(run.stdout, new RegExp(`^\\S+ +${['api', 'projector', 'scheduler', 'dispatcher', 'notifier'].join(',')} +${process.pid} .* DISPATCH$`, 'm'));
     // Columns line up: every row of the streams table starts its numbers where the header's column ends.
     const streamRows = lines.slice(lines.indexOf('STREAMS') + 1, lines.indexOf('STREAMS') + 2 + Object.keys(STREAMS).length);
     const end = streamRows[0]!.indexOf('messages') + 'messages'.length;

@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { taskPartition } from '../src/commands/partition/partition-of.ts';
-import { eventually, startTestService } from './support/service.ts';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ConfigError, loadConfig } from '../src/config.ts';
+import { serve } from '../src/runtime/serve.ts';
+import { eventually, secondLog, startTestService } from './support/service.ts';
 import { startTarget } from './support/target.ts';
 
 // A deployment that ran tasks through DISPATCH switches to partition owners: what ran
@@ -9,7 +14,7 @@ import { startTarget } from './support/target.ts';
 
 const PARTITIONS = 8;
 
-test('switching from DISPATCH to partition owners: nothing that ran runs again, a waiting task runs once', { timeout: 180_000 }, async () => {
+test('switching from DISPATCH to partition owners: refused beside live processes of the other mode; after a stop of all, nothing that ran runs again, a waiting task runs once', { timeout: 180_000 }, async () => {
   const target = await startTarget();
   const svc = await startTestService({ JETCRON_DISPATCH: 'queue', JETCRON_PARTITIONS: String(PARTITIONS) });
   try {
@@ -28,6 +33,15 @@ test('switching from DISPATCH to partition owners: nothing that ran runs again, 
     const waiting = await create({ url: `${target.url}/waiting`, run_at: new Date(Date.now() + 4_000).toISOString() });
     await eventually(async () => (await Promise.all(done.map((t) => status(t.last_execution_id)))).every((s) => s === 'success'), 30_000);
     assert.equal(await status(waiting.last_execution_id), 'pending');
+
+    // A process in the other mode beside the live ones is refused: both would send the same tasks.
+    const beside = (mode: string, roles: string) => serve(loadConfig(
+      { NATS_URL: svc.natsUrl, DATABASE_URL: svc.databaseUrl, JETCRON_ALLOW_PRIVATE_TARGETS: '1', JETCRON_DISPATCH: mode },
+      { roles, dataDir: mkdtempSync(path.join(os.tmpdir(), 'jetcron-test-mode-')) },
+    ), secondLog);
+    await assert.rejects(beside('owners', 'dispatcher'), (err: Error) => err instanceof ConfigError && /live processes of this deployment send tasks the other way: pid \d+ .*JETCRON_DISPATCH=queue/.test(err.message));
+    // The same mode joins, and a process without those roles is not asked.
+    for (const [mode, roles] of [['queue', 'dispatcher'], ['owners', 'api']] as const) await (await beside(mode, roles)).stop();
 
     await svc.restart({ JETCRON_DISPATCH: 'owners' });
 

@@ -64,8 +64,9 @@ export function statusText(r: StatusReport): string {
   }
   section('PROCESSES', r.processes.length === 0
     ? 'none answered'
-    : table(['instance', 'roles', 'pid', 'host', 'uptime', 'split serve'],
-      r.processes.map((p) => [p.instance, p.roles.length ? p.roles.join(',') : '(parent)', String(p.pid), p.host, duration(p.uptime_seconds), p.group])));
+    : table(['instance', 'roles', 'pid', 'host', 'uptime', 'split serve', 'tasks sent by'],
+      r.processes.map((p) => [p.instance, p.roles.length ? p.roles.join(',') : '(parent)', String(p.pid), p.host, duration(p.uptime_seconds), p.group,
+        p.roles.length ? (p.dispatch ?? 'queue') === 'owners' ? 'partition owners' : 'DISPATCH' : null])));
   if (r.errors.length) section('ERRORS', table(['part', 'error'], r.errors.map((e) => [e.part, e.message])));
   return `${out.join('\n')}\n`;
 }

@@ -16,6 +16,8 @@ export interface ProcessInfo {
   group: string | null;
   started_at: string;
   uptime_seconds: number;
+  /** How it sends tasks (JETCRON_DISPATCH); absent from versions before the partition owners, which all ran `queue`. */
+  dispatch?: 'owners' | 'queue';
 }
 
 /**
@@ -23,13 +25,14 @@ export interface ProcessInfo {
  * answers instead of a heartbeat registry: nothing to expire, nothing stored, and a
  * process that is gone simply does not answer. Returns the stop function.
  */
-export function answerRollCall(nats: Nats, me: { instance: string; roles: string[]; group: string | undefined }): () => void {
+export function answerRollCall(nats: Nats, me: { instance: string; roles: string[]; group: string | undefined; dispatch?: 'owners' | 'queue' }): () => void {
   const startedAt = Date.now();
   const sub = nats.nc.subscribe(SUBJECTS.rollCall, {
     callback: (_err, m) => {
       const info: ProcessInfo = {
         instance: me.instance, roles: me.roles, pid: process.pid, host: hostname(), group: me.group ?? null,
         started_at: new Date(startedAt).toISOString(), uptime_seconds: Math.round((Date.now() - startedAt) / 1000),
+        ...(me.dispatch ? { dispatch: me.dispatch } : {}),
       };
       m.respond(JSON.stringify(info));
     },
@@ -37,10 +40,14 @@ export function answerRollCall(nats: Nats, me: { instance: string; roles: string
   return () => sub.unsubscribe();
 }
 
-/** Every process that answers within `waitMs`: how many there are is unknown, so the whole window is waited out. */
-export async function rollCall(nats: Nats, waitMs: number): Promise<ProcessInfo[]> {
+/**
+ * Every process that answers within `waitMs`: how many there are is unknown, so the
+ * whole window is waited out, unless `stallMs` is given: then the call ends once no
+ * answer has come for that long (at once when no process runs).
+ */
+export async function rollCall(nats: Nats, waitMs: number, stallMs?: number): Promise<ProcessInfo[]> {
   const out: ProcessInfo[] = [];
-  const replies = await nats.nc.requestMany(SUBJECTS.rollCall, '', { strategy: 'timer', maxWait: waitMs });
+  const replies = await nats.nc.requestMany(SUBJECTS.rollCall, '', stallMs ? { strategy: 'stall', stall: stallMs, maxWait: waitMs } : { strategy: 'timer', maxWait: waitMs });
   try {
     for await (const m of replies) {
       try {

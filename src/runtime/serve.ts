@@ -36,6 +36,7 @@ import { createLiveFeeds } from '../live/feeds.ts';
 import { createReadYourWrites } from '../http/read-your-writes.ts';
 import { openProgressBoard, shareProgress } from '../nats/progress-board.ts';
 import { answerRollCall } from '../nats/roll-call.ts';
+import { guardDispatchMode } from './dispatch-mode-guard.ts';
 import { startScheduler } from '../scheduler/scheduler.ts';
 import { bootstrapFirstOrganization } from './first-organization.ts';
 import { startEmbeddedNats } from './embedded-nats.ts';
@@ -120,7 +121,9 @@ async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () 
   const nats = await untilStarted('connecting to NATS', () => connectNats(natsUrl, `jetcron ${[...config.roles].join(',')} ${instanceId}`), log);
   stoppers.push(named('NATS connection', () => nats.close()));
   await untilStarted('applying the stream definitions', () => applyStreams(nats, config.streamReplicas), log);
-  const stopAnswering = answerRollCall(nats, { instance: instanceId, roles: [...config.roles], group: config.processGroup });
+  // Asked before this process answers roll calls itself.
+  await guardDispatchMode(nats, config);
+  const stopAnswering = answerRollCall(nats, { instance: instanceId, roles: [...config.roles], group: config.processGroup, dispatch: config.dispatchMode });
   stoppers.push(async () => stopAnswering());
 
   const { db } = connectDb(databaseUrl, 20);

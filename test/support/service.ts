@@ -47,9 +47,9 @@ export function dispatchModeEnv(): Record<string, string> {
   return process.env.JETCRON_DISPATCH ? { JETCRON_DISPATCH: process.env.JETCRON_DISPATCH } : {};
 }
 
-/** Whether the suite runs with partition owners sending tasks (JETCRON_DISPATCH=owners) rather than DISPATCH. */
+/** Whether the suite runs with partition owners sending tasks (the default) rather than DISPATCH (JETCRON_DISPATCH=queue). */
 export function ownersDispatch(): boolean {
-  return process.env.JETCRON_DISPATCH === 'owners';
+  return process.env.JETCRON_DISPATCH !== 'queue';
 }
 
 export async function startTestService(env: Record<string, string> = {}, opts: TestServiceOptions = {}): Promise<TestService> {
