@@ -3,6 +3,7 @@ import { Kvm, type KV } from '@nats-io/kv';
 import { KV_BUCKETS } from '../../streams/definitions.ts';
 import type { Nats } from '../nats/connection.ts';
 import type { SealedSecrets } from './sealed-secrets.ts';
+import { isTransient } from './transient.ts';
 
 
 export interface SecretBox {
@@ -106,8 +107,9 @@ export async function openSecretBox(opts: { nats: Nats; envKey?: string | undefi
     return createSecretBox(createHash('sha256').update(envKey, 'utf8').digest());
   }
 
-  const kv = await openConfigBucket(opts.nats);
-  const { key, created } = await sharedKey(kv);
+  // One candidate for every try: a create whose answer was lost is recognised as ours.
+  const fresh = randomBytes(KEY_BYTES);
+  const { key, created } = await untilAnswered(async () => sharedKey(await openConfigBucket(opts.nats), fresh));
   const box = createSecretBox(key);
   opts.log(
     `endpoint secrets: ${created ? 'generated a key and stored it' : 'using the key stored'} in NATS (KV ${KV_BUCKETS.config.name}/${SECRETS_KEY_ENTRY}, kid ${box.kid}); ` +
@@ -115,6 +117,20 @@ export async function openSecretBox(opts: { nats: Nats; envKey?: string | undefi
       '(to keep existing secrets readable, set it to the value stored in NATS)',
   );
   return box;
+}
+
+/** Tries of the bucket and key calls whose answer did not come: each is safe to repeat, and a busy server may answer late. */
+const TRIES = 5;
+
+async function untilAnswered<T>(fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (attempt >= TRIES || !isTransient(err)) throw err;
+      await new Promise((r) => setTimeout(r, 200 * attempt));
+    }
+  }
 }
 
 async function openConfigBucket(nats: Nats): Promise<KV> {
@@ -137,10 +153,9 @@ async function readKey(kv: KV): Promise<Buffer | null> {
 }
 
 /** Reads the key or creates it; `create` is create-if-absent, so racing processes agree on the first one. */
-async function sharedKey(kv: KV): Promise<{ key: Buffer; created: boolean }> {
+async function sharedKey(kv: KV, fresh: Buffer): Promise<{ key: Buffer; created: boolean }> {
   const existing = await readKey(kv);
-  if (existing) return { key: existing, created: false };
-  const fresh = randomBytes(KEY_BYTES);
+  if (existing) return { key: existing, created: existing.equals(fresh) };
   try {
     await kv.create(SECRETS_KEY_ENTRY, fresh.toString('base64'));
     return { key: fresh, created: true };
