@@ -54,6 +54,20 @@ test('keyed pipeline: a position shared by several items completes only once all
   assert.equal(pipeline.completed, 6);
 });
 
+test('keyed pipeline: a passed item finishes at once, in order: it neither waits for nor passes an earlier unfinished one', async () => {
+  const pipeline = createKeyedPipeline({ maxInFlight: 10, retryMs: 10, log: () => {} });
+  let open!: () => void;
+  await pipeline.push('a', 3, () => new Promise<void>((r) => (open = r)), () => false);
+  pipeline.pass(4);
+  pipeline.pass(5);
+  assert.equal(pipeline.completed, 0, 'item 3 still runs: 4 and 5 are done but not passed');
+  open();
+  await pipeline.drain();
+  assert.equal(pipeline.completed, 5);
+  pipeline.pass(6);
+  assert.equal(pipeline.completed, 6, 'with nothing before it, a passed item completes at once');
+});
+
 let server: Awaited<ReturnType<typeof startNatsWithStreams>>;
 let nats: Nats;
 before(async () => {

@@ -64,7 +64,27 @@ export function eventsTapReaders(nats: Nats): number {
  * starts outside the recent items (a projector far behind, a translator ahead of the
  * rest) also starts on its own. Ends when `signal` aborts.
  */
-export async function* followEvents(nats: Nats, opts: { startSeq: number; signal: AbortSignal; log: (m: string) => void; name: string; maxMessages: number }): AsyncGenerator<TapItem> {
+export async function* followEvents(nats: Nats, opts: FollowEventsOptions): AsyncGenerator<TapItem> {
+  for await (const batch of followEventBatches(nats, opts)) yield* batch;
+}
+
+interface FollowEventsOptions {
+  startSeq: number;
+  signal: AbortSignal;
+  log: (m: string) => void;
+  name: string;
+  maxMessages: number;
+}
+
+/** A shared reader takes what the tap queued for it in one step, at most this many items. */
+const MAX_BATCH = 1_000;
+
+/**
+ * `followEvents` in batches: what the tap has queued for the reader comes in one step
+ * (one generator hop per batch, not per item), for readers that handle items
+ * synchronously and read every message of EVENTS (the partition owners).
+ */
+export async function* followEventBatches(nats: Nats, opts: FollowEventsOptions): AsyncGenerator<TapItem[]> {
   let tap = taps.get(nats);
   if (!tap) taps.set(nats, (tap = { readers: new Set(), ring: [], next: 0, log: opts.log, ringSize: RING_SIZE, lagLimit: LAG_LIMIT }));
   const reader: Reader = { next: Math.max(1, opts.startSeq), queue: [], shared: false };
@@ -75,11 +95,12 @@ export async function* followEvents(nats: Nats, opts: { startSeq: number; signal
     join(nats, tap, reader);
     while (!opts.signal.aborted) {
       if (reader.shared || reader.queue.length) {
-        const item = reader.queue.shift();
-        if (item) {
-          reader.next = item.seq + 1;
-          if (reader.queue.length === Math.floor(tap.lagLimit / 2)) tap.room?.();
-          yield item;
+        if (reader.queue.length) {
+          const batch = reader.queue.length <= MAX_BATCH ? reader.queue : reader.queue.slice(0, MAX_BATCH);
+          reader.queue = batch === reader.queue ? [] : reader.queue.slice(MAX_BATCH);
+          reader.next = batch[batch.length - 1]!.seq + 1;
+          if (reader.queue.length <= Math.floor(tap.lagLimit / 2)) tap.room?.();
+          yield batch;
           continue;
         }
         await new Promise<void>((r) => (reader.wake = r));
@@ -94,7 +115,7 @@ export async function* followEvents(nats: Nats, opts: { startSeq: number; signal
         for await (const m of followOrdered(nats, { stream: STREAMS.events.name, startSeq: reader.next, maxMessages: opts.maxMessages, signal: own.signal, log: opts.log, name: opts.name })) {
           if (m.seq < reader.next) continue;
           reader.next = m.seq + 1;
-          yield { data: m.data, seq: m.seq, subject: m.subject, traceparent: traceparentOf(m) };
+          yield [{ data: m.data, seq: m.seq, subject: m.subject, traceparent: traceparentOf(m) }];
           if (join(nats, tap, reader)) break;
         }
       } finally {

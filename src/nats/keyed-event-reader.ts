@@ -31,6 +31,8 @@ interface KeyedReadOptions<I> {
   supervisor: Supervisor;
   keyOf: (e: I) => string;
   handle: (e: I) => Promise<void>;
+  /** Events this reader has nothing to do with: passed in order, without a chain (the owners' task events for the translator). */
+  skip?: (e: I) => boolean;
 }
 
 type Reader<I> = (
@@ -60,6 +62,10 @@ async function readKeyed<I extends { seq: number; subject: string }>(opts: Keyed
         const item = { stream: 'EVENTS', seq: e.seq, subject: e.subject };
         // A commit's events share its seq: the checkpoint passes it once all of them finished.
         pipeline.hold(e.seq);
+        if (opts.skip?.(e)) {
+          pipeline.pass(e.seq);
+          continue;
+        }
         await pipeline.push(opts.keyOf(e), e.seq, () => runItem(item, () => opts.handle(e)), stopped);
       }
       pipeline.release();

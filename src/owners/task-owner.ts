@@ -15,7 +15,7 @@ import { unreachable } from '../lib/unreachable.ts';
 import { inSpan, sourceAttributes, SpanKind } from '../telemetry/tracing.ts';
 import type { Nats } from '../nats/connection.ts';
 import { decodeEvents } from '../nats/event-reader.ts';
-import { followEvents } from '../nats/events-tap.ts';
+import { followEventBatches, type TapItem } from '../nats/events-tap.ts';
 import { claimPartition, Fenced, type PartitionLog } from './partition-log.ts';
 
 export interface TaskOwnerDeps {
@@ -191,22 +191,27 @@ export async function ownTaskPartition(
     });
   };
 
+  const read = (item: TapItem) => {
+    let events: JetcronEvent[];
+    try {
+      events = (item.decoded ??= decodeEvents(item.data)) as JetcronEvent[];
+    } catch (err) {
+      // A message no reader can decode is skipped by all of them (a poison message stops no owner).
+      deps.log(`owner of partition ${partition}: seq ${item.seq}: ${(err as Error).message}`);
+      events = [];
+    }
+    apply(item.subject, item.seq, events, item.traceparent);
+    position = item.seq + 1;
+    if (!live && item.seq >= log.claimSeq) {
+      live = true;
+      deps.log.debug?.('owner live', () => ({ partition, from: log.resumeFrom, claim: log.claimSeq, executions: state.size }));
+    }
+  };
+
   try {
-    for await (const item of followEvents(deps.nats, { startSeq: log.resumeFrom, signal: stop.signal, log: deps.log, name: `owner.${partition}`, maxMessages: 2_000 })) {
-      let events: JetcronEvent[];
-      try {
-        events = (item.decoded ??= decodeEvents(item.data)) as JetcronEvent[];
-      } catch (err) {
-        // A message no reader can decode is skipped by all of them (a poison message stops no owner).
-        deps.log(`owner of partition ${partition}: seq ${item.seq}: ${(err as Error).message}`);
-        events = [];
-      }
-      apply(item.subject, item.seq, events, item.traceparent);
-      position = item.seq + 1;
-      if (!live && item.seq >= log.claimSeq) {
-        live = true;
-        deps.log.debug?.('owner live', () => ({ partition, from: log.resumeFrom, claim: log.claimSeq, executions: state.size }));
-      }
+    // In batches: every owner of the process reads every message, so a step per item would cost each of them.
+    for await (const batch of followEventBatches(deps.nats, { startSeq: log.resumeFrom, signal: stop.signal, log: deps.log, name: `owner.${partition}`, maxMessages: 2_000 })) {
+      for (const item of batch) read(item);
       schedulePump();
     }
   } finally {

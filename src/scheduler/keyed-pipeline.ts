@@ -79,6 +79,13 @@ export function createKeyedPipeline(opts: { maxInFlight: number; retryMs: number
       });
       chains.set(key, p);
     },
+    /** An item with nothing to do: it finishes at once, in order, without a chain or a promise. */
+    pass(position: number): void {
+      inFlight++;
+      const ticket = base + order.length;
+      order.push(position);
+      finish(ticket);
+    },
     /** Resolves when everything pushed so far has finished. */
     async drain(): Promise<void> {
       while (chains.size) await Promise.all([...chains.values()]);

@@ -7,6 +7,7 @@ import { TASK_EVENT_TYPES, type Task, type TaskEvent } from '../commands/task/ty
 import { evolveTask } from '../commands/task/decide.ts';
 import type { EventStore } from '../events/store.ts';
 import type { JetcronEvent } from '../events/types.ts';
+import type { StoredEvent } from '../events/envelope.ts';
 import type { AttemptJob, CallbackJob, Job } from '../commands/execution/job.ts';
 import type { Clock } from '../lib/clock.ts';
 import { unreachable } from '../lib/unreachable.ts';
@@ -376,8 +377,9 @@ export function startTranslator(deps: TranslatorDeps) {
         log: deps.log,
         supervisor: deps.supervisor,
         keyOf: (e) => chainKey(e.event, e.subject),
+        ...(deps.ownersHaveTasks ? { skip: (e: StoredEvent<JetcronEvent>) => ownersWork(e.event, e.subject) } : {}),
         // Each event continues the trace of the one who appended it (its message header).
-        handle: (e) => deps.ownersHaveTasks && ownersWork(e.event, e.subject) ? Promise.resolve() : inSpan(`translate ${e.event.type}`, {
+        handle: (e) => inSpan(`translate ${e.event.type}`, {
           kind: SpanKind.CONSUMER, traceparent: e.traceparent, continueOnly: true,
           attributes: () => ({ 'jetcron.org_id': e.event.org_id, 'jetcron.event_id': e.event.id, 'messaging.system': 'nats', 'messaging.destination.name': e.subject }),
         }, () => translator.handle(e.event, e.seq)),
