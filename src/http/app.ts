@@ -23,6 +23,7 @@ import { syncRoutes } from './routes/sync.ts';
 import { taskRoutes } from './routes/tasks.ts';
 import { liveRoutes } from './routes/live.ts';
 import { consoleRoutes } from './console-files.ts';
+import { createTaskReceiver } from './task-receiver.ts';
 import { inServerSpan } from '../telemetry/server-span.ts';
 import type { Log } from '../lib/logger.ts';
 
@@ -33,17 +34,19 @@ export function createPings(deps: ApiDeps): { tokens: PingTokens; pinger: Pinger
 }
 
 /**
- * The API's request handler: pings by token through the ping receiver ahead of express
- * (`ping-receiver.ts`), everything else through express (`createApp`). With debug lines
- * on, every request goes through express, which writes one per request.
+ * The API's request handler: pings by token and plain task creates through receivers
+ * ahead of express (`ping-receiver.ts`, `task-receiver.ts`), everything else through
+ * express (`createApp`). With debug lines on, every request goes through express,
+ * which writes one per request.
  */
 export function createRequestHandler(deps: ApiDeps, log: Log, rootUrl?: () => string): (req: IncomingMessage, res: ServerResponse) => void {
   const pings = createPings(deps);
   const app = createApp(deps, log, rootUrl, pings);
   if (log.debug) return app;
   const receiver = createPingReceiver({ pinger: pings.pinger, metrics: deps.metrics, log });
+  const creates = createTaskReceiver(deps, log);
   return (req, res) => {
-    if (!receiver.handle(req, res)) app(req, res);
+    if (!receiver.handle(req, res) && !creates.handle(req, res)) app(req, res);
   };
 }
 

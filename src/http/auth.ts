@@ -17,36 +17,48 @@ function matches(key: ApiKey, secret: string): boolean {
   return true;
 }
 
+/** The organization and key an `Authorization` header names; 401 unless it holds a full `pk_….sk_…` key that is live. */
+export async function authenticated(deps: Pick<ApiDeps, 'directory'>, header: string | undefined): Promise<{ orgId: string; keyId: string }> {
+  const m = /^Bearer\s+(\S+)$/i.exec(header ?? '');
+  const parsed = m ? parseApiKey(m[1]!) : null;
+  if (!parsed) throw new ApiError(401, header ? 'Invalid API key' : 'Missing API key: send Authorization: Bearer <API_KEY>');
+  const key = await deps.directory.apiKey(parsed.publicId);
+  if (!key || key.revoked_at || !matches(key, parsed.secret)) throw invalid();
+  return { orgId: key.org_id, keyId: key.public_id };
+}
+
 /** Only the full `pk_….sk_…` key authenticates; the public part alone does not. */
 export function authenticate(deps: ApiDeps) {
   return (req: Request, _res: Response, next: NextFunction) => {
-    const header = req.headers.authorization ?? '';
-    const m = /^Bearer\s+(\S+)$/i.exec(header);
-    const parsed = m ? parseApiKey(m[1]!) : null;
-    if (!parsed) return next(new ApiError(401, header ? 'Invalid API key' : 'Missing API key: send Authorization: Bearer <API_KEY>'));
-    deps.directory.apiKey(parsed.publicId).then((key) => {
-      if (!key || key.revoked_at || !matches(key, parsed.secret)) return next(invalid());
-      (req as AuthedRequest).orgId = key.org_id;
-      (req as AuthedRequest).keyId = key.public_id;
+    authenticated(deps, req.headers.authorization).then(({ orgId, keyId }) => {
+      (req as AuthedRequest).orgId = orgId;
+      (req as AuthedRequest).keyId = keyId;
       next();
     }, next);
   };
 }
 
+/**
+ * Takes one request from the organization's rate: the `RateLimit-*` headers to answer
+ * with (none when the plan's rate is unlimited), and a 429 to answer instead when over.
+ */
+export async function rateTaken(deps: Pick<ApiDeps, 'directory' | 'config' | 'rateLimiter' | 'metrics'>, orgId: string): Promise<{ headers: Record<string, string>; refused: ApiError | null }> {
+  const org = await deps.directory.organization(orgId);
+  const rate = org?.plan === 'pro' ? deps.config.rateLimitPro : deps.config.rateLimitFree;
+  const d = deps.rateLimiter.take(orgId, rate);
+  const headers: Record<string, string> = d.limit > 0
+    ? { 'RateLimit-Limit': String(d.limit), 'RateLimit-Remaining': String(d.remaining), 'RateLimit-Reset': String(d.resetSeconds) }
+    : {};
+  if (d.allowed) return { headers, refused: null };
+  deps.metrics.rateLimited.inc();
+  return { headers, refused: new ApiError(429, 'Rate limit exceeded', null, { 'Retry-After': String(d.retryAfterSeconds) }) };
+}
+
 export function rateLimit(deps: ApiDeps) {
   return (req: Request, res: Response, next: NextFunction) => {
-    const orgId = (req as AuthedRequest).orgId;
-    deps.directory.organization(orgId).then((org) => {
-      const rate = org?.plan === 'pro' ? deps.config.rateLimitPro : deps.config.rateLimitFree;
-      const d = deps.rateLimiter.take(orgId, rate);
-      if (d.limit > 0) {
-        res.setHeader('RateLimit-Limit', String(d.limit));
-        res.setHeader('RateLimit-Remaining', String(d.remaining));
-        res.setHeader('RateLimit-Reset', String(d.resetSeconds));
-      }
-      if (d.allowed) return next();
-      deps.metrics.rateLimited.inc();
-      next(new ApiError(429, 'Rate limit exceeded', null, { 'Retry-After': String(d.retryAfterSeconds) }));
+    rateTaken(deps, (req as AuthedRequest).orgId).then(({ headers, refused }) => {
+      for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
+      next(refused ?? undefined);
     }, next);
   };
 }

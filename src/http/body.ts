@@ -1,16 +1,21 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Request } from 'express';
 import { badRequest, unprocessable } from '../lib/errors.ts';
 
 /** The parsed JSON object of a request; 400 when it is not JSON or not an object. */
 export function jsonObject(req: Request, optional = false): Record<string, unknown> {
-  const length = Number(req.headers['content-length'] ?? 0);
-  const hasBody = length > 0 || req.headers['transfer-encoding'] !== undefined;
+  return objectBody(req.headers, () => !!req.is('application/json'), req.body, optional);
+}
+
+/** {@link jsonObject} from its parts: the request's headers, whether its type is JSON, its parsed body. */
+export function objectBody(headers: IncomingHttpHeaders, isJson: () => boolean, body: unknown, optional = false): Record<string, unknown> {
+  const length = Number(headers['content-length'] ?? 0);
+  const hasBody = length > 0 || headers['transfer-encoding'] !== undefined;
   if (!hasBody) {
     if (optional) return {};
     throw badRequest('Request body is required (a JSON object)');
   }
-  if (!req.is('application/json')) throw badRequest('Content-Type must be application/json');
-  const body: unknown = req.body;
+  if (!isJson()) throw badRequest('Content-Type must be application/json');
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw badRequest('Request body must be a JSON object');
   return body as Record<string, unknown>;
 }

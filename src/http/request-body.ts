@@ -135,6 +135,19 @@ function parseJson(bytes: Buffer): unknown {
   return value;
 }
 
+/**
+ * A JSON request body as the API parses it: UTF-8 only (415 for another charset),
+ * Content-Encoding undone, at most `limit` bytes (413), {} when there is none.
+ * `raw`: the bytes as sent (after Content-Encoding), for the Idempotency-Key fingerprint.
+ */
+export async function readJsonBody(req: IncomingMessage, limit: number): Promise<{ value: unknown; raw: Buffer }> {
+  if (!hasBody(req)) return { value: parseJson(Buffer.alloc(0)), raw: Buffer.alloc(0) };
+  const cs = charset(req);
+  if (cs !== undefined && cs !== 'utf-8' && cs !== 'utf8') throw unsupported(`charset ${JSON.stringify(cs)} is not supported; JSON must be UTF-8`);
+  const raw = await readBody(req, limit);
+  return { value: parseJson(raw), raw };
+}
+
 // One parse per request: the batch route's parser runs first and the general one then passes.
 const parsed = new WeakSet<IncomingMessage>();
 
@@ -148,14 +161,10 @@ function bodyMiddleware(limit: number, json: boolean): RequestHandler {
       return next();
     }
     const run = async () => {
-      if (json) {
-        const cs = charset(req);
-        if (cs !== undefined && cs !== 'utf-8' && cs !== 'utf8') throw unsupported(`charset ${JSON.stringify(cs)} is not supported; JSON must be UTF-8`);
-      }
-      const bytes = await readBody(req, limit);
+      const { value, raw } = json ? await readJsonBody(req, limit) : { value: undefined, raw: await readBody(req, limit) };
       // The Idempotency-Key fingerprint hashes the body as sent (after Content-Encoding).
-      keepRawBody(req, bytes);
-      req.body = decode(bytes);
+      keepRawBody(req, raw);
+      req.body = json ? value : raw;
     };
     run().then(() => next(), next);
   };

@@ -14,6 +14,41 @@ import { validate } from '../validate.ts';
 import { checkScript } from '../script-checks.ts';
 import { limitParam } from './executions.ts';
 
+/** A new task's answer once it is written as the decided state, without waiting for the projector. */
+async function createdAnswer(deps: ApiDeps, orgId: string, task: Task, seq: number) {
+  await deps.reads.wrote(orgId, seq);
+  const pending = task.pending_execution;
+  return { ...taskDoc(task), id: task.id, status: 'pending', next_run_at: pending?.scheduled_for ?? null, last_execution_id: pending?.id ?? null };
+}
+
+/**
+ * `POST /tasks` once the request is authenticated and its body parsed: the 201 body
+ * (a debounce window opened or replaced, or a new task). Shared by the express route
+ * and the receiver ahead of express (`task-receiver.ts`). `onceTaskId`: the id an
+ * Idempotency-Key gives the task.
+ */
+export async function createTaskAnswer(deps: ApiDeps, orgId: string, body: Record<string, unknown>, onceTaskId?: string): Promise<{ data: unknown; message?: string }> {
+  const input = validate<TaskInput & { url: string }>(createTaskSchema, body);
+  const plan = await orgPlan(deps, orgId);
+  await checkScript(deps.scripts, plan, 'task', input.script);
+  if (input.debounce != null || input.debounce_key != null) {
+    // The window's rules (all three fields together) are checked before it decides create or replace.
+    const d = await createDebouncedTask(deps, orgId, input as Parameters<typeof createDebouncedTask>[2], plan);
+    const message = d.replaced ? 'Debounced: replaced the pending payload; the run time is unchanged' : 'Debounce window opened';
+    return { data: d.replaced ? await updatedAnswer(deps, orgId, d.state!, d.seq) : await createdAnswer(deps, orgId, d.state!, d.seq), message };
+  }
+  const { state, seq } = await createTask(deps, orgId, input, onceTaskId, plan);
+  return { data: await createdAnswer(deps, orgId, state!, seq) };
+}
+
+/** A changed task's answer: the decided state over what the read model has so far (its status). */
+async function updatedAnswer(deps: ApiDeps, orgId: string, task: Task, seq: number) {
+  await deps.reads.wrote(orgId, seq);
+  const pending = task.pending_execution;
+  const row = await tasksWithStatus(deps.db).selectAll().where('id', '=', task.id).where('org_id', '=', orgId).executeTakeFirst();
+  return { ...(row ? taskResource(row) : {}), ...taskDoc(task), id: task.id, ...(pending ? { next_run_at: pending.scheduled_for, last_execution_id: pending.id } : {}) };
+}
+
 export function taskRoutes(deps: ApiDeps): Router {
   const r = Router();
 
@@ -21,16 +56,6 @@ export function taskRoutes(deps: ApiDeps): Router {
     const row = await tasksWithStatus(deps.db).selectAll().where('id', '=', id).where('org_id', '=', orgId).where('deleted_at', 'is', null).executeTakeFirst();
     if (!row) throw notFound('Task not found');
     return row;
-  };
-
-  // Answers a write from the decided state, without waiting for the projector: a new
-  // task's status is known; an update keeps the status the read model has so far.
-  const written = async (orgId: string, task: Task, seq: number, created = false) => {
-    await deps.reads.wrote(orgId, seq);
-    const pending = task.pending_execution;
-    if (created) return { ...taskDoc(task), id: task.id, status: 'pending', next_run_at: pending?.scheduled_for ?? null, last_execution_id: pending?.id ?? null };
-    const row = await tasksWithStatus(deps.db).selectAll().where('id', '=', task.id).where('org_id', '=', orgId).executeTakeFirst();
-    return { ...(row ? taskResource(row) : {}), ...taskDoc(task), id: task.id, ...(pending ? { next_run_at: pending.scheduled_for, last_execution_id: pending.id } : {}) };
   };
 
   r.get('/tasks', handler(async (req, res) => {
@@ -44,18 +69,7 @@ export function taskRoutes(deps: ApiDeps): Router {
   }));
 
   r.post('/tasks', idempotent(deps), handler(async (req, res) => {
-    const input = validate<TaskInput & { url: string }>(createTaskSchema, jsonObject(req));
-    const plan = await orgPlan(deps, req.orgId);
-    await checkScript(deps.scripts, plan, 'task', input.script);
-    if (input.debounce != null || input.debounce_key != null) {
-      // The window's rules (all three fields together) are checked before it decides create or replace.
-      const d = await createDebouncedTask(deps, req.orgId, input as Parameters<typeof createDebouncedTask>[2], plan);
-      const message = d.replaced ? 'Debounced: replaced the pending payload; the run time is unchanged' : 'Debounce window opened';
-      res.status(201).json({ data: await written(req.orgId, d.state!, d.seq, !d.replaced), message });
-      return;
-    }
-    const { state, seq } = await createTask(deps, req.orgId, input, onceId(res, 'tsk'), plan);
-    res.status(201).json({ data: await written(req.orgId, state!, seq, true) });
+    res.status(201).json(await createTaskAnswer(deps, req.orgId, jsonObject(req), onceId(res, 'tsk')));
   }));
 
   r.put('/tasks/:id', handler(async (req, res) => {
@@ -63,7 +77,7 @@ export function taskRoutes(deps: ApiDeps): Router {
     const plan = await orgPlan(deps, req.orgId);
     await checkScript(deps.scripts, plan, 'task', input.script);
     const { state, seq } = await updateTask(deps, req.orgId, req.params.id!, input, plan);
-    res.json({ data: await written(req.orgId, state!, seq) });
+    res.json({ data: await updatedAnswer(deps, req.orgId, state!, seq) });
   }));
 
   r.delete('/tasks/:id', handler(async (req, res) => {
