@@ -7,6 +7,8 @@ export const SUBJECTS = {
   org: (org: string) => `evt.${org}.org`,
   apiKey: (publicId: string) => `evt.apikey.${publicId}`,
   task: (org: string, id: string) => `evt.${org}.task.${id}`,
+  /** A batch: one commit of its tasks' creates and its `BatchAccepted` (before 2026-11-26: the `BatchAccepted` alone). */
+  batch: (org: string, batchId: string) => `evt.${org}.batch.${batchId}`,
   execution: (org: string, id: string) => `evt.${org}.exec.${id}`,
   /** A partition owner's claims and result commits, each guarded by the one before (fencing). */
   partition: (partition: number) => `evt.partition.${partition}`,

@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { eventually, startTestService, type Api, type TestService } from './support/service.ts';
 import { startTarget } from './support/target.ts';
+import { STREAMS } from '../streams/definitions.ts';
+import { connectNats } from '../src/nats/connection.ts';
 
 describe('batches', () => {
   let svc: TestService;
@@ -52,6 +54,40 @@ describe('batches', () => {
       assert.equal(target.received.find((r) => r.path === '/b/0')!.body, '{"i":0}');
     } finally {
       await target.close();
+    }
+  });
+
+  test('a batch is one message in the log; its tasks change, trigger and delete like any task, each then on a subject of its own', async () => {
+    const nats = await connectNats(svc.natsUrl, 'batch commit test');
+    try {
+      const stored = async () => (await nats.jsm.streams.info(STREAMS.events.name)).state.messages;
+      const before = await stored();
+      const res = await api('POST', '/tasks/batch', { lane: 'commit-1', delay: '1h', tasks: Array.from({ length: 50 }, (_, i) => ({ url: `https://example.com/c/${i}` })) });
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+      assert.equal(await stored(), before + 1, 'the batch and its 50 tasks are one commit');
+      const listed = (await api('GET', '/tasks')).body.data.filter((t: { lane: string }) => t.lane === 'commit-1');
+      assert.equal(listed.length, 50);
+      const [a, b, c] = listed as Array<{ id: string; last_execution_id: string }>;
+
+      // Never changed: the task is read from the batch's commit, and the change goes on the task's own subject.
+      const put = await api('PUT', `/tasks/${a!.id}`, { url: 'https://example.com/changed', name: 'changed' });
+      assert.equal(put.status, 200, JSON.stringify(put.body));
+      assert.equal(put.body.data.url, 'https://example.com/changed');
+      assert.equal(put.body.data.lane, 'commit-1', 'the rest of the task as the batch made it');
+      assert.equal((await api('GET', `/tasks/${a!.id}`)).body.data.name, 'changed');
+      assert.equal((await api('POST', `/tasks/${b!.id}/trigger`)).status, 202);
+      assert.equal((await api('DELETE', `/tasks/${c!.id}`)).status, 204);
+      assert.equal((await api('GET', `/tasks/${c!.id}`)).status, 404);
+      assert.equal((await api('DELETE', `/tasks/${c!.id}`)).status, 404, 'deleted stays deleted');
+      // An id that names a batch which does not hold it, and one of another organization, are not found.
+      const forged = `${a!.id.slice(0, a!.id.lastIndexOf('u'))}u9z`;
+      assert.equal((await api('PUT', `/tasks/${forged}`, { url: 'https://example.com/x' })).status, 404);
+      const other = (await svc.createOrg()).api;
+      assert.equal((await other('PUT', `/tasks/${b!.id}`, { url: 'https://example.com/x' })).status, 404);
+      assert.equal((await other('DELETE', `/tasks/${b!.id}`)).status, 404);
+      assert.equal((await api('DELETE', '/tasks?lane=commit-1')).body.data.cancelled, 49);
+    } finally {
+      await nats.close();
     }
   });
 

@@ -47,6 +47,14 @@ export interface ExecuteOptions<S, C> {
   contended?: () => Error;
   /** This process's last appends to the aggregate's subjects: decide from one instead of loading (see `createHeads`). */
   heads?: Heads<S>;
+  /**
+   * The aggregate's state when its subject holds nothing yet, from where it was made (a
+   * task created in a batch's commit); null when it does not exist. The first append to
+   * the subject still expects it empty.
+   */
+  initial?: () => Promise<S | null>;
+  /** The decision's events go in one commit (one message) rather than one message each. */
+  commit?: boolean;
 }
 
 /** How long a command keeps deciding again after conflicts (queueing included) before it answers 503. */
@@ -120,6 +128,12 @@ export async function appendEvents(store: EventStore, subject: string, events: r
   return seq;
 }
 
+/** {@link appendEvents} as one commit: all of them stored, or none. */
+export async function appendCommit(store: EventStore, subject: string, events: readonly Envelope[], expectedSeq: number): Promise<number> {
+  if (new Set(events.map((e) => e.id)).size !== events.length) throw new Error(`a decision on ${subject} gave two events one id`);
+  return store.appendCommit(subject, events, expectedSeq);
+}
+
 /** The state after `events`, from `state`. */
 export const fold = <S, E>(evolve: Evolve<S, E>, state: S | null, events: readonly E[]): S | null =>
   events.reduce<S | null>((s, e) => evolve(s, e), state);
@@ -164,18 +178,20 @@ export async function executeOnce<S, C, E extends Envelope>(
   command: C,
   decide: Decide<S, C, E>,
   evolve: Evolve<S, E>,
-  options: Pick<ExecuteOptions<S, C>, 'gather' | 'heads'> = {},
+  options: Pick<ExecuteOptions<S, C>, 'gather' | 'heads' | 'initial' | 'commit'> = {},
 ): Promise<Decided<S, E>> {
   const decideAndAppend = async (state: S | null, seq: number): Promise<Decided<S, E>> => {
     const meta = commandMeta(deps.clock);
     const events = decide(options.gather ? await options.gather(command, state, meta) : command, state, meta);
-    return { events, state: fold(evolve, state, events), seq: await appendEvents(deps.store, subject, events, seq) };
+    const stored = options.commit && events.length > 0 ? await appendCommit(deps.store, subject, events, seq) : await appendEvents(deps.store, subject, events, seq);
+    return { events, state: fold(evolve, state, events), seq: stored };
   };
   const remembered = await fromHead(deps.store, subject, options.heads, decideAndAppend);
   if (remembered) return remembered;
   const last = await deps.store.last<E>(subject);
   try {
-    const decided = await decideAndAppend(last ? evolve(null, last.event) : null, last?.seq ?? 0);
+    const state = last ? evolve(null, last.event) : options.initial ? await options.initial() : null;
+    const decided = await decideAndAppend(state, last?.seq ?? 0);
     if (decided.events.length > 0) options.heads?.set(deps.store, subject, decided.state, decided.seq);
     return decided;
   } catch (err) {

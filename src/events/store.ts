@@ -14,6 +14,13 @@ export interface EventStore {
    * `Nats-Msg-Id` = event id makes a retried publish a no-op.
    */
   append(subject: string, event: Envelope, expectedSeq?: number): Promise<number>;
+  /**
+   * Appends `events` as one commit (one message, `src/events/commit.ts`) to `subject`,
+   * guarded as `append` is; `Nats-Msg-Id` = the last event's id.
+   */
+  appendCommit(subject: string, events: readonly Envelope[], expectedSeq: number): Promise<number>;
+  /** Every event of the subject's last message (a commit's list, or the one event), or null when the subject has none. */
+  lastMessage<E extends Envelope>(subject: string): Promise<{ events: E[]; seq: number } | null>;
   /** The aggregate's last event (of a commit: its last one), or null when the subject has none. */
   last<E extends Envelope>(subject: string): Promise<StoredEvent<E> | null>;
   /** The event stored at this stream sequence (of a commit: its first one), or null. */

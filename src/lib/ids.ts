@@ -48,3 +48,27 @@ export function derivedId(prefix: IdPrefix, nowMs: number, seed: string, index: 
 }
 
 export const ID_PATTERN = /^[a-z]{2,3}_[0-9a-z]{10,40}$/;
+
+/** Never in a generated id's body (not in ALPHABET): it marks a member id. */
+const MEMBER_MARK = 'u';
+
+/**
+ * The id of the `index`-th member of `parentId` (a task of a batch): `<prefix>_<parent's
+ * body>u<index in base32>`. Whoever holds only the member's id can name its parent.
+ */
+export function memberId(prefix: IdPrefix, parentId: string, index: number): string {
+  let n = index;
+  let digits = '';
+  do {
+    digits = ALPHABET[n % 32] + digits;
+    n = Math.floor(n / 32);
+  } while (n > 0);
+  return `${prefix}_${parentId.slice(parentId.indexOf('_') + 1)}${MEMBER_MARK}${digits}`;
+}
+
+/** The parent a member id names (see `memberId`), or null for an id of its own. */
+export function parentOf(id: string, parentPrefix: IdPrefix): string | null {
+  const body = id.slice(id.indexOf('_') + 1);
+  const mark = body.indexOf(MEMBER_MARK);
+  return mark > 0 ? `${parentPrefix}_${body.slice(0, mark)}` : null;
+}

@@ -1,10 +1,10 @@
 import { trace } from '@opentelemetry/api';
 import { STREAMS } from '../../streams/definitions.ts';
-import { eventsOf } from '../events/commit.ts';
+import { commitMessage, eventsOf } from '../events/commit.ts';
 import type { Envelope, StoredEvent } from '../events/envelope.ts';
 import { ConcurrencyError, type EventStore } from '../events/store.ts';
 import { decodeJson, encodeJson } from '../lib/json.ts';
-import { inSpan, SpanKind } from '../telemetry/tracing.ts';
+import { currentTraceparent, inSpan, SpanKind } from '../telemetry/tracing.ts';
 import type { Nats } from './connection.ts';
 import { isWrongLastSequence } from './jetstream-errors.ts';
 
@@ -30,6 +30,29 @@ export function createEventStore(nats: Nats): EventStore {
         if (isWrongLastSequence(err)) throw new ConcurrencyError(subject);
         throw err;
       }
+    },
+    async appendCommit(subject, events, expectedSeq) {
+      assertLiteral(subject);
+      const last = events[events.length - 1]!;
+      // Each event keeps the trace of the one who appended it: the message's header can hold only one.
+      const traceparent = currentTraceparent();
+      const commit = commitMessage(last.id, traceparent ? events.map((e) => (e.traceparent ? e : { ...e, traceparent })) : [...events]);
+      const publish = () => nats.publish(subject, encodeJson(commit), { msgId: last.id, expectLastSubjectSeq: expectedSeq });
+      try {
+        if (!trace.getActiveSpan()?.isRecording()) return await publish();
+        return await inSpan(`append ${[...new Set(events.map((e) => e.type))].join(',')}`, {
+          kind: SpanKind.PRODUCER,
+          attributes: () => ({ 'jetcron.org_id': last.org_id, 'jetcron.event_id': last.id, 'messaging.system': 'nats', 'messaging.destination.name': subject }),
+        }, publish);
+      } catch (err) {
+        if (isWrongLastSequence(err)) throw new ConcurrencyError(subject);
+        throw err;
+      }
+    },
+    async lastMessage<E extends Envelope>(subject: string) {
+      assertLiteral(subject);
+      const msg = await nats.jsm.direct.getMessage(STREAMS.events.name, { last_by_subj: subject });
+      return msg ? { events: eventsOf<E>(decodeJson<unknown>(msg.data)), seq: msg.seq } : null;
     },
     async last<E extends Envelope>(subject: string) {
       assertLiteral(subject);

@@ -34,6 +34,7 @@ import type { InboundEventEvent } from '../commands/inbound-event/types.ts';
 import { endpointAttemptJob } from '../commands/execution/endpoint-jobs.ts';
 import type { Held } from './held.ts';
 import { inSpan, SpanKind } from '../telemetry/tracing.ts';
+import { lastTaskEvent } from '../commands/task/load.ts';
 
 export const CHECKPOINT_KEY: keyof typeof KV_CHECKPOINT_READERS = 'translator';
 const CHECKPOINT_EVERY_MS = 250;
@@ -75,8 +76,8 @@ export function createTranslator(deps: TranslatorDeps) {
   };
 
   async function currentTask(orgId: string, taskId: string): Promise<Task | null> {
-    const last = await deps.store.last<TaskEvent>(SUBJECTS.task(orgId, taskId));
-    return last ? evolveTask(null, last.event) : null;
+    const last = await lastTaskEvent(deps.store, orgId, taskId);
+    return last ? evolveTask(null, last) : null;
   }
 
   async function onTaskChanged(task: Task) {
@@ -293,9 +294,11 @@ export function createTranslator(deps: TranslatorDeps) {
         await dispatchNow(scheduleAttemptJob(event.data.schedule, event.data.execution, 1));
         return;
       case 'BatchAccepted': {
-        // The API appends the batch's tasks right after the batch; if it died half-way,
-        // finish the job (the last task present means all are, as they go in order).
+        // A batch in one commit holds its tasks' creates (read before it). One written
+        // before carries them, and the API appended them right after; if it died
+        // half-way, finish the job (the last task present means all are, as they go in order).
         const tasks = event.data.tasks;
+        if (!tasks?.length) return;
         const last = tasks[tasks.length - 1]!;
         if (!(await deps.store.last(SUBJECTS.task(last.org_id, last.data.task.id)))) await materializeBatch(deps, event);
         return;

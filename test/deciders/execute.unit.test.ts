@@ -28,6 +28,18 @@ function memoryStore(): EventStore & { log: StoredEvent[]; appends: Array<{ subj
       log.push({ event, seq: log.length + 1, subject });
       return log.length;
     },
+    async appendCommit(subject, events, expectedSeq) {
+      appends.push({ subject, expectedSeq });
+      if ((lastOf(subject)?.seq ?? 0) !== expectedSeq) throw new ConcurrencyError(subject);
+      const seq = log.length + 1;
+      // The events of one message share its sequence.
+      for (const [index, event] of events.entries()) log.push({ event, seq, subject, index });
+      return seq;
+    },
+    async lastMessage<E extends Envelope>(subject: string) {
+      const last = lastOf(subject);
+      return last ? { events: log.filter((e) => e.seq === last.seq).map((e) => e.event as E), seq: last.seq } : null;
+    },
     async last<E extends Envelope>(subject: string) {
       return lastOf(subject) as StoredEvent<E> | null;
     },

@@ -4,7 +4,8 @@ import type { Plan } from '../organization/types.ts';
 import { checkDuration, checkInstant, checkLength, checkRequest, checkUrl, inItem } from '../payload-checks.ts';
 import { decideTask, firstRunAt, MAX_LANE_LENGTH } from '../task/decide.ts';
 import type { TaskInput } from '../task/types.ts';
-import type { BatchEvent } from './types.ts';
+import { memberId } from '../../lib/ids.ts';
+import type { BatchCommitEvent, BatchEvent, TaskCreatedEvent } from './types.ts';
 
 export interface BatchInput {
   lane: string;
@@ -20,7 +21,7 @@ export interface BatchInput {
 
 export type BatchCommand = { type: 'AcceptBatch'; orgId: string; plan: Plan; batchId: string; input: BatchInput };
 
-type Created = Extract<BatchEvent['data']['tasks'][number], { type: 'TaskCreated' }>;
+type Created = TaskCreatedEvent;
 
 export const MAX_BATCH_TASKS = 1000;
 export const MAX_BATCH_HOSTS = 50;
@@ -52,14 +53,16 @@ function checkHosts(input: BatchInput): void {
 }
 
 /** A batch's state is its one event: the batch as accepted. */
-export const evolveBatch = (_state: BatchEvent | null, event: BatchEvent): BatchEvent => event;
+/** The batch is its `BatchAccepted`; its tasks are theirs. */
+export const evolveBatch = (state: BatchEvent | null, event: BatchCommitEvent): BatchEvent | null => (event.type === 'BatchAccepted' ? event : state);
 
 /**
- * Every task of the batch decided, in one `BatchAccepted`; nothing when the batch is
- * already accepted (its id derives from an Idempotency-Key: the same request, run
- * before a crash).
+ * Every task of the batch decided, each `TaskCreated` under an id that names the batch
+ * (`memberId`), then the `BatchAccepted` that counts them: one commit. Nothing when the
+ * batch is already accepted (its id derives from an Idempotency-Key: the same request,
+ * run before a crash).
  */
-export function decideBatch(command: BatchCommand, state: BatchEvent | null, meta: CommandMeta): BatchEvent[] {
+export function decideBatch(command: BatchCommand, state: BatchEvent | null, meta: CommandMeta): BatchCommitEvent[] {
   if (state) return [];
   const { orgId, plan, input } = command;
   checkBatchRules(input, meta.nowMs);
@@ -80,15 +83,16 @@ export function decideBatch(command: BatchCommand, state: BatchEvent | null, met
       method: t.method ?? input.method ?? 'POST',
       headers: { ...(input.headers ?? {}), ...(t.headers ?? {}) },
     };
-    const [created] = inItem(`tasks[${i}]`, () => decideTask({ type: 'CreateTask', orgId, plan, input: taskInput, runAt: scheduledFor }, null, { ...meta, eventId: meta.newId('evt') }));
+    const taskId = memberId('tsk', command.batchId, i);
+    const [created] = inItem(`tasks[${i}]`, () => decideTask({ type: 'CreateTask', orgId, plan, input: taskInput, runAt: scheduledFor, taskId }, null, { ...meta, eventId: meta.newId('evt') }));
     return created as Created;
   });
   checkHosts(input);
-  return [{
+  return [...tasks, {
     type: 'BatchAccepted',
     id: meta.eventId,
     at: meta.now,
     org_id: orgId,
-    data: { batch_id: command.batchId, lane: input.lane, scheduled_for: scheduledFor, tasks },
+    data: { batch_id: command.batchId, lane: input.lane, scheduled_for: scheduledFor, created: tasks.length },
   }];
 }

@@ -8,12 +8,15 @@ import type { BatchEvent } from './types.ts';
 
 export type { BatchInput } from './decide.ts';
 
-export const batchSubject = (orgId: string, batchId: string) => `evt.${orgId}.batch.${batchId}`;
+export const batchSubject = SUBJECTS.batch;
 
-/** Appends each task's TaskCreated in batch order; already-appended ones are skipped. */
+/**
+ * A `BatchAccepted` written before batches were commits carries its tasks: each is
+ * appended to its own subject, in batch order; those already appended are skipped.
+ */
 export async function materializeBatch(deps: CommandDeps, batch: BatchEvent): Promise<number> {
   // Publishes go out in order on one connection, so the stream keeps the batch order.
-  const acks = batch.data.tasks.map((e) =>
+  const acks = (batch.data.tasks ?? []).map((e) =>
     deps.store.append(SUBJECTS.task(e.org_id, e.data.task.id), e, 0).catch((err: unknown) => {
       if (err instanceof ConcurrencyError) return 0;
       throw err;
@@ -23,13 +26,13 @@ export async function materializeBatch(deps: CommandDeps, batch: BatchEvent): Pr
 }
 
 /**
- * Decides every task of the batch, stores the batch atomically, then its tasks.
- * `onceBatchId` (derived from an Idempotency-Key) makes it once-only: a batch already
- * stored under that id — the same request, run before a crash — is completed and
- * answered instead of a second one being accepted.
+ * Decides every task of the batch and stores them with the batch in one commit on
+ * the batch's subject: accepted all together or not at all. `onceBatchId` (derived
+ * from an Idempotency-Key) makes it once-only: a batch already stored under that id —
+ * the same request, run before a crash — is the answer, and nothing is appended.
  */
 export async function createBatch(deps: CommandDeps, orgId: string, input: BatchInput, plan: Plan, onceBatchId?: string): Promise<{ event: BatchEvent; seq: number }> {
   const batchId = onceBatchId ?? newId('cmd', deps.clock.now());
-  const { state } = await execute(deps, batchSubject(orgId, batchId), { type: 'AcceptBatch', orgId, plan, batchId, input }, decideBatch, evolveBatch);
-  return { event: state!, seq: await materializeBatch(deps, state!) };
+  const { state, seq } = await execute(deps, batchSubject(orgId, batchId), { type: 'AcceptBatch', orgId, plan, batchId, input }, decideBatch, evolveBatch, { commit: true });
+  return { event: state!, seq };
 }

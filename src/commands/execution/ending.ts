@@ -3,6 +3,7 @@ import type { EventStore } from '../../events/store.ts';
 import type { EndpointEvent } from '../endpoint/types.ts';
 import type { TaskEvent } from '../task/types.ts';
 import type { ExecutionEvent, ExecutionSource } from './types.ts';
+import { lastTaskEvent } from '../task/load.ts';
 
 /**
  * `ExecutionCancelled` for an execution that will not run (again). Its id is fixed
@@ -27,6 +28,6 @@ export async function sourceGone(store: EventStore, orgId: string, source: Execu
     return !last || last.event.type === 'EndpointDeleted';
   }
   if (source.type !== 'task') return false;
-  const last = await store.last<TaskEvent>(SUBJECTS.task(orgId, source.id));
-  return !last || last.event.type === 'TaskDeleted' || last.event.type === 'TaskCancelled';
+  const last = await lastTaskEvent(store, orgId, source.id);
+  return !last || last.type === 'TaskDeleted' || last.type === 'TaskCancelled';
 }

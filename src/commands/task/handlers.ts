@@ -5,13 +5,20 @@ import { notFound } from '../../lib/errors.ts';
 import { appendEvents, commandMeta, execute, fold, type CommandDeps, type Decided } from '../execute.ts';
 import type { Plan } from '../organization/types.ts';
 import { decideTask, evolveTask } from './decide.ts';
+import { createdInBatch } from './load.ts';
 import type { Task, TaskCommand, TaskEvent, TaskInput } from './types.ts';
 
 type Result = Decided<Task, TaskEvent>;
 
 function run(deps: CommandDeps, orgId: string, taskId: string, command: TaskCommand): Promise<Result> {
   if (!ID_PATTERN.test(taskId) || !taskId.startsWith('tsk_')) throw notFound('Task not found');
-  return execute(deps, SUBJECTS.task(orgId, taskId), command, decideTask, (s, e) => scoped(orgId, evolveTask(s, e)));
+  return execute(deps, SUBJECTS.task(orgId, taskId), command, decideTask, (s, e) => scoped(orgId, evolveTask(s, e)), {
+    // A task of a batch has no subject of its own until it changes: its create is in the batch's commit.
+    initial: async () => {
+      const created = await createdInBatch(deps.store, orgId, taskId);
+      return created && scoped(orgId, evolveTask(null, created));
+    },
+  });
 }
 
 // A task id of another organization lives under that organization's subject, so it

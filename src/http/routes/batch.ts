@@ -22,7 +22,7 @@ export function batchRoutes(deps: ApiDeps): Router {
       const input = validate<BatchInput>(createBatchSchema, jsonObject(req));
       const { event, seq } = await createBatch(deps, req.orgId, input, await orgPlan(deps, req.orgId), onceId(res, 'cmd'));
       await deps.reads.wrote(req.orgId, seq);
-      const created = event.data.tasks.length;
+      const created = event.data.created ?? event.data.tasks?.length ?? 0;
       res.status(201).json({
         data: { lane: input.lane, created, scheduled_for: event.data.scheduled_for },
         message: `Created ${created} task(s) in lane ${input.lane}`,
