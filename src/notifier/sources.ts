@@ -1,6 +1,7 @@
 import { SUBJECTS } from '../../streams/subjects.ts';
 import type { NotifySourceType } from '../commands/notification/types.ts';
 import { evolveTask } from '../commands/task/decide.ts';
+import { lastTaskEvent } from '../commands/task/load.ts';
 import type { Envelope } from '../events/envelope.ts';
 import type { EventStore } from '../events/store.ts';
 import type { NotifySource } from './message.ts';
@@ -25,15 +26,14 @@ type Notifiable = Pick<NotifySource, 'id' | 'org_id' | 'name' | 'notify_on_failu
  * where it has one; monitors have none, and an endpoint may forward to ten.
  */
 function resolverOf<E extends Envelope>(
-  store: EventStore,
   type: NotifySourceType,
-  subject: (orgId: string, id: string) => string,
+  lastEvent: (orgId: string, id: string) => Promise<E | null>,
   evolve: (state: null, event: E) => Notifiable | null,
   opts: { url: boolean },
 ): SourceResolver {
   return async (orgId, id) => {
-    const last = await store.last<E>(subject(orgId, id));
-    const r = last ? evolve(null, last.event) : null;
+    const last = await lastEvent(orgId, id);
+    const r = last ? evolve(null, last) : null;
     if (!r) return null;
     return {
       type, id: r.id, org_id: r.org_id, name: r.name, url: opts.url ? r.url ?? null : null,
@@ -49,10 +49,13 @@ function resolverOf<E extends Envelope>(
  * endpoints add their resolver here (and their outcome events to the reader).
  */
 export function defaultResolvers(store: EventStore): Partial<Record<NotifySourceType, SourceResolver>> {
+  const onSubject = <E extends Envelope>(subject: (orgId: string, id: string) => string) =>
+    async (orgId: string, id: string) => (await store.last<E>(subject(orgId, id)))?.event ?? null;
   return {
-    task: resolverOf(store, 'task', SUBJECTS.task, evolveTask, { url: true }),
-    schedule: resolverOf(store, 'schedule', scheduleSubject, evolveSchedule, { url: true }),
-    monitor: resolverOf(store, 'monitor', monitorSubject, evolveMonitor, { url: false }),
-    endpoint: resolverOf(store, 'endpoint', SUBJECTS.endpoint, evolveEndpoint, { url: false }),
+    // A task of a batch (or of a commit of creates) that never changed has no subject of its own.
+    task: resolverOf('task', (orgId, id) => lastTaskEvent(store, orgId, id), evolveTask, { url: true }),
+    schedule: resolverOf('schedule', onSubject(scheduleSubject), evolveSchedule, { url: true }),
+    monitor: resolverOf('monitor', onSubject(monitorSubject), evolveMonitor, { url: false }),
+    endpoint: resolverOf('endpoint', onSubject(SUBJECTS.endpoint), evolveEndpoint, { url: false }),
   };
 }
