@@ -91,6 +91,22 @@ describe('batches', () => {
     }
   });
 
+  test('a batch task that fails notifies as any task does (it is read from its batch\'s commit)', async () => {
+    const target = await startTarget((r) => (r.path === '/fails' ? { status: 500 } : { status: 200 }));
+    try {
+      const { api: notifying } = await svc.createOrg();
+      assert.equal((await notifying('PUT', '/organization', { notification_webhook_url: `${target.url}/notify`, notify_on_failure: true })).status, 200);
+      const res = await notifying('POST', '/tasks/batch', { lane: 'notify-1', retry_attempts: 0, tasks: [{ url: `${target.url}/fails`, name: 'failing batch task' }] });
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+      const sent = await eventually(() => target.received.find((r) => r.path === '/notify'), 20_000);
+      const body = JSON.parse(sent.body);
+      assert.equal(body.event, 'task.failed');
+      assert.equal(body.source?.name ?? body.task?.name ?? body.data?.task?.name, 'failing batch task', sent.body);
+    } finally {
+      await target.close();
+    }
+  });
+
   // Its accept latency is measured by `npm run bench -- batch-accept`, not here.
   test('a 1000-task batch is accepted whole and a bulk cancel removes it', async () => {
     const tasks = Array.from({ length: 1000 }, (_, i) => ({ url: `http://127.0.0.1:9/t/${i}` }));

@@ -49,7 +49,6 @@ export function createEventStore(nats: Nats): EventStore {
         throw err;
       }
     },
-    traceparent: () => currentTraceparent(),
     async lastMessage<E extends Envelope>(subject: string) {
       assertLiteral(subject);
       const msg = await nats.jsm.direct.getMessage(STREAMS.events.name, { last_by_subj: subject });
