@@ -138,9 +138,10 @@ describe('lanes', () => {
       assert.equal((await api('GET', `/tasks/${tasks[1]!.id}`)).status, 404);
       // A quick attempt is recorded when it ends (no start event), so the one in flight
       // during the cancel shows its attempt once it has ended; then it is not retried.
-      await eventually(async () => (await api('GET', `/executions/${tasks[0]!.last_execution_id}`)).body.data.attempt === 1, 60_000).catch(async (e) => {
-        console.error('DEBUGX', JSON.stringify((await api('GET', `/executions/${tasks[0]!.last_execution_id}`)).body.data), JSON.stringify(target.spans));
-        throw e;
+      await eventually(async () => (await api('GET', `/executions/${tasks[0]!.last_execution_id}`)).body.data.attempt === 1, 60_000).catch(async (e: Error) => {
+        // Seen twice on an overloaded machine and not explained: say what the execution and the target show.
+        const execution = (await api('GET', `/executions/${tasks[0]!.last_execution_id}`)).body.data;
+        throw new Error(`${e.message}; the execution: ${JSON.stringify(execution)}; the target saw: ${JSON.stringify(target.spans)}`);
       });
       const rows = await finishedAll(tasks.map((t) => t.last_execution_id));
       assert.deepEqual(rows.map((e) => e.status), ['cancelled', 'cancelled', 'cancelled', 'cancelled', 'cancelled']);
