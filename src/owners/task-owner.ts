@@ -64,6 +64,8 @@ export async function ownTaskPartition(
     throw err;
   });
   const state = new OwnedTasks(partition, deps.partitions);
+  // One line per claim: a hand-off is rare and worth seeing in the log (a start, a lapsed lease, a takeover).
+  deps.log(`owner of partition ${partition}: claimed at seq ${log.claimSeq}, reading from ${log.resumeFrom}`);
   held.set(partition, state);
   const own = SUBJECTS.partition(partition);
   let position = log.resumeFrom;
