@@ -121,8 +121,7 @@ export function retryConflicts<T>(
  * that includes them.
  */
 export async function appendEvents(store: EventStore, subject: string, events: readonly Envelope[], expectedSeq: number): Promise<number> {
-  // One id twice would be dropped as a duplicate publish, silently.
-  if (new Set(events.map((e) => e.id)).size !== events.length) throw new Error(`a decision on ${subject} gave two events one id`);
+  distinctIds(subject, events);
   let seq = expectedSeq;
   for (const event of events) seq = await store.append(subject, event, seq);
   return seq;
@@ -130,8 +129,13 @@ export async function appendEvents(store: EventStore, subject: string, events: r
 
 /** {@link appendEvents} as one commit: all of them stored, or none. */
 export async function appendCommit(store: EventStore, subject: string, events: readonly Envelope[], expectedSeq: number): Promise<number> {
-  if (new Set(events.map((e) => e.id)).size !== events.length) throw new Error(`a decision on ${subject} gave two events one id`);
+  distinctIds(subject, events);
   return store.appendCommit(subject, events, expectedSeq);
+}
+
+/** One id twice would be dropped as a duplicate publish (or dedupe a commit's reader), silently. */
+function distinctIds(subject: string, events: readonly Envelope[]): void {
+  if (new Set(events.map((e) => e.id)).size !== events.length) throw new Error(`a decision on ${subject} gave two events one id`);
 }
 
 /** The state after `events`, from `state`. */

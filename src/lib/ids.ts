@@ -4,15 +4,14 @@ import { createHash, randomBytes } from 'node:crypto';
 // time because the first 10 characters encode the millisecond clock.
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
 
-function encodeTime(ms: number): string {
+/** `n` in ALPHABET's base 32, at least `width` digits (zero-padded). */
+function base32(n: number, width: number): string {
   let out = '';
-  let n = ms;
-  for (let i = 0; i < 10; i++) {
-    out = ALPHABET[n % 32] + out;
-    n = Math.floor(n / 32);
-  }
+  for (let rest = n; out.length < width || rest > 0; rest = Math.floor(rest / 32)) out = ALPHABET[rest % 32] + out;
   return out;
 }
+
+const encodeTime = (ms: number): string => base32(ms, 10);
 
 // One system call per 4 KB of randomness instead of one per id.
 const POOL_SIZE = 4096;
@@ -57,13 +56,7 @@ const MEMBER_MARK = 'u';
  * body>u<index in base32>`. Whoever holds only the member's id can name its parent.
  */
 export function memberId(prefix: IdPrefix, parentId: string, index: number): string {
-  let n = index;
-  let digits = '';
-  do {
-    digits = ALPHABET[n % 32] + digits;
-    n = Math.floor(n / 32);
-  } while (n > 0);
-  return `${prefix}_${parentId.slice(parentId.indexOf('_') + 1)}${MEMBER_MARK}${digits}`;
+  return `${prefix}_${parentId.slice(parentId.indexOf('_') + 1)}${MEMBER_MARK}${base32(index, 1)}`;
 }
 
 /** The parent a member id names (see `memberId`), or null for an id of its own. */

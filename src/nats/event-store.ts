@@ -15,21 +15,35 @@ function assertLiteral(subject: string): void {
 }
 
 export function createEventStore(nats: Nats): EventStore {
+  /**
+   * A guarded publish of one message (an event, or a commit named by `head`, its last
+   * event): inside a recorded span it is a PRODUCER span of its own, whose context
+   * travels in the message; a wrong last sequence is a ConcurrencyError.
+   */
+  const guarded = async (subject: string, data: Uint8Array, head: Envelope, types: string, expectedSeq: number | undefined): Promise<number> => {
+    const publish = () => nats.publish(subject, data, { msgId: head.id, ...(expectedSeq === undefined ? {} : { expectLastSubjectSeq: expectedSeq }) });
+    try {
+      if (!trace.getActiveSpan()?.isRecording()) return await publish();
+      return await inSpan(`append ${types}`, {
+        kind: SpanKind.PRODUCER,
+        attributes: () => ({ 'jetcron.org_id': head.org_id, 'jetcron.event_id': head.id, 'messaging.system': 'nats', 'messaging.destination.name': subject }),
+      }, publish);
+    } catch (err) {
+      if (isWrongLastSequence(err)) throw new ConcurrencyError(subject);
+      throw err;
+    }
+  };
+  /** The events of the subject's last message, or null when it has none. */
+  const lastMessage = async <E extends Envelope>(subject: string) => {
+    assertLiteral(subject);
+    const msg = await nats.jsm.direct.getMessage(STREAMS.events.name, { last_by_subj: subject });
+    return msg ? { events: eventsOf<E>(decodeJson<unknown>(msg.data)), seq: msg.seq, subject: msg.subject } : null;
+  };
+
   return {
     async append(subject, event, expectedSeq) {
       assertLiteral(subject);
-      const publish = () => nats.publish(subject, encodeJson(event), { msgId: event.id, ...(expectedSeq === undefined ? {} : { expectLastSubjectSeq: expectedSeq }) });
-      try {
-        // Inside a recorded span: the append is a PRODUCER span of its own, and its context travels in the message.
-        if (!trace.getActiveSpan()?.isRecording()) return await publish();
-        return await inSpan(`append ${event.type}`, {
-          kind: SpanKind.PRODUCER,
-          attributes: () => ({ 'jetcron.org_id': event.org_id, 'jetcron.event_id': event.id, 'messaging.system': 'nats', 'messaging.destination.name': subject }),
-        }, publish);
-      } catch (err) {
-        if (isWrongLastSequence(err)) throw new ConcurrencyError(subject);
-        throw err;
-      }
+      return guarded(subject, encodeJson(event), event, event.type, expectedSeq);
     },
     async appendCommit(subject, events, expectedSeq) {
       assertLiteral(subject);
@@ -37,29 +51,13 @@ export function createEventStore(nats: Nats): EventStore {
       // Each event keeps the trace of the one who appended it: the message's header can hold only one.
       const traceparent = currentTraceparent();
       const commit = commitMessage(last.id, traceparent ? events.map((e) => (e.traceparent ? e : { ...e, traceparent })) : [...events]);
-      const publish = () => nats.publish(subject, encodeJson(commit), { msgId: last.id, expectLastSubjectSeq: expectedSeq });
-      try {
-        if (!trace.getActiveSpan()?.isRecording()) return await publish();
-        return await inSpan(`append ${[...new Set(events.map((e) => e.type))].join(',')}`, {
-          kind: SpanKind.PRODUCER,
-          attributes: () => ({ 'jetcron.org_id': last.org_id, 'jetcron.event_id': last.id, 'messaging.system': 'nats', 'messaging.destination.name': subject }),
-        }, publish);
-      } catch (err) {
-        if (isWrongLastSequence(err)) throw new ConcurrencyError(subject);
-        throw err;
-      }
+      return guarded(subject, encodeJson(commit), last, [...new Set(events.map((e) => e.type))].join(','), expectedSeq);
     },
-    async lastMessage<E extends Envelope>(subject: string) {
-      assertLiteral(subject);
-      const msg = await nats.jsm.direct.getMessage(STREAMS.events.name, { last_by_subj: subject });
-      return msg ? { events: eventsOf<E>(decodeJson<unknown>(msg.data)), seq: msg.seq } : null;
-    },
+    lastMessage,
     async last<E extends Envelope>(subject: string) {
-      assertLiteral(subject);
-      const msg = await nats.jsm.direct.getMessage(STREAMS.events.name, { last_by_subj: subject });
+      const msg = await lastMessage<E>(subject);
       if (!msg) return null;
-      const events = eventsOf<E>(decodeJson<unknown>(msg.data));
-      return { event: events[events.length - 1]!, seq: msg.seq, subject: msg.subject, index: events.length - 1 };
+      return { event: msg.events[msg.events.length - 1]!, seq: msg.seq, subject: msg.subject, index: msg.events.length - 1 };
     },
     async at<E extends Envelope>(seq: number) {
       const msg = await nats.jsm.direct.getMessage(STREAMS.events.name, { seq });

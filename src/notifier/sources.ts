@@ -52,7 +52,7 @@ export function defaultResolvers(store: EventStore): Partial<Record<NotifySource
   const onSubject = <E extends Envelope>(subject: (orgId: string, id: string) => string) =>
     async (orgId: string, id: string) => (await store.last<E>(subject(orgId, id)))?.event ?? null;
   return {
-    // A task of a batch (or of a commit of creates) that never changed has no subject of its own.
+    // A task of a batch that never changed has no subject of its own: its create is in the batch's commit.
     task: resolverOf('task', (orgId, id) => lastTaskEvent(store, orgId, id), evolveTask, { url: true }),
     schedule: resolverOf('schedule', onSubject(scheduleSubject), evolveSchedule, { url: true }),
     monitor: resolverOf('monitor', onSubject(monitorSubject), evolveMonitor, { url: false }),

@@ -21,8 +21,6 @@ export interface BatchInput {
 
 export type BatchCommand = { type: 'AcceptBatch'; orgId: string; plan: Plan; batchId: string; input: BatchInput };
 
-type Created = TaskCreatedEvent;
-
 export const MAX_BATCH_TASKS = 1000;
 export const MAX_BATCH_HOSTS = 50;
 /** A batch's URLs are shorter than a task's own. */
@@ -52,8 +50,7 @@ function checkHosts(input: BatchInput): void {
   }
 }
 
-/** A batch's state is its one event: the batch as accepted. */
-/** The batch is its `BatchAccepted`; its tasks are theirs. */
+/** A batch's state is its `BatchAccepted`, the batch as accepted; its tasks' creates are theirs. */
 export const evolveBatch = (state: BatchEvent | null, event: BatchCommitEvent): BatchEvent | null => (event.type === 'BatchAccepted' ? event : state);
 
 /**
@@ -85,7 +82,7 @@ export function decideBatch(command: BatchCommand, state: BatchEvent | null, met
     };
     const taskId = memberId('tsk', command.batchId, i);
     const [created] = inItem(`tasks[${i}]`, () => decideTask({ type: 'CreateTask', orgId, plan, input: taskInput, runAt: scheduledFor, taskId }, null, { ...meta, eventId: meta.newId('evt') }));
-    return created as Created;
+    return created as TaskCreatedEvent;
   });
   checkHosts(input);
   return [...tasks, {

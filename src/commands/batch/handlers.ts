@@ -8,8 +8,6 @@ import type { BatchEvent } from './types.ts';
 
 export type { BatchInput } from './decide.ts';
 
-export const batchSubject = SUBJECTS.batch;
-
 /**
  * A `BatchAccepted` written before batches were commits carries its tasks: each is
  * appended to its own subject, in batch order; those already appended are skipped.
@@ -33,6 +31,6 @@ export async function materializeBatch(deps: CommandDeps, batch: BatchEvent): Pr
  */
 export async function createBatch(deps: CommandDeps, orgId: string, input: BatchInput, plan: Plan, onceBatchId?: string): Promise<{ event: BatchEvent; seq: number }> {
   const batchId = onceBatchId ?? newId('cmd', deps.clock.now());
-  const { state, seq } = await execute(deps, batchSubject(orgId, batchId), { type: 'AcceptBatch', orgId, plan, batchId, input }, decideBatch, evolveBatch, { commit: true });
+  const { state, seq } = await execute(deps, SUBJECTS.batch(orgId, batchId), { type: 'AcceptBatch', orgId, plan, batchId, input }, decideBatch, evolveBatch, { commit: true });
   return { event: state!, seq };
 }
