@@ -158,7 +158,7 @@ async function writeHistory(publish: Publish): Promise<void> {
       const t: Task = {
         id: newId('tsk', clock), org_id: org, name: `send invoice ${made}`, url: `https://api.example.com/invoices/${made % 1000}/send`, method: 'POST',
         headers: { 'Content-Type': 'application/json', Authorization: 'Bearer ***' }, body: { invoice: made, customer: `cus_${made % 5000}`, amount: 1200 + (made % 300) },
-        delay: waiting ? '30d' : null, run_at: null, timeout_ms: 30_000, retry_attempts: 5, callback_url: null, lane: made % 50 === 0 ? `customer-${made % 400}` : null,
+        delay: waiting ? '30d' : null, run_at: null, timeout_ms: 30_000, retry_attempts: 5, callback_url: null, lane: made % 50 === 0 ? `customer-${made % 400}` : null, flow_control: null,
         enabled: true, notify_on_failure: null, notify_on_recovery: null, expected_status_codes: null, expected_body_pattern: null, on_failure_url: null,
         on_recovery_url: null, script: null, debounce: null, debounce_key: null, created_at: at, updated_at: at,
         pending_execution: { id: newId('exe', clock), scheduled_for: scheduledFor, callback_url: null },

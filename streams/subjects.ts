@@ -21,6 +21,12 @@ export const SUBJECTS = {
   /** A notification delivery that is due (NOTIFY stream). */
   notify: (org: string) => `notify.${org}.send`,
   endpoint: (org: string, id: string) => `evt.${org}.endpoint.${id}`,
+  /** A flow-control key's pause and resume (the key's SHA-256, so any text is a token). */
+  flowKey: (org: string, keyHash: string) => `evt.${org}.flow.${keyHash}`,
+  /** Every key's subject: an owner taking over reads the last of each (is it paused?). */
+  flowKeys: 'evt.*.flow.*',
+  /** Core NATS request: each process answers with the flow-control keys of the partitions it owns (`GET /flow-control`). */
+  flowStats: 'jetcron.flow-control.stats',
   /** One inbound event's forwarding records (`InboundEventReceived`, `InboundEventReplayed`). */
   inboundEvent: (org: string, eventId: string) => `evt.${org}.inbound.${eventId}`,
   /** An endpoint's debounce window for one transform() `debounce_key` (its SHA-256, so any text is a token). */

@@ -123,6 +123,9 @@ describe('a flow-control key', () => {
     const q = new KeyQueue(flow({ rate: 2, periodMs: 1000 }));
     for (let i = 0; i < 4; i++) q.enqueue(`e${i}`, 0, i);
     assert.deepEqual(q.take(100), ['e0', 'e1']);
+    assert.equal(q.nextWakeAt(150), null, 'taken, not yet sent: the send will say when they started');
+    q.began('e0', 100);
+    q.began('e1', 100);
     assert.equal(q.nextWakeAt(150), 1100);
     assert.deepEqual(q.take(1099), []);
     assert.deepEqual(q.take(1100), ['e2', 'e3']);

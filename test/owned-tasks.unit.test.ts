@@ -6,17 +6,12 @@ import { decideTask } from '../src/commands/task/decide.ts';
 import type { Task, TaskEvent, TaskInput } from '../src/commands/task/types.ts';
 import type { AttemptJob } from '../src/commands/execution/job.ts';
 import type { ExecutionEvent } from '../src/commands/execution/types.ts';
-import type { CommandMeta } from '../src/commands/meta.ts';
+import { uniqueMeta } from './support/unique-meta.ts';
 
 // Specs of a partition owner's state: given what the log says, what starts and what is recorded.
 const P = 4;
 const T0 = Date.parse('2026-11-25T12:00:00Z');
-let n = 0;
-
-function meta(nowMs = T0): CommandMeta {
-  const id = () => `${(n++).toString().padStart(6, '0')}`;
-  return { nowMs, now: new Date(nowMs).toISOString(), eventId: `evt_${id()}`, scaleWait: (ms) => ms, newId: (prefix) => `${prefix}_${id()}` };
-}
+const meta = (nowMs = T0) => uniqueMeta(nowMs);
 
 /** A log: each append is one message at the next sequence. */
 function log() {

@@ -216,9 +216,26 @@ const migrations: Record<string, Migration> = {
           ALTER COLUMN script_logs SET DEFAULT '[]';`.execute(db);
     },
   },
+  // Flow-control keys (issue 22): each key's limits as the latest task naming it set
+  // them, and whether it is paused. What waits and runs is the owners' to say.
+  '0011_flow_control_keys': {
+    async up(db) {
+      await sql`CREATE TABLE flow_control_keys (
+          org_id text NOT NULL,
+          key text NOT NULL,
+          parallelism integer,
+          rate integer,
+          period text,
+          paused boolean NOT NULL DEFAULT false,
+          updated_at timestamptz NOT NULL,
+          PRIMARY KEY (org_id, key)
+        )`.execute(db);
+    },
+  },
 };
 
 export const READ_MODEL_TABLES = [
+  'flow_control_keys',
   'endpoints',
   'inbound_events',
   'monitors',

@@ -154,7 +154,18 @@ export interface ProjectionCheckpointsTable {
   updated_at: Generated<Date>;
 }
 
+export interface FlowControlKeysTable {
+  org_id: string;
+  key: string;
+  parallelism: number | null;
+  rate: number | null;
+  period: string | null;
+  paused: Generated<boolean>;
+  updated_at: Date | string;
+}
+
 export interface Database {
+  flow_control_keys: FlowControlKeysTable;
   organizations: OrganizationsTable;
   api_keys: ApiKeysTable;
   tasks: TasksTable;

@@ -108,7 +108,14 @@ export function createAttemptRunner(deps: AttemptRunnerDeps) {
    */
   async function send(
     job: AttemptJob,
-    opts: SendOptions & { uncounted: number; host: string | null; forward: ForwardRequest | null; recordStart: (event: ExecutionEvent) => Promise<unknown> },
+    opts: SendOptions & {
+      uncounted: number;
+      host: string | null;
+      forward: ForwardRequest | null;
+      recordStart: (event: ExecutionEvent) => Promise<unknown>;
+      /** Told the moment the request starts (after signing): a key's rate window counts the start from then. */
+      onSending?: (atMs: number) => void;
+    },
   ): Promise<{ finished: ExecutionEvent; exchangeMs: number }> {
     let started: Promise<unknown> | undefined;
     const markStarted = () => {
@@ -119,6 +126,7 @@ export function createAttemptRunner(deps: AttemptRunnerDeps) {
     let slow: NodeJS.Timeout | undefined;
     try {
       const out = await exchange(job, opts, () => {
+        opts.onSending?.(Date.now());
         if (job.attempt > 1) markStarted();
         else slow = setTimeout(markStarted, RUNNING_VISIBLE_AFTER_MS);
       });

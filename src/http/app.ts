@@ -18,6 +18,7 @@ import { createPinger, pingRoutes, type Pinger } from './routes/pings.ts';
 import { createPingTokens, type PingTokens } from './ping-tokens.ts';
 import { createPingReceiver } from './ping-receiver.ts';
 import { endpointRoutes } from './routes/endpoints.ts';
+import { flowControlRoutes } from './routes/flow-control.ts';
 import { scheduleRoutes } from './routes/schedules.ts';
 import { syncRoutes } from './routes/sync.ts';
 import { taskRoutes } from './routes/tasks.ts';
@@ -121,6 +122,7 @@ export function createApp(
   api.use(scheduleRoutes(deps));
   api.use(monitorRoutes(deps, rootUrl, pings.tokens));
   api.use(endpointRoutes(deps, rootUrl));
+  api.use(flowControlRoutes(deps));
   api.use(syncRoutes(deps));
   api.use(executionRoutes(deps));
   api.use(organizationRoutes(deps));

@@ -49,6 +49,8 @@ export type ScheduleRow = Selectable<SchedulesTable> & { last_status: string | n
 
 export function taskResource(t: TaskRow) {
   return {
+    // Tasks stored before flow control have no such field.
+    flow_control: null,
     ...(t.doc as Record<string, unknown>),
     id: t.id,
     status: t.status,

@@ -103,6 +103,8 @@ export function liveMessage(event: JetcronEvent): LiveMessage | null {
     case 'BatchAccepted':
     case 'DebounceWindowOpened':
     case 'InboundDebounceOpened':
+    case 'FlowControlPaused':
+    case 'FlowControlResumed':
     case 'QuotaReserved':
     case 'PartitionClaimed':
     case 'NotificationSent':

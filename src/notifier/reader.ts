@@ -189,6 +189,8 @@ export function createNotifyDecider(
       case 'NotificationFailed':
         return;
       // Quota: plan-limit reservations.
+      case 'FlowControlPaused':
+      case 'FlowControlResumed':
       case 'QuotaReserved':
       case 'PartitionClaimed':
         return;
@@ -250,6 +252,8 @@ export function notifyChainKey(event: JetcronEvent, subject: string): string {
     case 'BatchAccepted':
     case 'NotificationSent':
     case 'NotificationFailed':
+    case 'FlowControlPaused':
+    case 'FlowControlResumed':
     case 'QuotaReserved':
     case 'PartitionClaimed':
       return subject;

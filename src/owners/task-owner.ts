@@ -17,6 +17,8 @@ import type { Nats } from '../nats/connection.ts';
 import { decodeEvents } from '../nats/event-reader.ts';
 import { followEventBatches, type TapItem } from '../nats/events-tap.ts';
 import { claimPartition, Fenced, type PartitionLog } from './partition-log.ts';
+import { FLOW_KEY_EVENT_TYPES, type FlowKeyEvent } from '../commands/flow-control/types.ts';
+import { readFlowKeyStates } from './flow-key-states.ts';
 
 export interface TaskOwnerDeps {
   nats: Nats;
@@ -64,6 +66,14 @@ export async function ownTaskPartition(
     throw err;
   });
   const state = new OwnedTasks(partition, deps.partitions);
+  // Before the log: a key paused long ago is paused still (the log replays later changes on top).
+  try {
+    for (const e of await readFlowKeyStates(deps.nats)) state.onFlowKeyEvent(e);
+  } catch (err) {
+    log.close();
+    signal.removeEventListener('abort', onAbort);
+    throw err;
+  }
   // One line per claim: a hand-off is rare and worth seeing in the log (a start, a lapsed lease, a takeover).
   deps.log(`owner of partition ${partition}: claimed at seq ${log.claimSeq}, reading from ${log.resumeFrom}`);
   held.set(partition, state);
@@ -141,6 +151,7 @@ export async function ownTaskPartition(
     } catch (err) {
       if (err instanceof Fenced || stop.signal.aborted) throw err;
       if (err instanceof NotSent) return ending('its lease has lapsed');
+      state.notSent(exec);
       deps.log(`owner of partition ${partition}: ${exec.id}: ${(err as Error).message}; trying again in ${RETRY_START_MS / 1000} s`);
       state.later(exec, deps.clock.now() + RETRY_START_MS);
       schedulePump();
@@ -163,6 +174,7 @@ export async function ownTaskPartition(
       hostState: host && blockedUntil ? hosts.state(job.org_id, host) : null,
       nowMs: deps.clock.now(),
     });
+    if (plan.kind !== 'send') state.notSent(exec);
     switch (plan.kind) {
       case 'done':
         return;
@@ -174,7 +186,11 @@ export async function ownTaskPartition(
       default:
         return unreachable(plan);
     }
-    const { finished, exchangeMs } = await deps.runner.send(job, { uncounted: plan.uncounted, host, forward: null, recordStart: (e) => record([e]), mayWrite });
+    const { finished, exchangeMs } = await deps.runner.send(job, { uncounted: plan.uncounted, host, forward: null, recordStart: (e) => record([e]), mayWrite, onSending: (at) => {
+      state.began(exec, at);
+      // Its key's rate window may now say when the next start can be.
+      schedulePump();
+    } });
     await record([finished]);
     if (finished.type === 'AttemptFinished') deps.onAttemptFinished?.(finished.data, exchangeMs);
   }
@@ -187,6 +203,7 @@ export async function ownTaskPartition(
     }
     events.forEach((e, i) => {
       if (TASK_EVENT_TYPES.has(e.type)) state.onTaskEvent(e as TaskEvent, seq, i, e.traceparent ?? traceparent);
+      else if (FLOW_KEY_EVENT_TYPES.has(e.type)) state.onFlowKeyEvent(e as FlowKeyEvent);
       // On an execution's own subject: what DISPATCH recorded for a task before the owners
       // took tasks over (a deployment switching modes, jobs still in flight then) settles it here too.
       else if (RESULT_EVENTS.has(e.type)) state.onResult(e as ExecutionEvent);

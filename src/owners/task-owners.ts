@@ -12,6 +12,7 @@ import type { Directory } from '../nats/org-directory.ts';
 import type { ScriptEngine } from '../scripts/engine.ts';
 import { ownTaskPartition } from './task-owner.ts';
 import type { OwnedTasks } from '../commands/partition/owned-tasks.ts';
+import { answerFlowStats } from './flow-stats.ts';
 
 export interface TaskOwnersDeps {
   nats: Nats;
@@ -42,6 +43,7 @@ export async function startTaskOwners(deps: TaskOwnersDeps) {
   const leases = await openLeaseBucket(deps.nats);
   const abort = new AbortController();
   const held = new Map<number, OwnedTasks>();
+  const stopStats = answerFlowStats(deps.nats, held);
   const owners = Array.from({ length: deps.partitions }, (_, p) => {
     const lease = createLease(leases, ownerLease(p), deps.owner, deps.log);
     return whileLeased(lease, abort.signal, deps.log, (signal) =>
@@ -55,7 +57,23 @@ export async function startTaskOwners(deps: TaskOwnersDeps) {
       for (const state of held.values()) n += state.waitingForTime(now);
       return n;
     },
+    /** What the flow-control keys of the partitions owned here hold, summed per organization (the metrics' gauges). */
+    flowLoad(): Map<string, { waiting: number; in_flight: number; keys: number; paused: number }> {
+      const out = new Map<string, { waiting: number; in_flight: number; keys: number; paused: number }>();
+      for (const state of held.values()) {
+        for (const [orgId, k] of state.flowLoadByOrg()) {
+          const sum = out.get(orgId) ?? { waiting: 0, in_flight: 0, keys: 0, paused: 0 };
+          sum.waiting += k.waiting;
+          sum.in_flight += k.in_flight;
+          sum.keys += k.keys;
+          sum.paused += k.paused;
+          out.set(orgId, sum);
+        }
+      }
+      return out;
+    },
     async stop() {
+      stopStats();
       abort.abort();
       await Promise.all(owners);
       await hosts.close();

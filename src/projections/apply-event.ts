@@ -94,6 +94,13 @@ function inboundExecutions(batch: ProjectionBatch, event: InboundEventEvent): vo
   }
 }
 
+/** The latest create or update naming a key sets its limits (its pause is its own). */
+function flowKeyLimits(batch: ProjectionBatch, task: Task, at: string): void {
+  const flow = task.flow_control;
+  if (!flow) return;
+  batch.patch(batch.flowKeys, `${task.org_id} ${flow.key}`, { org_id: task.org_id, key: flow.key, parallelism: flow.parallelism, rate: flow.rate, period: flow.period, updated_at: at });
+}
+
 export function applyEvent(batch: ProjectionBatch, event: JetcronEvent): void {
   batch.size++;
   switch (event.type) {
@@ -120,10 +127,12 @@ export function applyEvent(batch: ProjectionBatch, event: JetcronEvent): void {
         updated_at: task.updated_at,
       });
       batch.newExecutions.set(execution.id, pendingExecution({ ...task, type: 'task' }, execution, event.at));
+      if (event.type === 'TaskCreated') flowKeyLimits(batch, task, event.at);
       return;
     }
     case 'TaskUpdated': {
       const { task } = event.data;
+      flowKeyLimits(batch, task, event.at);
       batch.patch(batch.tasks, task.id, { id: task.id, org_id: task.org_id, doc: taskDoc(task), lane: task.lane, created_at: task.created_at, updated_at: task.updated_at });
       // A new delay/run_at moves the not-yet-run execution; the status guard leaves a
       // run that already started alone.
@@ -257,6 +266,10 @@ export function applyEvent(batch: ProjectionBatch, event: JetcronEvent): void {
     // Notification: the notifier's delivery records; no read model shows them.
     case 'NotificationSent':
     case 'NotificationFailed':
+      return;
+    case 'FlowControlPaused':
+    case 'FlowControlResumed':
+      batch.patch(batch.flowKeys, `${event.org_id} ${event.data.key}`, { org_id: event.org_id, key: event.data.key, paused: event.type === 'FlowControlPaused', updated_at: event.at });
       return;
     // Quota: plan-limit reservations, read back from their subject by the quota decider.
     case 'QuotaReserved':

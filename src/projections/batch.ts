@@ -34,6 +34,9 @@ const MONITOR_TYPES: ColumnTypes = {
   id: 'text', org_id: 'text', token: 'text', doc: 'jsonb', status: 'text', last_ping_at: TS, next_expected_at: TS,
   slug: 'text', down_reason: 'text', created_at: TS, updated_at: TS,
 };
+const FLOW_KEY_TYPES: ColumnTypes = {
+  org_id: 'text', key: 'text', parallelism: 'integer', rate: 'integer', period: 'text', paused: 'boolean', updated_at: TS,
+};
 const PING_TYPES: ColumnTypes = {
   id: 'text', monitor_id: 'text', kind: 'text', received_at: TS, method: 'text', source_ip: 'text', user_agent: 'text', body: 'text',
   exit_status: 'integer', rid: 'text', duration_ms: 'integer',
@@ -66,6 +69,8 @@ export class ProjectionBatch {
   readonly endpoints = new Map<string, Row>();
   readonly deletedEndpoints = new Set<string>();
   readonly inboundEvents = new Map<string, Row>();
+  /** Flow-control keys by `<org> <key>`: limits from the latest task naming them, and pause. */
+  readonly flowKeys = new Map<string, Row>();
   size = 0;
 
   patch(map: Map<string, Row>, id: string, row: Row): void {
@@ -111,6 +116,7 @@ export class ProjectionBatch {
       const ids = [...this.deletedSchedules];
       out.push(...executionsOf(ids), sql`DELETE FROM schedules WHERE id = ANY(${ids})`);
     }
+    upsert('flow_control_keys', ['org_id', 'key'], this.flowKeys.values(), FLOW_KEY_TYPES);
     upsert('inbound_events', 'id', this.inboundEvents.values(), INBOUND_EVENT_TYPES, { table: 'endpoints', column: 'endpoint_id' });
     if (this.deletedEndpoints.size) {
       const ids = [...this.deletedEndpoints];

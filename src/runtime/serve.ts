@@ -201,6 +201,11 @@ async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () 
       });
       stoppers.push(named('task partition owners', () => owners.stop()));
       ownersWaiting = () => owners.waitingForTime();
+      const perOrg = (pick: (k: { waiting: number; in_flight: number; paused: number }) => number) =>
+        () => [...owners.flowLoad()].map(([org_id, k]) => [{ org_id }, pick(k)] as [{ org_id: string }, number]);
+      metrics.flowControlWaiting.readFrom(perOrg((k) => k.waiting));
+      metrics.flowControlInFlight.readFrom(perOrg((k) => k.in_flight));
+      metrics.flowControlPausedKeys.readFrom(perOrg((k) => k.paused));
       if (!config.roles.has('scheduler')) metrics.timersPending.readFrom(() => owners.waitingForTime());
       // Both watch the same blocks; each learns of a new one on its own.
       metrics.hostBlocksActive.readFrom(() => Math.max(d.hostBlocksActive(), owners.hostBlocksActive()));

@@ -340,6 +340,8 @@ export function createTranslator(deps: TranslatorDeps) {
       case 'NotificationFailed':
         return;
       // Quota: plan-limit reservations, no work.
+      case 'FlowControlPaused':
+      case 'FlowControlResumed':
       case 'QuotaReserved':
       case 'PartitionClaimed':
         return;

@@ -4,11 +4,15 @@ import type { Plan } from '../organization/types.ts';
 import { checkDuration, checkInstant, checkLength, checkRequest, checkUrl, inItem } from '../payload-checks.ts';
 import { decideTask, firstRunAt, MAX_LANE_LENGTH } from '../task/decide.ts';
 import type { TaskInput } from '../task/types.ts';
+import type { FlowControlInput } from '../flow-control/types.ts';
+import { checkFlowControl } from '../flow-control/rules.ts';
 import { memberId } from '../../lib/ids.ts';
 import type { BatchCommitEvent, BatchEvent, TaskCreatedEvent } from './types.ts';
 
 export interface BatchInput {
-  lane: string;
+  /** The batch's tasks run in this lane, or under `flow_control`'s key: one of the two. */
+  lane?: string;
+  flow_control?: FlowControlInput;
   tasks: Array<Pick<TaskInput, 'method' | 'headers' | 'body' | 'name'> & { url: string }>;
   method?: TaskInput['method'];
   headers?: Record<string, string>;
@@ -31,7 +35,11 @@ export const MAX_BATCH_URL_LENGTH = 255;
  * each task's URL length; each task's full spec is then a task's (`tasks[i].…`).
  */
 function checkBatchRules(input: BatchInput, nowMs: number): void {
+  if (input.lane == null && input.flow_control == null) throw unprocessable('lane is required (or flow_control: the batch\'s tasks run in one or under the other)', 'lane');
   checkLength(input.lane, 'lane', MAX_LANE_LENGTH, 1);
+  // Checked as the batch's own fields, so a break names `flow_control…`, not each task's.
+  checkFlowControl(input.flow_control, { needsKey: true });
+  if (input.lane != null && input.flow_control != null) throw unprocessable('a batch sets lane or flow_control, not both', 'flow_control');
   if (input.tasks.length < 1 || input.tasks.length > MAX_BATCH_TASKS) throw unprocessable(`a batch holds 1 to ${MAX_BATCH_TASKS} tasks`, 'tasks');
   if (input.delay !== undefined && input.run_at !== undefined) throw unprocessable('send either delay or run_at, not both', 'run_at');
   checkDuration(input.delay, 'delay');
@@ -64,7 +72,8 @@ export function decideBatch(command: BatchCommand, state: BatchEvent | null, met
   const { orgId, plan, input } = command;
   checkBatchRules(input, meta.nowMs);
   const shared = {
-    lane: input.lane,
+    lane: input.lane ?? null,
+    ...(input.flow_control != null ? { flow_control: input.flow_control } : {}),
     run_at: input.run_at ?? null,
     delay: input.delay ?? null,
     ...(input.timeout_ms !== undefined ? { timeout_ms: input.timeout_ms } : {}),
@@ -90,6 +99,6 @@ export function decideBatch(command: BatchCommand, state: BatchEvent | null, met
     id: meta.eventId,
     at: meta.now,
     org_id: orgId,
-    data: { batch_id: command.batchId, lane: input.lane, scheduled_for: scheduledFor, created: tasks.length },
+    data: { batch_id: command.batchId, lane: input.lane ?? null, ...(input.flow_control != null ? { flow_key: input.flow_control.key } : {}), scheduled_for: scheduledFor, created: tasks.length },
   }];
 }

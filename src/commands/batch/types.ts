@@ -13,7 +13,7 @@ export type TaskCreatedEvent = Extract<TaskEvent, { type: 'TaskCreated' }>;
  */
 export type BatchEvent = Envelope<
   'BatchAccepted',
-  { batch_id: string; lane: string; scheduled_for: string; created?: number; tasks?: TaskCreatedEvent[] }
+  { batch_id: string; lane: string | null; flow_key?: string; scheduled_for: string; created?: number; tasks?: TaskCreatedEvent[] }
 >;
 
 /** What accepting a batch appends: its tasks' creates, then the batch (one commit). */

@@ -25,6 +25,21 @@ interface Entry {
   order: number;
 }
 
+/**
+ * One start inside the rate window. Counted from when the owner took it; once the
+ * attempt is sent, from when it was (later, never earlier); once its result is read,
+ * from the start that result records. Until it is sent it never leaves the window, so
+ * however long a send waits (a slot, a sign), the starts as recorded keep the rate.
+ */
+interface Start {
+  executionId: string;
+  at: number;
+  /** Taken, not yet sent: stays in the window whatever its time. */
+  pending: boolean;
+  /** Its time is the one its recorded result gives. */
+  recorded: boolean;
+}
+
 const before = (a: Entry, b: Entry) => a.dueAt < b.dueAt || (a.dueAt === b.dueAt && a.order < b.order);
 
 /**
@@ -41,8 +56,10 @@ export class KeyQueue {
   private readonly inFlight = new Set<string>();
   /** Strict keys only: the in-flight executions waiting for their retry, and when it is. */
   private readonly holding = new Map<string, number>();
-  /** Start times within the rate window, oldest first. */
-  private starts: number[] = [];
+  /** The starts within the rate window (keys with a rate only), oldest first. */
+  private starts: Start[] = [];
+  /** Each execution's latest start in the window. */
+  private readonly startOf = new Map<string, Start>();
   private paused = false;
 
   constructor(private limits: KeyLimits) {}
@@ -127,6 +144,9 @@ export class KeyQueue {
    * the slot and waits like any execution due then.
    */
   finished(executionId: string, retryAt: number | null, order: number): void {
+    // A result with no word of its send: it started when it was taken.
+    const start = this.startOf.get(executionId);
+    if (start) start.pending = false;
     if (!this.inFlight.has(executionId)) return;
     if (retryAt !== null && this.limits.strict) {
       this.holding.set(executionId, retryAt);
@@ -136,6 +156,37 @@ export class KeyQueue {
     if (retryAt !== null) this.enqueue(executionId, retryAt, order);
   }
 
+  /** The attempt taken for this execution is being sent now (`at`: the time its request starts). */
+  began(executionId: string, at: number): void {
+    const start = this.startOf.get(executionId);
+    if (!start?.pending) return;
+    start.pending = false;
+    start.at = Math.max(start.at, at);
+  }
+
+  /** The attempt taken was not sent (its host blocked, the owner stopping): it was no start. */
+  notSent(executionId: string): void {
+    const start = this.startOf.get(executionId);
+    if (!start?.pending) return;
+    this.startOf.delete(executionId);
+    this.starts = this.starts.filter((s) => s !== start);
+  }
+
+  /**
+   * A recorded attempt started at `at`: the window counts it from then. Read back by an
+   * owner that takes over, it is a start the window did not know of; so a takeover
+   * keeps the rate of the owner before it.
+   */
+  recordedStart(executionId: string, at: number): void {
+    if (this.limits.rate === null) return;
+    const start = this.startOf.get(executionId);
+    if (start && !start.recorded) {
+      Object.assign(start, { at, pending: false, recorded: true });
+      return;
+    }
+    this.pushStart({ executionId, at, pending: false, recorded: true });
+  }
+
   /** The executions to start at `now`, in order; each is in flight from here on. */
   take(now: number): string[] {
     if (this.paused) return [];
@@ -143,7 +194,7 @@ export class KeyQueue {
     for (const [executionId, retryAt] of this.holding) {
       if (retryAt > now || !this.rateAllows(now)) continue;
       this.holding.delete(executionId);
-      this.starts.push(now);
+      this.countStart(executionId, now);
       out.push(executionId);
     }
     while (this.hasSlot() && this.rateAllows(now)) {
@@ -152,7 +203,7 @@ export class KeyQueue {
       this.heap.pop();
       this.waiting.delete(head.executionId);
       this.inFlight.add(head.executionId);
-      this.starts.push(now);
+      this.countStart(head.executionId, now);
       out.push(head.executionId);
     }
     return out;
@@ -170,7 +221,11 @@ export class KeyQueue {
     for (const retryAt of this.holding.values()) consider(retryAt);
     const head = this.hasSlot() ? this.head() : undefined;
     if (head) consider(head.dueAt);
-    if (wake !== null && this.limits.rate !== null && !this.rateAllows(now)) wake = Math.max(wake, this.starts[0]! + this.limits.periodMs);
+    if (wake !== null && this.limits.rate !== null && !this.rateAllows(now)) {
+      // The oldest start leaves the window then; one still being sent leaves only once sent (a finished send pumps again).
+      const oldest = this.starts[0]!;
+      wake = oldest.pending ? null : Math.max(wake, oldest.at + this.limits.periodMs);
+    }
     return wake;
   }
 
@@ -184,12 +239,28 @@ export class KeyQueue {
     return limit === null || this.inFlight.size < limit;
   }
 
+  private countStart(executionId: string, now: number): void {
+    if (this.limits.rate !== null) this.pushStart({ executionId, at: now, pending: true, recorded: false });
+  }
+
+  private pushStart(start: Start): void {
+    this.starts.push(start);
+    this.startOf.set(start.executionId, start);
+  }
+
   private rateAllows(now: number): boolean {
     if (this.limits.rate === null) return true;
     const from = now - this.limits.periodMs;
     let drop = 0;
-    while (drop < this.starts.length && this.starts[drop]! <= from) drop++;
-    if (drop) this.starts = this.starts.slice(drop);
+    // From the oldest on; a start not yet sent, or one whose send came late, holds back those after it (counted a little longer, never less).
+    while (drop < this.starts.length && !this.starts[drop]!.pending && this.starts[drop]!.at <= from) drop++;
+    if (drop) {
+      for (let i = 0; i < drop; i++) {
+        const gone = this.starts[i]!;
+        if (this.startOf.get(gone.executionId) === gone) this.startOf.delete(gone.executionId);
+      }
+      this.starts = this.starts.slice(drop);
+    }
     return this.starts.length < this.limits.rate;
   }
 

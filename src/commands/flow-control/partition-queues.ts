@@ -32,6 +32,10 @@ export class PartitionQueues {
     this.keys.get(key)?.setLimits(limits);
   }
 
+  hasLimits(key: string): boolean {
+    return this.limits.has(key);
+  }
+
   setPaused(key: string, paused: boolean): void {
     if (paused) this.paused.add(key);
     else this.paused.delete(key);
@@ -96,6 +100,34 @@ export class PartitionQueues {
 
   has(executionId: string): boolean {
     return this.where.has(executionId);
+  }
+
+  /** The attempt taken is being sent (see KeyQueue.began). */
+  began(executionId: string, at: number): void {
+    this.keyed(executionId)?.began(executionId, at);
+  }
+
+  /** The attempt taken was not sent (see KeyQueue.notSent). */
+  notSent(executionId: string): void {
+    this.keyed(executionId)?.notSent(executionId);
+  }
+
+  /** A recorded attempt's start (see KeyQueue.recordedStart). */
+  recordedStart(executionId: string, at: number): void {
+    this.keyed(executionId)?.recordedStart(executionId, at);
+  }
+
+  /** Every key starting with `prefix` that holds something or is paused, with what it holds. */
+  keysWithPrefix(prefix: string): Array<{ key: string; waiting: number; in_flight: number; paused: boolean }> {
+    const names = new Set<string>();
+    for (const key of this.keys.keys()) if (key.startsWith(prefix)) names.add(key);
+    for (const key of this.paused) if (key.startsWith(prefix)) names.add(key);
+    return [...names].map((key) => ({ key, ...this.keyStats(key) }));
+  }
+
+  private keyed(executionId: string): KeyQueue | undefined {
+    const key = this.where.get(executionId);
+    return key ? this.keys.get(key) : undefined;
   }
 
   /** What starts at `now`: unkeyed ones due, in order, then each key's. */

@@ -7,7 +7,15 @@ import { afterAttempt, nextCallback } from '../execution/next-step.ts';
 import { taskAttemptJob } from '../execution/task-jobs.ts';
 import type { ExecutionEvent } from '../execution/types.ts';
 import type { PlannedExecution, Task, TaskEvent } from '../task/types.ts';
-import { taskPartition } from './partition-of.ts';
+import { flowLimits } from '../flow-control/rules.ts';
+import type { FlowKeyEvent } from '../flow-control/types.ts';
+import { flowKeyPartition, taskPartition } from './partition-of.ts';
+
+/** The owner's name of a task's key: two organizations never share one. */
+const laneKey = (orgId: string, lane: string) => `${orgId} lane ${lane}`;
+const flowKey = (orgId: string, key: string) => `${orgId} flow ${key}`;
+const keyOf = (task: Task): string | null =>
+  task.lane ? laneKey(task.org_id, task.lane) : task.flow_control ? flowKey(task.org_id, task.flow_control.key) : null;
 
 /** Due "never": a disabled task's execution keeps its place (a lane's held retry its slot) until the task is enabled. */
 export const PARKED = Number.MAX_SAFE_INTEGER;
@@ -105,10 +113,15 @@ export class OwnedTasks {
   onTaskEvent(event: TaskEvent, seq: number, index: number, traceparent?: string): void {
     const task = event.data.task;
     const owned = this.tasks.get(task.id);
-    if (!owned && taskPartition(task, this.partitions) !== this.partition) return;
+    // A new execution belongs to the partition of the task as it is now; one already held
+    // stays with its owner when an update moves the task's lane or key elsewhere.
+    const mine = taskPartition(task, this.partitions) === this.partition;
+    if (event.type === 'TaskCreated' || event.type === 'TaskUpdated') this.keyLimits(task, false);
     switch (event.type) {
       case 'TaskCreated':
       case 'TaskTriggered':
+        if (!mine) return;
+        this.keyLimits(task, true);
         this.plan(task, event.data.execution, seq, seq * PER_MESSAGE + index, event.type === 'TaskTriggered', traceparent);
         return;
       case 'TaskUpdated':
@@ -119,6 +132,46 @@ export class OwnedTasks {
         if (owned) this.gone(owned, event.type === 'TaskDeleted' ? 'task deleted' : 'task cancelled', Date.parse(event.at));
         return;
     }
+  }
+
+  /** A key paused or resumed (any partition's: those of other partitions are ignored). */
+  onFlowKeyEvent(event: FlowKeyEvent): void {
+    if (flowKeyPartition(event.org_id, event.data.key, this.partitions) !== this.partition) return;
+    this.queues.setPaused(flowKey(event.org_id, event.data.key), event.type === 'FlowControlPaused');
+  }
+
+  /** The attempt taken for `exec` is being sent now: its key's rate window counts it from `at`. */
+  began(exec: OwnedExecution, at: number): void {
+    this.queues.began(exec.id, at);
+  }
+
+  /** The attempt taken for `exec` was not sent (a host block deferred it, a plan said it was over). */
+  notSent(exec: OwnedExecution): void {
+    this.queues.notSent(exec.id);
+  }
+
+  /** The flow-control keys of `orgId` this partition holds or holds paused: what waits and what runs. */
+  flowKeys(orgId: string): Array<{ key: string; waiting: number; in_flight: number; paused: boolean }> {
+    const prefix = flowKey(orgId, '');
+    return this.queues.keysWithPrefix(prefix).map((k) => ({ ...k, key: k.key.slice(prefix.length) }));
+  }
+
+  /** Per organization: its flow-control keys held here, what they hold, how many are paused (the metrics' gauges). */
+  flowLoadByOrg(): Map<string, { waiting: number; in_flight: number; keys: number; paused: number }> {
+    const out = new Map<string, { waiting: number; in_flight: number; keys: number; paused: number }>();
+    for (const k of this.queues.keysWithPrefix('')) {
+      // `<org> flow <key>`: an organization's id holds no space, a lane's name may hold " flow ".
+      const at = k.key.indexOf(' ');
+      if (!k.key.startsWith('flow ', at + 1)) continue;
+      const orgId = k.key.slice(0, at);
+      const sum = out.get(orgId) ?? { waiting: 0, in_flight: 0, keys: 0, paused: 0 };
+      sum.waiting += k.waiting;
+      sum.in_flight += k.in_flight;
+      sum.keys++;
+      if (k.paused) sum.paused++;
+      out.set(orgId, sum);
+    }
+    return out;
   }
 
   /**
@@ -143,6 +196,7 @@ export class OwnedTasks {
         return;
       case 'AttemptFinished': {
         const d = event.data;
+        this.queues.recordedStart(exec.id, Date.parse(d.started_at));
         const owned = this.tasks.get(exec.taskId);
         const planned: PlannedExecution = { id: exec.id, scheduled_for: d.next_attempt_at ?? d.scheduled_for, callback_url: d.push_callback_url };
         const retry = d.next_attempt_at && owned && !owned.gone ? { job: taskAttemptJob(owned.task, planned, d.attempt + 1), enabled: owned.task.enabled } : null;
@@ -230,9 +284,24 @@ export class OwnedTasks {
     owned.executions.add(exec.id);
     this.originCounts.set(origin, (this.originCounts.get(origin) ?? 0) + 1);
     this.origins.push(origin);
-    const key = task.lane ? `${task.org_id} lane ${task.lane}` : null;
-    if (key) this.queues.setLimits(key, LANE_LIMITS);
-    this.queues.enqueue(exec.id, key, this.dueOf(exec, task), order);
+    this.queues.enqueue(exec.id, keyOf(task), this.dueOf(exec, task), order);
+  }
+
+  /**
+   * The latest create or update naming a key sets its limits (a key of another
+   * partition is not this owner's). A trigger only gives a key its first limits: it
+   * plans a run of the task as it is, and sets nothing.
+   */
+  private keyLimits(task: Task, planning: boolean): void {
+    const key = keyOf(task);
+    if (!key) return;
+    if (task.lane) {
+      if (!this.queues.hasLimits(key)) this.queues.setLimits(key, LANE_LIMITS);
+      return;
+    }
+    const flow = task.flow_control!;
+    if (flowKeyPartition(task.org_id, flow.key, this.partitions) !== this.partition) return;
+    if (!planning || !this.queues.hasLimits(key)) this.queues.setLimits(key, flowLimits(flow));
   }
 
   /** The task changed: its waiting executions take the new definition, time and enabled state. */

@@ -14,7 +14,17 @@ export function partitionOf(orgId: string, key: string, partitions: number): num
   return (h >>> 0) % partitions;
 }
 
-/** A task's unit of order: its lane when it has one (a lane runs in one partition), else the task. */
-export function taskPartition(task: { org_id: string; id: string; lane: string | null }, partitions: number): number {
-  return partitionOf(task.org_id, task.lane ? `lane ${task.lane}` : `task ${task.id}`, partitions);
+/** A task's unit of order: its lane or its flow-control key when it has one (a key runs in one partition), else the task. */
+export function taskPartition(task: { org_id: string; id: string; lane: string | null; flow_control?: { key: string } | null }, partitions: number): number {
+  return partitionOf(task.org_id, taskUnit(task), partitions);
 }
+
+function taskUnit(task: { id: string; lane: string | null; flow_control?: { key: string } | null }): string {
+  if (task.lane) return `lane ${task.lane}`;
+  if (task.flow_control) return flowUnit(task.flow_control.key);
+  return `task ${task.id}`;
+}
+
+/** A flow-control key's unit: every task naming it, and its pause, belong to one partition. */
+export const flowUnit = (key: string): string => `flow ${key}`;
+export const flowKeyPartition = (orgId: string, key: string, partitions: number): number => partitionOf(orgId, flowUnit(key), partitions);

@@ -6,6 +6,7 @@ import { checkDuration, checkInstant, checkLength, checkRequest, checkUrl, MAX_N
 import { checkPlanFeatures } from '../plan-rules.ts';
 import { TASK_DEFAULTS, type Task, type TaskCommand, type TaskEvent, type TaskInput, type TaskSpec } from './types.ts';
 import { nameFromUrl } from '../../lib/default-name.ts';
+import { checkFlowControl, normalizeFlowControl } from '../flow-control/rules.ts';
 
 export function evolveTask(_state: Task | null, event: TaskEvent): Task | null {
   switch (event.type) {
@@ -53,6 +54,7 @@ export function checkStatusCodes(codes: string | null | undefined): void {
  */
 export function checkTaskRules(spec: TaskSpec, input: TaskInput, nowMs: number): void {
   checkLength(spec.name, 'name', MAX_NAME_LENGTH, 1);
+  checkFlowControl(input.flow_control, { needsKey: true });
   checkRequest(spec);
   for (const field of ['callback_url', 'on_failure_url', 'on_recovery_url'] as const) checkUrl(spec[field], field);
   checkDuration(spec.delay, 'delay');
@@ -74,6 +76,14 @@ export function checkTaskRules(spec: TaskSpec, input: TaskInput, nowMs: number):
     throw unprocessable('debounce, debounce_key and lane must be sent together', missing);
   }
   checkStatusCodes(spec.expected_status_codes);
+  // A lane is already the strictest control: one at a time, in order, a retry holding it.
+  if (spec.lane && spec.flow_control) throw unprocessable('a task sets lane or flow_control, not both', 'flow_control');
+}
+
+/** The spec a create or update sends, `flow_control` in its stored form. */
+function specInput(input: TaskInput): Partial<TaskSpec> {
+  const { flow_control, ...rest } = stripUndefined(input);
+  return flow_control === undefined ? rest : { ...rest, flow_control: normalizeFlowControl(flow_control) };
 }
 
 export function decideTask(command: TaskCommand, state: Task | null, meta: CommandMeta): TaskEvent[] {
@@ -82,7 +92,7 @@ export function decideTask(command: TaskCommand, state: Task | null, meta: Comma
   if (command.type === 'CreateTask' || command.type === 'UpdateTask') checkPlanFeatures(command.plan, command.input);
   if (command.type === 'CreateTask') {
     const input = command.input;
-    const spec: TaskSpec = { ...TASK_DEFAULTS, name: input.name ?? nameFromUrl(input.url), ...stripUndefined(input), url: input.url };
+    const spec: TaskSpec = { ...TASK_DEFAULTS, name: input.name ?? nameFromUrl(input.url), ...specInput(input), url: input.url };
     checkTaskRules(spec, input, meta.nowMs);
     // A debounced create arrives with its window's id and run time already fixed.
     const execution = { id: meta.newId('exe'), scheduled_for: command.runAt ?? firstRunAt(spec, meta), callback_url: null };
@@ -101,7 +111,8 @@ export function decideTask(command: TaskCommand, state: Task | null, meta: Comma
   switch (command.type) {
     case 'UpdateTask': {
       const input = stripUndefined(command.input);
-      const spec: TaskSpec = { ...state, ...input };
+      // Tasks stored before flow control have no such field.
+      const spec: TaskSpec = { ...state, flow_control: state.flow_control ?? null, ...specInput(input) };
       // A new delay or run_at replaces the other one.
       if (input.delay != null && input.run_at === undefined) spec.run_at = null;
       if (input.run_at != null && input.delay === undefined) spec.delay = null;

@@ -1,6 +1,7 @@
 import type { Envelope } from '../../events/envelope.ts';
 import type { Plan } from '../organization/types.ts';
 import type { HTTP_METHODS } from '../payload-checks.ts';
+import type { FlowControl, FlowControlInput } from '../flow-control/types.ts';
 
 export type HttpMethod = (typeof HTTP_METHODS)[number];
 
@@ -18,6 +19,8 @@ export interface TaskSpec {
   retry_attempts: number;
   callback_url: string | null;
   lane: string | null;
+  /** A flow-control key and its limits (the contract's "Flow control"); a task sets `lane` or this, not both. */
+  flow_control: FlowControl | null;
   enabled: boolean;
   notify_on_failure: boolean | null;
   notify_on_recovery: boolean | null;
@@ -57,7 +60,8 @@ export type TaskEvent =
 /** Every task event type: what the partition owners read instead of the translator. */
 export const TASK_EVENT_TYPES: ReadonlySet<string> = new Set<TaskEvent['type']>(['TaskCreated', 'TaskUpdated', 'TaskDeleted', 'TaskCancelled', 'TaskTriggered']);
 
-export type TaskInput = Partial<TaskSpec>;
+/** What a create or update sends: a spec's fields, `flow_control` as sent (normalized by the decider). */
+export type TaskInput = Partial<Omit<TaskSpec, 'flow_control'>> & { flow_control?: FlowControlInput | null };
 
 // `plan`: the organization's, for the fields only some plans have.
 export type TaskCommand =
@@ -77,6 +81,7 @@ export const TASK_DEFAULTS: Omit<TaskSpec, 'name' | 'url'> = {
   retry_attempts: 5,
   callback_url: null,
   lane: null,
+  flow_control: null,
   enabled: true,
   notify_on_failure: null,
   notify_on_recovery: null,

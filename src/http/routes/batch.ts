@@ -24,8 +24,8 @@ export function batchRoutes(deps: ApiDeps): Router {
       await deps.reads.wrote(req.orgId, seq);
       const created = event.data.created ?? event.data.tasks?.length ?? 0;
       res.status(201).json({
-        data: { lane: input.lane, created, scheduled_for: event.data.scheduled_for },
-        message: `Created ${created} task(s) in lane ${input.lane}`,
+        data: { lane: input.lane ?? null, ...(input.flow_control ? { flow_control_key: input.flow_control.key } : {}), created, scheduled_for: event.data.scheduled_for },
+        message: input.lane ? `Created ${created} task(s) in lane ${input.lane}` : `Created ${created} task(s) under flow-control key ${input.flow_control!.key}`,
       });
     }),
   );

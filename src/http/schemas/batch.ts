@@ -1,4 +1,4 @@
-import { durationSchema, headersSchema, methodSchema, nameSchema, retryAttemptsSchema, timeoutSchema, timestampSchema, urlSchema } from './common.ts';
+import { flowControlSchema, durationSchema, headersSchema, methodSchema, nameSchema, retryAttemptsSchema, timeoutSchema, timestampSchema, urlSchema } from './common.ts';
 
 import { MAX_BATCH_TASKS, MAX_BATCH_URL_LENGTH } from '../../commands/batch/decide.ts';
 
@@ -7,10 +7,12 @@ const url255 = { ...urlSchema, maxLength: MAX_BATCH_URL_LENGTH } as const;
 export const createBatchSchema = {
   $id: 'CreateBatch',
   type: 'object',
-  required: ['lane', 'tasks'],
+  // `lane` or `flow_control` (the decider says which is missing).
+  required: ['tasks'],
   additionalProperties: false,
   properties: {
     lane: { type: 'string', minLength: 1, maxLength: 255 },
+    flow_control: flowControlSchema,
     tasks: {
       type: 'array',
       minItems: 1,

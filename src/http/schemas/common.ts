@@ -1,4 +1,5 @@
 import { DURATION_PATTERN } from '../../lib/duration.ts';
+import { FLOW_PARALLELISM, FLOW_RATE, MAX_FLOW_KEY_LENGTH } from '../../commands/flow-control/rules.ts';
 import { HEADER_NAME_PATTERN, HTTP_METHODS, MAX_HEADER_VALUE_LENGTH, MAX_HEADERS, MAX_NAME_LENGTH, MAX_SCRIPT_LENGTH, MAX_URL_LENGTH, RETRY_ATTEMPTS, TIMEOUT_MS } from '../../commands/payload-checks.ts';
 
 // The limits are the deciders' (src/commands/payload-checks.ts): the deciders apply
@@ -36,3 +37,20 @@ export const errorSchema = {
     },
   },
 } as const;
+
+const flowLimitProperties = {
+  parallelism: { type: ['integer', 'null'], ...FLOW_PARALLELISM },
+  rate: { type: ['integer', 'null'], ...FLOW_RATE },
+  period: nullable(durationSchema),
+} as const;
+
+/** A task's `flow_control` (the contract's "Flow control"); "at least one of parallelism and rate" is the decider's. */
+export const flowControlSchema = nullable({
+  type: 'object',
+  required: ['key'],
+  additionalProperties: false,
+  properties: { key: { type: 'string', minLength: 1, maxLength: MAX_FLOW_KEY_LENGTH }, ...flowLimitProperties },
+});
+
+/** An endpoint's `flow_control`: its forwards' key is the endpoint. */
+export const endpointFlowControlSchema = nullable({ type: 'object', additionalProperties: false, properties: flowLimitProperties });

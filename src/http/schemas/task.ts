@@ -1,4 +1,4 @@
-import { durationSchema, headersSchema, methodSchema, nameSchema, nullable, nullableUrl, retryAttemptsSchema, scriptSchema, timeoutSchema, timestampSchema, urlSchema } from './common.ts';
+import { flowControlSchema, durationSchema, headersSchema, methodSchema, nameSchema, nullable, nullableUrl, retryAttemptsSchema, scriptSchema, timeoutSchema, timestampSchema, urlSchema } from './common.ts';
 
 const taskProperties = {
   url: urlSchema,
@@ -12,6 +12,7 @@ const taskProperties = {
   retry_attempts: retryAttemptsSchema,
   callback_url: nullableUrl,
   lane: nullable({ type: 'string', maxLength: 255 }),
+  flow_control: flowControlSchema,
   enabled: { type: 'boolean' },
   notify_on_failure: { type: ['boolean', 'null'] },
   notify_on_recovery: { type: ['boolean', 'null'] },

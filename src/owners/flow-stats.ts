@@ -1,0 +1,72 @@
+import { NoRespondersError } from '@nats-io/transport-node';
+import { SUBJECTS } from '../../streams/subjects.ts';
+import type { OwnedTasks } from '../commands/partition/owned-tasks.ts';
+import { decodeJson } from '../lib/json.ts';
+import type { Nats } from '../nats/connection.ts';
+
+/** What a key holds in its owner's memory: the only place that knows what runs now. */
+export interface KeyLoad {
+  key: string;
+  waiting: number;
+  in_flight: number;
+  paused: boolean;
+}
+
+interface Answer {
+  partitions: number[];
+  keys: KeyLoad[];
+}
+
+/** How long `GET /flow-control` waits for the owners; a partition that has not answered by then is counted from the read models. */
+const ASK_MS = 1_000;
+
+/**
+ * Answers, for the partitions this process owns, what each flow-control key of the
+ * asking organization holds. Returns the stop function.
+ */
+export function answerFlowStats(nats: Nats, held: ReadonlyMap<number, OwnedTasks>): () => void {
+  const sub = nats.nc.subscribe(SUBJECTS.flowStats, {
+    callback: (_err, m) => {
+      let orgId: string;
+      try {
+        orgId = decodeJson<{ org_id: string }>(m.data).org_id;
+      } catch {
+        return;
+      }
+      const answer: Answer = { partitions: [], keys: [] };
+      for (const [partition, state] of held) {
+        answer.partitions.push(partition);
+        answer.keys.push(...state.flowKeys(orgId));
+      }
+      m.respond(JSON.stringify(answer));
+    },
+  });
+  return () => sub.unsubscribe();
+}
+
+/**
+ * Asks every owner what the organization's keys hold. `missing` lists the partitions no
+ * owner answered for (none is running, or one is taking over).
+ */
+export async function askFlowStats(nats: Nats, orgId: string, partitions: number): Promise<{ keys: Map<string, KeyLoad>; missing: number[] }> {
+  const keys = new Map<string, KeyLoad>();
+  const covered = new Set<number>();
+  try {
+    const replies = await nats.nc.requestMany(SUBJECTS.flowStats, JSON.stringify({ org_id: orgId }), { strategy: 'timer', maxWait: ASK_MS });
+    for await (const m of replies) {
+      let answer: Answer;
+      try {
+        answer = decodeJson<Answer>(m.data);
+      } catch {
+        continue;
+      }
+      for (const p of answer.partitions) covered.add(p);
+      for (const k of answer.keys) keys.set(k.key, k);
+      if (covered.size >= partitions) break;
+    }
+  } catch (err) {
+    if (!(err instanceof NoRespondersError)) throw err;
+  }
+  const missing = Array.from({ length: partitions }, (_, p) => p).filter((p) => !covered.has(p));
+  return { keys, missing };
+}

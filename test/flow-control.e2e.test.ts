@@ -1,0 +1,208 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { eventually, startTestService, type Api, type TestService } from './support/service.ts';
+import { startGateTarget } from './support/gate-target.ts';
+import { startTarget } from './support/target.ts';
+
+// Flow-control keys (the contract's "Flow control", issue 22): parallelism and a rate per
+// key, across every task naming it, held in the owners' memory. Every check is an order
+// or a count, never a time: a slow machine only spreads the starts further apart.
+
+// 1 service minute = 6 ms: retries come quickly (a key's period is wall clock, not scaled).
+const SCALE = '0.0001';
+
+let svc: TestService;
+let api: Api;
+let other: Api;
+
+before(async () => {
+  svc = await startTestService({ JETCRON_TIME_SCALE: SCALE });
+  api = (await svc.createOrg()).api;
+  other = (await svc.createOrg()).api;
+});
+after(async () => {
+  await svc?.stop();
+});
+
+const executionsOf = async (a: Api, ids: string[]) => Promise.all(ids.map(async (id) => (await a('GET', `/executions/${id}`)).body.data));
+const allSucceeded = (a: Api, ids: string[]) =>
+  eventually(async () => {
+    const rows = await executionsOf(a, ids);
+    return rows.every((e) => e.status === 'success') ? rows : null;
+  }, 60_000, 100);
+
+async function createTasks(a: Api, n: number, body: (i: number) => Record<string, unknown>): Promise<string[]> {
+  const out: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const res = await a('POST', '/tasks', body(i));
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    out.push(res.body.data.last_execution_id);
+  }
+  return out;
+}
+
+describe('validation: the field at fault is named', () => {
+  const cases: Array<[string, Record<string, unknown>, string]> = [
+    ['no key', { flow_control: { parallelism: 2 } }, 'flow_control.key'],
+    ['an empty key', { flow_control: { key: '', parallelism: 2 } }, 'flow_control.key'],
+    ['a key of 256 characters', { flow_control: { key: 'k'.repeat(256), parallelism: 2 } }, 'flow_control.key'],
+    ['parallelism 0', { flow_control: { key: 'k', parallelism: 0 } }, 'flow_control.parallelism'],
+    ['parallelism 1001', { flow_control: { key: 'k', parallelism: 1001 } }, 'flow_control.parallelism'],
+    ['parallelism 1.5', { flow_control: { key: 'k', parallelism: 1.5 } }, 'flow_control.parallelism'],
+    ['rate 0', { flow_control: { key: 'k', rate: 0 } }, 'flow_control.rate'],
+    ['rate 100001', { flow_control: { key: 'k', rate: 100_001 } }, 'flow_control.rate'],
+    ['a period that is no duration', { flow_control: { key: 'k', rate: 5, period: 'soon' } }, 'flow_control.period'],
+    ['a period of 0s', { flow_control: { key: 'k', rate: 5, period: '0s' } }, 'flow_control.period'],
+    ['neither parallelism nor rate', { flow_control: { key: 'k' } }, 'flow_control'],
+    ['an unknown field', { flow_control: { key: 'k', rate: 5, burst: 3 } }, 'flow_control.burst'],
+    ['lane and flow_control', { lane: 'l', flow_control: { key: 'k', rate: 5 } }, 'flow_control'],
+  ];
+  for (const [name, body, field] of cases) {
+    test(`${name}: 422 on ${field}`, async () => {
+      const res = await api('POST', '/tasks', { url: 'https://example.com/x', ...body });
+      assert.equal(res.status, 422, JSON.stringify(res.body));
+      assert.equal(res.body.error.field, field, JSON.stringify(res.body));
+    });
+  }
+
+  test('a batch: lane or flow_control, not both, not neither; its flow_control named as sent', async () => {
+    const tasks = [{ url: 'https://example.com/a' }];
+    const neither = await api('POST', '/tasks/batch', { tasks });
+    assert.equal(neither.status, 422);
+    assert.equal(neither.body.error.field, 'lane');
+    const both = await api('POST', '/tasks/batch', { tasks, lane: 'l', flow_control: { key: 'k', rate: 3 } });
+    assert.equal(both.body.error.field, 'flow_control');
+    const bad = await api('POST', '/tasks/batch', { tasks, flow_control: { key: 'k', parallelism: 0 } });
+    assert.equal(bad.body.error.field, 'flow_control.parallelism');
+  });
+
+  test('an update to a task of a lane must drop the lane to take a key', async () => {
+    const t = (await api('POST', '/tasks', { url: 'https://example.com/x', lane: 'l', delay: '1d' })).body.data;
+    const res = await api('PUT', `/tasks/${t.id}`, { flow_control: { key: 'k', parallelism: 1 } });
+    assert.equal(res.status, 422);
+    assert.equal(res.body.error.field, 'flow_control');
+    const ok = await api('PUT', `/tasks/${t.id}`, { lane: null, flow_control: { key: 'k', parallelism: 1 } });
+    assert.equal(ok.status, 200, JSON.stringify(ok.body));
+    assert.deepEqual(ok.body.data.flow_control, { key: 'k', parallelism: 1, rate: null, period: '1s' });
+    assert.equal((await api('DELETE', `/tasks/${t.id}`)).status, 204);
+  });
+});
+
+test('parallelism: the target sees at most N of a key open at once, and reaches N', async () => {
+  const N = 3;
+  const TOTAL = 12;
+  // Each request is held until N are open, then (a moment later, for a request too many
+  // to arrive meanwhile) the oldest is answered. Only N open frees one, so N is reached
+  // on any machine; more than N open means the key let too many through.
+  const target = await startGateTarget((_req, open) => {
+    if (open >= N) setTimeout(releaseOldest, 30);
+  });
+  let answered = 0;
+  const releaseOldest = () => target.received[answered++]?.release();
+  try {
+    const ids = await createTasks(api, TOTAL, (i) => ({ url: `${target.url}/p/${i}`, flow_control: { key: 'partner-api', parallelism: N } }));
+    // The last ones can never make N open: answer whatever is open once all have arrived.
+    await eventually(() => target.received.length === TOTAL, 60_000, 20);
+    target.releaseAll();
+    await allSucceeded(api, ids);
+    assert.equal(target.maxOpen(), N, `at most ${N} at once, and ${N} reached`);
+    assert.deepEqual(target.received.map((r) => r.path), ids.map((_, i) => `/p/${i}`), 'in order of creation (all due at once)');
+  } finally {
+    await target.close();
+  }
+});
+
+test('rate: never more starts than the rate in any window of the period, as the attempts record them', async () => {
+  const RATE = 4;
+  const target = await startTarget();
+  try {
+    const ids = await createTasks(api, 13, (i) => ({ url: `${target.url}/r/${i}`, flow_control: { key: 'throttled', rate: RATE, period: '1s' } }));
+    const rows = await allSucceeded(api, ids);
+    const starts = rows.map((r) => Date.parse(r.started_at)).sort((a, b) => a - b);
+    for (let i = 0; i + RATE < starts.length; i++) {
+      assert.ok(starts[i + RATE]! - starts[i]! >= 1000, `${RATE + 1} starts within ${starts[i + RATE]! - starts[i]!} ms`);
+    }
+  } finally {
+    await target.close();
+  }
+});
+
+test('two keys, and one key name in two organizations, do not share limits', async () => {
+  // Each key allows one at a time; all three hold their request open at once.
+  const target = await startGateTarget();
+  try {
+    const a = await createTasks(api, 1, () => ({ url: `${target.url}/a`, flow_control: { key: 'shared-name', parallelism: 1 } }));
+    const b = await createTasks(api, 1, () => ({ url: `${target.url}/b`, flow_control: { key: 'second-key', parallelism: 1 } }));
+    const c = await createTasks(other, 1, () => ({ url: `${target.url}/c`, flow_control: { key: 'shared-name', parallelism: 1 } }));
+    await eventually(() => target.open() === 3, 60_000, 20);
+    target.releaseAll();
+    await allSucceeded(api, [...a, ...b]);
+    await allSucceeded(other, c);
+  } finally {
+    await target.close();
+  }
+});
+
+test('a retry waiting for its time holds no slot: the next task of the key runs first', async () => {
+  const target = await startTarget((req) => ({ status: req.path === '/retry/a' && target.received.filter((r) => r.path === '/retry/a').length === 1 ? 500 : 200 }));
+  try {
+    // a's retry is 10 service minutes away (60 ms here), b is due now.
+    const [a] = await createTasks(api, 1, () => ({ url: `${target.url}/retry/a`, retry_attempts: 2, flow_control: { key: 'one-at-a-time', parallelism: 1 } }));
+    const [b] = await createTasks(api, 1, () => ({ url: `${target.url}/retry/b`, flow_control: { key: 'one-at-a-time', parallelism: 1 } }));
+    await allSucceeded(api, [a!, b!]);
+    assert.deepEqual(target.received.map((r) => r.path), ['/retry/a', '/retry/b', '/retry/a']);
+  } finally {
+    await target.close();
+  }
+});
+
+test('pause holds everything and loses nothing; the keys list shows limits, what waits and runs, and the pause', async () => {
+  const target = await startTarget();
+  try {
+    const paused = await api('POST', '/flow-control/held-key/pause');
+    assert.equal(paused.status, 200, JSON.stringify(paused.body));
+    assert.deepEqual(paused.body.data, { key: 'held-key', parallelism: null, rate: null, period: null, waiting: 0, in_flight: 0, paused: true }, 'a key may be paused before any task names it');
+    const ids = await createTasks(api, 5, (i) => ({ url: `${target.url}/held/${i}`, flow_control: { key: 'held-key', parallelism: 2, rate: 100, period: '1m' } }));
+    // The owner holds all five, none started: had the pause not held, they would have run at once.
+    const shown = await eventually(async () => {
+      const res = await api('GET', '/flow-control/held-key');
+      return res.body.data?.waiting === 5 ? res.body.data : null;
+    }, 60_000, 50);
+    assert.deepEqual(shown, { key: 'held-key', parallelism: 2, rate: 100, period: '1m', waiting: 5, in_flight: 0, paused: true });
+    assert.equal(target.received.length, 0);
+    const list = await api('GET', '/flow-control');
+    assert.ok(list.body.data.some((k: { key: string }) => k.key === 'held-key'));
+    assert.ok(!(await other('GET', '/flow-control')).body.data.some((k: { key: string }) => k.key === 'held-key'), 'another organization does not see it');
+    const resumed = await api('POST', '/flow-control/held-key/resume');
+    assert.equal(resumed.body.data.paused, false);
+    await allSucceeded(api, ids);
+    assert.equal(target.received.length, 5);
+    const after = await eventually(async () => ((await api('GET', '/flow-control/held-key')).body.data.waiting === 0 ? true : null), 30_000, 50);
+    assert.ok(after);
+    assert.equal((await api('GET', '/flow-control/nobody-named-this')).status, 404);
+  } finally {
+    await target.close();
+  }
+});
+
+test('a batch under a key: its tasks keep the key\'s parallelism and run in the batch\'s order', async () => {
+  const target = await startGateTarget((_req, open) => {
+    if (open >= 2) setTimeout(releaseOldest, 30);
+  });
+  let answered = 0;
+  const releaseOldest = () => target.received[answered++]?.release();
+  try {
+    const tasks = Array.from({ length: 8 }, (_, i) => ({ url: `${target.url}/batch/${i}` }));
+    const res = await api('POST', '/tasks/batch', { flow_control: { key: 'batch-key', parallelism: 2 }, tasks });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    assert.equal(res.body.data.lane, null);
+    await eventually(() => target.received.length === 8, 60_000, 20);
+    target.releaseAll();
+    assert.equal(target.maxOpen(), 2);
+    assert.deepEqual(target.received.map((r) => r.path), tasks.map((_, i) => `/batch/${i}`));
+    const listed = (await api('GET', '/tasks')).body.data.filter((t: { flow_control: { key: string } | null }) => t.flow_control?.key === 'batch-key');
+    assert.equal(listed.length, 8);
+  } finally {
+    await target.close();
+  }
+});
