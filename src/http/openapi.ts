@@ -76,6 +76,13 @@ const op = (summary: string, { body, bodyOptional = false, ok = '200', params = 
 
 /** Path parameters belong to the path item: every operation under it shares them. */
 const withId = { parameters: [parameters.Id] };
+const withKey = { parameters: [pathId('key', 'The flow-control key as tasks name it (URL-encoded)')] };
+
+const FLOW_CONTROL =
+  'A task (or a batch) with `flow_control: {key, parallelism?, rate?, period?}` runs under its key: at most `parallelism` executions of the key in flight at once, ' +
+  'at most `rate` attempts started in any window of `period` (sliding; default 1s; wall clock), across every task naming the key. The latest create or update naming a key sets its limits. ' +
+  'Waiting executions stay `pending` and start in order of `scheduled_for`; a retry waiting for its time holds no slot. A task sets `lane` or `flow_control`, not both. ' +
+  'Each item: `{key, parallelism, rate, period, waiting, in_flight, paused}`; `waiting` and `in_flight` come from the partition owners\' memory.';
 const withEvent = { parameters: [parameters.Id, parameters.EventId] };
 const history = { params: ['Limit'] as ParameterName[] };
 
@@ -135,6 +142,12 @@ export function openApiDocument(serverUrl: string) {
       '/endpoints/{id}/events': { ...withId, get: op('Inbound events of the last 30 days, newest first', history) },
       '/endpoints/{id}/events/{event_id}': { ...withEvent, get: op('One inbound event with its stored request') },
       '/endpoints/{id}/events/{event_id}/replay': { ...withEvent, post: op('Forward the stored request again', { ok: '202' }) },
+      '/flow-control': {
+        get: op("The organization's flow-control keys: limits, what waits and runs now, pause", { description: FLOW_CONTROL }),
+      },
+      '/flow-control/{key}': { ...withKey, get: op('One flow-control key (404 when no task named it and it was never paused)') },
+      '/flow-control/{key}/pause': { ...withKey, post: op('Pause a key: it starts nothing and keeps what waits (a key may be paused before any task names it)') },
+      '/flow-control/{key}/resume': { ...withKey, post: op('Resume a key: what waits starts within its limits') },
       '/live': {
         get: {
           summary: "The organization's events as they happen (server-sent events)",
