@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import Stripe from 'stripe';
-import { startTestService, type Api, type TestService } from './support/service.ts';
+import { eventually, startTestService, type Api, type TestService } from './support/service.ts';
 import { takeScreenshots } from './support/console-screenshots.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -437,6 +437,29 @@ describe('web console (Chromium)', { skip }, () => {
     await tab.context.close();
   });
 
+  test('flow-control keys: what waits and runs, the limits, paused and resumed from the list', async () => {
+    const tab = await openConsole();
+    const { page } = tab;
+    await signIn(tab, org.apiKey);
+    // Paused before its tasks come: they wait, and the page says how many.
+    assert.equal((await org.api('POST', '/flow-control/partner-api/pause')).status, 200);
+    for (let i = 0; i < 3; i++) {
+      const res = await org.api('POST', '/tasks', { url: `${target.url}/flow/${i}`, flow_control: { key: 'partner-api', parallelism: 2, rate: 10, period: '1s' } });
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+    }
+    await go(page, '#/flow-control');
+    const row = page.getByRole('row', { name: /partner-api/ });
+    await row.getByRole('cell', { name: '2 at once, 10 per 1s' }).waitFor();
+    await page.waitForFunction(() => [...document.querySelectorAll('tr')].some((tr) => /partner-api/.test(tr.textContent ?? '') && /\b3\b/.test(tr.cells[2]?.textContent ?? '')));
+    await row.locator('.badge', { hasText: /^paused$/ }).waitFor();
+    target.release();
+    await row.getByRole('button', { name: 'Resume' }).click();
+    await row.locator('.badge', { hasText: /^active$/ }).waitFor();
+    await eventually(() => target.received.filter((r) => r.url.startsWith('/flow/')).length === 3 || null, WAIT_MS, 50);
+    await row.getByRole('button', { name: 'Pause' }).waitFor();
+    await tab.context.close();
+  });
+
   test('at phone width (375 px) no page is wider than the screen', async () => {
     const tab = await openConsole({ width: 375, height: 812 });
     const { page } = tab;
@@ -445,7 +468,7 @@ describe('web console (Chromium)', { skip }, () => {
     const endpoints = (await org.api('GET', '/endpoints')).body.data;
     const executions = (await org.api('GET', '/executions?limit=1')).body.data;
     assert.ok(tasks.length && endpoints.length && executions.length, 'the earlier tests left data to show');
-    for (const hash of ['#/', '#/executions', `#/executions/${executions[0].id}`, '#/tasks', `#/tasks/${tasks[0].id}`, '#/tasks/new', '#/monitors', `#/endpoints/${endpoints[0].id}`, '#/organization']) {
+    for (const hash of ['#/', '#/executions', `#/executions/${executions[0].id}`, '#/tasks', `#/tasks/${tasks[0].id}`, '#/tasks/new', '#/monitors', `#/endpoints/${endpoints[0].id}`, '#/flow-control', '#/organization']) {
       await go(page, hash);
       await page.locator('.page h1').waitFor();
       await page.locator('.loading').waitFor({ state: 'detached' });

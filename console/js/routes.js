@@ -1,6 +1,7 @@
 // Which page each hash path shows. `section` marks the nav link that is current.
 import { endpointDetail, endpointEdit, endpointNew, endpointsList, inboundEventDetail } from './pages/endpoints.js';
 import { executionDetail, executionsList } from './pages/executions.js';
+import { flowControlList } from './pages/flow-control.js';
 import { monitorDetail, monitorEdit, monitorNew, monitorsList } from './pages/monitors.js';
 import { organizationPage } from './pages/organization.js';
 import { overviewPage } from './pages/overview.js';
@@ -30,5 +31,6 @@ export const ROUTES = [
   r('endpoints/:id', 'endpoints', endpointDetail),
   r('endpoints/:id/edit', 'endpoints', endpointEdit),
   r('endpoints/:id/events/:eventId', 'endpoints', inboundEventDetail),
+  r('flow-control', 'flow-control', flowControlList),
   r('organization', 'organization', organizationPage),
 ];

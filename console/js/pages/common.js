@@ -56,9 +56,10 @@ export const ofKind = (...kinds) => (message) => kinds.includes(message.kind);
 
 /**
  * A list page: heading with a "New" link, a table filled by `load()`, reloaded on live
- * messages `match` accepts.
+ * messages `match` accepts. `above`: shown between the heading and the table (an
+ * action's result); `onDraw` is given the page's redraw (for actions in its rows).
  */
-export async function listPage(ctx, { title, newPath, newLabel, load, columns, empty, match }) {
+export async function listPage(ctx, { title, newPath, newLabel, load, columns, empty, match, above = null, onDraw }) {
   ctx.setTitle(title);
   const region = h('div', { class: 'list', 'aria-live': 'polite', 'aria-busy': 'true' });
   const unchanged = sameAsLast();
@@ -68,8 +69,9 @@ export async function listPage(ctx, { title, newPath, newLabel, load, columns, e
     fill(region, table(columns, rows, { empty, label: title }));
     region.setAttribute('aria-busy', 'false');
   };
+  onDraw?.(draw);
   await draw();
-  fill(ctx.main, pageHead(title, newPath ? h('a', { class: 'button primary', href: hashPath(...newPath) }, newLabel) : null), region);
+  fill(ctx.main, pageHead(title, newPath ? h('a', { class: 'button primary', href: hashPath(...newPath) }, newLabel) : null), above, region);
   ctx.live(match, draw);
 }
 

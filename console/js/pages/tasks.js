@@ -1,6 +1,7 @@
 // Tasks: list, detail with history, create, edit, trigger, delete.
 import { api } from '../api.js';
 import { badge, facts, fill, h, headersTable, link, pageHead, pre, time } from '../dom.js';
+import { flowControlFact } from './flow-control.js';
 import { editAndDelete, getData, historySection, listPage, mentions, ofKind, resourceForms, sameAsLast, triggerButton } from './common.js';
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].map((m) => [m, m]);
@@ -32,6 +33,11 @@ export const deliveryFields = {
 
 export const scriptField = { name: 'script', label: 'Lua script (Pro)', type: 'textarea', rows: 5, nullable: true, help: 'function on_response(res, task) … end' };
 
+const flowControlField = {
+  name: 'flow_control', label: 'Flow control', type: 'json', rows: 2, placeholder: '{"key": "partner-api", "parallelism": 5, "rate": 10, "period": "1s"}',
+  help: 'Instead of a lane: at most parallelism at once and rate starts per period, over every task naming the key',
+};
+
 function taskFields(mode) {
   return [
     { name: 'name', label: 'Name', type: 'text' },
@@ -44,12 +50,14 @@ function taskFields(mode) {
           { name: 'delay', label: 'Delay', type: 'text', placeholder: '10m', help: 'A number followed by s, m, h or d; empty: now' },
           { name: 'run_at', label: 'Run at', type: 'text', placeholder: '2030-01-31T09:00:00Z', help: 'An RFC 3339 time, instead of a delay' },
           { name: 'lane', label: 'Lane', type: 'text', help: 'Tasks of one lane run one at a time, in order' },
+          flowControlField,
           { name: 'debounce', label: 'Debounce', type: 'text', placeholder: '30s', help: 'With a lane and a debounce key' },
           { name: 'debounce_key', label: 'Debounce key', type: 'text' },
         ]
         : [
           { name: 'delay', label: 'Delay', type: 'text', placeholder: '10m', nullable: true },
           { name: 'run_at', label: 'Run at', type: 'text', placeholder: '2030-01-31T09:00:00Z', nullable: true },
+          { ...flowControlField, nullable: true },
         ],
     },
     { ...deliveryFields, fields: [...deliveryFields.fields, { name: 'expected_body_pattern', label: 'Expected body text', type: 'text', nullable: true }, { name: 'callback_url', label: 'Callback URL', type: 'url', nullable: true }] },
@@ -98,6 +106,7 @@ export async function taskDetail(ctx) {
         ['Next run', time(task.next_run_at)],
         ['Last execution', task.last_execution_id ? link(task.last_execution_id, 'executions', task.last_execution_id) : null],
         ['Lane', task.lane],
+        ['Flow control', flowControlFact(task.flow_control)],
         ['Timeout', `${task.timeout_ms} ms`],
         ['Retry attempts', String(task.retry_attempts)],
         ['Expected status codes', task.expected_status_codes],
