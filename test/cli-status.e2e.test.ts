@@ -78,7 +78,7 @@ describe('jetcron status, and the progress of rebuild and replay', () => {
 
   test('--json against the running service: streams, consumers and their lag, leases, timers, processes', async () => {
     const r = await statusJson();
-    assert.deepEqual(Object.keys(r), ['checked_at', 'streams', 'consumers', 'readers', 'projections', 'leases', 'timers', 'monitors', 'processes', 'errors']);
+    assert.deepEqual(Object.keys(r), ['checked_at', 'streams', 'consumers', 'readers', 'projections', 'leases', 'timers', 'monitors', 'flow_control', 'processes', 'errors']);
     assert.deepEqual(r.errors, []);
     const now = Date.parse(r.checked_at);
     assert.ok(Math.abs(now - Date.now()) < 60_000);
@@ -138,7 +138,7 @@ describe('jetcron status, and the progress of rebuild and replay', () => {
     const run = await cli(['status']);
     assert.equal(run.code, 0, run.stderr);
     const lines = run.stdout.split('\n');
-    for (const title of ['STREAMS', 'DURABLE CONSUMERS', 'ORDERED READERS', 'PROJECTIONS (Postgres)', 'LEASES', 'TIMERS', 'MONITORS', 'PROCESSES']) {
+    for (const title of ['STREAMS', 'DURABLE CONSUMERS', 'ORDERED READERS', 'PROJECTIONS (Postgres)', 'LEASES', 'TIMERS', 'MONITORS', 'FLOW CONTROL', 'PROCESSES']) {
       assert.ok(lines.includes(title), `no section ${title} in\n${run.stdout}`);
     }
     assert.ok(!lines.includes('ERRORS'));

@@ -3,6 +3,10 @@ import { after, before, describe, test } from 'node:test';
 import { eventually, startTestService, type Api, type TestService } from './support/service.ts';
 import { startGateTarget } from './support/gate-target.ts';
 import { startTarget } from './support/target.ts';
+import { readStatus } from '../src/cli/status.ts';
+import { statusText } from '../src/cli/status-text.ts';
+import { connectDb } from '../src/db/connect.ts';
+import { connectNats } from '../src/nats/connection.ts';
 
 // Flow-control keys (the contract's "Flow control", issue 22): parallelism and a rate per
 // key, across every task naming it, held in the owners' memory. Every check is an order
@@ -204,5 +208,28 @@ test('a batch under a key: its tasks keep the key\'s parallelism and run in the 
     assert.equal(listed.length, 8);
   } finally {
     await target.close();
+  }
+});
+
+test('jetcron status: the keys known and paused, and what the owners hold now', async () => {
+  const { orgId, api: own } = await svc.createOrg();
+  assert.equal((await own('POST', '/flow-control/status-key/pause')).status, 200);
+  await createTasks(own, 2, (i) => ({ url: `http://127.0.0.1:9/flow/${i}`, flow_control: { key: 'status-key', parallelism: 1 } }));
+  const nats = await connectNats(svc.natsUrl, 'status test');
+  const { db } = connectDb(svc.databaseUrl);
+  try {
+    const r = await eventually(async () => {
+      const got = await readStatus({ nats, db, rollCallMs: 300 });
+      return got.flow_control?.top.some((k) => k.key === 'status-key' && k.waiting === 2) ? got : null;
+    }, 60_000, 100);
+    const f = r.flow_control!;
+    assert.deepEqual(f.top.find((k) => k.key === 'status-key'), { org_id: orgId, key: 'status-key', waiting: 2, in_flight: 0, paused: true });
+    assert.ok(f.keys! >= 1 && f.paused! >= 1 && f.held >= 1 && f.waiting >= 2, JSON.stringify(f));
+    const lines = statusText(r).split('\n');
+    assert.ok(lines.includes('FLOW CONTROL'));
+    assert.ok(lines.some((l) => new RegExp(`${orgId} +status-key +2 +0 +yes`).test(l)), lines.join('\n'));
+  } finally {
+    await nats.close();
+    await db.destroy();
   }
 });

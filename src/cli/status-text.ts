@@ -62,6 +62,13 @@ export function statusText(r: StatusReport): string {
     section('MONITORS', table(['total', 'new', 'up', 'down', 'paused', 'down because', 'deadline timers', 'overdue'],
       [[m.total, m.by_status.new ?? 0, m.by_status.up ?? 0, m.by_status.down ?? 0, m.by_status.paused ?? 0, reasons || '-', m.deadlines_armed, m.deadlines_overdue]]));
   }
+  const f = r.flow_control;
+  if (f) {
+    section('FLOW CONTROL', [
+      table(['keys', 'paused', 'held by owners', 'waiting', 'in flight'], [[f.keys, f.paused, f.held, f.waiting, f.in_flight]]),
+      ...(f.top.length ? ['', table(['organization', 'key', 'waiting', 'in flight', 'paused'], f.top.map((k) => [k.org_id, k.key, k.waiting, k.in_flight, k.paused ? 'yes' : 'no']))] : []),
+    ].join('\n'));
+  }
   section('PROCESSES', r.processes.length === 0
     ? 'none answered'
     : table(['instance', 'roles', 'pid', 'host', 'uptime', 'split serve', 'tasks sent by'],

@@ -3,6 +3,7 @@ import { CONSUMERS, KV_BUCKETS, KV_CHECKPOINT_READERS, STREAMS } from '../../str
 import { connectDb, type Db } from '../db/connect.ts';
 import { decodeJson } from '../lib/json.ts';
 import { connectNats, type Nats } from '../nats/connection.ts';
+import { askFlowStats } from '../owners/flow-stats.ts';
 import { rollCall, type ProcessInfo } from '../nats/roll-call.ts';
 import { PROJECTOR_LEASE, PROJECTOR_NAME } from '../projections/projector.ts';
 import type { TimerValue } from '../scheduler/timer-store.ts';
@@ -85,6 +86,17 @@ export interface MonitorStatusCounts {
   deadlines_overdue: number | null;
 }
 
+/** Flow-control keys: how many the read models know and hold paused, what the owners hold now, the keys with most waiting. */
+export interface FlowControlStatus {
+  keys: number | null;
+  paused: number | null;
+  /** Keys an owner holds in memory now (something waits or runs, or paused). */
+  held: number;
+  waiting: number;
+  in_flight: number;
+  top: Array<{ org_id: string; key: string; waiting: number; in_flight: number; paused: boolean }>;
+}
+
 export interface StatusReport {
   checked_at: string;
   streams: StreamStatus[];
@@ -94,6 +106,7 @@ export interface StatusReport {
   leases: LeaseStatus[];
   timers: TimerStatus | null;
   monitors: MonitorStatusCounts | null;
+  flow_control: FlowControlStatus | null;
   processes: ProcessInfo[];
   errors: Array<{ part: string; message: string }>;
 }
@@ -237,7 +250,7 @@ export async function readStatus(deps: {
   };
   const { db } = deps;
   const kvm = new Kvm(deps.nats.nc);
-  const [streams, consumers, kvCheckpoints, projectionRows, monitorRows, leases, processes] = await Promise.all([
+  const [streams, consumers, kvCheckpoints, projectionRows, monitorRows, leases, processes, flowRows, flowHeld] = await Promise.all([
     part('streams', () => readStreams(deps.nats), []),
     part('consumers', () => readConsumers(deps.nats), []),
     part('checkpoints', async () => readKvCheckpoints(await kvm.open(KV_BUCKETS.checkpoints.name)), null),
@@ -247,6 +260,8 @@ export async function readStatus(deps: {
     'missing' in db ? null : part('monitors', () => withTimeout(readMonitors(db), PG_TIMEOUT_MS, 'Postgres'), null),
     part('leases', async () => readLeases(await kvm.open(KV_BUCKETS.leases.name), now), []),
     part('processes', () => rollCall(deps.nats, deps.rollCallMs), []),
+    'missing' in db ? null : part('flow control', () => withTimeout(readFlowKeys(db), PG_TIMEOUT_MS, 'Postgres'), null),
+    part('flow control owners', async () => [...(await askFlowStats(deps.nats, null)).keys.values()], null),
   ]);
   const stream = (name: string) => streams.find((s) => s.name === name);
   const timerMessages = stream(STREAMS.timers.name)?.messages;
@@ -274,9 +289,28 @@ export async function readStatus(deps: {
       deadlines_armed: timers?.monitor_deadlines.armed ?? null,
       deadlines_overdue: timers?.monitor_deadlines.overdue ?? null,
     },
+    flow_control: flowRows === null && flowHeld === null ? null : {
+      keys: flowRows?.keys ?? null,
+      paused: flowRows?.paused ?? null,
+      held: flowHeld?.length ?? 0,
+      waiting: (flowHeld ?? []).reduce((n, k) => n + k.waiting, 0),
+      in_flight: (flowHeld ?? []).reduce((n, k) => n + k.in_flight, 0),
+      top: [...(flowHeld ?? [])].sort((a, b) => b.waiting - a.waiting || b.in_flight - a.in_flight).slice(0, FLOW_TOP)
+        .map((k) => ({ org_id: k.org_id ?? '', key: k.key, waiting: k.waiting, in_flight: k.in_flight, paused: k.paused })),
+    },
     processes,
     errors,
   };
+}
+
+/** The keys with most waiting that status lists (the rest are counted). */
+const FLOW_TOP = 5;
+
+async function readFlowKeys(db: Db): Promise<{ keys: number; paused: number }> {
+  const row = await db.selectFrom('flow_control_keys')
+    .select((eb) => [eb.fn.countAll<string>().as('keys'), eb.fn.count<string>('key').filterWhere('paused', '=', true).as('paused')])
+    .executeTakeFirstOrThrow();
+  return { keys: Number(row.keys), paused: Number(row.paused) };
 }
 
 /** How long processes have to answer the roll call: their count is unknown, so status waits this long. */

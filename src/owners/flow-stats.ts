@@ -6,6 +6,8 @@ import type { Nats } from '../nats/connection.ts';
 
 /** What a key holds in its owner's memory: the only place that knows what runs now. */
 export interface KeyLoad {
+  /** Only in an answer for every organization. */
+  org_id?: string;
   key: string;
   waiting: number;
   in_flight: number;
@@ -27,16 +29,16 @@ const ASK_MS = 1_000;
 export function answerFlowStats(nats: Nats, held: ReadonlyMap<number, OwnedTasks>): () => void {
   const sub = nats.nc.subscribe(SUBJECTS.flowStats, {
     callback: (_err, m) => {
-      let orgId: string;
+      let orgId: string | null;
       try {
-        orgId = decodeJson<{ org_id: string }>(m.data).org_id;
+        orgId = decodeJson<{ org_id: string | null }>(m.data).org_id;
       } catch {
         return;
       }
       const answer: Answer = { partitions: [], keys: [] };
       for (const [partition, state] of held) {
         answer.partitions.push(partition);
-        answer.keys.push(...state.flowKeys(orgId));
+        answer.keys.push(...(orgId === null ? state.allFlowKeys() : state.flowKeys(orgId)));
       }
       m.respond(JSON.stringify(answer));
     },
@@ -45,10 +47,12 @@ export function answerFlowStats(nats: Nats, held: ReadonlyMap<number, OwnedTasks
 }
 
 /**
- * Asks every owner what the organization's keys hold. `missing` lists the partitions no
- * owner answered for (none is running, or one is taking over).
+ * Asks every owner what the organization's keys hold (`orgId` null: every
+ * organization's, keyed `<org> <key>`). `missing` lists the partitions no owner
+ * answered for (none is running, or one is taking over). Without `partitions` the whole
+ * window is waited.
  */
-export async function askFlowStats(nats: Nats, orgId: string, partitions: number): Promise<{ keys: Map<string, KeyLoad>; missing: number[] }> {
+export async function askFlowStats(nats: Nats, orgId: string | null, partitions?: number): Promise<{ keys: Map<string, KeyLoad>; missing: number[] }> {
   const keys = new Map<string, KeyLoad>();
   const covered = new Set<number>();
   try {
@@ -61,12 +65,13 @@ export async function askFlowStats(nats: Nats, orgId: string, partitions: number
         continue;
       }
       for (const p of answer.partitions) covered.add(p);
-      for (const k of answer.keys) keys.set(k.key, k);
-      if (covered.size >= partitions) break;
+      for (const k of answer.keys) keys.set(orgId === null ? `${k.org_id} ${k.key}` : k.key, k);
+      if (partitions !== undefined && covered.size >= partitions) break;
     }
   } catch (err) {
     if (!(err instanceof NoRespondersError)) throw err;
   }
-  const missing = Array.from({ length: partitions }, (_, p) => p).filter((p) => !covered.has(p));
+  // Unknown how many (`jetcron status`): the whole window was waited out, and what answered is all there is.
+  const missing = Array.from({ length: partitions ?? 0 }, (_, p) => p).filter((p) => !covered.has(p));
   return { keys, missing };
 }

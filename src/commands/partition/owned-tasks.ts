@@ -14,6 +14,11 @@ import { flowKeyPartition, taskPartition } from './partition-of.ts';
 /** The owner's name of a task's key: two organizations never share one. */
 const laneKey = (orgId: string, lane: string) => `${orgId} lane ${lane}`;
 const flowKey = (orgId: string, key: string) => `${orgId} flow ${key}`;
+/** A flow key's organization and name; null for a lane's key. An organization's id holds no space, a lane's name may hold " flow ". */
+function flowKeyName(ownerKey: string): { org_id: string; key: string } | null {
+  const at = ownerKey.indexOf(' ');
+  return ownerKey.startsWith('flow ', at + 1) ? { org_id: ownerKey.slice(0, at), key: ownerKey.slice(at + 6) } : null;
+}
 const keyOf = (task: Task): string | null =>
   task.lane ? laneKey(task.org_id, task.lane) : task.flow_control ? flowKey(task.org_id, task.flow_control.key) : null;
 
@@ -156,14 +161,22 @@ export class OwnedTasks {
     return this.queues.keysWithPrefix(prefix).map((k) => ({ ...k, key: k.key.slice(prefix.length) }));
   }
 
+  /** Every organization's flow-control keys held here (`jetcron status`). */
+  allFlowKeys(): Array<{ org_id: string; key: string; waiting: number; in_flight: number; paused: boolean }> {
+    const out: Array<{ org_id: string; key: string; waiting: number; in_flight: number; paused: boolean }> = [];
+    for (const k of this.queues.keysWithPrefix('')) {
+      const named = flowKeyName(k.key);
+      if (named) out.push({ ...k, ...named });
+    }
+    return out;
+  }
+
   /** Per organization: its flow-control keys held here, what they hold, how many are paused (the metrics' gauges). */
   flowLoadByOrg(): Map<string, { waiting: number; in_flight: number; keys: number; paused: number }> {
     const out = new Map<string, { waiting: number; in_flight: number; keys: number; paused: number }>();
     for (const k of this.queues.keysWithPrefix('')) {
-      // `<org> flow <key>`: an organization's id holds no space, a lane's name may hold " flow ".
-      const at = k.key.indexOf(' ');
-      if (!k.key.startsWith('flow ', at + 1)) continue;
-      const orgId = k.key.slice(0, at);
+      const orgId = flowKeyName(k.key)?.org_id;
+      if (orgId === undefined) continue;
       const sum = out.get(orgId) ?? { waiting: 0, in_flight: 0, keys: 0, paused: 0 };
       sum.waiting += k.waiting;
       sum.in_flight += k.in_flight;
