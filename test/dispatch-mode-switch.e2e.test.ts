@@ -31,6 +31,13 @@ test('switching from DISPATCH to partition owners: refused beside live processes
     const done = [await create({ url: `${target.url}/before` })];
     for (let i = 0; i < 3; i++) done.push(await create({ url: `${target.url}/lane-before/${i}`, lane: 'switch' }));
     const waiting = await create({ url: `${target.url}/waiting`, run_at: new Date(Date.now() + 4_000).toISOString() });
+    // DISPATCH would run a key's tasks unbounded: flow control is refused, not ignored.
+    for (const [p, body] of [['/tasks', { url: `${target.url}/keyed`, flow_control: { key: 'k', parallelism: 1 } }], ['/tasks/batch', { flow_control: { key: 'k', rate: 1 }, tasks: [{ url: `${target.url}/keyed` }] }]] as const) {
+      const refused = await api('POST', p, body);
+      assert.equal(refused.status, 422, JSON.stringify(refused.body));
+      assert.equal(refused.body.error.field, 'flow_control');
+      assert.match(refused.body.error.message, /JETCRON_DISPATCH=owners/);
+    }
     await eventually(async () => (await Promise.all(done.map((t) => status(t.last_execution_id)))).every((s) => s === 'success'), 30_000);
     assert.equal(await status(waiting.last_execution_id), 'pending');
 

@@ -3,7 +3,7 @@ import { createTask, deleteTask, triggerTask, updateTask } from '../../commands/
 import type { Task, TaskInput } from '../../commands/task/types.ts';
 import { createDebouncedTask } from '../../commands/debounce/handlers.ts';
 import { taskDoc } from '../../projections/apply-event.ts';
-import { notFound } from '../../lib/errors.ts';
+import { notFound, unprocessable } from '../../lib/errors.ts';
 import { jsonObject } from '../body.ts';
 import { handler, type ApiDeps } from '../context.ts';
 import { idempotent, onceId } from '../idempotency.ts';
@@ -29,6 +29,7 @@ async function createdAnswer(deps: ApiDeps, orgId: string, task: Task, seq: numb
  */
 export async function createTaskAnswer(deps: ApiDeps, orgId: string, body: Record<string, unknown>, onceTaskId?: string): Promise<{ data: unknown; message?: string }> {
   const input = validate<TaskInput & { url: string }>(createTaskSchema, body);
+  flowControlServed(deps, input.flow_control);
   const plan = await orgPlan(deps, orgId);
   await checkScript(deps.scripts, plan, 'task', input.script);
   if (input.debounce != null || input.debounce_key != null) {
@@ -39,6 +40,17 @@ export async function createTaskAnswer(deps: ApiDeps, orgId: string, body: Recor
   }
   const { state, seq } = await createTask(deps, orgId, input, onceTaskId, plan);
   return { data: await createdAnswer(deps, orgId, state!, seq) };
+}
+
+/**
+ * Flow-control keys are held by the partition owners; a deployment still sending tasks
+ * through DISPATCH (JETCRON_DISPATCH=queue, being retired) would ignore them, so it
+ * refuses them rather than run a key's tasks unbounded.
+ */
+export function flowControlServed(deps: Pick<ApiDeps, 'config'>, flow: unknown): void {
+  if (flow != null && deps.config.dispatchMode === 'queue') {
+    throw unprocessable('flow_control needs the partition owners (JETCRON_DISPATCH=owners, the default); this deployment sends tasks through DISPATCH', 'flow_control');
+  }
 }
 
 /** A changed task's answer: the decided state over what the read model has so far (its status). */
@@ -74,6 +86,7 @@ export function taskRoutes(deps: ApiDeps): Router {
 
   r.put('/tasks/:id', handler(async (req, res) => {
     const input = validate<TaskInput>(updateTaskSchema, jsonObject(req));
+    flowControlServed(deps, input.flow_control);
     const plan = await orgPlan(deps, req.orgId);
     await checkScript(deps.scripts, plan, 'task', input.script);
     const { state, seq } = await updateTask(deps, req.orgId, req.params.id!, input, plan);
