@@ -37,14 +37,16 @@ export interface DispatchRun extends EndToEndRun<{ t: number; pg: number; create
  * then 10,000 immediate tasks created at concurrency 64, until Postgres shows all as success
  * (or progress stalls, or the time bound). Also used by the peers benchmark.
  */
-export async function runDispatch(s: Stack): Promise<DispatchRun> {
-  const task = (id: string) => ({ url: `${s.target.url}/hit?id=${id}`, name: `dt-${id}`, body: { n: id }, retry_attempts: 0 });
+export async function runDispatch(s: Stack, opts: { tag?: string; fields?: (i: number) => Record<string, unknown> } = {}): Promise<DispatchRun> {
+  const tag = opts.tag ?? '';
+  const task = (id: string, i: number) => ({ url: `${s.target.url}/hit?id=${tag}${id}`, name: `dt-${tag}${id}`, body: { n: id }, retry_attempts: 0, ...opts.fields?.(i) });
 
   // Warm-up: JIT, connection pools, consumers; its executions are the baseline.
-  await closedLoop({ concurrency: CONCURRENCY, maxCount: WARMUP, maxMs: 30_000, fn: (i) => s.api.createTask(task(`w${i}`)) });
+  await closedLoop({ concurrency: CONCURRENCY, maxCount: WARMUP, maxMs: 30_000, fn: (i) => s.api.createTask(task(`w${i}`, i)) });
   const warmDeadline = Date.now() + 30_000;
-  let baseline = await countExecutions(s.db);
-  while (baseline < WARMUP && Date.now() < warmDeadline) {
+  const before = await countExecutions(s.db);
+  let baseline = before;
+  while (baseline < before + WARMUP && Date.now() < warmDeadline) {
     await sleep(100);
     baseline = await countExecutions(s.db);
   }
@@ -71,7 +73,7 @@ export async function runDispatch(s: Stack): Promise<DispatchRun> {
     maxCount: TASKS,
     maxMs: CREATE_MAX_MS,
     fn: async (i) => {
-      const r = await s.api.createTask(task(`d${i}`));
+      const r = await s.api.createTask(task(`d${i}`, i));
       created++;
       if (r.status === 201) createMs.push(r.ms);
     },

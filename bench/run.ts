@@ -12,6 +12,7 @@ import { batchAccept } from './batch-accept.ts';
 import { createApi } from './create-api.ts';
 import { dispatchThroughput } from './dispatch-throughput.ts';
 import { executionsList } from './executions-list.ts';
+import { flowControl } from './flow-control.ts';
 import { cleanupAll, cpuPhase, natsServerVersion, RESULTS_DIR, ROOT, sleep, startSharedPostgres, type CpuReport, type SharedPostgres } from './harness.ts';
 import { idempotentReplay } from './idempotent-replay.ts';
 import { inbound } from './inbound.ts';
@@ -34,7 +35,7 @@ import { tracing } from './tracing.ts';
 /** The default run (`npm run bench` without names). */
 const ALL: Benchmark[] = [reference, dispatchThroughput, latency, timers, createApi, lanes, batchAccept, idempotentReplay, schedules, monitors, inbound, lua, tracing, runtime, rebuild, peers];
 /** Run only when named: `soak` alone takes ~10 minutes (1,000,000 executions). */
-const OPT_IN: Benchmark[] = [soak, executionsList];
+const OPT_IN: Benchmark[] = [soak, executionsList, flowControl];
 const KNOWN: Benchmark[] = [...ALL, ...OPT_IN];
 const RUN_LIMIT_MS = 30 * 60_000;
 
