@@ -115,6 +115,21 @@ describe('/metrics', () => {
     assert.equal(sampleValue(f, 'jetcron_timers_pending'), 1);
   });
 
+  test('flow control: what waits and runs under keys, and the paused keys, per organization', async () => {
+    const { api: org, orgId } = await svc.createOrg();
+    assert.equal((await org('POST', '/flow-control/metered/pause')).status, 200);
+    for (let i = 0; i < 3; i++) assert.equal((await org('POST', '/tasks', { url: `${target.url}/metered/${i}`, flow_control: { key: 'metered', parallelism: 1 } })).status, 201);
+    const f = await eventually(async () => {
+      const families = await scrape();
+      return sampleValue(families, 'jetcron_flow_control_waiting', { org_id: orgId }) === 3 && families;
+    });
+    assert.equal(f.get('jetcron_flow_control_waiting')?.type, 'gauge');
+    assert.equal(sampleValue(f, 'jetcron_flow_control_in_flight', { org_id: orgId }), 0);
+    assert.equal(sampleValue(f, 'jetcron_flow_control_paused_keys', { org_id: orgId }), 1);
+    assert.equal((await org('POST', '/flow-control/metered/resume')).status, 200);
+    await eventually(async () => sampleValue(await scrape(), 'jetcron_flow_control_waiting', { org_id: orgId }) === undefined);
+  });
+
   test('heartbeat runs: their durations in a histogram per organization, by how they ended', async () => {
     const orgs = [await svc.createOrg(), await svc.createOrg()];
     const urls = [];

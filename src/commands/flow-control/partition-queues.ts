@@ -142,9 +142,13 @@ export class PartitionQueues {
     }
     for (const [key, queue] of this.keys) {
       out.push(...queue.take(now));
-      // An idle key's queue is dropped once its rate window is empty too (its limits and
-      // pause stay), so a key costs memory only while in use and never forgets a start.
-      if (queue.forgettable(now)) this.keys.delete(key);
+      // An idle key's queue is dropped once its rate window is empty too, and its limits
+      // with it (the next execution's task names them again; a pause stays), so a key
+      // costs memory only while in use and never forgets a start.
+      if (queue.forgettable(now)) {
+        this.keys.delete(key);
+        this.limits.delete(key);
+      }
     }
     return out;
   }
