@@ -42,10 +42,10 @@ export async function runDispatch(s: Stack, opts: { tag?: string; fields?: (i: n
   const task = (id: string, i: number) => ({ url: `${s.target.url}/hit?id=${tag}${id}`, name: `dt-${tag}${id}`, body: { n: id }, retry_attempts: 0, ...opts.fields?.(i) });
 
   // Warm-up: JIT, connection pools, consumers; its executions are the baseline.
+  const before = await countExecutions(s.db);
   await closedLoop({ concurrency: CONCURRENCY, maxCount: WARMUP, maxMs: 30_000, fn: (i) => s.api.createTask(task(`w${i}`, i)) });
   const warmDeadline = Date.now() + 30_000;
-  const before = await countExecutions(s.db);
-  let baseline = before;
+  let baseline = await countExecutions(s.db);
   while (baseline < before + WARMUP && Date.now() < warmDeadline) {
     await sleep(100);
     baseline = await countExecutions(s.db);
