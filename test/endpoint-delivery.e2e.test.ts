@@ -6,7 +6,9 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { KV_BUCKETS, STREAMS } from '../streams/definitions.ts';
 import { SUBJECTS } from '../streams/subjects.ts';
 import { heldCount } from './support/positions.ts';
-import { eventually, startTestService, type Api, type TestService } from './support/service.ts';
+import { eventually, ownersDispatch, startTestService, type Api, type TestService } from './support/service.ts';
+import { endpointPartition } from '../src/commands/partition/partition-of.ts';
+import { ownerLease } from '../src/owners/task-owners.ts';
 import { startTarget, type ReceivedRequest } from './support/target.ts';
 
 // Endpoint forwarding retry n waits min(30 s · 2^(n−1), 1 h): the first retry comes after 3 s.
@@ -424,6 +426,7 @@ describe('endpoint delivery: pause, resume, replay, restart, delete, disable', (
     const nc = await connect({ servers: svc.natsUrl });
     let blocking = false;
     let stopped = false;
+    let lease = 'translator';
     try {
       const jsm = await jetstreamManager(nc);
       const leases = await new Kvm(nc).open(KV_BUCKETS.leases.name);
@@ -431,29 +434,33 @@ describe('endpoint delivery: pause, resume, replay, restart, delete, disable', (
       await setPaused(ep, true);
       const ids: string[] = [];
       for (let i = 0; i < 5; i++) ids.push(await accepted(ep, { seq: i }, 'queued'));
-      // The translator has held all five.
+      // The translator (with partition owners: the endpoint's owner) has held all five.
       const first5 = (await eventually(async () => {
         const rows = await events(ep);
         return rows.length === 5 && rows.every((r) => r.execution_id) ? rows : null;
       })).map((r) => r.execution_id);
-      await eventually(async () => {
-        const last = await jsm.direct.getMessage(STREAMS.held.name, { last_by_subj: SUBJECTS.held(orgId, ep.id) });
-        return last && first5.includes(JSON.parse(new TextDecoder().decode(last.data)).execution_id) ? last.seq : null;
-      });
+      if (ownersDispatch()) await heldInHeld(ep, 5);
+      else {
+        await eventually(async () => {
+          const last = await jsm.direct.getMessage(STREAMS.held.name, { last_by_subj: SUBJECTS.held(orgId, ep.id) });
+          return last && first5.includes(JSON.parse(new TextDecoder().decode(last.data)).execution_id) ? last.seq : null;
+        });
+      }
 
-      // The translator's owner goes away and its lease is not free yet (a crashed owner's lease lasts 15 s);
-      // here the test holds it. The router (its own lease) keeps working.
+      // The process that holds them goes away and its lease is not free yet (a crashed
+      // holder's lease lasts 15 s); here the test holds it. The router (its own lease) keeps working.
+      lease = ownersDispatch() ? ownerLease(endpointPartition(orgId, ep.id, 8)) : 'translator';
       await svc.stopService();
       stopped = true;
       // A stop that ran out of time on a busy machine leaves its lease until the TTL: take it once it is free.
-      await eventually(() => leases.create('translator', 'test: translator failover').then(() => true, () => false), 60_000);
+      await eventually(() => leases.create(lease, 'test: failover').then(() => true, () => false), 60_000);
       blocking = true;
       await svc.startService({ JETCRON_ROLES: ALL_ROLES });
       stopped = false;
       for (let i = 5; i < 10; i++) ids.push(await accepted(ep, { seq: i }, 'queued'));
       await eventually(async () => (await events(ep)).length === 10);
       await setPaused(ep, false);
-      await leases.delete('translator');
+      await leases.delete(lease);
       blocking = false;
 
       await settled(ep, ids, 30_000);
@@ -461,7 +468,7 @@ describe('endpoint delivery: pause, resume, replay, restart, delete, disable', (
       assert.equal(got.length, 10);
       assert.deepEqual(got.map((d) => d.seq), range(0, 10), 'arrival order');
     } finally {
-      if (blocking) await (await new Kvm(nc).open(KV_BUCKETS.leases.name)).delete('translator').catch(() => {});
+      if (blocking) await (await new Kvm(nc).open(KV_BUCKETS.leases.name)).delete(lease).catch(() => {});
       // The tests after this one need the service, whatever went wrong here.
       if (stopped) await svc.startService();
       await nc.close();

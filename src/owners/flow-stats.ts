@@ -17,6 +17,8 @@ export interface KeyLoad {
 interface Answer {
   partitions: number[];
   keys: KeyLoad[];
+  /** The organization's endpoints with deliveries held or paused (`key`: the endpoint id); absent in an answer for every organization. */
+  endpoints?: KeyLoad[];
 }
 
 /** How long `GET /flow-control` waits for the owners; a partition that has not answered by then is counted from the read models. */
@@ -35,10 +37,11 @@ export function answerFlowStats(nats: Nats, held: ReadonlyMap<number, OwnedTasks
       } catch {
         return;
       }
-      const answer: Answer = { partitions: [], keys: [] };
+      const answer: Answer = { partitions: [], keys: [], ...(orgId === null ? {} : { endpoints: [] }) };
       for (const [partition, state] of held) {
         answer.partitions.push(partition);
         answer.keys.push(...(orgId === null ? state.allFlowKeys() : state.flowKeys(orgId)));
+        if (orgId !== null) answer.endpoints!.push(...state.endpointLoads(orgId));
       }
       m.respond(JSON.stringify(answer));
     },
@@ -52,8 +55,9 @@ export function answerFlowStats(nats: Nats, held: ReadonlyMap<number, OwnedTasks
  * answered for (none is running, or one is taking over). Without `partitions` the whole
  * window is waited.
  */
-export async function askFlowStats(nats: Nats, orgId: string | null, partitions?: number): Promise<{ keys: Map<string, KeyLoad>; missing: number[] }> {
+export async function askFlowStats(nats: Nats, orgId: string | null, partitions?: number): Promise<{ keys: Map<string, KeyLoad>; endpoints: Map<string, KeyLoad>; missing: number[] }> {
   const keys = new Map<string, KeyLoad>();
+  const endpoints = new Map<string, KeyLoad>();
   const covered = new Set<number>();
   try {
     const replies = await nats.nc.requestMany(SUBJECTS.flowStats, JSON.stringify({ org_id: orgId }), { strategy: 'timer', maxWait: ASK_MS });
@@ -66,6 +70,7 @@ export async function askFlowStats(nats: Nats, orgId: string | null, partitions?
       }
       for (const p of answer.partitions) covered.add(p);
       for (const k of answer.keys) keys.set(orgId === null ? `${k.org_id} ${k.key}` : k.key, k);
+      for (const e of answer.endpoints ?? []) endpoints.set(e.key, e);
       if (partitions !== undefined && covered.size >= partitions) break;
     }
   } catch (err) {
@@ -73,5 +78,5 @@ export async function askFlowStats(nats: Nats, orgId: string | null, partitions?
   }
   // Unknown how many (`jetcron status`): the whole window was waited out, and what answered is all there is.
   const missing = Array.from({ length: partitions ?? 0 }, (_, p) => p).filter((p) => !covered.has(p));
-  return { keys, missing };
+  return { keys, endpoints, missing };
 }

@@ -19,6 +19,9 @@ import { followEventBatches, type TapItem } from '../nats/events-tap.ts';
 import { claimPartition, Fenced, type PartitionLog } from './partition-log.ts';
 import { FLOW_KEY_EVENT_TYPES, type FlowKeyEvent } from '../commands/flow-control/types.ts';
 import { readFlowKeyStates } from './flow-key-states.ts';
+import { evolveEndpoint } from '../commands/endpoint/decide.ts';
+import { ENDPOINT_EVENT_TYPES, type EndpointEvent } from '../commands/endpoint/types.ts';
+import { loadForwardRequest } from '../dispatchers/inbound-request.ts';
 
 export interface TaskOwnerDeps {
   nats: Nats;
@@ -164,11 +167,14 @@ export async function ownTaskPartition(
     const job = exec.job;
     const hosts = deps.hosts();
     const { host, blockedUntil } = await deps.runner.hostBlock(job);
+    // An endpoint's delivery forwards the stored inbound request (gone past 30 days, or with its endpoint).
+    const forward = job.inbound && !blockedUntil ? await loadForwardRequest(deps.nats, job.inbound) : null;
     const plan = planAttempt({
       job,
       sofar: { uncounted: exec.uncounted, done: false },
       sourceGone: state.sourceGone(exec),
-      requestGone: false,
+      requestGone: !!job.inbound && !blockedUntil && !forward,
+      forwardMethod: forward?.method ?? null,
       host,
       blockedUntil,
       hostState: host && blockedUntil ? hosts.state(job.org_id, host) : null,
@@ -186,7 +192,7 @@ export async function ownTaskPartition(
       default:
         return unreachable(plan);
     }
-    const { finished, exchangeMs } = await deps.runner.send(job, { uncounted: plan.uncounted, host, forward: null, recordStart: (e) => record([e]), mayWrite, onSending: (at) => {
+    const { finished, exchangeMs } = await deps.runner.send(job, { uncounted: plan.uncounted, host, forward, recordStart: (e) => record([e]), mayWrite, onSending: (at) => {
       state.began(exec, at);
       // Its key's rate window may now say when the next start can be.
       schedulePump();
@@ -203,6 +209,8 @@ export async function ownTaskPartition(
     }
     events.forEach((e, i) => {
       if (TASK_EVENT_TYPES.has(e.type)) state.onTaskEvent(e as TaskEvent, seq, i, e.traceparent ?? traceparent);
+      else if (e.type === 'InboundEventReceived' || e.type === 'InboundEventReplayed') state.onInboundEvent(e, seq, i, e.traceparent ?? traceparent);
+      else if (ENDPOINT_EVENT_TYPES.has(e.type)) state.onEndpointEvent(e as EndpointEvent, seq);
       else if (FLOW_KEY_EVENT_TYPES.has(e.type)) state.onFlowKeyEvent(e as FlowKeyEvent);
       // On an execution's own subject: what DISPATCH recorded for a task before the owners
       // took tasks over (a deployment switching modes, jobs still in flight then) settles it here too.
@@ -210,16 +218,47 @@ export async function ownTaskPartition(
     });
   };
 
-  const read = (item: TapItem) => {
-    let events: JetcronEvent[];
+  const decoded = (item: TapItem): JetcronEvent[] => {
     try {
-      events = (item.decoded ??= decodeEvents(item.data)) as JetcronEvent[];
+      return (item.decoded ??= decodeEvents(item.data)) as JetcronEvent[];
     } catch (err) {
       // A message no reader can decode is skipped by all of them (a poison message stops no owner).
       deps.log(`owner of partition ${partition}: seq ${item.seq}: ${(err as Error).message}`);
-      events = [];
+      return [];
     }
-    apply(item.subject, item.seq, events, item.traceparent);
+  };
+
+  /**
+   * The endpoints of a batch's deliveries this owner does not know yet (a takeover reads
+   * deliveries whose endpoint's events came before its `from`): their current state,
+   * read before the batch is applied. A failed read is tried again; the owner waits.
+   */
+  const knowEndpoints = async (batch: TapItem[]) => {
+    const wanted = new Map<string, { orgId: string; endpointId: string }>();
+    for (const item of batch) {
+      for (const e of decoded(item)) {
+        if ((e.type === 'InboundEventReceived' || e.type === 'InboundEventReplayed') && state.needsEndpoint(e)) {
+          wanted.set(e.data.endpoint.id, { orgId: e.org_id, endpointId: e.data.endpoint.id });
+        }
+      }
+    }
+    for (const { orgId, endpointId } of wanted.values()) {
+      for (let tries = 1; ; tries++) {
+        try {
+          const last = await deps.store.last<EndpointEvent>(SUBJECTS.endpoint(orgId, endpointId));
+          state.learnEndpoint(orgId, endpointId, last ? evolveEndpoint(null, last.event) : null, last?.seq ?? 0, deps.clock.now());
+          break;
+        } catch (err) {
+          if (stop.signal.aborted) throw err;
+          if (tries === 1) deps.log(`owner of partition ${partition}: cannot read endpoint ${endpointId} (${(err as Error).message}); trying again`);
+          await new Promise((r) => setTimeout(r, 500));
+        }
+      }
+    }
+  };
+
+  const read = (item: TapItem) => {
+    apply(item.subject, item.seq, decoded(item), item.traceparent);
     position = item.seq + 1;
     if (!live && item.seq >= log.claimSeq) {
       live = true;
@@ -230,6 +269,7 @@ export async function ownTaskPartition(
   try {
     // In batches: every owner of the process reads every message, so a step per item would cost each of them.
     for await (const batch of followEventBatches(deps.nats, { startSeq: log.resumeFrom, signal: stop.signal, log: deps.log, name: `owner.${partition}`, maxMessages: 2_000 })) {
+      await knowEndpoints(batch);
       for (const item of batch) read(item);
       schedulePump();
     }

@@ -51,13 +51,18 @@ export interface TranslatorDeps {
   owner: string;
   log: (m: string) => void;
   supervisor: Supervisor;
-  /** Tasks are the partition owners' (JETCRON_DISPATCH=owners): their events and results are not this translator's. */
+  /** Tasks and endpoint deliveries are the partition owners' (JETCRON_DISPATCH=owners): their events and results are not this translator's. */
   ownersHaveTasks?: boolean;
 }
 
-/** What the partition owners do instead of the translator when they own tasks: a task's events, and everything in their commits. */
+/**
+ * What the partition owners do instead of the translator when they own tasks: a task's
+ * events, an inbound event's deliveries, and everything in their commits. (An
+ * endpoint's resume still releases what HELD kept from before the owners; its delete
+ * still purges its stored requests and timers.)
+ */
 function ownersWork(event: JetcronEvent, subject: string): boolean {
-  return TASK_EVENT_TYPES.has(event.type) || subject.startsWith('evt.partition.');
+  return TASK_EVENT_TYPES.has(event.type) || event.type === 'InboundEventReceived' || event.type === 'InboundEventReplayed' || subject.startsWith('evt.partition.');
 }
 
 /**

@@ -10,6 +10,8 @@ import { KV_BUCKETS, STREAMS } from '../../streams/definitions.ts';
 import { SUBJECTS } from '../../streams/subjects.ts';
 import type { TimerValue } from '../../src/scheduler/timer-store.ts';
 import { decodeJson } from '../../src/lib/json.ts';
+import { askFlowStats } from '../../src/owners/flow-stats.ts';
+import { ownersDispatch } from './service.ts';
 import { connectNats } from '../../src/nats/connection.ts';
 import { PROJECTOR_NAME } from '../../src/projections/projector.ts';
 import { eventually } from './wait.ts';
@@ -31,10 +33,12 @@ export async function timerStates(natsUrl: string, sourceId: string): Promise<Ti
   }
 }
 
-/** How many deliveries of a paused endpoint wait in HELD (none of them can be forwarded before a resume). */
+/** How many deliveries of a paused endpoint wait (in HELD, or with partition owners in its owner's memory): none of them can be forwarded before a resume. */
 export async function heldCount(natsUrl: string, orgId: string, endpointId: string): Promise<number> {
   const nats = await connectNats(natsUrl, 'test held');
   try {
+    // With partition owners, a paused endpoint's deliveries wait in its owner's memory.
+    if (ownersDispatch()) return (await askFlowStats(nats, orgId, 8)).endpoints.get(endpointId)?.waiting ?? 0;
     const subject = SUBJECTS.held(orgId, endpointId);
     const info = await nats.jsm.streams.info(STREAMS.held.name, { subjects_filter: subject });
     return info.state.subjects?.[subject] ?? 0;

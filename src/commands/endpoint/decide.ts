@@ -5,6 +5,7 @@ import type { CommandMeta } from '../meta.ts';
 import type { Plan } from '../organization/types.ts';
 import { checkBodySize, checkHeaders, checkLength, checkRange, checkUrl, MAX_NAME_LENGTH, RETRY_ATTEMPTS } from '../payload-checks.ts';
 import { checkPlanFeatures } from '../plan-rules.ts';
+import { checkFlowControl, normalizeFlowControl } from '../flow-control/rules.ts';
 import type { SealedSecrets } from '../../lib/sealed-secrets.ts';
 import { ENDPOINT_DEFAULTS, MAX_FORWARD_URLS, VERIFICATION_TYPES, type Endpoint, type EndpointEvent, type EndpointInput, type EndpointSpec, type SecretsChange, type Verification } from './types.ts';
 
@@ -34,12 +35,14 @@ export function evolveEndpoint(_state: Endpoint | null, event: EndpointEvent): E
 const strip = <T extends object>(o: T) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 
 /** The spec: an empty forward_method, forward_headers or forward_body means the original is forwarded. */
-function normalize(input: EndpointInput): EndpointInput {
-  const out = strip(input);
+function normalize(input: EndpointInput): Partial<EndpointSpec> {
+  const { flow_control, ...out } = strip(input);
   if (out.forward_method === '') out.forward_method = null;
   if (out.forward_body === '') out.forward_body = null;
   if (out.forward_headers && Object.keys(out.forward_headers).length === 0) out.forward_headers = null;
-  return out;
+  if (flow_control === undefined) return out;
+  const flow = normalizeFlowControl(flow_control, '');
+  return { ...out, flow_control: flow && { parallelism: flow.parallelism, rate: flow.rate, period: flow.period } };
 }
 
 function checkRules(spec: EndpointSpec): void {
@@ -53,6 +56,10 @@ function checkRules(spec: EndpointSpec): void {
     if (seen.has(url)) throw unprocessable(`forward_urls[${i}] repeats ${url}`, `forward_urls[${i}]`);
     seen.add(url);
   });
+  // A lane is one at a time: a parallelism would say otherwise.
+  if (spec.use_lane && spec.flow_control?.parallelism != null) {
+    throw unprocessable('flow_control.parallelism needs use_lane: false (a lane forwards one at a time; its rate may be limited)', 'flow_control.parallelism');
+  }
 }
 
 const HMAC_FIELDS = ['header', 'algorithm', 'encoding'] as const;
@@ -83,6 +90,7 @@ function checkInput(command: Extract<EndpointCommand, { input: EndpointInput }>)
   checkBodySize(input.forward_body, 'forward_');
   checkHeaders(input.forward_headers ?? undefined, 'forward_');
   checkVerification(input.verification, command.verificationSecret);
+  checkFlowControl(input.flow_control, { needsKey: false });
 }
 
 /** The sealed secret that goes with the input's preset: replaced with it, cleared with it, else kept. */

@@ -1,5 +1,9 @@
 import type { Envelope } from '../../events/envelope.ts';
 import type { SealedSecrets } from '../../lib/sealed-secrets.ts';
+import type { FlowControl, FlowControlInput } from '../flow-control/types.ts';
+
+/** An endpoint's flow control for its forwards: the key is the endpoint. */
+export type EndpointFlowControl = Omit<FlowControl, 'key'>;
 
 /** What a user sets on an endpoint (the spec's Endpoint table, plus the notification flags every resource has). */
 export interface EndpointSpec {
@@ -23,6 +27,12 @@ export interface EndpointSpec {
    * on the endpoint. Absent in events written before presets: none.
    */
   verification?: Verification | null;
+  /**
+   * Limits on its forwards (the contract's "Flow control"): `rate` combines with
+   * `use_lane`, `parallelism` needs `use_lane: false`. Absent in events written before
+   * flow control: none.
+   */
+  flow_control?: EndpointFlowControl | null;
 }
 
 /** The contract's inbound verification presets. */
@@ -59,7 +69,7 @@ export interface SecretsChange {
   sealed: SealedSecrets | null;
 }
 
-export type EndpointInput = Partial<EndpointSpec>;
+export type EndpointInput = Partial<Omit<EndpointSpec, 'flow_control'>> & { flow_control?: Omit<FlowControlInput, 'key'> | null };
 
 export type EndpointEvent =
   | Envelope<'EndpointCreated', { endpoint: Endpoint }>
@@ -68,10 +78,13 @@ export type EndpointEvent =
   | Envelope<'EndpointPaused', { endpoint: Endpoint }>
   | Envelope<'EndpointResumed', { endpoint: Endpoint }>;
 
+export const ENDPOINT_EVENT_TYPES: ReadonlySet<string> = new Set<EndpointEvent['type']>(['EndpointCreated', 'EndpointUpdated', 'EndpointDeleted', 'EndpointPaused', 'EndpointResumed']);
+
 export const ENDPOINT_DEFAULTS: Omit<EndpointSpec, 'name'> = {
   forward_urls: [],
   retry_attempts: 5,
   use_lane: true,
+  flow_control: null,
   enabled: true,
   forward_method: null,
   forward_headers: null,

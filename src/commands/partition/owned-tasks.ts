@@ -3,13 +3,17 @@ import { LANE_LIMITS } from '../flow-control/key-queue.ts';
 import { PartitionQueues } from '../flow-control/partition-queues.ts';
 import { executionCancelled } from '../execution/ending.ts';
 import type { AttemptJob, CallbackJob } from '../execution/job.ts';
+import type { Endpoint } from '../endpoint/types.ts';
 import { afterAttempt, nextCallback } from '../execution/next-step.ts';
 import { taskAttemptJob } from '../execution/task-jobs.ts';
 import type { ExecutionEvent } from '../execution/types.ts';
 import type { PlannedExecution, Task, TaskEvent } from '../task/types.ts';
 import { flowLimits } from '../flow-control/rules.ts';
 import type { FlowKeyEvent } from '../flow-control/types.ts';
-import { flowKeyPartition, taskPartition } from './partition-of.ts';
+import { endpointPartition, flowKeyPartition, taskPartition } from './partition-of.ts';
+import type { EndpointEvent } from '../endpoint/types.ts';
+import type { InboundEventEvent } from '../inbound-event/types.ts';
+import { EndpointStates, endpointKey, endpointLimits, forwardJob, forwardOrigins, type ForwardOrigin } from './owned-endpoints.ts';
 
 /** The owner's name of a task's key: two organizations never share one. */
 const laneKey = (orgId: string, lane: string) => `${orgId} lane ${lane}`;
@@ -27,6 +31,10 @@ export const PARKED = Number.MAX_SAFE_INTEGER;
 
 /** Events of one stored message are told apart by their index; a commit holds far fewer than this. */
 const PER_MESSAGE = 65_536;
+/** The executions one event plans (an inbound event's deliveries: one per forward URL, at most 10). */
+const PER_EVENT = 16;
+/** The log order of the `sub`-th execution planned by the event at (`seq`, `index`). */
+const logOrder = (seq: number, index: number, sub = 0) => (seq * PER_MESSAGE + index) * PER_EVENT + sub;
 
 export type Phase =
   /** Waiting for its time and its key's slot. */
@@ -40,7 +48,10 @@ export type Phase =
 
 export interface OwnedExecution {
   id: string;
-  taskId: string;
+  /** Its task's or endpoint's id. */
+  sourceId: string;
+  /** An endpoint's delivery: the event that planned it (its jobs are built from it). null: a task's execution. */
+  forward: ForwardOrigin | null;
   /** The next attempt to send, built from the task as it is now. */
   job: AttemptJob;
   /** Planned by a trigger: runs even while its task is disabled (its retries do not). */
@@ -79,6 +90,9 @@ export class OwnedTasks {
   private readonly executions = new Map<string, OwnedExecution>();
   private readonly queues = new PartitionQueues();
   private readonly cancelling = new Set<string>();
+  private readonly endpoints = new EndpointStates();
+  /** Each endpoint's live deliveries held here. */
+  private readonly deliveries = new Map<string, Set<string>>();
   /** Origins of the live executions, lowest first (entries of ended ones are dropped lazily). */
   private readonly origins = new MinHeap<number>((a, b) => a < b);
   private readonly originCounts = new Map<number, number>();
@@ -99,7 +113,66 @@ export class OwnedTasks {
 
   /** Whether the execution's task was deleted or cancelled (it is not sent again). */
   sourceGone(exec: OwnedExecution): boolean {
-    return this.tasks.get(exec.taskId)?.gone ?? true;
+    if (exec.forward) return !this.endpoints.get(exec.sourceId);
+    return this.tasks.get(exec.sourceId)?.gone ?? true;
+  }
+
+  /**
+   * An inbound event of this partition whose endpoint is not known yet: read before a
+   * takeover's `from`, its endpoint's events are not in what the owner reads. The owner
+   * loads the endpoint's current state (`learnEndpoint`) before handing the event on.
+   */
+  needsEndpoint(event: InboundEventEvent): boolean {
+    const id = event.data.endpoint.id;
+    return !this.endpoints.has(id) && endpointPartition(event.org_id, id, this.partitions) === this.partition;
+  }
+
+  /** An endpoint as of the event at `seq` (null: deleted); an older state than the one known is ignored. */
+  learnEndpoint(orgId: string, endpointId: string, endpoint: Endpoint | null, seq: number, atMs: number): void {
+    if (endpointPartition(orgId, endpointId, this.partitions) !== this.partition) return;
+    if (!this.endpoints.learn(endpointId, endpoint, seq)) return;
+    const key = endpointKey(orgId, endpointId);
+    if (!endpoint) return this.endpointGone(endpointId, atMs);
+    this.queues.setLimits(key, endpointLimits(endpoint));
+    this.queues.setPaused(key, endpoint.paused);
+  }
+
+  /** An endpoint's event from the log. */
+  onEndpointEvent(event: EndpointEvent, seq: number): void {
+    const endpoint = event.data.endpoint;
+    this.learnEndpoint(event.org_id, endpoint.id, event.type === 'EndpointDeleted' ? null : endpoint, seq, Date.parse(event.at));
+  }
+
+  /**
+   * An inbound event's deliveries (received or replayed), one per forward URL, due at
+   * their time (a debounce window's end). A delivery that `replaces` one of its window
+   * still waiting takes its place: this event's request, the window's time.
+   */
+  onInboundEvent(event: InboundEventEvent, seq: number, index: number, traceparent?: string): void {
+    const endpointId = event.data.endpoint.id;
+    if (endpointPartition(event.org_id, endpointId, this.partitions) !== this.partition) return;
+    // Deleted: its deliveries went with it.
+    if (!this.endpoints.get(endpointId)) return;
+    forwardOrigins(event, seq).forEach((origin, sub) => {
+      const id = origin.plan.execution_id;
+      const held = this.executions.get(id);
+      if (held) {
+        if (!origin.plan.replaces || held.phase !== 'queued' || held.job.attempt !== 1) return;
+        held.forward = origin;
+        held.job = forwardJob(event.org_id, origin, 1, origin.plan.scheduled_for);
+        this.queues.reschedule(id, Date.parse(origin.plan.scheduled_for), held.order);
+        return;
+      }
+      const exec: OwnedExecution = {
+        id, sourceId: endpointId, forward: origin, job: forwardJob(event.org_id, origin, 1, origin.plan.scheduled_for), triggered: false, uncounted: 0,
+        origin: seq, order: logOrder(seq, index, sub), phase: 'queued', cancel: null, callback: null, traceparent,
+      };
+      this.track(exec);
+      let set = this.deliveries.get(endpointId);
+      if (!set) this.deliveries.set(endpointId, (set = new Set()));
+      set.add(id);
+      this.queues.enqueue(id, endpointKey(event.org_id, endpointId), Date.parse(origin.plan.scheduled_for), exec.order);
+    });
   }
 
   /**
@@ -127,7 +200,7 @@ export class OwnedTasks {
       case 'TaskTriggered':
         if (!mine) return;
         this.keyLimits(task, true);
-        this.plan(task, event.data.execution, seq, seq * PER_MESSAGE + index, event.type === 'TaskTriggered', traceparent);
+        this.plan(task, event.data.execution, seq, logOrder(seq, index), event.type === 'TaskTriggered', traceparent);
         return;
       case 'TaskUpdated':
         if (owned) this.changed(owned, task);
@@ -158,6 +231,12 @@ export class OwnedTasks {
   /** The flow-control keys of `orgId` this partition holds or holds paused: what waits and what runs. */
   flowKeys(orgId: string): Array<{ key: string; waiting: number; in_flight: number; paused: boolean }> {
     const prefix = flowKey(orgId, '');
+    return this.queues.keysWithPrefix(prefix).map((k) => ({ ...k, key: k.key.slice(prefix.length) }));
+  }
+
+  /** The endpoints of `orgId` whose deliveries this partition holds, or that are paused: what waits and what runs. */
+  endpointLoads(orgId: string): Array<{ key: string; waiting: number; in_flight: number; paused: boolean }> {
+    const prefix = endpointKey(orgId, '');
     return this.queues.keysWithPrefix(prefix).map((k) => ({ ...k, key: k.key.slice(prefix.length) }));
   }
 
@@ -210,9 +289,7 @@ export class OwnedTasks {
       case 'AttemptFinished': {
         const d = event.data;
         this.queues.recordedStart(exec.id, Date.parse(d.started_at));
-        const owned = this.tasks.get(exec.taskId);
-        const planned: PlannedExecution = { id: exec.id, scheduled_for: d.next_attempt_at ?? d.scheduled_for, callback_url: d.push_callback_url };
-        const retry = d.next_attempt_at && owned && !owned.gone ? { job: taskAttemptJob(owned.task, planned, d.attempt + 1), enabled: owned.task.enabled } : null;
+        const retry = d.next_attempt_at ? this.retryOf(exec, d.attempt + 1, d.next_attempt_at, d.push_callback_url) : null;
         const next = afterAttempt(event.org_id, d, retry, Date.parse(event.at));
         exec.uncounted = d.uncounted_attempts ?? 0;
         switch (next.kind) {
@@ -290,14 +367,37 @@ export class OwnedTasks {
     if (!owned) this.tasks.set(task.id, (owned = { task, gone: false, executions: new Set() }));
     owned.task = task;
     const exec: OwnedExecution = {
-      id: execution.id, taskId: task.id, job: taskAttemptJob(task, execution, 1), triggered, uncounted: 0,
+      id: execution.id, sourceId: task.id, forward: null, job: taskAttemptJob(task, execution, 1), triggered, uncounted: 0,
       origin, order, phase: 'queued', cancel: null, callback: null, traceparent,
     };
-    this.executions.set(exec.id, exec);
+    this.track(exec);
     owned.executions.add(exec.id);
-    this.originCounts.set(origin, (this.originCounts.get(origin) ?? 0) + 1);
-    this.origins.push(origin);
     this.queues.enqueue(exec.id, keyOf(task), this.dueOf(exec, task), order);
+  }
+
+  private track(exec: OwnedExecution): void {
+    this.executions.set(exec.id, exec);
+    this.originCounts.set(exec.origin, (this.originCounts.get(exec.origin) ?? 0) + 1);
+    this.origins.push(exec.origin);
+  }
+
+  /** The next attempt as the execution's source says it now; null when the source is gone. */
+  private retryOf(exec: OwnedExecution, attempt: number, at: string, pushCallback: string | null): { job: AttemptJob; enabled: boolean } | null {
+    if (exec.forward) return this.endpoints.get(exec.sourceId) ? { job: forwardJob(exec.job.org_id, exec.forward, attempt, at), enabled: true } : null;
+    const owned = this.tasks.get(exec.sourceId);
+    if (!owned || owned.gone) return null;
+    return { job: taskAttemptJob(owned.task, { id: exec.id, scheduled_for: at, callback_url: pushCallback }, attempt), enabled: owned.task.enabled };
+  }
+
+  /** Deleted: its waiting deliveries are cancelled; one being sent ends with its attempt (afterAttempt). */
+  private endpointGone(endpointId: string, atMs: number): void {
+    for (const id of this.deliveries.get(endpointId) ?? []) {
+      const exec = this.executions.get(id)!;
+      if (exec.phase !== 'queued') continue;
+      this.queues.remove(exec.id);
+      const { job } = exec;
+      this.markCancelling(exec, executionCancelled(job.org_id, { execution_id: exec.id, source: job.source, reason: 'endpoint deleted', lane: job.lane }, atMs));
+    }
   }
 
   /**
@@ -357,9 +457,15 @@ export class OwnedTasks {
     this.executions.delete(exec.id);
     this.queues.remove(exec.id);
     this.cancelling.delete(exec.id);
-    const owned = this.tasks.get(exec.taskId);
-    owned?.executions.delete(exec.id);
-    if (owned && owned.executions.size === 0) this.tasks.delete(exec.taskId);
+    if (exec.forward) {
+      const set = this.deliveries.get(exec.sourceId);
+      set?.delete(exec.id);
+      if (set && set.size === 0) this.deliveries.delete(exec.sourceId);
+    } else {
+      const owned = this.tasks.get(exec.sourceId);
+      owned?.executions.delete(exec.id);
+      if (owned && owned.executions.size === 0) this.tasks.delete(exec.sourceId);
+    }
     const n = this.originCounts.get(exec.origin)! - 1;
     if (n) this.originCounts.set(exec.origin, n);
     else this.originCounts.delete(exec.origin);

@@ -28,3 +28,6 @@ function taskUnit(task: { id: string; lane: string | null; flow_control?: { key:
 /** A flow-control key's unit: every task naming it, and its pause, belong to one partition. */
 export const flowUnit = (key: string): string => `flow ${key}`;
 export const flowKeyPartition = (orgId: string, key: string, partitions: number): number => partitionOf(orgId, flowUnit(key), partitions);
+
+/** An endpoint's deliveries, its pause and its lane or key: one partition. */
+export const endpointPartition = (orgId: string, endpointId: string, partitions: number): number => partitionOf(orgId, `endpoint ${endpointId}`, partitions);

@@ -32,8 +32,9 @@ type Input = Omit<EndpointInput, 'verification'> & {
 export function endpointRoutes(deps: ApiDeps, rootUrl: () => string): Router {
   const r = Router();
   const resource = (row: Selectable<EndpointsTable>) => ({
-    // Endpoints made before presets have none.
+    // Endpoints made before presets, or flow control, have none.
     verification: null,
+    flow_control: null,
     ...(row.doc as Record<string, unknown>),
     id: row.id,
     slug: row.slug,

@@ -1,5 +1,5 @@
 import { MAX_FORWARD_URLS, VERIFICATION_TYPES } from '../../commands/endpoint/types.ts';
-import { headersSchema, methodSchema, nameSchema, nullable, nullableUrl, retryAttemptsSchema, scriptSchema, urlSchema } from './common.ts';
+import { endpointFlowControlSchema, headersSchema, methodSchema, nameSchema, nullable, nullableUrl, retryAttemptsSchema, scriptSchema, urlSchema } from './common.ts';
 
 /** Secrets: names a Lua `verify()` reads them by; values write-only. */
 export const SECRET_NAME_PATTERN = '^[A-Za-z_][A-Za-z0-9_]{0,63}$';
@@ -51,6 +51,7 @@ const endpointProperties = {
     additionalProperties: { type: 'string', maxLength: 4096 },
   }),
   verification: nullable(verificationSchema),
+  flow_control: endpointFlowControlSchema,
 } as const;
 
 export const createEndpointSchema = {
