@@ -512,6 +512,8 @@ describe('endpoints API and inbound URLs', () => {
       assert.equal(hits('/held')[0]!.body, 'held body');
       const after = await inbound(ep.inbound_url, { method: 'POST', body: 'x' });
       assert.equal(after.body.status, 'received');
+      // Forwarded before the next test counts what the target received.
+      await eventually(async () => hits('/held').length === 2);
     });
 
     test('body of exactly 1 MiB accepted; 1 MiB + 1 → 413, nothing stored (Content-Length and chunked)', async () => {
@@ -655,7 +657,7 @@ describe('endpoints API and inbound URLs', () => {
       assert.equal(later.status, 200);
       await eventually(async () => hits('/late').length === 1);
       assert.equal(hits('/late')[0]!.body, 'forward me');
-      assert.equal(target.received.length, before + 1, 'before a forward URL, nothing was sent anywhere');
+      assert.equal(target.received.length, before + 1, `before a forward URL, nothing was sent anywhere: ${target.received.slice(before).map((r) => r.path).join(', ')}`);
       const replayed = await api('POST', `/endpoints/${ep.id}/events/${res.body.id}/replay`);
       assert.equal(replayed.status, 202, JSON.stringify(replayed.body));
       await eventually(async () => hits('/late').length === 2);

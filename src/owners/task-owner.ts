@@ -147,7 +147,7 @@ export async function ownTaskPartition(
       // One CONSUMER span per send, continuing the trace of whoever planned the execution.
       const { job } = exec;
       const attributes = () => sourceAttributes(job.org_id, job.source, { 'jetcron.execution_id': exec.id, 'jetcron.attempt': job.attempt, 'jetcron.partition': partition });
-      await inSpan(`${exec.phase === 'callback' ? 'callback' : 'attempt'} task`, { kind: SpanKind.CONSUMER, traceparent: exec.traceparent, attributes }, async () => {
+      await inSpan(`${exec.phase === 'callback' ? 'callback' : 'attempt'} ${job.source.type}`, { kind: SpanKind.CONSUMER, traceparent: exec.traceparent, attributes }, async () => {
         if (exec.phase === 'callback') await record([await deps.runner.sendCallback(exec.callback!, { mayWrite })]);
         else await attempt(exec);
       });

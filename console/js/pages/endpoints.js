@@ -3,6 +3,7 @@
 import { api } from '../api.js';
 import { bodyView } from '../body-view.js';
 import { badge, button, copyable, errorBox, facts, fill, h, headersTable, link, pageHead, pre, table, time } from '../dom.js';
+import { flowLimits } from './flow-control.js';
 import { editAndDelete, getData, listPage, mentions, pauseResumeButton, resourceForms, sameAsLast } from './common.js';
 import { notifyFields, scriptField } from './tasks.js';
 
@@ -14,6 +15,10 @@ const endpointFields = [
   { name: 'forward_urls', label: 'Forward URLs', type: 'lines', rows: 3, help: 'One URL per line (up to 10). None: the endpoint only collects events.' },
   { name: 'retry_attempts', label: 'Retry attempts', type: 'number', placeholder: '5', help: '0 to 10' },
   { name: 'use_lane', label: 'Deliver one at a time, in order', type: 'checkbox', default: true },
+  {
+    name: 'flow_control', label: 'Flow control', type: 'json', rows: 2, nullable: true, placeholder: '{"rate": 10, "period": "1s"}',
+    help: 'Limits on the forwards: rate starts per period; parallelism (at most that many at once) needs one at a time off',
+  },
   {
     legend: 'Forwarded request',
     fields: [
@@ -90,6 +95,7 @@ export async function endpointDetail(ctx) {
         ['Forward method', e.forward_method || 'the original'],
         ['Retry attempts', String(e.retry_attempts)],
         ['One at a time', e.use_lane ? 'yes' : 'no'],
+        ['Flow control', e.flow_control ? flowLimits(e.flow_control) : null],
         ['Verification', e.verification ? verificationText(e.verification) : null],
         ['Secrets', e.secret_names?.length ? e.secret_names.join(', ') : null],
         ['Id', h('code', {}, e.id)],

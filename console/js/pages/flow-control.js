@@ -3,7 +3,8 @@ import { api } from '../api.js';
 import { badge, h, link } from '../dom.js';
 import { listPage, pauseResumeButton } from './common.js';
 
-const limits = (k) => {
+/** A key's (or an endpoint's) limits in words. */
+export const flowLimits = (k) => {
   const parts = [];
   if (k.parallelism !== null) parts.push(`${k.parallelism} at once`);
   if (k.rate !== null) parts.push(`${k.rate} per ${k.period}`);
@@ -21,7 +22,7 @@ export function flowControlList(ctx) {
     match: (m) => m.kind === 'execution' || m.kind === 'task',
     columns: [
       { label: 'Key', cell: (k) => h('code', {}, k.key) },
-      { label: 'Limits', cell: limits },
+      { label: 'Limits', cell: flowLimits },
       { label: 'Waiting', cell: (k) => String(k.waiting) },
       { label: 'In flight', cell: (k) => String(k.in_flight) },
       { label: 'State', cell: (k) => badge(k.paused ? 'paused' : 'active') },
@@ -41,4 +42,4 @@ export function flowControlList(ctx) {
 }
 
 /** A task's key, linked to the keys page. */
-export const flowControlFact = (flow) => (flow ? [h('code', {}, flow.key), ' ', link('(keys)', 'flow-control'), ' ', limits(flow)] : null);
+export const flowControlFact = (flow) => (flow ? [h('code', {}, flow.key), ' ', link('(keys)', 'flow-control'), ' ', flowLimits(flow)] : null);

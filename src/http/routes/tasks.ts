@@ -44,8 +44,8 @@ export async function createTaskAnswer(deps: ApiDeps, orgId: string, body: Recor
 
 /**
  * Flow-control keys are held by the partition owners; a deployment still sending tasks
- * through DISPATCH (JETCRON_DISPATCH=queue, being retired) would ignore them, so it
- * refuses them rather than run a key's tasks unbounded.
+ * and forwards through DISPATCH (JETCRON_DISPATCH=queue, being retired) would ignore
+ * them, so it refuses them rather than run a key's work unbounded.
  */
 export function flowControlServed(deps: Pick<ApiDeps, 'config'>, flow: unknown): void {
   if (flow != null && deps.config.dispatchMode === 'queue') {
