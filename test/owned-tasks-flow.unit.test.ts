@@ -165,3 +165,17 @@ test('a lane or key moved by an update: the waiting execution stays; a new one g
   assert.equal(planners[0]!.partition, flowKeyPartition('org_a', 'k', P));
   assert.equal(holders.filter((h) => h.get(executionOf(a))).length, 1);
 });
+
+test('sending: from its start to its result; a result read from elsewhere meanwhile is the owner\'s to ignore', () => {
+  const keyed = created(flow('s', { parallelism: 1 }));
+  const free = created({});
+  const s = new OwnedTasks(0, 1);
+  s.onTaskEvent(keyed, 1, 0);
+  s.onTaskEvent(free, 2, 0);
+  assert.equal(s.sending(executionOf(keyed)), false);
+  const started = s.take(T0);
+  assert.deepEqual(started.map((e) => s.sending(e.id)), [true, true]);
+  for (const e of started) s.onResult(finished(e.job));
+  assert.equal(s.sending(executionOf(keyed)), false);
+  assert.equal(s.sending(executionOf(free)), false);
+});

@@ -97,9 +97,28 @@ export async function ownTaskPartition(
 
   /** Appends and, once stored, applies: the state follows the log, never ahead of it. */
   const record = async (events: ExecutionEvent[]) => {
-    await log.append(events);
+    try {
+      await log.append(events);
+    } catch (err) {
+      if (err instanceof Fenced) await recordLate(events);
+      throw err;
+    }
     for (const e of events) state.onResult(e);
     schedulePump();
+  };
+
+  /**
+   * Fenced with a result in hand: the request went out, so what it got is true, and the
+   * log keeps it on the execution's own subject (the next owner applies results read
+   * there, unless it is sending that execution itself). Without this, a delivery sent
+   * just before a hand-off and then cancelled by its successor had no attempt recorded.
+   */
+  const recordLate = async (events: ExecutionEvent[]) => {
+    for (const e of events) {
+      if (e.type !== 'AttemptFinished' && e.type !== 'CallbackAttempted') continue;
+      await deps.store.append(SUBJECTS.execution(e.org_id, e.data.execution_id), e)
+        .catch((err: unknown) => deps.log(`owner of partition ${partition}: the late result of ${e.data.execution_id} was not stored: ${(err as Error).message}`));
+    }
   };
 
   const schedulePump = () => {
@@ -213,8 +232,10 @@ export async function ownTaskPartition(
       else if (ENDPOINT_EVENT_TYPES.has(e.type)) state.onEndpointEvent(e as EndpointEvent, seq);
       else if (FLOW_KEY_EVENT_TYPES.has(e.type)) state.onFlowKeyEvent(e as FlowKeyEvent);
       // On an execution's own subject: what DISPATCH recorded for a task before the owners
-      // took tasks over (a deployment switching modes, jobs still in flight then) settles it here too.
-      else if (RESULT_EVENTS.has(e.type)) state.onResult(e as ExecutionEvent);
+      // took tasks over (a deployment switching modes, jobs still in flight then), or a
+      // fenced owner's late result, settles it here too; not while this owner is sending
+      // it (its own result will, and a lane must not open before it has).
+      else if (RESULT_EVENTS.has(e.type) && !state.sending((e as ExecutionEvent).data.execution_id)) state.onResult(e as ExecutionEvent);
     });
   };
 

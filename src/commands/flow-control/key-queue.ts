@@ -95,6 +95,10 @@ export class KeyQueue {
     return this.idle && (this.limits.rate === null || this.rateAllowsAll(now));
   }
 
+  isInFlight(executionId: string): boolean {
+    return this.inFlight.has(executionId);
+  }
+
   has(executionId: string): boolean {
     return this.waiting.has(executionId) || this.inFlight.has(executionId);
   }

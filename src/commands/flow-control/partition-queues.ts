@@ -102,6 +102,14 @@ export class PartitionQueues {
     return this.where.has(executionId);
   }
 
+  /** Taken and not finished: for a keyed execution its key says; an unkeyed one is in flight once it left the heap. */
+  inFlight(executionId: string): boolean {
+    const key = this.where.get(executionId);
+    if (key === undefined) return false;
+    if (key === null) return !this.freeWaiting.has(executionId);
+    return this.keys.get(key)?.isInFlight(executionId) ?? false;
+  }
+
   /** The attempt taken is being sent (see KeyQueue.began). */
   began(executionId: string, at: number): void {
     this.keyed(executionId)?.began(executionId, at);

@@ -102,6 +102,12 @@ export class OwnedTasks {
     readonly partitions: number,
   ) {}
 
+  /** Whether this owner is sending the execution now (its attempt or its callback). */
+  sending(executionId: string): boolean {
+    const phase = this.executions.get(executionId)?.phase;
+    return phase === 'running' || (phase === 'callback' && this.queues.inFlight(executionId));
+  }
+
   /** Live executions held. */
   get size(): number {
     return this.executions.size;
