@@ -1,7 +1,7 @@
 import { Kvm } from '@nats-io/kv';
 import { KV_BUCKETS, KV_CHECKPOINT_READERS, STREAMS } from '../../streams/definitions.ts';
 import { SUBJECTS } from '../../streams/subjects.ts';
-import type { AttemptResult } from '../commands/execution/types.ts';
+import type { AttemptResult, ExecutionEvent } from '../commands/execution/types.ts';
 import { executionCancelled } from '../commands/execution/ending.ts';
 import { TASK_EVENT_TYPES, type Task, type TaskEvent } from '../commands/task/types.ts';
 import { evolveTask } from '../commands/task/decide.ts';
@@ -62,8 +62,14 @@ export interface TranslatorDeps {
  * still purges its stored requests and timers.)
  */
 function ownersWork(event: JetcronEvent, subject: string): boolean {
-  return TASK_EVENT_TYPES.has(event.type) || event.type === 'InboundEventReceived' || event.type === 'InboundEventReplayed' || subject.startsWith('evt.partition.');
+  if (TASK_EVENT_TYPES.has(event.type) || event.type === 'InboundEventReceived' || event.type === 'InboundEventReplayed' || subject.startsWith('evt.partition.')) return true;
+  // A task's or an endpoint's result on its execution's subject (a fenced owner's late
+  // result, or DISPATCH's from before the switch): the owners settle it, retries and callbacks included.
+  const source = event.type === 'CallbackAttempted' ? event.data.job.source : RESULT_TYPES.has(event.type) ? (event as Exclude<ExecutionEvent, { type: 'CallbackAttempted' }>).data.source : null;
+  return source?.type === 'task' || source?.type === 'endpoint';
 }
+
+const RESULT_TYPES: ReadonlySet<string> = new Set<ExecutionEvent['type']>(['AttemptStarted', 'AttemptFinished', 'AttemptDeferred', 'ExecutionCancelled']);
 
 /**
  * Turns events into work: a job on DISPATCH when it is due now, a timer in TIMERS
