@@ -11,9 +11,35 @@ import type { TaskEvent } from './types.ts';
 export async function createdInBatch(store: EventStore, orgId: string, taskId: string): Promise<TaskCreatedEvent | null> {
   const batchId = parentOf(taskId, 'cmd');
   if (!batchId) return null;
-  const stored = await store.lastMessage<TaskEvent>(SUBJECTS.batch(orgId, batchId));
-  const created = stored?.events.find((e) => e.type === 'TaskCreated' && e.data.task.id === taskId);
-  return (created as TaskCreatedEvent | undefined) ?? null;
+  const subject = SUBJECTS.batch(orgId, batchId);
+  const recent = recentBatches(store);
+  let creates = recent.get(subject);
+  if (creates) {
+    // Most recently used last.
+    recent.delete(subject);
+    recent.set(subject, creates);
+  } else {
+    const stored = await store.lastMessage<TaskEvent>(subject);
+    if (!stored) return null;
+    creates = new Map();
+    for (const e of stored.events) if (e.type === 'TaskCreated') creates.set(e.data.task.id, e as TaskCreatedEvent);
+    recent.set(subject, creates);
+    if (recent.size > RECENT_BATCHES) recent.delete(recent.keys().next().value!);
+  }
+  return creates.get(taskId) ?? null;
+}
+
+/**
+ * A batch's commit is written once and never changes, so the creates of the last few
+ * read are kept, by task id: a command on every task of a batch (a lane cancel of 1,000)
+ * reads and decodes its commit once, not once per task.
+ */
+const RECENT_BATCHES = 16;
+const recentByStore = new WeakMap<EventStore, Map<string, Map<string, TaskCreatedEvent>>>();
+function recentBatches(store: EventStore): Map<string, Map<string, TaskCreatedEvent>> {
+  let recent = recentByStore.get(store);
+  if (!recent) recentByStore.set(store, (recent = new Map()));
+  return recent;
 }
 
 /** A task's last event: on its own subject, or (never changed since) its create in its batch's commit. */
