@@ -61,15 +61,20 @@ const writeAll = (statements: RawBuilder<unknown>[]): Write => async (trx) => {
 };
 
 /**
- * A commit's events one at a time, each under a savepoint of its own: an event that
- * fails (not transiently: then the whole transaction fails and is tried again) is rolled
- * back to its savepoint and handed to `skip`, which records it; the others are written.
+ * A commit's events one at a time in `trx`, each under a savepoint of its own: an event
+ * that fails (not transiently: then the whole transaction fails and is tried again) is
+ * rolled back to its savepoint and handed to `skip`, which records it; the others stay.
  */
-const writeApart = (events: StoredEvent<JetcronEvent>[], skip: (event: StoredEvent<JetcronEvent>, err: unknown) => Promise<void>): Write => async (trx) => {
+export async function applyEachApart<E>(
+  trx: Transaction<any>,
+  events: E[],
+  apply: (event: E) => Promise<void>,
+  skip: (event: E, err: unknown) => Promise<void>,
+): Promise<void> {
   for (const e of events) {
     await sql`SAVEPOINT apart`.execute(trx);
     try {
-      await writeAll(prepare([e]))(trx);
+      await apply(e);
       await sql`RELEASE SAVEPOINT apart`.execute(trx);
     } catch (err) {
       if (isTransient(err)) throw err;
@@ -77,7 +82,7 @@ const writeApart = (events: StoredEvent<JetcronEvent>[], skip: (event: StoredEve
       await skip(e, err);
     }
   }
-};
+}
 
 /**
  * One CONSUMER span per traced event of a batch (its trace's last step: the read models
@@ -150,7 +155,7 @@ export async function runProjection(deps: ProjectorDeps, signal: AbortSignal, op
       applyApart: async (events: StoredEvent<JetcronEvent>[], skip: (event: StoredEvent<JetcronEvent>, err: unknown) => Promise<void>) => {
         await writing;
         const spans = projectionSpans(events);
-        await commit(writeApart(events, skip), events[0]!.seq).finally(() => endSpans(spans));
+        await commit((trx) => applyEachApart(trx, events, (e) => writeAll(prepare([e]))(trx), skip), events[0]!.seq).finally(() => endSpans(spans));
       },
     };
     await readEvents(deps.nats, read, async (events) => {
