@@ -12,6 +12,9 @@ import { createEventStore } from '../src/nats/event-store.ts';
 import { decodeEvents } from '../src/nats/event-reader.ts';
 import { failureKey } from '../src/nats/failure-ledger.ts';
 import { parentOf } from '../src/lib/ids.ts';
+import { createClock } from '../src/lib/clock.ts';
+import { createTask } from '../src/commands/task/handlers.ts';
+import { lastTaskEvent } from '../src/commands/task/load.ts';
 import { connectNats, type Nats } from '../src/nats/connection.ts';
 import { POISON_AFTER } from '../src/nats/supervisor.ts';
 import { eventually, startTestService, type Api, type TestService } from './support/service.ts';
@@ -43,6 +46,11 @@ describe('poison events, failure records and /healthz', () => {
     return { status: res.status, body: await res.json() as any };
   };
   const metrics = async () => (await fetch(`${svc.url}/metrics`)).text();
+  /** The projector's record of a task's create: on its own subject, or (a create of a shared commit) its commit's. */
+  const recordOf = async (taskId: string) => {
+    const commit = parentOf(taskId, 'cmd');
+    return (await failures('projector')).find((f) => f.subject === SUBJECTS.task(orgId, taskId) || (commit !== null && f.subject === SUBJECTS.batch(orgId, commit)));
+  };
 
   before(async () => {
     svc = await startTestService({ JETCRON_HEALTH_STUCK_MS: String(STUCK_MS) });
@@ -66,11 +74,12 @@ describe('poison events, failure records and /healthz', () => {
     assert.equal(created.status, 201);
     const id = created.body.data.id;
     const subject = SUBJECTS.task(orgId, id);
-    const last = await store.last<any>(subject);
+    // Its create: in its loop turn's commit, or on its own subject.
+    const last = (await lastTaskEvent(store, orgId, id)) as any;
     assert.ok(last);
     // The API refuses such a string; an older version may have let it into the log.
-    const poisoned = { ...last.event, type: 'TaskUpdated', id: `evt_nul_${Date.now()}`, data: { task: { ...last.event.data.task, name: 'a\u0000b\ud800c' }, changed: ['name'] } };
-    await store.append(subject, poisoned, last.seq);
+    const poisoned = { ...last, type: 'TaskUpdated', id: `evt_nul_${Date.now()}`, data: { task: { ...last.data.task, name: 'a\u0000b\ud800c' }, changed: ['name'] } };
+    await store.append(subject, poisoned, (await store.last(subject))?.seq ?? 0);
     const got = await eventually(async () => {
       const r = await api('GET', `/tasks/${id}`);
       return r.body.data.name !== 'clean' && r.body.data;
@@ -132,7 +141,7 @@ describe('poison events, failure records and /healthz', () => {
         api('POST', '/tasks', { url: `${target.url}/p`, name, delay: '1h' })));
       for (const r of made) assert.equal(r.status, 201);
       const poison = made[2]!.body.data.id;
-      const record = await eventually(async () => (await failures('projector')).find((f) => f.subject === SUBJECTS.task(orgId, poison)), 15_000, 300);
+      const record = await eventually(() => recordOf(poison), 15_000, 300);
       assert.match(record.error, /poison_test/);
       assert.equal(record.attempts, 3);
       for (const r of made) {
@@ -146,7 +155,7 @@ describe('poison events, failure records and /healthz', () => {
     } finally {
       await db.query('ALTER TABLE tasks DROP CONSTRAINT poison_test');
     }
-    const record = (await failures('projector')).find((f) => f.subject.endsWith(made[2]!.body.data.id));
+    const record = await recordOf(made[2]!.body.data.id);
     const retried = await cli('projections', 'retry', '--consumer', 'projector', '--seq', String(record.seq), '--wait', '20');
     assert.equal(retried.code, 0, retried.stdout + retried.stderr);
     assert.deepEqual(lines(retried).map((l) => l.result), ['succeeded']);
@@ -234,6 +243,33 @@ describe('poison events, failure records and /healthz', () => {
       assert.deepEqual(lines(retried).map((l) => l.result), ['succeeded']);
       assert.equal((await db.query(`SELECT id FROM tasks WHERE lane = 'old-record'`)).rows.length, 2);
     });
+  });
+
+  test('a poison create in a commit of one loop turn\'s creates does not hide the others', async () => {
+    await db.query(`ALTER TABLE tasks ADD CONSTRAINT poison_turn_test CHECK (doc->>'name' IS DISTINCT FROM 'turn-poison')`);
+    let made: Array<{ state: any; seq: number }>;
+    try {
+      // Five single creates decided in one turn, as five requests of one turn: one commit.
+      const deps = { store, clock: createClock() };
+      made = await Promise.all(['turn-1', 'turn-2', 'turn-poison', 'turn-3', 'turn-4'].map((name) =>
+        createTask(deps, orgId, { url: `${target.url}/turn`, name, delay: '1h' })));
+      assert.equal(new Set(made.map((m) => m.seq)).size, 1, 'one message holds the five creates');
+      const seq = made[0]!.seq;
+      const record = await eventually(async () => (await failures('projector')).find((f) => f.seq === seq), 15_000, 300);
+      assert.equal(record.index, 2);
+      assert.equal(record.subject, SUBJECTS.batch(orgId, parentOf(made[2]!.state.id, 'cmd')!));
+      assert.match(record.error, /poison_turn_test/);
+      for (const [i, m] of made.entries()) {
+        assert.equal((await api('GET', `/tasks/${m.state.id}`)).status, i === 2 ? 404 : 200, m.state.name);
+      }
+      // The log has the poison task all the same: commands read it from its commit.
+      const put = await api('PUT', `/tasks/${made[2]!.state.id}`, { url: `${target.url}/turn`, name: 'turn-poison-renamed' });
+      assert.equal(put.status, 200, JSON.stringify(put.body));
+    } finally {
+      await db.query('ALTER TABLE tasks DROP CONSTRAINT poison_turn_test');
+    }
+    // Its change, on its own subject, brings it into the read models.
+    assert.equal((await api('GET', `/tasks/${made[2]!.state.id}`)).body.data.name, 'turn-poison-renamed');
   });
 
   test('a job that keeps failing is terminated with its content recorded, not redelivered forever', async () => {
