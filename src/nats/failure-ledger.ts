@@ -16,8 +16,8 @@ export interface FailureRecord {
   seq: number;
   /**
    * One event of a commit, skipped while the commit's other events were applied: its
-   * place in the message, and its id and type. Absent: the whole message (every record
-   * written before 2026-11-27, and a message of one event).
+   * place in the message, and its id and type. Absent: the whole message (a message of
+   * one event, and every record written before events of a commit were recorded apart).
    */
   index?: number;
   event_id?: string;
