@@ -16,6 +16,7 @@ import type { Nats } from '../src/nats/connection.ts';
 import { readEvents } from '../src/nats/event-reader.ts';
 import { createEventStore } from '../src/nats/event-store.ts';
 import { readEventsKeyed } from '../src/nats/keyed-event-reader.ts';
+import { failureKey, type FailureRecord } from '../src/nats/failure-ledger.ts';
 import { openSupervisor } from '../src/nats/supervisor.ts';
 import { createKeyedPipeline } from '../src/scheduler/keyed-pipeline.ts';
 import { startNatsWithStreams } from './support/nats.ts';
@@ -148,3 +149,53 @@ test('a keyed reader runs every event of a commit and checkpoints past it only w
   await reading;
   assert.equal(await checkpoint(), 3);
 });
+
+test('a keyed reader records an event of a commit that keeps failing by sequence and index, goes on, and a retry runs that event alone', async () => {
+  const supervisor = await openSupervisor(nats, () => {});
+  after(() => supervisor.close());
+  const kv = await new Kvm(nats.js).open(KV_BUCKETS.checkpoints.name);
+  const failures = await new Kvm(nats.js).open(KV_BUCKETS.failures.name);
+  const name = `commit-poison-${Date.now()}`;
+  const abort = new AbortController();
+  const handled: string[] = [];
+  let broken = true;
+  const reading = readEventsKeyed({
+    nats, kv, name, checkpointKey: name, checkpointEveryMs: 20, signal: abort.signal, log: () => {}, supervisor,
+    keyOf: (e) => e.event.id,
+    handle: async (e) => {
+      if (e.event.id === 'probe-3' && broken) throw new Error('probe-3 is poison');
+      handled.push(e.event.id);
+    },
+  });
+  try {
+    const key = failureKey(name, 2, 1);
+    const recorded = async () => {
+      const e = await failures.get(key);
+      return e && e.operation === 'PUT' && e.value.length ? e.json<FailureRecord>() : null;
+    };
+    const record = await waitFor(recorded);
+    assert.equal(record.index, 1);
+    assert.equal(record.event_id, 'probe-3');
+    assert.equal(record.event_type, 'Probe');
+    assert.equal(await failures.get(failureKey(name, 2)), null, 'no record of the whole commit');
+    await waitFor(async () => handled.length === 4);
+    assert.deepEqual([...handled].sort(), ['probe-1', 'probe-2', 'probe-4', 'probe-5']);
+
+    broken = false;
+    await failures.put(key, JSON.stringify({ ...record, state: 'retry' }));
+    await waitFor(async () => (await recorded()) === null);
+    assert.deepEqual(handled.slice(4), ['probe-3'], 'the retry ran that event, not its commit');
+  } finally {
+    abort.abort();
+    await reading;
+  }
+});
+
+async function waitFor<T>(check: () => Promise<T | null | false>): Promise<T> {
+  for (let i = 0; i < 300; i++) {
+    const got = await check();
+    if (got) return got;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error('timed out waiting');
+}

@@ -9,6 +9,8 @@ import { STREAMS } from '../streams/definitions.ts';
 import { SUBJECTS } from '../streams/subjects.ts';
 import { loadConfig } from '../src/config.ts';
 import type { TaskEvent } from '../src/commands/task/types.ts';
+import { createdInBatch } from '../src/commands/task/load.ts';
+import { createEventStore } from '../src/nats/event-store.ts';
 import { queuedSubjects, retryConflicts } from '../src/commands/execute.ts';
 import { ConcurrencyError, type EventStore } from '../src/events/store.ts';
 import { ApiError } from '../src/lib/errors.ts';
@@ -132,7 +134,7 @@ describe('concurrent writes on one aggregate', () => {
     assert.equal(final.body, winner.body);
     assert.deepEqual(final.headers, winner.headers);
 
-    const events = await subjectEvents<TaskEvent>(svc.natsUrl, SUBJECTS.task(orgId, id));
+    const events = await taskEvents(svc.natsUrl, orgId, id);
     const types = events.map((e) => e.type);
     assert.deepEqual(types, ['TaskCreated', ...Array(16).fill('TaskUpdated')]);
     assert.deepEqual(new Set(events.slice(1).map((e) => e.type === 'TaskUpdated' && e.data.task.name)), new Set(updates.map((u) => u.name)));
@@ -242,6 +244,18 @@ describe('conflict handling without a service', () => {
 });
 
 /** Every event of one subject, oldest first, read straight from the log. */
+/** A task's events: its create (from its loop turn's commit, when its id names one), then those on its own subject. */
+async function taskEvents(natsUrl: string, orgId: string, id: string): Promise<TaskEvent[]> {
+  const nats = await connectNats(natsUrl, 'concurrent-writes test');
+  let created: TaskEvent | null;
+  try {
+    created = await createdInBatch(createEventStore(nats), orgId, id);
+  } finally {
+    await nats.close();
+  }
+  return [...(created ? [created] : []), ...(await subjectEvents<TaskEvent>(natsUrl, SUBJECTS.task(orgId, id)))];
+}
+
 async function subjectEvents<E>(natsUrl: string, subject: string): Promise<E[]> {
   const nats = await connectNats(natsUrl, 'concurrent-writes test');
   // A single subject as a string: nats-server 2.9 knows filter_subject, not the list form.

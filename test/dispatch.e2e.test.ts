@@ -4,6 +4,7 @@ import { eventually, startTestService, type Api, type TestService, ownersDispatc
 import { signedWith, startTarget } from './support/target.ts';
 import { SUBJECTS } from '../streams/subjects.ts';
 import type { TaskEvent } from '../src/commands/task/types.ts';
+import { lastTaskEvent } from '../src/commands/task/load.ts';
 import { createEventStore } from '../src/nats/event-store.ts';
 import { encodeJson } from '../src/lib/json.ts';
 import { connectNats } from '../src/nats/connection.ts';
@@ -162,9 +163,10 @@ describe('dispatch of one-time tasks', () => {
       assert.equal((await finished(task.last_execution_id)).status, 'success');
       // The job as the translator built it, its time 3 minutes back, under a msg id
       // DISPATCH has not seen: what a replay after a long outage would publish.
-      const created = await createEventStore(conn).last<TaskEvent>(SUBJECTS.task((await api('GET', '/organization')).body.data.id, task.id));
-      assert.equal(created?.event.type, 'TaskCreated');
-      const data = (created!.event as Extract<TaskEvent, { type: 'TaskCreated' }>).data;
+      // Its create: in its loop turn's commit, or on its own subject.
+      const created = await lastTaskEvent(createEventStore(conn), (await api('GET', '/organization')).body.data.id, task.id);
+      assert.equal(created?.type, 'TaskCreated');
+      const data = (created as Extract<TaskEvent, { type: 'TaskCreated' }>).data;
       const job = taskAttemptJob(data.task, { ...data.execution, scheduled_for: new Date(Date.now() - 180_000).toISOString() }, 1);
       await conn.publish(SUBJECTS.dispatch(job.org_id), encodeJson(job), { msgId: `${job.execution_id}:late-copy` });
       // DISPATCH is a work queue: empty once the dispatcher has taken and acknowledged the copy,

@@ -4,9 +4,17 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
+import { Kvm } from '@nats-io/kv';
+import { KV_BUCKETS } from '../streams/definitions.ts';
 import { SUBJECTS } from '../streams/subjects.ts';
 import { type EventStore } from '../src/events/store.ts';
 import { createEventStore } from '../src/nats/event-store.ts';
+import { decodeEvents } from '../src/nats/event-reader.ts';
+import { failureKey } from '../src/nats/failure-ledger.ts';
+import { parentOf } from '../src/lib/ids.ts';
+import { createClock } from '../src/lib/clock.ts';
+import { createTask } from '../src/commands/task/handlers.ts';
+import { lastTaskEvent } from '../src/commands/task/load.ts';
 import { connectNats, type Nats } from '../src/nats/connection.ts';
 import { POISON_AFTER } from '../src/nats/supervisor.ts';
 import { eventually, startTestService, type Api, type TestService } from './support/service.ts';
@@ -38,6 +46,11 @@ describe('poison events, failure records and /healthz', () => {
     return { status: res.status, body: await res.json() as any };
   };
   const metrics = async () => (await fetch(`${svc.url}/metrics`)).text();
+  /** The projector's record of a task's create: on its own subject, or (a create of a shared commit) its commit's. */
+  const recordOf = async (taskId: string) => {
+    const commit = parentOf(taskId, 'cmd');
+    return (await failures('projector')).find((f) => f.subject === SUBJECTS.task(orgId, taskId) || (commit !== null && f.subject === SUBJECTS.batch(orgId, commit)));
+  };
 
   before(async () => {
     svc = await startTestService({ JETCRON_HEALTH_STUCK_MS: String(STUCK_MS) });
@@ -61,11 +74,12 @@ describe('poison events, failure records and /healthz', () => {
     assert.equal(created.status, 201);
     const id = created.body.data.id;
     const subject = SUBJECTS.task(orgId, id);
-    const last = await store.last<any>(subject);
+    // Its create: in its loop turn's commit, or on its own subject.
+    const last = (await lastTaskEvent(store, orgId, id)) as any;
     assert.ok(last);
     // The API refuses such a string; an older version may have let it into the log.
-    const poisoned = { ...last.event, type: 'TaskUpdated', id: `evt_nul_${Date.now()}`, data: { task: { ...last.event.data.task, name: 'a\u0000b\ud800c' }, changed: ['name'] } };
-    await store.append(subject, poisoned, last.seq);
+    const poisoned = { ...last, type: 'TaskUpdated', id: `evt_nul_${Date.now()}`, data: { task: { ...last.data.task, name: 'a\u0000b\ud800c' }, changed: ['name'] } };
+    await store.append(subject, poisoned, (await store.last(subject))?.seq ?? 0);
     const got = await eventually(async () => {
       const r = await api('GET', `/tasks/${id}`);
       return r.body.data.name !== 'clean' && r.body.data;
@@ -127,7 +141,7 @@ describe('poison events, failure records and /healthz', () => {
         api('POST', '/tasks', { url: `${target.url}/p`, name, delay: '1h' })));
       for (const r of made) assert.equal(r.status, 201);
       const poison = made[2]!.body.data.id;
-      const record = await eventually(async () => (await failures('projector')).find((f) => f.subject === SUBJECTS.task(orgId, poison)), 15_000, 300);
+      const record = await eventually(() => recordOf(poison), 15_000, 300);
       assert.match(record.error, /poison_test/);
       assert.equal(record.attempts, 3);
       for (const r of made) {
@@ -141,13 +155,121 @@ describe('poison events, failure records and /healthz', () => {
     } finally {
       await db.query('ALTER TABLE tasks DROP CONSTRAINT poison_test');
     }
-    const record = (await failures('projector')).find((f) => f.subject.endsWith(made[2]!.body.data.id));
+    const record = await recordOf(made[2]!.body.data.id);
     const retried = await cli('projections', 'retry', '--consumer', 'projector', '--seq', String(record.seq), '--wait', '20');
     assert.equal(retried.code, 0, retried.stdout + retried.stderr);
     assert.deepEqual(lines(retried).map((l) => l.result), ['succeeded']);
     assert.equal((await failures('projector')).some((f) => f.seq === record.seq), false);
     const [row] = (await db.query(`SELECT doc->>'name' AS name FROM tasks WHERE doc->>'name' = 'poison'`)).rows;
     assert.equal(row?.name, 'poison');
+  });
+
+  describe('a poison event inside a commit', () => {
+    const names = ['c-ok-1', 'c-ok-2', 'c-poison', 'c-ok-3', 'c-ok-4'];
+    const tasks = new Map<string, string>();
+    let record: any;
+
+    test('only that event is recorded (sequence and index) and skipped; the commit\'s other events land and the checkpoint moves past', async () => {
+      await db.query(`ALTER TABLE tasks ADD CONSTRAINT poison_commit_test CHECK (doc->>'name' IS DISTINCT FROM 'c-poison')`);
+      try {
+        // A batch is one commit: five TaskCreated, then BatchAccepted.
+        const res = await api('POST', '/tasks/batch', { lane: 'poison-commit', delay: '1h', tasks: names.map((name) => ({ url: `${target.url}/pc`, name })) });
+        assert.equal(res.status, 201, JSON.stringify(res.body));
+        record = await eventually(async () => (await failures('projector')).find((f) => f.subject.startsWith(`evt.${orgId}.batch.`)), 15_000, 300);
+        const stored = decodeEvents((await nats.jsm.streams.getMessage('EVENTS', { seq: record.seq }))!.data) as any[];
+        assert.deepEqual(stored.map((e) => e.type), ['TaskCreated', 'TaskCreated', 'TaskCreated', 'TaskCreated', 'TaskCreated', 'BatchAccepted']);
+        assert.equal(record.index, 2, 'the third event of the commit');
+        assert.equal(record.event_id, stored[2].id);
+        assert.equal(stored[2].data.task.name, 'c-poison');
+        assert.equal(record.event_type, 'TaskCreated');
+        assert.match(record.error, /poison_commit_test/);
+        assert.equal(record.attempts, 3);
+        assert.deepEqual((await failures('projector')).filter((f) => f.seq === record.seq).map((f) => f.index), [2], 'nothing else of the commit is recorded');
+        const { rows } = await db.query(`SELECT id, doc->>'name' AS name FROM tasks WHERE lane = 'poison-commit'`);
+        for (const r of rows) tasks.set(r.name, r.id);
+        assert.deepEqual([...tasks.keys()].sort(), ['c-ok-1', 'c-ok-2', 'c-ok-3', 'c-ok-4']);
+        const listed = (await api('GET', '/tasks')).body.data.filter((t: { lane: string }) => t.lane === 'poison-commit');
+        assert.equal(listed.length, 4);
+        const [checkpoint] = (await db.query(`SELECT seq FROM projection_checkpoints WHERE name = 'read_models_v1'`)).rows;
+        assert.ok(Number(checkpoint.seq) >= record.seq, `checkpoint ${checkpoint.seq} is past seq ${record.seq}`);
+      } finally {
+        await db.query('ALTER TABLE tasks DROP CONSTRAINT poison_commit_test');
+      }
+    });
+
+    test('a live projector goes on after it: later writes are read back at once', async () => {
+      const next = await api('POST', '/tasks', { url: `${target.url}/after-commit`, name: 'after-commit', delay: '1h' });
+      assert.equal(next.status, 201);
+      assert.equal((await api('GET', `/tasks/${next.body.data.id}`)).status, 200);
+      // A change of a task of the commit: on its own subject, read back at once.
+      const put = await api('PUT', `/tasks/${tasks.get('c-ok-1')}`, { url: `${target.url}/pc`, name: 'c-ok-1-changed' });
+      assert.equal(put.status, 200, JSON.stringify(put.body));
+      assert.equal((await api('GET', `/tasks/${tasks.get('c-ok-1')}`)).body.data.name, 'c-ok-1-changed');
+      const h = await health();
+      assert.equal(h.body.consumers.projector.state, 'ok');
+    });
+
+    test('retry after the fix applies that event alone', async () => {
+      const retried = await cli('projections', 'retry', '--consumer', 'projector', '--seq', String(record.seq), '--index', String(record.index), '--wait', '20');
+      assert.equal(retried.code, 0, retried.stdout + retried.stderr);
+      assert.deepEqual(lines(retried).map((l) => [l.result, l.index]), [['succeeded', 2]]);
+      assert.equal((await failures('projector')).some((f) => f.seq === record.seq), false);
+      const { rows } = await db.query(`SELECT doc->>'name' AS name, last_execution_id FROM tasks WHERE lane = 'poison-commit' ORDER BY doc->>'name'`);
+      assert.deepEqual(rows.map((r) => r.name), ['c-ok-1-changed', 'c-ok-2', 'c-ok-3', 'c-ok-4', 'c-poison'], 'the other events were not applied again (c-ok-1 keeps its change)');
+      const poison = rows.find((r) => r.name === 'c-poison');
+      const [execution] = (await db.query(`SELECT status FROM executions WHERE id = $1`, [poison.last_execution_id])).rows;
+      assert.equal(execution?.status, 'pending', 'its execution row came with it');
+    });
+
+    test('a record of a whole commit (written before events were recorded apart) is still listed, and its retry applies the commit', async () => {
+      const res = await api('POST', '/tasks/batch', { lane: 'old-record', delay: '1h', tasks: [{ url: `${target.url}/o/1` }, { url: `${target.url}/o/2` }] });
+      assert.equal(res.status, 201);
+      const [one] = (await api('GET', '/tasks')).body.data.filter((t: { lane: string }) => t.lane === 'old-record');
+      const last = await store.last(SUBJECTS.batch(orgId, parentOf(one.id, 'cmd')!));
+      // As an older version left it: the commit skipped whole, its record keyed by sequence alone.
+      await db.query(`DELETE FROM executions WHERE source_id IN (SELECT id FROM tasks WHERE lane = 'old-record')`);
+      await db.query(`DELETE FROM tasks WHERE lane = 'old-record'`);
+      const kv = await new Kvm(nats.nc).open(KV_BUCKETS.failures.name);
+      const at = new Date().toISOString();
+      await kv.put(failureKey('projector', last!.seq), JSON.stringify({
+        consumer: 'projector', stream: 'EVENTS', seq: last!.seq, subject: last!.subject, error: 'an older failure', attempts: 3,
+        first_failed_at: at, skipped_at: at, state: 'skipped',
+      }));
+      const listed = (await failures('projector')).find((f) => f.seq === last!.seq);
+      assert.equal(listed?.index, undefined);
+      assert.equal(listed?.error, 'an older failure');
+      const retried = await cli('projections', 'retry', '--consumer', 'projector', '--seq', String(last!.seq), '--wait', '20');
+      assert.equal(retried.code, 0, retried.stdout + retried.stderr);
+      assert.deepEqual(lines(retried).map((l) => l.result), ['succeeded']);
+      assert.equal((await db.query(`SELECT id FROM tasks WHERE lane = 'old-record'`)).rows.length, 2);
+    });
+  });
+
+  test('a poison create in a commit of one loop turn\'s creates does not hide the others', async () => {
+    await db.query(`ALTER TABLE tasks ADD CONSTRAINT poison_turn_test CHECK (doc->>'name' IS DISTINCT FROM 'turn-poison')`);
+    let made: Array<{ state: any; seq: number }>;
+    try {
+      // Five single creates decided in one turn, as five requests of one turn: one commit.
+      const deps = { store, clock: createClock() };
+      made = await Promise.all(['turn-1', 'turn-2', 'turn-poison', 'turn-3', 'turn-4'].map((name) =>
+        createTask(deps, orgId, { url: `${target.url}/turn`, name, delay: '1h' })));
+      assert.equal(new Set(made.map((m) => m.seq)).size, 1, 'one message holds the five creates');
+      const seq = made[0]!.seq;
+      const record = await eventually(async () => (await failures('projector')).find((f) => f.seq === seq), 15_000, 300);
+      assert.equal(record.index, 2);
+      assert.equal(record.subject, SUBJECTS.batch(orgId, parentOf(made[2]!.state.id, 'cmd')!));
+      assert.match(record.error, /poison_turn_test/);
+      for (const [i, m] of made.entries()) {
+        assert.equal((await api('GET', `/tasks/${m.state.id}`)).status, i === 2 ? 404 : 200, m.state.name);
+      }
+      // The log has the poison task all the same: commands read it from its commit.
+      const put = await api('PUT', `/tasks/${made[2]!.state.id}`, { url: `${target.url}/turn`, name: 'turn-poison-renamed' });
+      assert.equal(put.status, 200, JSON.stringify(put.body));
+    } finally {
+      await db.query('ALTER TABLE tasks DROP CONSTRAINT poison_turn_test');
+    }
+    // Its change, on its own subject, brings it into the read models.
+    assert.equal((await api('GET', `/tasks/${made[2]!.state.id}`)).body.data.name, 'turn-poison-renamed');
   });
 
   test('a job that keeps failing is terminated with its content recorded, not redelivered forever', async () => {

@@ -5,6 +5,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
+import { Kvm } from '@nats-io/kv';
+import { KV_BUCKETS } from '../streams/definitions.ts';
+import type { FailureRecord } from '../src/nats/failure-ledger.ts';
 import dailyOutcomes from '../examples/projections/daily-outcomes.ts';
 import { connectDb, type Db } from '../src/db/connect.ts';
 import { connectNats, type Nats } from '../src/nats/connection.ts';
@@ -94,5 +97,30 @@ describe('jetcron replay: a new projection over the whole history', () => {
     const reserved = path.join(dir, 'reserved.mjs');
     await writeFile(reserved, 'export default { name: "read_models_v1", setup() {}, teardown() {}, apply() {} };\n');
     assert.match((await cli('--projection', reserved)).stderr, /must be lower-case letters/);
+  });
+
+  test('an event of a commit the projection keeps failing on is recorded and skipped alone; the commit\'s others are applied', async () => {
+    const names = ['r-ok-1', 'r-ok-2', 'r-poison', 'r-ok-3'];
+    assert.equal((await api('POST', '/tasks/batch', { lane: 'replay-apart', delay: '1h', tasks: names.map((name) => ({ url: `${target.url}/r`, name })) })).status, 201);
+    const projection = {
+      name: 'apart_probe_v1',
+      setup: (d: Db) => sql`CREATE TABLE IF NOT EXISTS apart_probe (name text PRIMARY KEY)`.execute(d).then(() => {}),
+      teardown: (d: Db) => sql`DROP TABLE IF EXISTS apart_probe`.execute(d).then(() => {}),
+      async apply(events: any[], trx: any) {
+        for (const { event } of events) {
+          if (event.type !== 'TaskCreated' || event.data.task.lane !== 'replay-apart') continue;
+          if (event.data.task.name === 'r-poison') throw new Error('the projection cannot take r-poison');
+          await sql`INSERT INTO apart_probe (name) VALUES (${event.data.task.name})`.execute(trx);
+        }
+      },
+    };
+    const result = await replayProjection({ nats, db, log: () => {} }, projection, { fromStart: true });
+    const rows = await sql<{ name: string }>`SELECT name FROM apart_probe ORDER BY name`.execute(db);
+    assert.deepEqual(rows.rows.map((r) => r.name), ['r-ok-1', 'r-ok-2', 'r-ok-3']);
+    const kv = await new Kvm(nats.nc).open(KV_BUCKETS.failures.name);
+    const records: FailureRecord[] = [];
+    for await (const key of await kv.keys('replay_apart_probe_v1.>')) records.push((await kv.get(key))!.json<FailureRecord>());
+    assert.deepEqual(records.map((r) => [r.index, r.event_type, r.error]), [[2, 'TaskCreated', 'the projection cannot take r-poison']]);
+    assert.ok(result.last_seq >= records[0]!.seq, 'the replay went past the commit');
   });
 });

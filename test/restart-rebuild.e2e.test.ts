@@ -4,6 +4,7 @@ import pg from 'pg';
 import { SUBJECTS } from '../streams/subjects.ts';
 import { rebuildProjections } from '../src/cli/rebuild.ts';
 import { createEventStore } from '../src/nats/event-store.ts';
+import { lastTaskEvent } from '../src/commands/task/load.ts';
 import { connectNats } from '../src/nats/connection.ts';
 import { eventually, startTestService, type Api, type TestService } from './support/service.ts';
 import { startTarget } from './support/target.ts';
@@ -123,9 +124,10 @@ describe('restart and replay', () => {
     try {
       const store = createEventStore(nats);
       const subject = SUBJECTS.task(orgId, made[1].id);
-      const last = (await store.last<any>(subject))!;
-      const bad = { ...last.event, type: 'TaskUpdated', id: `evt_bad_${Date.now()}`, data: { task: { ...last.event.data.task, name: 'bad', updated_at: 'not a time' }, changed: ['name'] } };
-      badSeq = await store.append(subject, bad, last.seq);
+      // Its create: in its loop turn's commit, or on its own subject.
+      const last = (await lastTaskEvent(store, orgId, made[1].id)) as any;
+      const bad = { ...last, type: 'TaskUpdated', id: `evt_bad_${Date.now()}`, data: { task: { ...last.data.task, name: 'bad', updated_at: 'not a time' }, changed: ['name'] } };
+      badSeq = await store.append(subject, bad, (await store.last(subject))?.seq ?? 0);
     } finally {
       await nats.close();
     }

@@ -8,7 +8,8 @@ import { failureRecordOf, type FailureRecord } from '../nats/failure-ledger.ts';
  * skipped after failing on it repeatedly, and asking them to run it again. The retry
  * itself happens in the process that runs the consumer (it watches KV `failures`);
  * this command marks the records and waits for each to be removed (succeeded) or
- * marked skipped again (failed again).
+ * marked skipped again (failed again). A record of one event of a commit shows its
+ * `index`, `event_id` and `event_type`; its retry applies that event alone.
  */
 
 async function readAll(nats: Nats): Promise<Array<{ key: string; record: FailureRecord; revision: number }>> {
@@ -19,7 +20,7 @@ async function readAll(nats: Nats): Promise<Array<{ key: string; record: Failure
     const record = e && failureRecordOf(e);
     if (record) out.push({ key, record, revision: e.revision });
   }
-  return out.sort((a, b) => a.record.consumer.localeCompare(b.record.consumer) || a.record.seq - b.record.seq);
+  return out.sort((a, b) => a.record.consumer.localeCompare(b.record.consumer) || a.record.seq - b.record.seq || (a.record.index ?? -1) - (b.record.index ?? -1));
 }
 
 const shown = ({ payload, ...rest }: FailureRecord) => ({ ...rest, ...(payload ? { payload_bytes: Buffer.from(payload, 'base64').length } : {}) });
@@ -31,12 +32,12 @@ export async function listFailures(nats: Nats, print: (o: unknown) => void, filt
 export async function retryFailures(
   nats: Nats,
   print: (o: unknown) => void,
-  filter: { consumer?: string; seq?: number },
+  filter: { consumer?: string; seq?: number; index?: number | undefined },
   waitMs: number,
 ): Promise<{ failed: number }> {
   const kv = await new Kvm(nats.nc).open(KV_BUCKETS.failures.name);
   const chosen = (await readAll(nats)).filter(({ record }) =>
-    record.state === 'skipped' && (!filter.consumer || record.consumer === filter.consumer) && (filter.seq === undefined || record.seq === filter.seq));
+    record.state === 'skipped' && (!filter.consumer || record.consumer === filter.consumer) && (filter.seq === undefined || record.seq === filter.seq) && (filter.index === undefined || record.index === filter.index));
   const asked = new Map<string, FailureRecord>();
   for (const { key, record, revision } of chosen) {
     try {
@@ -64,7 +65,7 @@ export async function retryFailures(
     if (result !== 'succeeded') failed++;
     const entry = result === 'failed again' ? await kv.get(key) : null;
     const now = entry ? failureRecordOf(entry) : null;
-    print({ consumer: record.consumer, seq: record.seq, subject: record.subject, result, ...(now ? { error: now.error } : {}),
+    print({ consumer: record.consumer, seq: record.seq, ...(record.index === undefined ? {} : { index: record.index, event_id: record.event_id }), subject: record.subject, result, ...(now ? { error: now.error } : {}),
       ...(result === 'pending' ? { note: 'no running process serving this consumer took it yet; it stays asked for and runs when one does' } : {}) });
   }
   if (asked.size === 0) print({ retried: 0, note: 'no skipped items match' });

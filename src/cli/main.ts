@@ -25,7 +25,7 @@ const USAGE = `usage:
   jetcron key revoke --key pk_…
   jetcron projections rebuild
   jetcron projections failures [--consumer NAME]
-  jetcron projections retry [--consumer NAME] [--seq N] [--wait SECONDS]
+  jetcron projections retry [--consumer NAME] [--seq N [--index I]] [--wait SECONDS]
   jetcron replay --projection FILE [--from-start] [--follow]
   jetcron status [--json]`;
 
@@ -146,10 +146,12 @@ async function main(argv: string[]): Promise<void> {
       const { retryFailures } = await import('./failures.ts');
       const seq = flags.has('seq') ? Number(need(flags, 'seq')) : undefined;
       if (seq !== undefined && !(Number.isInteger(seq) && seq > 0)) throw new UsageError('--seq must be a positive integer');
+      const index = flags.has('index') ? Number(need(flags, 'index')) : undefined;
+      if (index !== undefined && !(Number.isInteger(index) && index >= 0 && seq !== undefined)) throw new UsageError('--index must be a whole number, with --seq');
       const waitS = Number(flags.get('wait') ?? 30);
       if (!(waitS >= 0)) throw new UsageError('--wait must be a number of seconds');
       return withNats(dataDir, async (nats) => {
-        const { failed } = await retryFailures(nats, print, { consumer: flags.get('consumer'), seq }, waitS * 1000);
+        const { failed } = await retryFailures(nats, print, { consumer: flags.get('consumer'), seq, index }, waitS * 1000);
         if (failed > 0) process.exitCode = 1;
       });
     }

@@ -19,6 +19,11 @@ export interface EventStore {
    * guarded as `append` is; `Nats-Msg-Id` = the last event's id.
    */
   appendCommit(subject: string, events: readonly Envelope[], expectedSeq: number): Promise<number>;
+  /**
+   * The W3C trace context of the caller now (tracing on), for an event decided now and
+   * appended later in a commit of many callers' events.
+   */
+  traceparent?(): string | undefined;
   /** Every event of the subject's last message (a commit's list, or the one event), or null when the subject has none. */
   lastMessage<E extends Envelope>(subject: string): Promise<{ events: E[]; seq: number } | null>;
   /** The aggregate's last event (of a commit: its last one), or null when the subject has none. */

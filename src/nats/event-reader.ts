@@ -8,9 +8,9 @@ import type { Nats } from './connection.ts';
 import { followEvents } from './events-tap.ts';
 import type { JsMsg } from '@nats-io/jetstream';
 import { followOrdered, traceparentOf } from './follow.ts';
-import { POISON_AFTER, type Supervisor, type Verdict } from './supervisor.ts';
+import { POISON_AFTER, type FailedEvent, type Supervisor, type Verdict } from './supervisor.ts';
 
-export interface EventReaderOptions {
+export interface EventReaderOptions<T = unknown> {
   /** First stream sequence to deliver. */
   startSeq: number;
   maxBatch: number;
@@ -26,9 +26,18 @@ export interface EventReaderOptions {
   onSkip?: (item: StreamItem<unknown>) => Promise<void>;
   /**
    * How a skipped item is run again on `jetcron projections retry`; default: the
-   * handler with a batch of that one item. Only the process reading runs retries.
+   * handler with a batch of that one item. `index`: the record is of that one event of
+   * the item (a commit's), not the whole item. Only the process reading runs retries.
    */
-  reapply?: (item: StreamItem<never>) => Promise<void>;
+  reapply?: (item: StreamItem<never>, index: number | undefined) => Promise<void>;
+  /**
+   * A message of several events (a commit) that has failed alone POISON_AFTER times:
+   * apply its events one at a time, each one that fails recorded through `skip` (which
+   * rejects when the record cannot be written) and left out, the others applied, and
+   * the position moved past the message. False: the item cannot be taken apart (one
+   * event), so it is recorded and skipped whole, as any item. Without it, every item is.
+   */
+  applyApart?: (item: StreamItem<T>, skip: (event: FailedEvent, err: unknown) => Promise<void>) => Promise<boolean>;
   /** false: the caller reports its own progress (a keyed reader finishes items later than it takes them). */
   trackProgress?: boolean;
 }
@@ -68,16 +77,25 @@ function flatten(batch: StreamItem<JetcronEvent[]>[]): StoredEvent<JetcronEvent>
   return out;
 }
 
+/** What a failure record says of one event of a commit. */
+export const failedEventOf = (e: { index?: number; event: { id: string; type: string } }): FailedEvent => ({ index: e.index ?? 0, id: e.event.id, type: e.event.type });
+
 /**
  * Reads EVENTS: see `readStream`. The handler gets events, not messages: a commit's
- * events arrive together, in one batch, with the same `seq`.
+ * events arrive together, in one batch, with the same `seq`. A retry of a record of
+ * one event of a commit (`index`) hands on that event alone.
  */
 export function readEvents(
   nats: Nats,
-  opts: Omit<EventReaderOptions, 'reapply'> & { reapply?: (batch: StoredEvent<JetcronEvent>[]) => Promise<void> },
+  opts: Omit<EventReaderOptions, 'reapply' | 'applyApart'> & {
+    reapply?: (batch: StoredEvent<JetcronEvent>[]) => Promise<void>;
+    /** See `EventReaderOptions.applyApart`: called only for a message of several events. */
+    applyApart?: (events: StoredEvent<JetcronEvent>[], skip: (event: StoredEvent<JetcronEvent>, err: unknown) => Promise<void>) => Promise<void>;
+  },
   handle: (batch: StoredEvent<JetcronEvent>[]) => Promise<void>,
 ): Promise<void> {
-  const { reapply } = opts;
+  const { applyApart } = opts;
+  const reapply = opts.reapply ?? handle;
   return readStream<JetcronEvent[]>(
     nats,
     {
@@ -85,10 +103,29 @@ export function readEvents(
       stream: STREAMS.events.name,
       decode: decodeEvents,
       shared: true,
-      reapply: reapply && ((item) => reapply(flatten([item as StreamItem<JetcronEvent[]>]))),
+      reapply: (item, index) => {
+        const events = flatten([item as StreamItem<JetcronEvent[]>]);
+        if (index === undefined) return reapply(events);
+        const one = events.filter((e) => e.index === index);
+        if (!one.length) throw new Error(`seq ${item.seq} has no event #${index}`);
+        return reapply(one);
+      },
+      applyApart: applyApart && (async (item, skip) => {
+        const events = flatten([item]);
+        if (events.length < 2) return false;
+        await applyApart(events, (e, err) => skip(failedEventOf(e), err));
+        return true;
+      }),
     },
     (batch) => handle(flatten(batch)),
   );
+}
+
+/** The item's events could not all be recorded: nothing of it may be skipped yet. */
+class NotRecorded extends Error {
+  constructor(readonly waitMs: number) {
+    super('a failure record could not be written');
+  }
 }
 
 /**
@@ -100,12 +137,14 @@ export function readEvents(
  * the batch forever with backoff. Any other failure splits the batch into single
  * items to find the one at fault; that item is retried, and once it has failed
  * POISON_AFTER times it is recorded in the failure ledger, logged as an error and
- * skipped, so one poison event cannot stop the consumer. An item that does not even
- * decode is recorded and skipped at once.
+ * skipped, so one poison event cannot stop the consumer. A reader that can apply a
+ * message's events apart (`applyApart`: the projector) takes a poison commit apart
+ * instead: only its events at fault are recorded (by sequence and index) and skipped.
+ * An item that does not even decode is recorded and skipped at once.
  */
 export async function readStream<T>(
   nats: Nats,
-  opts: EventReaderOptions & { stream: string; decode: (data: Uint8Array) => T; shared?: boolean },
+  opts: EventReaderOptions<T> & { stream: string; decode: (data: Uint8Array) => T; shared?: boolean },
   handle: (batch: StreamItem<T>[]) => Promise<void>,
 ): Promise<void> {
   const { supervisor } = opts;
@@ -128,11 +167,11 @@ export async function readStream<T>(
   if (opts.signal.aborted) onAbort();
   if (tracking) progress.started(opts.startSeq - 1);
 
-  const reapplyRecord = async (record: { seq: number }) => {
+  const reapplyRecord = async (record: { seq: number; index?: number }) => {
     const stored = await nats.jsm.streams.getMessage(opts.stream, { seq: record.seq });
     if (!stored) throw new Error(`seq ${record.seq} is no longer in ${opts.stream}`);
     const item = { event: opts.decode(stored.data), seq: stored.seq, subject: stored.subject };
-    await (opts.reapply ? opts.reapply(item as StreamItem<never>) : handle([item]));
+    await (opts.reapply ? opts.reapply(item as StreamItem<never>, record.index) : handle([item]));
   };
   const stopServingRetries = supervisor.ledger.serveRetries(opts.name, reapplyRecord, opts.log);
 
@@ -163,6 +202,12 @@ export async function readStream<T>(
     await opts.onSkip?.({ event: undefined, seq: head.seq, subject: head.subject }).catch((err: Error) =>
       opts.log(`${opts.name}: moving past skipped seq ${head.seq} failed: ${err.message}`));
     taken(1);
+  };
+
+  // One event of the head, failed on its own while the head is applied apart: recorded, or the whole try is undone.
+  const recordEvent = (head: StreamItem<T>, tries: number) => async (event: FailedEvent, err: unknown) => {
+    const verdict = await supervisor.failed(opts.name, { stream: opts.stream, seq: head.seq, subject: head.subject, event }, err, tries);
+    if (!verdict.skip) throw new NotRecorded(verdict.waitMs);
   };
 
   // Batches of one while looking for the item at fault in a batch that failed.
@@ -207,7 +252,26 @@ export async function readStream<T>(
         }
         tries++;
         const head = batch[0]!;
-        const verdict = await supervisor.failed(opts.name, { stream: opts.stream, seq: head.seq, subject: head.subject }, err, tries);
+        let failure = err;
+        if (opts.applyApart && tries >= POISON_AFTER && !isTransient(err)) {
+          // Poison inside a message of several events: only the events at fault are skipped.
+          try {
+            if (await opts.applyApart(head, recordEvent(head, tries))) {
+              taken(1);
+              tries = 0;
+              continue;
+            }
+          } catch (apartErr) {
+            if (opts.signal.aborted) break;
+            if (apartErr instanceof NotRecorded) {
+              await settleHead({ skip: false, waitMs: apartErr.waitMs });
+              continue;
+            }
+            // Transient: tried again (whole, then apart). Anything else: the message is recorded whole.
+            failure = apartErr;
+          }
+        }
+        const verdict = await supervisor.failed(opts.name, { stream: opts.stream, seq: head.seq, subject: head.subject }, failure, tries);
         if (verdict.skip) tries = 0;
         await settleHead(verdict);
       }

@@ -53,6 +53,7 @@ export function createEventStore(nats: Nats): EventStore {
       const commit = commitMessage(last.id, traceparent ? events.map((e) => (e.traceparent ? e : { ...e, traceparent })) : [...events]);
       return guarded(subject, encodeJson(commit), last, [...new Set(events.map((e) => e.type))].join(','), expectedSeq);
     },
+    traceparent: () => currentTraceparent(),
     lastMessage,
     async last<E extends Envelope>(subject: string) {
       const msg = await lastMessage<E>(subject);

@@ -6,13 +6,22 @@ import { watchForever } from './kv-watch.ts';
 
 /**
  * One item a consumer gave up on: the event (or job, or timer) it failed on the same
- * way several times, and why. Kept in KV `failures` under `<consumer>.<seq>` until a
- * retry succeeds, so the skip is never silent and can be undone after a fix.
+ * way several times, and why. Kept in KV `failures` under `<consumer>.<seq>` (one event
+ * of a commit: `<consumer>.<seq>.<index>`) until a retry succeeds, so the skip is never
+ * silent and can be undone after a fix.
  */
 export interface FailureRecord {
   consumer: string;
   stream: string;
   seq: number;
+  /**
+   * One event of a commit, skipped while the commit's other events were applied: its
+   * place in the message, and its id and type. Absent: the whole message (a message of
+   * one event, and every record written before events of a commit were recorded apart).
+   */
+  index?: number;
+  event_id?: string;
+  event_type?: string;
   subject: string;
   error: string;
   /** Tries before the skip (and any failed retries since). */
@@ -46,8 +55,13 @@ export interface FailureLedger {
 }
 
 /** KV keys allow `[-/_=.a-zA-Z0-9]`; consumer names become one token of it. */
-export function failureKey(consumer: string, seq: number): string {
-  return `${consumer.replace(/[^-_a-zA-Z0-9]/g, '_')}.${seq}`;
+export function failureKey(consumer: string, seq: number, index?: number): string {
+  return `${consumer.replace(/[^-_a-zA-Z0-9]/g, '_')}.${seq}${index === undefined ? '' : `.${index}`}`;
+}
+
+/** `seq 12` for a whole message, `seq 12 #3` for one event of a commit: how logs name a record's item. */
+export function itemName(item: { seq: number; index?: number | undefined }): string {
+  return item.index === undefined ? `seq ${item.seq}` : `seq ${item.seq} #${item.index}`;
 }
 
 /** The record a KV entry holds; null for a deletion or anything else. */
@@ -89,17 +103,17 @@ export async function openFailureLedger(nats: Nats, log: (m: string) => void): P
     try {
       await reapply(claimed);
       await kv.delete(key);
-      serverLog(`${claimed.consumer}: retry of seq ${claimed.seq} (${claimed.subject}) succeeded; failure record removed`);
+      serverLog(`${claimed.consumer}: retry of ${itemName(claimed)} (${claimed.subject}) succeeded; failure record removed`);
     } catch (err) {
       const again: FailureRecord = { ...claimed, state: 'skipped', error: describeError(err), attempts: claimed.attempts + 1, retries: (claimed.retries ?? 0) + 1, skipped_at: new Date().toISOString() };
-      serverLog(`${claimed.consumer}: retry of seq ${claimed.seq} (${claimed.subject}) failed again: ${again.error}`);
+      serverLog(`${claimed.consumer}: retry of ${itemName(claimed)} (${claimed.subject}) failed again: ${again.error}`);
       await kv.put(key, JSON.stringify(again)).catch(() => {});
     }
   };
 
   return {
     async record(r) {
-      await kv.put(failureKey(r.consumer, r.seq), JSON.stringify({ ...r, state: 'skipped', skipped_at: new Date().toISOString() } satisfies FailureRecord));
+      await kv.put(failureKey(r.consumer, r.seq, r.index), JSON.stringify({ ...r, state: 'skipped', skipped_at: new Date().toISOString() } satisfies FailureRecord));
     },
     list: () => [...records.values()].map((r) => r.record),
     serveRetries(consumer, reapply, serverLog) {

@@ -3,7 +3,7 @@ import type { StoredEvent } from '../events/envelope.ts';
 import type { JetcronEvent } from '../events/types.ts';
 import { createKeyedPipeline } from '../scheduler/keyed-pipeline.ts';
 import type { Nats } from './connection.ts';
-import { readEvents } from './event-reader.ts';
+import { failedEventOf, readEvents } from './event-reader.ts';
 import { untilDoneOrSkipped, type FailedItem, type Supervisor } from './supervisor.ts';
 import { openCheckpoint } from './throttled-checkpoint.ts';
 
@@ -40,7 +40,7 @@ type Reader<I> = (
   handle: (batch: I[]) => Promise<void>,
 ) => Promise<void>;
 
-async function readKeyed<I extends { seq: number; subject: string }>(opts: KeyedReadOptions<I>, reader: Reader<I>): Promise<void> {
+async function readKeyed<I extends { seq: number; subject: string; index?: number; event: { id: string; type: string } }>(opts: KeyedReadOptions<I>, reader: Reader<I>): Promise<void> {
   const { signal, supervisor } = opts;
   const checkpoint = await openCheckpoint(opts.kv, opts.checkpointKey, opts.checkpointEveryMs);
   const pipeline = createKeyedPipeline({ maxInFlight: 2000, retryMs: 500, log: (m) => opts.log(`${opts.name}: ${m}`) });
@@ -58,14 +58,17 @@ async function readKeyed<I extends { seq: number; subject: string }>(opts: Keyed
   try {
     const read = { startSeq: checkpoint.position + 1, maxBatch: 500, signal, log: opts.log, name: opts.name, supervisor, trackProgress: false as const };
     await reader(read, async (events) => {
-      for (const e of events) {
-        const item = { stream: 'EVENTS', seq: e.seq, subject: e.subject };
+      for (let i = 0; i < events.length; i++) {
+        const e = events[i]!;
         // A commit's events share its seq: the checkpoint passes it once all of them finished.
         pipeline.hold(e.seq);
         if (opts.skip?.(e)) {
           pipeline.pass(e.seq);
           continue;
         }
+        // An event of a commit of several fails on its own: its record names it, and a retry runs it alone.
+        const inCommit = (e.index ?? 0) > 0 || events[i + 1]?.seq === e.seq;
+        const item = { stream: 'EVENTS', seq: e.seq, subject: e.subject, ...(inCommit ? { event: failedEventOf(e) } : {}) };
         await pipeline.push(opts.keyOf(e), e.seq, () => runItem(item, () => opts.handle(e)), stopped);
       }
       pipeline.release();

@@ -1,7 +1,7 @@
 import { describeError, isTransient } from '../lib/transient.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import type { Nats } from './connection.ts';
-import { openFailureLedger, type FailureLedger, type FailureRecord } from './failure-ledger.ts';
+import { itemName, openFailureLedger, type FailureLedger, type FailureRecord } from './failure-ledger.ts';
 
 /** Tries of one item that fail the same, non-transient way before it is recorded and skipped. */
 export const POISON_AFTER = 3;
@@ -16,6 +16,15 @@ export interface FailedItem {
   subject: string;
   /** Work-queue jobs and timers: the message, kept in the record so a retry can republish it. */
   payload?: Uint8Array;
+  /** One event of a commit (the message holds several), failed on its own: the record names it. */
+  event?: FailedEvent;
+}
+
+/** An event inside a stored message: its place in the message, its id and type. */
+export interface FailedEvent {
+  index: number;
+  id: string;
+  type: string;
 }
 
 export type Verdict = { skip: true } | { skip: false; waitMs: number };
@@ -100,6 +109,8 @@ export function createSupervisor(deps: { ledger: FailureLedger; metrics?: Metric
     async failed(consumer, item, err, tries) {
       const p = progress(consumer, item.stream);
       const error = describeError(err);
+      const name = itemName({ seq: item.seq, index: item.event?.index });
+      // An event of a commit counts from its message's first failure (it failed inside it first).
       const key = `${consumer}.${item.seq}`;
       if (!firstFailedAt.has(key)) {
         firstFailedAt.set(key, new Date().toISOString());
@@ -110,11 +121,13 @@ export function createSupervisor(deps: { ledger: FailureLedger; metrics?: Metric
       deps.metrics?.consumerErrors.inc({ consumer, kind: isTransient(err) ? 'transient' : 'permanent' });
       if (isTransient(err) || tries < POISON_AFTER) {
         const waitMs = Math.min(250 * 2 ** Math.min(tries, 10), TRANSIENT_WAIT_MAX_MS);
-        deps.log(`${consumer}: seq ${item.seq} (${item.subject}) failed (try ${tries}${isTransient(err) ? ', transient' : ''}), again in ${waitMs} ms: ${error}`);
+        deps.log(`${consumer}: ${name} (${item.subject}) failed (try ${tries}${isTransient(err) ? ', transient' : ''}), again in ${waitMs} ms: ${error}`);
         return { skip: false, waitMs };
       }
       const record: Omit<FailureRecord, 'state' | 'skipped_at'> = {
-        consumer, stream: item.stream, seq: item.seq, subject: item.subject, error, attempts: tries,
+        consumer, stream: item.stream, seq: item.seq,
+        ...(item.event ? { index: item.event.index, event_id: item.event.id, event_type: item.event.type } : {}),
+        subject: item.subject, error, attempts: tries,
         first_failed_at: firstFailedAt.get(key)!,
         ...(item.payload ? { payload: Buffer.from(item.payload).toString('base64') } : {}),
       };
@@ -122,14 +135,16 @@ export function createSupervisor(deps: { ledger: FailureLedger; metrics?: Metric
         await deps.ledger.record(record);
       } catch (recordErr) {
         // Not recorded, not skipped: a skip is never silent.
-        deps.log(`${consumer}: seq ${item.seq} could not be recorded as failed (${describeError(recordErr)}); trying it again`);
+        deps.log(`${consumer}: ${name} could not be recorded as failed (${describeError(recordErr)}); trying it again`);
         return { skip: false, waitMs: 1000 };
       }
-      firstFailedAt.delete(key);
+      // Another event of the same commit may be recorded next: its message's time stays.
+      if (!item.event) firstFailedAt.delete(key);
       p.skipped++;
       p.failingSince = null;
       deps.metrics?.consumerSkipped.inc({ consumer });
-      deps.log(`ERROR ${consumer}: SKIPPED seq ${item.seq} (${item.subject}) after ${tries} failed tries: ${error}. Recorded in KV failures; \`jetcron projections retry\` runs it again after a fix`);
+      const which = item.event ? ` (${item.event.type} ${item.event.id}, one event of its commit)` : '';
+      deps.log(`ERROR ${consumer}: SKIPPED ${name}${which} (${item.subject}) after ${tries} failed tries: ${error}. Recorded in KV failures; \`jetcron projections retry\` runs it again after a fix`);
       return { skip: true };
     },
   };

@@ -1,6 +1,7 @@
-import { sql, type RawBuilder } from 'kysely';
+import { sql, type RawBuilder, type Transaction } from 'kysely';
 import { SUBJECTS } from '../../streams/subjects.ts';
 import type { Db } from '../db/connect.ts';
+import type { Database } from '../db/schema.ts';
 import type { StoredEvent } from '../events/envelope.ts';
 import type { JetcronEvent } from '../events/types.ts';
 import { isTransient } from '../lib/transient.ts';
@@ -53,6 +54,36 @@ function prepare(events: StoredEvent<JetcronEvent>[]) {
   return batch.statements();
 }
 
+type Write = (trx: Transaction<Database>) => Promise<void>;
+
+const writeAll = (statements: RawBuilder<unknown>[]): Write => async (trx) => {
+  for (const statement of statements) await statement.execute(trx);
+};
+
+/**
+ * A commit's events one at a time in `trx`, each under a savepoint of its own: an event
+ * that fails (not transiently: then the whole transaction fails and is tried again) is
+ * rolled back to its savepoint and handed to `skip`, which records it; the others stay.
+ */
+export async function applyEachApart<E>(
+  trx: Transaction<any>,
+  events: E[],
+  apply: (event: E) => Promise<void>,
+  skip: (event: E, err: unknown) => Promise<void>,
+): Promise<void> {
+  for (const e of events) {
+    await sql`SAVEPOINT apart`.execute(trx);
+    try {
+      await apply(e);
+      await sql`RELEASE SAVEPOINT apart`.execute(trx);
+    } catch (err) {
+      if (isTransient(err)) throw err;
+      await sql`ROLLBACK TO SAVEPOINT apart`.execute(trx);
+      await skip(e, err);
+    }
+  }
+}
+
 /**
  * One CONSUMER span per traced event of a batch (its trace's last step: the read models
  * show it once the batch commits), ended with the commit. None while tracing is off.
@@ -82,7 +113,7 @@ export async function runProjection(deps: ProjectorDeps, signal: AbortSignal, op
     signal.addEventListener('abort', stop, { once: true });
     // Aborted while the checkpoint was read: the listener came too late to fire.
     if (signal.aborted) round.abort();
-    const commit = async (statements: RawBuilder<unknown>[], last: number) => {
+    const commit = async (write: Write, last: number) => {
       await deps.db.transaction().execute(async (trx) => {
         // The log is the source of truth: no fsync wait per commit. A commit Postgres
         // loses in a crash is found missing here, and projected again.
@@ -93,7 +124,7 @@ export async function runProjection(deps: ProjectorDeps, signal: AbortSignal, op
           round.abort();
           throw new LostCommits();
         }
-        for (const statement of statements) await statement.execute(trx);
+        await write(trx);
         // INBOUND forgets requests after 30 days (its max_age); their rows follow, at most hourly.
         if (Date.now() - prunedAt > PRUNE_EVERY_MS) {
           await sql`DELETE FROM inbound_events WHERE received_at < now() - interval '30 days'`.execute(trx);
@@ -115,13 +146,20 @@ export async function runProjection(deps: ProjectorDeps, signal: AbortSignal, op
         committed = Math.max(committed, seq);
         deps.nats.nc.publish(SUBJECTS.projected, String(seq));
       },
+      // A retry: the events of the record (one, for an event of a commit); the checkpoint is past them already.
       reapply: async (events: StoredEvent<JetcronEvent>[]) => {
         await writing;
-        await commit(prepare(events), events[0]!.seq);
+        await commit(writeAll(prepare(events)), events[0]!.seq);
+      },
+      // A commit that failed alone: its events that fail are recorded and left out, the rest land with the checkpoint.
+      applyApart: async (events: StoredEvent<JetcronEvent>[], skip: (event: StoredEvent<JetcronEvent>, err: unknown) => Promise<void>) => {
+        await writing;
+        const spans = projectionSpans(events);
+        await commit((trx) => applyEachApart(trx, events, (e) => writeAll(prepare([e]))(trx), skip), events[0]!.seq).finally(() => endSpans(spans));
       },
     };
     await readEvents(deps.nats, read, async (events) => {
-      const statements = prepare(events);
+      const statements = writeAll(prepare(events));
       const last = events[events.length - 1]!.seq;
       const spans = projectionSpans(events);
       await writing;

@@ -8,7 +8,7 @@ import type { Nats } from '../nats/connection.ts';
 import { readEvents } from '../nats/event-reader.ts';
 import { createLease, openLeaseBucket } from '../nats/lease.ts';
 import { openSupervisor } from '../nats/supervisor.ts';
-import { PROJECTOR_NAME, readCheckpoint } from '../projections/projector.ts';
+import { applyEachApart, PROJECTOR_NAME, readCheckpoint } from '../projections/projector.ts';
 
 /**
  * A projection of the event log into tables of your own, for `jetcron replay` (or
@@ -105,7 +105,17 @@ export async function replayProjection(
         reachedSeq(seq);
       },
     };
-    const reading = readEvents(deps.nats, read, async (batch) => {
+    // A commit that keeps failing: its events that fail are recorded and skipped, the others applied.
+    const applyApart = async (events: StoredEvent<JetcronEvent>[], skip: (e: StoredEvent<JetcronEvent>, err: unknown) => Promise<void>) => {
+      let skipped = 0;
+      await deps.db.transaction().execute(async (trx) => {
+        await applyEachApart(trx, events, (e) => projection.apply([e], trx), (e, err) => skip(e, err).then(() => void skipped++));
+        await checkpointTo(trx, events[0]!.seq);
+      });
+      applied += events.length - skipped;
+      reachedSeq(events[0]!.seq);
+    };
+    const reading = readEvents(deps.nats, { ...read, applyApart }, async (batch) => {
       const last = batch[batch.length - 1]!.seq;
       await deps.db.transaction().execute(async (trx) => {
         await projection.apply(batch, trx);

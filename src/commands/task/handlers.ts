@@ -6,6 +6,7 @@ import { appendEvents, commandMeta, execute, fold, type CommandDeps, type Decide
 import type { Plan } from '../organization/types.ts';
 import { decideTask, evolveTask } from './decide.ts';
 import { createdInBatch } from './load.ts';
+import { createCommitsOf } from './create-commits.ts';
 import type { Task, TaskCommand, TaskEvent, TaskInput } from './types.ts';
 
 type Result = Decided<Task, TaskEvent>;
@@ -30,11 +31,18 @@ function scoped(orgId: string, task: Task | null): Task | null {
 /**
  * A new task. `taskId` (an id derived from an Idempotency-Key) makes the create
  * once-only: if a task with that id is already stored — the same request ran before a
- * crash — it is the answer, and nothing new is appended. A random id cannot conflict,
- * so there is nothing to load; expectedSeq 0 still guards it. `plan`: the organization's,
- * whose features the task may use (absent: the Free plan's).
+ * crash — it is the answer, and nothing new is appended; it goes on its own subject,
+ * expecting it empty. Without one, the create joins the commit of the organization's
+ * creates of this loop turn (`create-commits.ts`), under an id that names the commit.
+ * `plan`: the organization's, whose features the task may use (absent: the Free plan's).
  */
 export async function createTask(deps: CommandDeps, orgId: string, input: TaskInput & { url: string }, taskId?: string, plan: Plan = 'free'): Promise<Result> {
+  if (!taskId) {
+    // A new id: the create joins this turn's commit of the organization's creates.
+    const meta = commandMeta(deps.clock);
+    const { events, seq } = await createCommitsOf(deps.store).create(orgId, (id) => decideTask({ type: 'CreateTask', orgId, plan, input, taskId: id }, null, meta));
+    return { events, state: fold(evolveTask, null, events), seq };
+  }
   const events = decideTask({ type: 'CreateTask', orgId, plan, input, ...(taskId ? { taskId } : {}) }, null, commandMeta(deps.clock));
   const task = fold(evolveTask, null, events)!;
   const subject = SUBJECTS.task(orgId, task.id);

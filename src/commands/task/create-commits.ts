@@ -1,0 +1,89 @@
+import { SUBJECTS } from '../../../streams/subjects.ts';
+import type { EventStore } from '../../events/store.ts';
+import { memberId, newId } from '../../lib/ids.ts';
+import type { TaskEvent } from './types.ts';
+
+/** A commit closes at this many events or bytes (NATS max_payload is 8 MB here); the next create opens another. */
+const MAX_EVENTS = 256;
+const MAX_BYTES = 2 * 1024 * 1024;
+
+interface Group {
+  commitId: string;
+  orgId: string;
+  events: TaskEvent[];
+  bytes: number;
+  slots: number;
+  stored: Promise<number>;
+  store: (seq: number) => void;
+  fail: (err: unknown) => void;
+}
+
+/**
+ * The single creates of one turn of the event loop, per organization, in one commit on
+ * a subject of its own (`evt.<org>.batch.<commit id>`, as a batch's), each task under an
+ * id that names the commit (`memberId`): one stored message for the turn, where there
+ * was one per task, and no subject per task until it changes (`createdInBatch` reads
+ * it back). All of a commit's creates are stored, or none (each request then answers
+ * the failure).
+ */
+export function createCommits(store: EventStore) {
+  /** Each organization's group still taking creates this turn. */
+  let open = new Map<string, Group>();
+  /** Every group of this turn, full ones included, in the order they opened. */
+  let turn: Group[] = [];
+
+  const flush = () => {
+    const groups = turn;
+    turn = [];
+    open = new Map();
+    for (const g of groups) {
+      if (g.events.length === 0) continue;
+      store.appendCommit(SUBJECTS.batch(g.orgId, g.commitId), g.events, 0).then(g.store, g.fail);
+    }
+  };
+
+  const opened = (orgId: string): Group => {
+    let store: (seq: number) => void = () => {};
+    let fail: (err: unknown) => void = () => {};
+    const stored = new Promise<number>((resolve, reject) => {
+      store = resolve;
+      fail = reject;
+    });
+    // Awaited by each create of the group; none may go unhandled if every create of it failed to decide.
+    stored.catch(() => {});
+    const group: Group = { commitId: newId('cmd'), orgId, events: [], bytes: 0, slots: 0, stored, store, fail };
+    open.set(orgId, group);
+    if (turn.push(group) === 1) setImmediate(flush);
+    return group;
+  };
+
+  return {
+    /**
+     * Decides one create under the id its place in this turn's commit gives (`decide`
+     * runs at once, so a refusal leaves only a gap in the numbering), and resolves with
+     * the commit's sequence once it is stored.
+     */
+    async create(orgId: string, decide: (taskId: string) => TaskEvent[]): Promise<{ events: TaskEvent[]; seq: number }> {
+      let group = open.get(orgId);
+      if (!group || group.slots >= MAX_EVENTS || group.bytes >= MAX_BYTES) group = opened(orgId);
+      const decided = decide(memberId('tsk', group.commitId, group.slots++));
+      // Each keeps the trace of the request that decided it: the commit is appended outside it.
+      const traceparent = store.traceparent?.();
+      const events = traceparent ? decided.map((e) => ({ ...e, traceparent })) : decided;
+      group.events.push(...events);
+      for (const e of events) group.bytes += JSON.stringify(e.data).length;
+      return { events, seq: await group.stored };
+    },
+  };
+}
+
+export type CreateCommits = ReturnType<typeof createCommits>;
+
+const perStore = new WeakMap<EventStore, CreateCommits>();
+
+/** The process's create commits on `store` (one per NATS connection). */
+export function createCommitsOf(store: EventStore): CreateCommits {
+  let c = perStore.get(store);
+  if (!c) perStore.set(store, (c = createCommits(store)));
+  return c;
+}
