@@ -90,3 +90,27 @@ test('an unkeyed execution moved away and back to the same time starts once', ()
   assert.deepEqual(q.take(200), ['e1']);
   assert.deepEqual(q.take(10_000), []);
 });
+
+test('only keys that changed or came to their time are looked at; an idle key with starts in its window is forgotten once they leave it', () => {
+  const q = new PartitionQueues();
+  q.setLimits('org_a flow r', flow({ rate: 1, periodMs: 1000 }));
+  q.enqueue('a', 'org_a flow r', 0, 1);
+  q.enqueue('b', 'org_a flow r', 0, 2);
+  assert.deepEqual(q.take(0), ['a']);
+  assert.equal(q.nextWakeAt(0), null, 'a is taken, not yet sent: its send says when');
+  q.began('a', 0);
+  assert.equal(q.nextWakeAt(0), 0, 'the send changed the key: look again');
+  assert.deepEqual(q.take(0), []);
+  assert.equal(q.nextWakeAt(1), 1000, 'the window opens at 1000');
+  q.finished('a', null, 1);
+  assert.deepEqual(q.take(999), []);
+  assert.deepEqual(q.take(1000), ['b']);
+  q.began('b', 1000);
+  q.finished('b', null, 2);
+  q.take(1001);
+  assert.equal(q.keysWithPrefix('').length, 1, 'idle, b still in its window');
+  const wake = q.nextWakeAt(1001);
+  assert.ok(wake !== null && wake >= 2000, `woken again when the window may be empty (${wake})`);
+  q.take(wake!);
+  assert.deepEqual(q.keysWithPrefix(''), [], 'forgotten');
+});

@@ -69,6 +69,11 @@ export class KeyQueue {
     this.limits = limits;
   }
 
+  /** The rate window's length. */
+  get periodMs(): number {
+    return this.limits.periodMs;
+  }
+
   get isPaused(): boolean {
     return this.paused;
   }

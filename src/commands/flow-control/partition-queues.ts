@@ -25,11 +25,21 @@ export class PartitionQueues {
   /** Keys whose limits were set before any execution named them (the latest create or update names them). */
   private readonly limits = new Map<string, KeyLimits>();
   private readonly paused = new Set<string>();
+  /**
+   * Keys to look at on the next `take`: changed since the last one, or come to the time
+   * they asked to be woken at. A pump looks at these, not at every key held (a thousand
+   * keys cost nothing while nothing happens to them).
+   */
+  private readonly touched = new Set<string>();
+  /** Each key's wake time as its queue last said (an entry of the heap that differs is stale). */
+  private readonly wakeOf = new Map<string, number>();
+  private readonly wakes = new MinHeap<{ key: string; at: number }>((a, b) => a.at < b.at);
 
   /** The latest create or update naming `key` sets its limits. */
   setLimits(key: string, limits: KeyLimits): void {
     this.limits.set(key, limits);
     this.keys.get(key)?.setLimits(limits);
+    this.touched.add(key);
   }
 
   hasLimits(key: string): boolean {
@@ -40,6 +50,7 @@ export class PartitionQueues {
     if (paused) this.paused.add(key);
     else this.paused.delete(key);
     this.keys.get(key)?.setPaused(paused);
+    this.touched.add(key);
   }
 
   /** An execution to run at `dueAt` (or its retry, on a key that does not hold a slot for it). */
@@ -50,6 +61,7 @@ export class PartitionQueues {
       return;
     }
     this.queueOf(key).enqueue(executionId, dueAt, order);
+    this.touched.add(key);
   }
 
   /** An attempt ended: `retryAt` null means the execution is over. */
@@ -63,6 +75,7 @@ export class PartitionQueues {
     }
     const queue = this.keys.get(key)!;
     queue.finished(executionId, retryAt, order);
+    this.touched.add(key);
     if (retryAt === null) this.forget(executionId, queue);
   }
 
@@ -70,7 +83,10 @@ export class PartitionQueues {
   reschedule(executionId: string, dueAt: number, order: number): void {
     const key = this.where.get(executionId);
     if (key === undefined) return;
-    if (key !== null) return this.keys.get(key)!.reschedule(executionId, dueAt);
+    if (key !== null) {
+      this.touched.add(key);
+      return this.keys.get(key)!.reschedule(executionId, dueAt);
+    }
     const waiting = this.freeWaiting.get(executionId);
     if (waiting === undefined || waiting.dueAt === dueAt) return;
     this.pushFree({ executionId, dueAt, order });
@@ -81,7 +97,10 @@ export class PartitionQueues {
     const key = this.where.get(executionId);
     if (key === undefined) return;
     if (key === null) this.freeWaiting.delete(executionId);
-    else this.keys.get(key)!.markStarted(executionId);
+    else {
+      this.keys.get(key)!.markStarted(executionId);
+      this.touched.add(key);
+    }
   }
 
   /** Cancelled, or its source deleted: gone from wherever it waits or runs. */
@@ -95,6 +114,7 @@ export class PartitionQueues {
     }
     const queue = this.keys.get(key)!;
     queue.remove(executionId);
+    this.touched.add(key);
     this.forget(executionId, queue);
   }
 
@@ -133,12 +153,15 @@ export class PartitionQueues {
     return [...names].map((key) => ({ key, ...this.keyStats(key) }));
   }
 
+  /** The execution's key's queue; the key is looked at on the next take (its rate window changes). */
   private keyed(executionId: string): KeyQueue | undefined {
     const key = this.where.get(executionId);
-    return key ? this.keys.get(key) : undefined;
+    if (!key) return undefined;
+    this.touched.add(key);
+    return this.keys.get(key);
   }
 
-  /** What starts at `now`: unkeyed ones due, in order, then each key's. */
+  /** What starts at `now`: unkeyed ones due, in order, then each key's that changed or came to its wake time. */
   take(now: number): string[] {
     const out: string[] = [];
     for (let top = this.free.peek(); top && top.dueAt <= now; top = this.free.peek()) {
@@ -148,7 +171,16 @@ export class PartitionQueues {
       this.freeWaiting.delete(top.executionId);
       out.push(top.executionId);
     }
-    for (const [key, queue] of this.keys) {
+    for (let top = this.wakes.peek(); top && top.at <= now; top = this.wakes.peek()) {
+      this.wakes.pop();
+      if (this.wakeOf.get(top.key) === top.at) {
+        this.wakeOf.delete(top.key);
+        this.touched.add(top.key);
+      }
+    }
+    for (const key of this.touched) {
+      const queue = this.keys.get(key);
+      if (!queue) continue;
       out.push(...queue.take(now));
       // An idle key's queue is dropped once its rate window is empty too, and its limits
       // with it (the next execution's task names them again; a pause stays), so a key
@@ -156,20 +188,31 @@ export class PartitionQueues {
       if (queue.forgettable(now)) {
         this.keys.delete(key);
         this.limits.delete(key);
+        this.wakeOf.delete(key);
+        continue;
+      }
+      // Idle with starts still in its window: looked at again when the window may be empty.
+      const wake = queue.nextWakeAt(now) ?? (queue.idle ? now + queue.periodMs : null);
+      if (wake === null) this.wakeOf.delete(key);
+      else if (this.wakeOf.get(key) !== wake) {
+        this.wakeOf.set(key, wake);
+        this.wakes.push({ key, at: wake });
       }
     }
+    this.touched.clear();
     return out;
   }
 
   /** When `take` may next return something on its own (null: only an event can change that). */
   nextWakeAt(now: number): number | null {
+    // A key changed since the last take: take again now.
+    if (this.touched.size) return now;
     let wake: number | null = null;
-    const consider = (t: number | null) => {
-      if (t !== null) wake = wake === null ? t : Math.min(wake, t);
-    };
     while (this.free.size && this.freeWaiting.get(this.free.peek()!.executionId) !== this.free.peek()) this.free.pop();
-    consider(this.free.peek()?.dueAt ?? null);
-    for (const queue of this.keys.values()) consider(queue.nextWakeAt(now));
+    if (this.free.size) wake = this.free.peek()!.dueAt;
+    while (this.wakes.size && this.wakeOf.get(this.wakes.peek()!.key) !== this.wakes.peek()!.at) this.wakes.pop();
+    const key = this.wakes.peek()?.at;
+    if (key !== undefined) wake = wake === null ? key : Math.min(wake, key);
     return wake;
   }
 
