@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { TimerHeap } from '../src/scheduler/timer-heap.ts';
+import { TimerHeap } from '../src/lib/timer-heap.ts';
 
 // countDue walks only the overdue part of the heap; it must agree with counting every
 // live entry, whatever replaced, deleted, popped or twice-set entries the heap holds.

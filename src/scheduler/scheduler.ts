@@ -10,7 +10,7 @@ import { createLanes } from './lanes.ts';
 import { recordDeadline } from './monitor-deadlines.ts';
 import { recordTick } from './schedule-ticks.ts';
 import { runTimerPartition } from './timer-partition.ts';
-import type { TimerHeap } from './timer-heap.ts';
+import type { TimerHeap } from '../lib/timer-heap.ts';
 import { createTimerStore } from './timer-store.ts';
 import { startTranslator } from './translator.ts';
 import { createHeld } from './held.ts';

@@ -7,7 +7,7 @@ import { STREAMS } from '../../streams/definitions.ts';
 import { SUBJECTS } from '../../streams/subjects.ts';
 import { createLease, whileLeased, type Lease } from '../nats/lease.ts';
 import type { KV } from '@nats-io/kv';
-import { TimerHeap } from './timer-heap.ts';
+import { TimerHeap } from '../lib/timer-heap.ts';
 import type { TimerStore, TimerValue } from './timer-store.ts';
 import { inSpan, sourceAttributes, SpanKind } from '../telemetry/tracing.ts';
 import { traceparentOf } from '../nats/follow.ts';

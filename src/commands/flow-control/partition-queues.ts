@@ -1,4 +1,5 @@
 import { MinHeap } from '../../lib/min-heap.ts';
+import { TimerHeap } from '../../lib/timer-heap.ts';
 import { KeyQueue, type KeyLimits } from './key-queue.ts';
 
 interface FreeEntry {
@@ -31,9 +32,8 @@ export class PartitionQueues {
    * keys cost nothing while nothing happens to them).
    */
   private readonly touched = new Set<string>();
-  /** Each key's wake time as its queue last said (an entry of the heap that differs is stale). */
-  private readonly wakeOf = new Map<string, number>();
-  private readonly wakes = new MinHeap<{ key: string; at: number }>((a, b) => a.at < b.at);
+  /** Each key's wake time, as its queue last said. */
+  private readonly wakes = new TimerHeap<null>();
 
   /** The latest create or update naming `key` sets its limits. */
   setLimits(key: string, limits: KeyLimits): void {
@@ -171,13 +171,7 @@ export class PartitionQueues {
       this.freeWaiting.delete(top.executionId);
       out.push(top.executionId);
     }
-    for (let top = this.wakes.peek(); top && top.at <= now; top = this.wakes.peek()) {
-      this.wakes.pop();
-      if (this.wakeOf.get(top.key) === top.at) {
-        this.wakeOf.delete(top.key);
-        this.touched.add(top.key);
-      }
-    }
+    for (const { key } of this.wakes.popDue(now)) this.touched.add(key);
     for (const key of this.touched) {
       const queue = this.keys.get(key);
       if (!queue) continue;
@@ -188,16 +182,13 @@ export class PartitionQueues {
       if (queue.forgettable(now)) {
         this.keys.delete(key);
         this.limits.delete(key);
-        this.wakeOf.delete(key);
+        this.wakes.delete(key);
         continue;
       }
       // Idle with starts still in its window: looked at again when the window may be empty.
       const wake = queue.nextWakeAt(now) ?? (queue.idle ? now + queue.periodMs : null);
-      if (wake === null) this.wakeOf.delete(key);
-      else if (this.wakeOf.get(key) !== wake) {
-        this.wakeOf.set(key, wake);
-        this.wakes.push({ key, at: wake });
-      }
+      if (wake === null) this.wakes.delete(key);
+      else if (this.wakes.dueOf(key) !== wake) this.wakes.set(key, wake, wake, null);
     }
     this.touched.clear();
     return out;
@@ -210,9 +201,8 @@ export class PartitionQueues {
     let wake: number | null = null;
     while (this.free.size && this.freeWaiting.get(this.free.peek()!.executionId) !== this.free.peek()) this.free.pop();
     if (this.free.size) wake = this.free.peek()!.dueAt;
-    while (this.wakes.size && this.wakeOf.get(this.wakes.peek()!.key) !== this.wakes.peek()!.at) this.wakes.pop();
-    const key = this.wakes.peek()?.at;
-    if (key !== undefined) wake = wake === null ? key : Math.min(wake, key);
+    const keyed = this.wakes.peekDue();
+    if (keyed !== undefined) wake = wake === null ? keyed : Math.min(wake, keyed);
     return wake;
   }
 

@@ -22,6 +22,11 @@ export class TimerHeap<T> {
     this.live.delete(key);
   }
 
+  /** The due time of `key`'s live entry. */
+  dueOf(key: string): number | undefined {
+    return this.live.get(key)?.due;
+  }
+
   peekDue(): number | undefined {
     this.dropStale();
     return this.heap[0]?.due;
