@@ -58,16 +58,15 @@ export async function startTaskOwners(deps: TaskOwnersDeps) {
       return n;
     },
     /** What the flow-control keys of the partitions owned here hold, summed per organization (the metrics' gauges). */
-    flowLoad(): Map<string, { waiting: number; in_flight: number; keys: number; paused: number }> {
-      const out = new Map<string, { waiting: number; in_flight: number; keys: number; paused: number }>();
+    flowLoad(): Map<string, { waiting: number; in_flight: number; paused: number }> {
+      const out = new Map<string, { waiting: number; in_flight: number; paused: number }>();
       for (const state of held.values()) {
-        for (const [orgId, k] of state.flowLoadByOrg()) {
-          const sum = out.get(orgId) ?? { waiting: 0, in_flight: 0, keys: 0, paused: 0 };
+        for (const k of state.allFlowKeys()) {
+          const sum = out.get(k.org_id) ?? { waiting: 0, in_flight: 0, paused: 0 };
           sum.waiting += k.waiting;
           sum.in_flight += k.in_flight;
-          sum.keys += k.keys;
-          sum.paused += k.paused;
-          out.set(orgId, sum);
+          if (k.paused) sum.paused++;
+          out.set(k.org_id, sum);
         }
       }
       return out;

@@ -5,7 +5,7 @@ import type { CommandMeta } from '../meta.ts';
 import type { Plan } from '../organization/types.ts';
 import { checkBodySize, checkHeaders, checkLength, checkRange, checkUrl, MAX_NAME_LENGTH, RETRY_ATTEMPTS } from '../payload-checks.ts';
 import { checkPlanFeatures } from '../plan-rules.ts';
-import { checkFlowControl, normalizeFlowControl } from '../flow-control/rules.ts';
+import { checkFlowControl, normalizeLimits } from '../flow-control/rules.ts';
 import type { SealedSecrets } from '../../lib/sealed-secrets.ts';
 import { ENDPOINT_DEFAULTS, MAX_FORWARD_URLS, VERIFICATION_TYPES, type Endpoint, type EndpointEvent, type EndpointInput, type EndpointSpec, type SecretsChange, type Verification } from './types.ts';
 
@@ -40,9 +40,7 @@ function normalize(input: EndpointInput): Partial<EndpointSpec> {
   if (out.forward_method === '') out.forward_method = null;
   if (out.forward_body === '') out.forward_body = null;
   if (out.forward_headers && Object.keys(out.forward_headers).length === 0) out.forward_headers = null;
-  if (flow_control === undefined) return out;
-  const flow = normalizeFlowControl(flow_control, '');
-  return { ...out, flow_control: flow && { parallelism: flow.parallelism, rate: flow.rate, period: flow.period } };
+  return flow_control === undefined ? out : { ...out, flow_control: flow_control && normalizeLimits(flow_control) };
 }
 
 function checkRules(spec: EndpointSpec): void {

@@ -13,9 +13,9 @@ export const DEFAULT_FLOW_PERIOD = '1s';
  * The contract's rules for `flow_control` (tasks: `needsKey`; an endpoint's key is the
  * endpoint), each break naming its field (`flow_control.rate`, …).
  */
-export function checkFlowControl(input: FlowControlInput | null | undefined, opts: { needsKey: boolean; field?: string }): void {
+export function checkFlowControl(input: FlowControlInput | null | undefined, opts: { needsKey: boolean }): void {
   if (input == null) return;
-  const field = opts.field ?? 'flow_control';
+  const field = 'flow_control';
   if (opts.needsKey) {
     if (input.key == null) throw unprocessable(`${field}.key is required`, `${field}.key`);
     checkLength(input.key, `${field}.key`, MAX_FLOW_KEY_LENGTH, 1);
@@ -29,17 +29,12 @@ export function checkFlowControl(input: FlowControlInput | null | undefined, opt
   if (input.parallelism == null && input.rate == null) throw unprocessable(`${field} needs parallelism, rate or both`, field);
 }
 
-/** The stored form: absent fields null, the period defaulted. */
-export function normalizeFlowControl(input: FlowControlInput | null | undefined, key?: string): FlowControl | null {
-  if (input == null) return null;
-  return { key: key ?? input.key!, parallelism: input.parallelism ?? null, rate: input.rate ?? null, period: input.period ?? DEFAULT_FLOW_PERIOD };
+/** The stored limits: absent ones null, the period defaulted (a task's keeps its key beside them). */
+export function normalizeLimits(input: FlowControlInput): Omit<FlowControl, 'key'> {
+  return { parallelism: input.parallelism ?? null, rate: input.rate ?? null, period: input.period ?? DEFAULT_FLOW_PERIOD };
 }
 
 /** What a key's queue enforces. The period is wall clock: not scaled by JETCRON_TIME_SCALE. */
-export function flowLimits(flow: FlowControl): KeyLimits {
+export function flowLimits(flow: Omit<FlowControl, 'key'>): KeyLimits {
   return { parallelism: flow.parallelism, rate: flow.rate, periodMs: parseDuration(flow.period) ?? 1000, strict: false };
 }
-
-/** Whether two stored flow controls say the same limits. */
-export const sameLimits = (a: FlowControl | null, b: FlowControl | null): boolean =>
-  a === b || (!!a && !!b && a.key === b.key && a.parallelism === b.parallelism && a.rate === b.rate && a.period === b.period);

@@ -2,7 +2,7 @@ import type { Endpoint } from '../endpoint/types.ts';
 import { endpointAttemptJob } from '../execution/endpoint-jobs.ts';
 import type { AttemptJob } from '../execution/job.ts';
 import { LANE_LIMITS, type KeyLimits } from '../flow-control/key-queue.ts';
-import { parseDuration } from '../../lib/duration.ts';
+import { flowLimits } from '../flow-control/rules.ts';
 import type { EndpointSnapshot, ForwardPlan, InboundEventEvent } from '../inbound-event/types.ts';
 
 /** What an endpoint delivery's jobs are built from: the event that planned it. */
@@ -22,10 +22,12 @@ export const endpointKey = (orgId: string, endpointId: string) => `${orgId} endp
  * `flow_control.rate` starts per period either way.
  */
 export function endpointLimits(e: Endpoint): KeyLimits {
-  const flow = e.flow_control ?? null;
-  const rate = { rate: flow?.rate ?? null, periodMs: flow ? parseDuration(flow.period) ?? 1000 : 1000 };
-  return e.use_lane ? { ...LANE_LIMITS, ...rate } : { parallelism: flow?.parallelism ?? null, strict: false, ...rate };
+  const flow = e.flow_control ? flowLimits(e.flow_control) : NO_LIMITS;
+  return e.use_lane ? { ...LANE_LIMITS, rate: flow.rate, periodMs: flow.periodMs } : flow;
 }
+
+/** An endpoint without a lane or flow control: a key only for its pause. */
+const NO_LIMITS: KeyLimits = { parallelism: null, rate: null, periodMs: 1000, strict: false };
 
 /** An inbound event's deliveries, as the owner of their endpoint holds them. */
 export function forwardOrigins(event: InboundEventEvent, originSeq: number): ForwardOrigin[] {

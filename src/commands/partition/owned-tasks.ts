@@ -26,6 +26,14 @@ function flowKeyName(ownerKey: string): { org_id: string; key: string } | null {
 const keyOf = (task: Task): string | null =>
   task.lane ? laneKey(task.org_id, task.lane) : task.flow_control ? flowKey(task.org_id, task.flow_control.key) : null;
 
+/** What one key holds now. */
+export interface KeyLoad {
+  key: string;
+  waiting: number;
+  in_flight: number;
+  paused: boolean;
+}
+
 /** Due "never": a disabled task's execution keeps its place (a lane's held retry its slot) until the task is enabled. */
 export const PARKED = Number.MAX_SAFE_INTEGER;
 
@@ -197,18 +205,17 @@ export class OwnedTasks {
   onTaskEvent(event: TaskEvent, seq: number, index: number, traceparent?: string): void {
     const task = event.data.task;
     const owned = this.tasks.get(task.id);
-    // A new execution belongs to the partition of the task as it is now; one already held
-    // stays with its owner when an update moves the task's lane or key elsewhere.
-    const mine = taskPartition(task, this.partitions) === this.partition;
-    if (event.type === 'TaskCreated' || event.type === 'TaskUpdated') this.keyLimits(task, false);
     switch (event.type) {
       case 'TaskCreated':
       case 'TaskTriggered':
-        if (!mine) return;
-        this.keyLimits(task, true);
+        this.keyLimits(task, event.type === 'TaskTriggered');
+        // A new execution belongs to the partition of the task as it is now; one already held
+        // stays with its owner when an update moves the task's lane or key elsewhere.
+        if (taskPartition(task, this.partitions) !== this.partition) return;
         this.plan(task, event.data.execution, seq, logOrder(seq, index), event.type === 'TaskTriggered', traceparent);
         return;
       case 'TaskUpdated':
+        this.keyLimits(task, false);
         if (owned) this.changed(owned, task);
         return;
       case 'TaskDeleted':
@@ -235,20 +242,18 @@ export class OwnedTasks {
   }
 
   /** The flow-control keys of `orgId` this partition holds or holds paused: what waits and what runs. */
-  flowKeys(orgId: string): Array<{ key: string; waiting: number; in_flight: number; paused: boolean }> {
-    const prefix = flowKey(orgId, '');
-    return this.queues.keysWithPrefix(prefix).map((k) => ({ ...k, key: k.key.slice(prefix.length) }));
+  flowKeys(orgId: string): KeyLoad[] {
+    return this.loadsUnder(flowKey(orgId, ''));
   }
 
-  /** The endpoints of `orgId` whose deliveries this partition holds, or that are paused: what waits and what runs. */
-  endpointLoads(orgId: string): Array<{ key: string; waiting: number; in_flight: number; paused: boolean }> {
-    const prefix = endpointKey(orgId, '');
-    return this.queues.keysWithPrefix(prefix).map((k) => ({ ...k, key: k.key.slice(prefix.length) }));
+  /** The endpoints of `orgId` whose deliveries this partition holds, or that are paused (`key`: the endpoint id). */
+  endpointLoads(orgId: string): KeyLoad[] {
+    return this.loadsUnder(endpointKey(orgId, ''));
   }
 
-  /** Every organization's flow-control keys held here (`jetcron status`). */
-  allFlowKeys(): Array<{ org_id: string; key: string; waiting: number; in_flight: number; paused: boolean }> {
-    const out: Array<{ org_id: string; key: string; waiting: number; in_flight: number; paused: boolean }> = [];
+  /** Every organization's flow-control keys held here (`jetcron status`, the metrics' gauges). */
+  allFlowKeys(): Array<KeyLoad & { org_id: string }> {
+    const out: Array<KeyLoad & { org_id: string }> = [];
     for (const k of this.queues.keysWithPrefix('')) {
       const named = flowKeyName(k.key);
       if (named) out.push({ ...k, ...named });
@@ -256,20 +261,8 @@ export class OwnedTasks {
     return out;
   }
 
-  /** Per organization: its flow-control keys held here, what they hold, how many are paused (the metrics' gauges). */
-  flowLoadByOrg(): Map<string, { waiting: number; in_flight: number; keys: number; paused: number }> {
-    const out = new Map<string, { waiting: number; in_flight: number; keys: number; paused: number }>();
-    for (const k of this.queues.keysWithPrefix('')) {
-      const orgId = flowKeyName(k.key)?.org_id;
-      if (orgId === undefined) continue;
-      const sum = out.get(orgId) ?? { waiting: 0, in_flight: 0, keys: 0, paused: 0 };
-      sum.waiting += k.waiting;
-      sum.in_flight += k.in_flight;
-      sum.keys++;
-      if (k.paused) sum.paused++;
-      out.set(orgId, sum);
-    }
-    return out;
+  private loadsUnder(prefix: string): KeyLoad[] {
+    return this.queues.keysWithPrefix(prefix).map((k) => ({ ...k, key: k.key.slice(prefix.length) }));
   }
 
   /**
@@ -411,16 +404,16 @@ export class OwnedTasks {
    * partition is not this owner's). A trigger only gives a key its first limits: it
    * plans a run of the task as it is, and sets nothing.
    */
-  private keyLimits(task: Task, planning: boolean): void {
+  private keyLimits(task: Task, triggered: boolean): void {
     const key = keyOf(task);
     if (!key) return;
     if (task.lane) {
       if (!this.queues.hasLimits(key)) this.queues.setLimits(key, LANE_LIMITS);
       return;
     }
+    if (triggered && this.queues.hasLimits(key)) return;
     const flow = task.flow_control!;
-    if (flowKeyPartition(task.org_id, flow.key, this.partitions) !== this.partition) return;
-    if (!planning || !this.queues.hasLimits(key)) this.queues.setLimits(key, flowLimits(flow));
+    if (flowKeyPartition(task.org_id, flow.key, this.partitions) === this.partition) this.queues.setLimits(key, flowLimits(flow));
   }
 
   /** The task changed: its waiting executions take the new definition, time and enabled state. */

@@ -6,7 +6,7 @@ import { checkDuration, checkInstant, checkLength, checkRequest, checkUrl, MAX_N
 import { checkPlanFeatures } from '../plan-rules.ts';
 import { TASK_DEFAULTS, type Task, type TaskCommand, type TaskEvent, type TaskInput, type TaskSpec } from './types.ts';
 import { nameFromUrl } from '../../lib/default-name.ts';
-import { checkFlowControl, normalizeFlowControl } from '../flow-control/rules.ts';
+import { checkFlowControl, normalizeLimits } from '../flow-control/rules.ts';
 
 export function evolveTask(_state: Task | null, event: TaskEvent): Task | null {
   switch (event.type) {
@@ -83,7 +83,8 @@ export function checkTaskRules(spec: TaskSpec, input: TaskInput, nowMs: number):
 /** The spec a create or update sends, `flow_control` in its stored form. */
 function specInput(input: TaskInput): Partial<TaskSpec> {
   const { flow_control, ...rest } = stripUndefined(input);
-  return flow_control === undefined ? rest : { ...rest, flow_control: normalizeFlowControl(flow_control) };
+  if (flow_control === undefined) return rest;
+  return { ...rest, flow_control: flow_control && { key: flow_control.key!, ...normalizeLimits(flow_control) } };
 }
 
 export function decideTask(command: TaskCommand, state: Task | null, meta: CommandMeta): TaskEvent[] {
