@@ -1,7 +1,6 @@
 import { hostname } from 'node:os';
-import { NoRespondersError } from '@nats-io/transport-node';
 import { SUBJECTS } from '../../streams/subjects.ts';
-import { decodeJson } from '../lib/json.ts';
+import { askAll } from './ask-all.ts';
 import type { Nats } from './connection.ts';
 
 /** One live service process, as it describes itself. */
@@ -47,16 +46,6 @@ export function answerRollCall(nats: Nats, me: { instance: string; roles: string
  */
 export async function rollCall(nats: Nats, waitMs: number, stallMs?: number): Promise<ProcessInfo[]> {
   const out: ProcessInfo[] = [];
-  const replies = await nats.nc.requestMany(SUBJECTS.rollCall, '', stallMs ? { strategy: 'stall', stall: stallMs, maxWait: waitMs } : { strategy: 'timer', maxWait: waitMs });
-  try {
-    for await (const m of replies) {
-      try {
-        out.push(decodeJson<ProcessInfo>(m.data));
-      } catch { /* not a roll-call answer */ }
-    }
-  } catch (err) {
-    // The server's "no responders": no process of the service runs.
-    if (!(err instanceof NoRespondersError)) throw err;
-  }
+  await askAll<ProcessInfo>(nats, SUBJECTS.rollCall, '', stallMs ? { strategy: 'stall', stall: stallMs, maxWait: waitMs } : { strategy: 'timer', maxWait: waitMs }, (p) => void out.push(p));
   return out.sort((a, b) => a.host.localeCompare(b.host) || a.pid - b.pid);
 }

@@ -3,6 +3,7 @@ import { SUBJECTS } from '../../streams/subjects.ts';
 import { FLOW_KEY_EVENT_TYPES, type FlowKeyEvent } from '../commands/flow-control/types.ts';
 import type { Nats } from '../nats/connection.ts';
 import { decodeEvents } from '../nats/event-reader.ts';
+import { lastOfEach } from '../nats/last-of-each.ts';
 
 /**
  * The last pause or resume of every flow-control key: an owner taking over reads these
@@ -11,12 +12,8 @@ import { decodeEvents } from '../nats/event-reader.ts';
  * failed call rejects, and the claim is tried again.
  */
 export async function readFlowKeyStates(nats: Nats): Promise<FlowKeyEvent[]> {
-  const info = await nats.jsm.streams.info(STREAMS.events.name, { subjects_filter: SUBJECTS.flowKeys });
-  const subjects = Object.keys(info?.state.subjects ?? {});
-  const messages = await Promise.all(subjects.map((subject) => nats.jsm.direct.getMessage(STREAMS.events.name, { last_by_subj: subject })));
   const out: FlowKeyEvent[] = [];
-  for (const msg of messages) {
-    if (!msg) continue;
+  for (const msg of await lastOfEach(nats, STREAMS.events.name, SUBJECTS.flowKeys)) {
     for (const e of decodeEvents(msg.data)) if (FLOW_KEY_EVENT_TYPES.has(e.type)) out.push(e as FlowKeyEvent);
   }
   return out;

@@ -1,18 +1,11 @@
-import { NoRespondersError } from '@nats-io/transport-node';
 import { SUBJECTS } from '../../streams/subjects.ts';
-import type { OwnedTasks } from '../commands/partition/owned-tasks.ts';
+import type { KeyLoad as HeldKey, OwnedTasks } from '../commands/partition/owned-tasks.ts';
 import { decodeJson } from '../lib/json.ts';
+import { askAll } from '../nats/ask-all.ts';
 import type { Nats } from '../nats/connection.ts';
 
-/** What a key holds in its owner's memory: the only place that knows what runs now. */
-export interface KeyLoad {
-  /** Only in an answer for every organization. */
-  org_id?: string;
-  key: string;
-  waiting: number;
-  in_flight: number;
-  paused: boolean;
-}
+/** What a key holds in its owner's memory, the only place that knows what runs now; `org_id` only in an answer for every organization. */
+export type KeyLoad = HeldKey & { org_id?: string };
 
 interface Answer {
   partitions: number[];
@@ -59,23 +52,12 @@ export async function askFlowStats(nats: Nats, orgId: string | null, partitions?
   const keys = new Map<string, KeyLoad>();
   const endpoints = new Map<string, KeyLoad>();
   const covered = new Set<number>();
-  try {
-    const replies = await nats.nc.requestMany(SUBJECTS.flowStats, JSON.stringify({ org_id: orgId }), { strategy: 'timer', maxWait: ASK_MS });
-    for await (const m of replies) {
-      let answer: Answer;
-      try {
-        answer = decodeJson<Answer>(m.data);
-      } catch {
-        continue;
-      }
-      for (const p of answer.partitions) covered.add(p);
-      for (const k of answer.keys) keys.set(orgId === null ? `${k.org_id} ${k.key}` : k.key, k);
-      for (const e of answer.endpoints ?? []) endpoints.set(e.key, e);
-      if (partitions !== undefined && covered.size >= partitions) break;
-    }
-  } catch (err) {
-    if (!(err instanceof NoRespondersError)) throw err;
-  }
+  await askAll<Answer>(nats, SUBJECTS.flowStats, JSON.stringify({ org_id: orgId }), { strategy: 'timer', maxWait: ASK_MS }, (answer) => {
+    for (const p of answer.partitions) covered.add(p);
+    for (const k of answer.keys) keys.set(orgId === null ? `${k.org_id} ${k.key}` : k.key, k);
+    for (const e of answer.endpoints ?? []) endpoints.set(e.key, e);
+    return partitions !== undefined && covered.size >= partitions;
+  });
   // Unknown how many (`jetcron status`): the whole window was waited out, and what answered is all there is.
   const missing = Array.from({ length: partitions ?? 0 }, (_, p) => p).filter((p) => !covered.has(p));
   return { keys, endpoints, missing };

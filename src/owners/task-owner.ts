@@ -239,12 +239,12 @@ export async function ownTaskPartition(
     });
   };
 
-  const decoded = (item: TapItem): JetcronEvent[] => {
+  const decoded = (item: TapItem, logged = true): JetcronEvent[] => {
     try {
       return (item.decoded ??= decodeEvents(item.data)) as JetcronEvent[];
     } catch (err) {
       // A message no reader can decode is skipped by all of them (a poison message stops no owner).
-      deps.log(`owner of partition ${partition}: seq ${item.seq}: ${(err as Error).message}`);
+      if (logged) deps.log(`owner of partition ${partition}: seq ${item.seq}: ${(err as Error).message}`);
       return [];
     }
   };
@@ -257,7 +257,8 @@ export async function ownTaskPartition(
   const knowEndpoints = async (batch: TapItem[]) => {
     const wanted = new Map<string, { orgId: string; endpointId: string }>();
     for (const item of batch) {
-      for (const e of decoded(item)) {
+      // A message that does not decode is logged once, by `read`.
+      for (const e of decoded(item, false)) {
         if ((e.type === 'InboundEventReceived' || e.type === 'InboundEventReplayed') && state.needsEndpoint(e)) {
           wanted.set(e.data.endpoint.id, { orgId: e.org_id, endpointId: e.data.endpoint.id });
         }

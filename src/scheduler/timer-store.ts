@@ -5,6 +5,7 @@ import type { Job } from '../commands/execution/job.ts';
 import { deleteIfStored } from '../nats/delete-message.ts';
 import { quickManager } from '../nats/quick-clients.ts';
 import { decodeJson, encodeJson } from '../lib/json.ts';
+import { lastOfEach } from '../nats/last-of-each.ts';
 import type { Nats } from '../nats/connection.ts';
 
 export type TimerValue =
@@ -61,14 +62,8 @@ export function createTimerStore(nats: Nats, partitions: number) {
     async listSource(orgId: string, sourceId: string): Promise<StoredTimer[]> {
       const filter = `${SUBJECTS.timer(partitionOf(orgId, partitions), sourceId)}.>`;
       // An error is not "no timers": it propagates, and the caller tries again.
-      const info = await nats.jsm.streams.info(STREAMS.timers.name, { subjects_filter: filter });
-      const subjects = Object.keys(info?.state.subjects ?? {});
-      const out: StoredTimer[] = [];
-      for (const subject of subjects) {
-        const msg = await nats.jsm.direct.getMessage(STREAMS.timers.name, { last_by_subj: subject });
-        if (msg) out.push({ subject, seq: msg.seq, value: decodeJson<TimerValue>(msg.data) });
-      }
-      return out;
+      const messages = await lastOfEach(nats, STREAMS.timers.name, filter);
+      return messages.map((msg) => ({ subject: msg.subject, seq: msg.seq, value: decodeJson<TimerValue>(msg.data) }));
     },
     /** false only when JetStream says the message is gone; a failed call rejects (unknown, not absent). */
     async stillStored(seq: number): Promise<boolean> {
