@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { eventually, startTestService, type Api, type TestService } from './support/service.ts';
+import { eventually, type Api } from './support/service.ts';
+import { serviceWithOwnersApart } from './support/owner-processes.ts';
 import { startGateTarget } from './support/gate-target.ts';
-import { spawnJetcron, type JetcronProcess } from './support/jetcron-process.ts';
 
 // Issue 22's case: the owner of a key's partition is killed (kill -9) with executions in
 // flight and more waiting under the key. After the takeover the key's parallelism still
@@ -11,26 +11,18 @@ import { spawnJetcron, type JetcronProcess } from './support/jetcron-process.ts'
 const N = 2;
 const TOTAL = 10;
 
-let svc: TestService;
+let owners: Awaited<ReturnType<typeof serviceWithOwnersApart>>;
 let api: Api;
-const procs: JetcronProcess[] = [];
+const dispatcher = (label: string) => owners.dispatcher(label);
 
 before(async () => {
-  // The API, projector and scheduler here; the owners only in the dispatcher processes.
-  svc = await startTestService({ JETCRON_ROLES: 'api,projector,scheduler,notifier', JETCRON_DISPATCH: 'owners' });
-  api = (await svc.createOrg()).api;
+  owners = await serviceWithOwnersApart();
+  api = owners.api;
 });
 
 after(async () => {
-  for (const p of procs) await p.cleanup();
-  await svc?.stop();
+  await owners?.stop();
 });
-
-const dispatcher = async (label: string) => {
-  const p = await spawnJetcron({ roles: 'dispatcher', natsUrl: svc.natsUrl, databaseUrl: svc.databaseUrl, label, env: { JETCRON_DISPATCH: 'owners' } });
-  procs.push(p);
-  return p;
-};
 
 test('an owner killed with work waiting under a key: the new owner keeps the limit, loses nothing, sends each under its one id', { timeout: 240_000 }, async () => {
   let killed = false;

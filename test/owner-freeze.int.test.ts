@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { eventually, startTestService, type Api, type TestService } from './support/service.ts';
+import { eventually, type Api } from './support/service.ts';
+import { serviceWithOwnersApart } from './support/owner-processes.ts';
 import { startTarget } from './support/target.ts';
-import { spawnJetcron, type JetcronProcess } from './support/jetcron-process.ts';
 
 // Issue 21's case: the process that owns the partitions is frozen (SIGSTOP) past its
 // lease, another process takes them over, and then the frozen one is resumed (SIGCONT)
@@ -13,33 +13,18 @@ const LANES = 12;
 const PER_LANE = 12;
 const TARGET_DELAY_MS = 150;
 
-let svc: TestService;
+let owners: Awaited<ReturnType<typeof serviceWithOwnersApart>>;
 let api: Api;
-const procs: JetcronProcess[] = [];
+const dispatcher = (label: string) => owners.dispatcher(label);
 
 before(async () => {
-  // The API, projector and scheduler here; the partition owners only in the two dispatcher processes.
-  svc = await startTestService({ JETCRON_ROLES: 'api,projector,scheduler,notifier', JETCRON_DISPATCH: 'owners' });
-  api = (await svc.createOrg()).api;
+  owners = await serviceWithOwnersApart();
+  api = owners.api;
 });
 
 after(async () => {
-  for (const p of procs) {
-    try {
-      process.kill(p.pid, 'SIGCONT');
-    } catch {
-      // gone already
-    }
-    await p.cleanup();
-  }
-  await svc?.stop();
+  await owners?.stop();
 });
-
-const dispatcher = async (label: string) => {
-  const p = await spawnJetcron({ roles: 'dispatcher', natsUrl: svc.natsUrl, databaseUrl: svc.databaseUrl, label, env: { JETCRON_DISPATCH: 'owners' } });
-  procs.push(p);
-  return p;
-};
 
 test('an owner frozen past its lease and resumed: the new owner finishes every lane in order, the old one is fenced and sends nothing new', { timeout: 240_000 }, async () => {
   const target = await startTarget(() => ({ status: 200, delayMs: TARGET_DELAY_MS }));

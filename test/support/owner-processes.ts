@@ -1,0 +1,34 @@
+import { startTestService, type Api, type TestService } from './service.ts';
+import { spawnJetcron, type JetcronProcess } from './jetcron-process.ts';
+
+/**
+ * A service whose API, projector, scheduler and notifier run in the test's process and
+ * whose partition owners run only in dispatcher child processes the test starts (to
+ * kill, freeze or replace them). `stop` resumes any frozen child, ends them all, and
+ * stops the service.
+ */
+export async function serviceWithOwnersApart(): Promise<{ svc: TestService; api: Api; dispatcher: (label: string) => Promise<JetcronProcess>; stop: () => Promise<void> }> {
+  const svc = await startTestService({ JETCRON_ROLES: 'api,projector,scheduler,notifier', JETCRON_DISPATCH: 'owners' });
+  const { api } = await svc.createOrg();
+  const procs: JetcronProcess[] = [];
+  return {
+    svc,
+    api,
+    async dispatcher(label) {
+      const p = await spawnJetcron({ roles: 'dispatcher', natsUrl: svc.natsUrl, databaseUrl: svc.databaseUrl, label, env: { JETCRON_DISPATCH: 'owners' } });
+      procs.push(p);
+      return p;
+    },
+    async stop() {
+      for (const p of procs) {
+        try {
+          process.kill(p.pid, 'SIGCONT');
+        } catch {
+          // gone already
+        }
+        await p.cleanup();
+      }
+      await svc.stop();
+    },
+  };
+}
