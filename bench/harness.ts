@@ -242,7 +242,6 @@ export interface Target {
 /** The target server; `plain`: records nothing, answers 200 `{"ok":true}` (target-server.ts). */
 export async function startTarget(opts: { plain?: boolean } = {}): Promise<Target> {
   const child = fork(path.join(ROOT, 'bench', 'target-server.ts'), opts.plain ? ['--plain'] : [], {
-    execArgv: ['--import', 'tsx'],
     cwd: ROOT,
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -328,7 +327,7 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
   const logFile = path.join(logDir, `${opts.name}.service.log`);
   const fd = openSync(logFile, 'w');
   const port = await freePort();
-  // One profile per thread (tsx runs a loader thread too), so one directory per benchmark.
+  // One profile per thread, so one directory per benchmark.
   const profDir = opts.cpuProfDir ? path.join(opts.cpuProfDir, opts.name) : undefined;
   const nodeArgs = profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [];
   if (profDir) mkdirSync(profDir, { recursive: true });

@@ -43,11 +43,10 @@ export class HttpClient {
   /** Most requests seen waiting for a free connection in the client (sampled at each send). */
   maxQueued = 0;
 
-  constructor(
-    baseUrl: string,
-    connections = 64,
-    protected readonly headers: Record<string, string> = { 'content-type': 'application/json' },
-  ) {
+  protected readonly headers: Record<string, string>;
+
+  constructor(baseUrl: string, connections = 64, headers: Record<string, string> = { 'content-type': 'application/json' }) {
+    this.headers = headers;
     this.pool = new Pool(baseUrl, { connections, pipelining: 1, keepAliveTimeout: 60_000, headersTimeout: 60_000, bodyTimeout: 60_000 });
   }
 

@@ -15,7 +15,6 @@ if (node !== process.execPath) {
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => child.kill(signal));
   child.on('exit', (code, signal) => process.exit(code ?? 128 + (os.constants.signals[signal] ?? 1)));
 } else {
-  const { register } = await import('tsx/esm/api');
-  register();
+  // Node 24 strips the types itself: no loader, no source maps, positions as written.
   await import(new URL('../src/cli/main.ts', pathToFileURL(self)).href);
 }

@@ -9,7 +9,7 @@ const [command, ...args] = process.argv.slice(2);
 const commands = {
   serve: ['bin/jetcron.mjs', 'serve'],
   test: ['scripts/run-tests.mjs'],
-  bench: ['--import', 'tsx', 'bench/run.ts'],
+  bench: ['bench/run.ts'],
   install: null,
 };
 

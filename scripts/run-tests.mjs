@@ -4,9 +4,6 @@ import { chmod, mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { register } from 'tsx/esm/api';
-
-register();
 const { startEmbeddedPostgres } = await import('../src/runtime/embedded-postgres.ts');
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -70,7 +67,7 @@ function runNodeTests(testFiles, env) {
   const reporters = ['--test-reporter=spec', '--test-reporter-destination=stdout', '--test-reporter=tap', `--test-reporter-destination=${tapFile}`];
   // A test that hangs fails after 5 minutes, naming itself, rather than holding the run
   // until CI's own limit; the longest test takes about a minute, and a test may set its own.
-  const nodeArgs = ['--import', 'tsx', '--test', '--test-concurrency=2', '--test-timeout=300000', ...reporters, ...runnerFlags, ...testFiles];
+  const nodeArgs = ['--test', '--test-concurrency=2', '--test-timeout=300000', ...reporters, ...runnerFlags, ...testFiles];
   const child = spawn(process.execPath, nodeArgs, { cwd: root, stdio: 'inherit', env });
   const forward = (signal) => child.kill(signal);
   for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, forward);

@@ -1,5 +1,5 @@
 /**
- * The peers' processes: queue workers forked with tsx (child.ts is their side), and a
+ * The peers' processes: queue workers forked (child.ts is their side), and a
  * redis-server for BullMQ. Each is registered with the harness's cleanup, so it is
  * stopped on the normal path and killed at exit after an error or Ctrl-C.
  */
@@ -29,7 +29,6 @@ export interface PeerWorker {
 /** Forks `bench/peers/<entry>` with `config` and waits (30 s at most) until its workers consume. */
 export async function forkWorker<C extends WorkerConfig>(entry: string, config: C): Promise<PeerWorker> {
   const child = fork(path.join(ROOT, 'bench', 'peers', entry), [], {
-    execArgv: ['--import', 'tsx'],
     cwd: ROOT,
     env: { ...process.env, PEER_WORKER_CONFIG: JSON.stringify(config) },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],

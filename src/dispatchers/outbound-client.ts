@@ -109,13 +109,19 @@ class Exchange implements Dispatcher.DispatchHandlers {
   private bytes = 0;
   private readonly startMs = Date.now();
 
-  constructor(
-    private readonly resolve: (r: OutboundResult) => void,
-    private readonly reject: (err: Error) => void,
-    private readonly maxBytes: number,
-    private readonly timeoutMs: number,
-    private readonly mayWrite: (() => boolean) | undefined,
-  ) {}
+  private readonly resolve: (r: OutboundResult) => void;
+  private readonly reject: (err: Error) => void;
+  private readonly maxBytes: number;
+  private readonly timeoutMs: number;
+  private readonly mayWrite: (() => boolean) | undefined;
+
+  constructor(resolve: (r: OutboundResult) => void, reject: (err: Error) => void, maxBytes: number, timeoutMs: number, mayWrite: (() => boolean) | undefined) {
+    this.resolve = resolve;
+    this.reject = reject;
+    this.maxBytes = maxBytes;
+    this.timeoutMs = timeoutMs;
+    this.mayWrite = mayWrite;
+  }
 
   start(): void {
     this.timer = setTimeout(onTimer, Math.min(Math.max(this.timeoutMs, 1), MAX_TIMER_MS), this);

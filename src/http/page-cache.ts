@@ -11,7 +11,11 @@
 export class PageCache {
   private readonly entries = new Map<string, { position: number; body: string }>();
 
-  constructor(private readonly maxEntries = 256) {}
+  private readonly maxEntries: number;
+
+  constructor(maxEntries = 256) {
+    this.maxEntries = maxEntries;
+  }
 
   get(key: string, position: number): string | undefined {
     const entry = this.entries.get(key);

@@ -1,13 +1,15 @@
 /** The one error class the HTTP layer turns into the contract's error body. */
 export class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    readonly field: string | null = null,
-    readonly headers: Record<string, string> = {},
-  ) {
+  readonly status: number;
+  readonly field: string | null;
+  readonly headers: Record<string, string>;
+
+  constructor(status: number, message: string, field: string | null = null, headers: Record<string, string> = {}) {
     super(message);
     this.name = 'ApiError';
+    this.status = status;
+    this.field = field;
+    this.headers = headers;
   }
 }
 

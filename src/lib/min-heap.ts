@@ -2,7 +2,11 @@
 export class MinHeap<T> {
   private items: T[] = [];
 
-  constructor(private readonly before: (a: T, b: T) => boolean) {}
+  private readonly before: (a: T, b: T) => boolean;
+
+  constructor(before: (a: T, b: T) => boolean) {
+    this.before = before;
+  }
 
   get size(): number {
     return this.items.length;

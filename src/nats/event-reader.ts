@@ -123,8 +123,11 @@ export function readEvents(
 
 /** The item's events could not all be recorded: nothing of it may be skipped yet. */
 class NotRecorded extends Error {
-  constructor(readonly waitMs: number) {
+  readonly waitMs: number;
+
+  constructor(waitMs: number) {
     super('a failure record could not be written');
+    this.waitMs = waitMs;
   }
 }
 

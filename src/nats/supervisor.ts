@@ -43,7 +43,13 @@ export class ConsumerProgress {
   /** Timer partitions: the due time of the earliest timer still waiting to fire. */
   oldestDueAt: number | null = null;
 
-  constructor(readonly consumer: string, readonly stream: string | null) {}
+  readonly consumer: string;
+  readonly stream: string | null;
+
+  constructor(consumer: string, stream: string | null) {
+    this.consumer = consumer;
+    this.stream = stream;
+  }
 
   /** This process took the consumer over (its lease), at `position`. */
   started(position: number): void {

@@ -19,6 +19,10 @@ export async function replayFromCli(opts: ServiceUrls & {
   /** Where the progress bar (or periodic lines) and the summary go. */
   progressTo: ProgressOut;
 }): Promise<void> {
+  // An analyst's file may use any TypeScript (enums, extensionless imports), which Node's
+  // own type stripping refuses: tsx loads it, as it loads nothing else of the service.
+  const { register } = await import('tsx/esm/api');
+  register();
   const mod = (await import(pathToFileURL(resolve(opts.file)).href)) as { default?: unknown; projection?: unknown };
   const projection = mod.default ?? mod.projection;
   if (!isProjection(projection)) throw new Error(`${opts.file} must export a projection (name, setup, teardown, apply) as its default export`);

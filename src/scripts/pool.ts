@@ -1,5 +1,3 @@
-import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { WORKER_RESOURCE_LIMITS } from './limits.ts';
 import type { PoolAnswer, WorkerConfig, WorkerMessage, WorkerRequest } from './protocol.ts';
@@ -255,15 +253,8 @@ export function createWorkerPool(opts: PoolOptions): WorkerPool {
   };
 }
 
-/**
- * Under tsx (this file is .ts) a worker does not inherit the main thread's loader
- * hooks (Node 20 to 24), so the worker starts with tsx's CommonJS hook and requires the
- * TypeScript file; built to .js it would start the file directly.
- */
+/** The worker's file beside this one, as this one is (Node 24 strips the types of both). */
 function startWorker(config: WorkerConfig): Worker {
-  const options = { workerData: config, resourceLimits: { ...WORKER_RESOURCE_LIMITS } };
-  if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./worker.js', import.meta.url), options);
-  const tsx = createRequire(import.meta.url).resolve('tsx/cjs/api');
-  const file = fileURLToPath(new URL('./worker.ts', import.meta.url));
-  return new Worker(`require(${JSON.stringify(tsx)}).register(); require(${JSON.stringify(file)});`, { ...options, eval: true });
+  const ext = import.meta.url.endsWith('.ts') ? 'ts' : 'js';
+  return new Worker(new URL(`./worker.${ext}`, import.meta.url), { workerData: config, resourceLimits: { ...WORKER_RESOURCE_LIMITS } });
 }

@@ -1,7 +1,6 @@
 /**
  * The worker thread's side: one Lua state (wasmoon), built once, serving one call at a
- * time, synchronously. Loaded through tsx's CommonJS hook (see pool.ts), so no
- * top-level await and no `import.meta` here.
+ * time, synchronously.
  *
  * The state is created with wasmoon's JS interop cut down to nothing a script can
  * reach: no injected objects (`Promise`, `Error`, `null` globals), no proxies. The

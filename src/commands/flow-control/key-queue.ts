@@ -62,7 +62,11 @@ export class KeyQueue {
   private readonly startOf = new Map<string, Start>();
   private paused = false;
 
-  constructor(private limits: KeyLimits) {}
+  private limits: KeyLimits;
+
+  constructor(limits: KeyLimits) {
+    this.limits = limits;
+  }
 
   /** The latest create or update naming the key sets its limits; what is in flight stays. */
   setLimits(limits: KeyLimits): void {

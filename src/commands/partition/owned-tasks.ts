@@ -105,10 +105,13 @@ export class OwnedTasks {
   private readonly origins = new MinHeap<number>((a, b) => a < b);
   private readonly originCounts = new Map<number, number>();
 
-  constructor(
-    readonly partition: number,
-    readonly partitions: number,
-  ) {}
+  readonly partition: number;
+  readonly partitions: number;
+
+  constructor(partition: number, partitions: number) {
+    this.partition = partition;
+    this.partitions = partitions;
+  }
 
   /** Whether this owner is sending the execution now (its attempt or its callback). */
   sending(executionId: string): boolean {
