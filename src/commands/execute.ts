@@ -12,8 +12,8 @@ export interface CommandDeps {
   clock: Clock;
 }
 
-export function commandMeta(clock: Clock): CommandMeta {
-  const nowMs = clock.now();
+/** `nowMs`: the moment decided at, when the caller has already read the clock for it. */
+export function commandMeta(clock: Clock, nowMs = clock.now()): CommandMeta {
   return {
     nowMs,
     now: new Date(nowMs).toISOString(),

@@ -1,5 +1,6 @@
 import type { AttemptResult, ExecutionEvent } from '../commands/execution/types.ts';
-import { applyScriptVerdict, attemptStarted, decideAttemptResult } from '../commands/execution/decide.ts';
+import { applyScriptVerdict, decideExecution, type Execution } from '../commands/execution/decide.ts';
+import { commandMeta } from '../commands/execute.ts';
 import type { ScriptEngine } from '../scripts/engine.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Directory } from '../nats/org-directory.ts';
@@ -9,7 +10,6 @@ import type { AttemptJob, CallbackJob, Job } from '../commands/execution/job.ts'
 import { classifyAttempt, maskHeaders, type AttemptOutcome } from '../commands/execution/outcome.ts';
 import type { OutboundResult } from '../commands/execution/exchange.ts';
 import type { OutboundClient } from './outbound-client.ts';
-import { CALLBACK_RETRY_DELAYS_MS } from '../commands/execution/retry-schedule.ts';
 import { recordedBody } from './inbound-request.ts';
 import { forwardUrl, type ForwardRequest } from '../inbound/pipeline.ts';
 import { hasStandardWebhookHeaders, signedHeaders } from './signing.ts';
@@ -118,14 +118,17 @@ export function createAttemptRunner(deps: AttemptRunnerDeps) {
     },
   ): Promise<{ finished: ExecutionEvent; exchangeMs: number }> {
     let started: Promise<unknown> | undefined;
+    // The state the plan read: this attempt is under way, with the 429s before it.
+    const state: Execution = { execution_id: job.execution_id, attempt: job.attempt, stage: 'started', uncounted: opts.uncounted };
     const markStarted = () => {
-      started = opts.recordStart(attemptStarted(job, new Date(), opts.uncounted));
+      const [event] = decideExecution({ type: 'RecordStart', job, startedAt: new Date() }, state, commandMeta(deps.clock));
+      started = opts.recordStart(event!);
       // Awaited after the request; until then a refusal must not count as unhandled (it would crash the process).
       started.catch(() => {});
     };
     let slow: NodeJS.Timeout | undefined;
     try {
-      const out = await exchange(job, opts, () => {
+      const out = await exchange(job, state, opts, () => {
         opts.onSending?.(Date.now());
         if (job.attempt > 1) markStarted();
         else slow = setTimeout(markStarted, RUNNING_VISIBLE_AFTER_MS);
@@ -140,7 +143,8 @@ export function createAttemptRunner(deps: AttemptRunnerDeps) {
 
   async function exchange(
     job: AttemptJob,
-    opts: SendOptions & { uncounted: number; host: string | null; forward: ForwardRequest | null },
+    state: Execution,
+    opts: SendOptions & { host: string | null; forward: ForwardRequest | null },
     onStart: () => void,
   ): Promise<{ finished: ExecutionEvent; exchangeMs: number }> {
     const { forward, host } = opts;
@@ -163,17 +167,15 @@ export function createAttemptRunner(deps: AttemptRunnerDeps) {
     // The host's health is what the HTTP exchange says; the script decides only the outcome.
     const signal = host ? hostSignalOf(result, classified) : null;
     const { outcome, logs } = await onResponse(job, result, classified);
-    const finished = decideAttemptResult({
+    const hostBlockEnd = await recordHost(job, host, signal, nowMs);
+    const [finished] = decideExecution({ type: 'RecordAttempt', call: {
       job,
-      uncounted: opts.uncounted,
       outcome,
       // An endpoint's deliveries carry what its script logged in the router; tasks log in on_response.
       scriptLogs: job.inbound?.script_logs ?? logs,
       signal,
       host,
-      hostBlockEnd: await recordHost(job, host, signal, nowMs),
-      nowMs,
-      wait: deps.clock.wait,
+      hostBlockEnd,
       jitter: Math.random(),
       exchange: {
         started_at: result.startedAt.toISOString(),
@@ -184,38 +186,23 @@ export function createAttemptRunner(deps: AttemptRunnerDeps) {
         response_truncated: result.kind === 'response' ? result.truncated : false,
         response_headers: result.kind === 'response' ? result.headers : null,
       },
-    });
+    } }, state, commandMeta(deps.clock, nowMs));
     deps.log.debug?.('attempt finished', () => {
-      const d = finished.data as AttemptResult;
+      const d = finished!.data as AttemptResult;
       return {
         org_id: job.org_id, [`${job.source.type}_id`]: job.source.id, execution_id: job.execution_id, attempt: job.attempt,
         status: d.status, status_code: d.status_code, duration_ms: d.duration_ms, next_attempt_at: d.next_attempt_at,
       };
     });
-    return { finished, exchangeMs: result.durationMs };
+    return { finished: finished!, exchangeMs: result.durationMs };
   }
 
   /** One delivery try of a completion callback, as the `CallbackAttempted` that records it. */
   async function sendCallback(job: CallbackJob, opts: SendOptions = {}): Promise<ExecutionEvent> {
     const headers = { 'Content-Type': 'application/json', ...(await sign(job, job.body, `${job.execution_id}-callback`)) };
     const result = await tracedSend(deps.outbound, { url: job.url, method: 'POST', headers, body: job.body, timeoutMs: CALLBACK_TIMEOUT_MS, mayWrite: opts.mayWrite });
-    const ok = result.kind === 'response' && result.statusCode >= 200 && result.statusCode < 300;
-    const delay = CALLBACK_RETRY_DELAYS_MS[job.attempt - 1];
-    return {
-      type: 'CallbackAttempted',
-      id: `${job.execution_id}.cb${job.attempt}`,
-      at: new Date().toISOString(),
-      org_id: job.org_id,
-      data: {
-        execution_id: job.execution_id,
-        url: job.url,
-        attempt: job.attempt,
-        status_code: result.kind === 'response' ? result.statusCode : null,
-        error_message: ok ? null : result.kind === 'response' ? `HTTP ${result.statusCode}` : result.message,
-        next_attempt_at: !ok && delay !== undefined ? new Date(deps.clock.now() + deps.clock.wait(delay)).toISOString() : null,
-        job,
-      },
-    };
+    const [attempted] = decideExecution({ type: 'RecordCallback', job, result }, null, commandMeta(deps.clock));
+    return attempted!;
   }
 
   return { hostBlock, send, sendCallback };

@@ -2,7 +2,7 @@ import type { JsMsg } from '@nats-io/jetstream';
 import { CONSUMERS } from '../../streams/definitions.ts';
 import { SUBJECTS } from '../../streams/subjects.ts';
 import type { AttemptResult, ExecutionEvent } from '../commands/execution/types.ts';
-import { executionSoFar, planAttempt } from '../commands/execution/decide.ts';
+import { evolveExecution, executionSoFar, planAttempt } from '../commands/execution/decide.ts';
 import type { ScriptEngine } from '../scripts/engine.ts';
 import { unreachable } from '../lib/unreachable.ts';
 import type { EventStore } from '../events/store.ts';
@@ -89,7 +89,7 @@ export function startDispatcher(deps: DispatcherDeps) {
     ]);
     const plan = planAttempt({
       job,
-      sofar: readLog ? executionSoFar(last?.event ?? null, job.attempt) : null,
+      sofar: readLog ? executionSoFar(last ? evolveExecution(null, last.event) : null, job.attempt) : null,
       sourceGone: gone,
       requestGone: !!job.inbound && !blockedUntil && !forward,
       forwardMethod: forward?.method ?? null,

@@ -14,7 +14,7 @@ import { unreachable } from '../lib/unreachable.ts';
 import type { Nats } from '../nats/connection.ts';
 import { createLease, openLeaseBucket, whileLeased } from '../nats/lease.ts';
 import { materializeBatch } from '../commands/batch/handlers.ts';
-import { afterAttempt, needsRetryPlan, nextCallback, type RetryPlan } from '../commands/execution/next-step.ts';
+import { afterAttempt, needsRetryPlan, nextCallback, type RetryPlan } from '../commands/execution/decide.ts';
 import { evolveSchedule } from '../commands/schedule/decide.ts';
 import { scheduleSubject } from '../commands/schedule/handlers.ts';
 import type { Schedule, ScheduleEvent } from '../commands/schedule/types.ts';

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { AttemptJob } from '../../src/commands/execution/job.ts';
-import { afterAttempt, needsRetryPlan, nextCallback } from '../../src/commands/execution/next-step.ts';
+import { afterAttempt, needsRetryPlan, nextCallback } from '../../src/commands/execution/decide.ts';
 import type { AttemptResult } from '../../src/commands/execution/types.ts';
 
 const NOW = Date.parse('2026-11-25T12:00:00Z');

@@ -1,11 +1,25 @@
-import type { AttemptJob } from './job.ts';
+import type { AttemptJob, CallbackJob } from './job.ts';
 import type { AttemptOutcome } from './outcome.ts';
+import type { OutboundResult } from './exchange.ts';
 import type { HostSignal, HostState } from '../host-block/rules.ts';
 import { FAILURES_BEFORE_BLOCK } from '../host-block/rules.ts';
-import { retryDelayMs, retryLandsAfter } from './retry-schedule.ts';
+import { CALLBACK_RETRY_DELAYS_MS, retryDelayMs, retryLandsAfter } from './retry-schedule.ts';
 import { unreachable } from '../../lib/unreachable.ts';
+import { callbackBody } from './callback-body.ts';
 import { executionCancelled } from './ending.ts';
-import type { AttemptResult, ExecutionEvent } from './types.ts';
+import type { AttemptResult, ExecutionEvent, ExecutionSource } from './types.ts';
+import type { CommandMeta } from '../meta.ts';
+
+/*
+ * The execution aggregate: everything that decides what happens to one execution.
+ * - `evolveExecution`: the state its events leave (what a sender reads before an attempt);
+ * - `decideExecution`: each command's events (plan an attempt, record its start, its
+ *   result with the retry rules, a callback try with its own retries, a cancel);
+ * - `afterAttempt` / `nextCallback`: what follows a recorded result: the retry, the
+ *   cancel when the source is gone, the end with its lane released and its callback.
+ * Senders (the partition owners, the DISPATCH consumer, the translator for schedules)
+ * only carry these out: a task's retry is decided in this file.
+ */
 
 /** 429 attempts of one execution that do not use a retry; later ones count like a 5xx. */
 export const MAX_UNCOUNTED_ATTEMPTS = 20;
@@ -22,21 +36,40 @@ export interface ExecutionSoFar {
   done: boolean;
 }
 
-/** Reads the execution's last event: the only state an attempt needs. */
-export function executionSoFar(last: ExecutionEvent | null, attempt: number): ExecutionSoFar {
-  if (!last) return { uncounted: 0, done: false };
-  switch (last.type) {
-    case 'AttemptFinished':
-      return { uncounted: last.data.uncounted_attempts ?? 0, done: last.data.attempt >= attempt };
+/** What an execution's log says so far. */
+export interface Execution {
+  execution_id: string;
+  /** The latest attempt its log records. */
+  attempt: number;
+  /** How far that attempt got; `over` once the execution ended for good (cancelled, or its callback tried). */
+  stage: 'started' | 'deferred' | 'finished' | 'over';
+  /** Earlier attempts that answered 429 and did not use a retry. */
+  uncounted: number;
+}
+
+/** The state after one of its events: each event carries what the state needs, so the last one is enough. */
+export function evolveExecution(_state: Execution | null, event: ExecutionEvent): Execution {
+  const { execution_id } = event.data;
+  switch (event.type) {
     case 'AttemptStarted':
+      return { execution_id, attempt: event.data.attempt, stage: 'started', uncounted: event.data.uncounted_attempts ?? 0 };
     case 'AttemptDeferred':
-      return { uncounted: last.data.uncounted_attempts ?? 0, done: last.data.attempt > attempt };
+      return { execution_id, attempt: event.data.attempt, stage: 'deferred', uncounted: event.data.uncounted_attempts ?? 0 };
+    case 'AttemptFinished':
+      return { execution_id, attempt: event.data.attempt, stage: 'finished', uncounted: event.data.uncounted_attempts ?? 0 };
     case 'ExecutionCancelled':
     case 'CallbackAttempted':
-      return { uncounted: 0, done: true };
+      return { execution_id, attempt: Infinity, stage: 'over', uncounted: 0 };
     default:
-      return unreachable(last);
+      return unreachable(event);
   }
+}
+
+/** Where `attempt` stands in an execution's log: already recorded (a redelivered job), and its uncounted 429s. */
+export function executionSoFar(state: Execution | null, attempt: number): ExecutionSoFar {
+  if (!state) return { uncounted: 0, done: false };
+  const done = state.stage === 'over' || (state.stage === 'finished' ? state.attempt >= attempt : state.attempt > attempt);
+  return { uncounted: state.uncounted, done };
 }
 
 export interface BeforeAttempt {
@@ -252,4 +285,104 @@ export function applyScriptVerdict(outcome: AttemptOutcome, verdict: unknown): A
   if (status === 'success') return { ...outcome, status: 'success', error_message: null, retryable: false, retry_after_ms: null };
   if (status === 'failed' && outcome.status === 'success') return { ...outcome, status: 'failed', error_message: 'failed by the script (on_response)', retryable: true };
   return outcome;
+}
+
+/**
+ * One delivery try of a completion callback: a 2xx delivers it; otherwise it is tried
+ * again after CALLBACK_RETRY_DELAYS_MS while tries are left.
+ */
+export function callbackAttempted(job: CallbackJob, result: OutboundResult, nowMs: number, wait: (ms: number) => number): ExecutionEvent {
+  const ok = result.kind === 'response' && result.statusCode >= 200 && result.statusCode < 300;
+  const delay = CALLBACK_RETRY_DELAYS_MS[job.attempt - 1];
+  return {
+    type: 'CallbackAttempted',
+    id: `${job.execution_id}.cb${job.attempt}`,
+    at: new Date(nowMs).toISOString(),
+    org_id: job.org_id,
+    data: {
+      execution_id: job.execution_id,
+      url: job.url,
+      attempt: job.attempt,
+      status_code: result.kind === 'response' ? result.statusCode : null,
+      error_message: ok ? null : result.kind === 'response' ? `HTTP ${result.statusCode}` : result.message,
+      next_attempt_at: !ok && delay !== undefined ? new Date(nowMs + wait(delay)).toISOString() : null,
+      job,
+    },
+  };
+}
+
+/** What a sender asks of an execution; each decision is a list of events to record (none: nothing to record). */
+export type ExecutionCommand =
+  /** Before an attempt: what is recorded instead of sending it (nothing: send it, unless the state says it is done). */
+  | { type: 'PlanAttempt'; before: Omit<BeforeAttempt, 'sofar' | 'nowMs'> }
+  /** A retry's start at once, a first attempt's once it outlives RUNNING_VISIBLE_AFTER_MS. */
+  | { type: 'RecordStart'; job: AttemptJob; startedAt: Date }
+  | { type: 'RecordAttempt'; call: Omit<AttemptCall, 'nowMs' | 'wait' | 'uncounted'> }
+  | { type: 'RecordCallback'; job: CallbackJob; result: OutboundResult }
+  | { type: 'Cancel'; org_id: string; execution_id: string; source: ExecutionSource; reason: string; lane: string | null };
+
+type Handlers = { [K in ExecutionCommand['type']]: (c: Extract<ExecutionCommand, { type: K }>, state: Execution | null, meta: CommandMeta) => ExecutionEvent[] };
+
+const handlers: Handlers = {
+  PlanAttempt: (c, state, meta) => {
+    const plan = planAttempt({ ...c.before, sofar: executionSoFar(state, c.before.job.attempt), nowMs: meta.nowMs });
+    return plan.kind === 'record' || plan.kind === 'defer' ? plan.events : [];
+  },
+  RecordStart: (c, state) => [attemptStarted(c.job, c.startedAt, state?.uncounted ?? 0)],
+  RecordAttempt: (c, state, meta) => [decideAttemptResult({ ...c.call, uncounted: state?.uncounted ?? 0, nowMs: meta.nowMs, wait: meta.scaleWait })],
+  RecordCallback: (c, _state, meta) => [callbackAttempted(c.job, c.result, meta.nowMs, meta.scaleWait)],
+  Cancel: (c, state, meta) => (state?.stage === 'over' ? [] : [executionCancelled(c.org_id, { execution_id: c.execution_id, source: c.source, reason: c.reason, lane: c.lane }, meta.nowMs)]),
+};
+
+/** The execution's decisions, one handler per command (the map is exhaustive at compile time). */
+export function decideExecution(command: ExecutionCommand, state: Execution | null, meta: CommandMeta): ExecutionEvent[] {
+  return (handlers[command.type] as (c: ExecutionCommand, s: Execution | null, m: CommandMeta) => ExecutionEvent[])(command, state, meta);
+}
+
+/** Its next attempt as its source says it now (the caller loads the source), or null when the source is gone. */
+export interface RetryPlan {
+  job: AttemptJob;
+  /** A disabled task or schedule keeps its retry paused until it is enabled again. */
+  enabled: boolean;
+}
+
+/**
+ * What follows a recorded attempt, for every sender that acts on it (the partition
+ * owners, the translator for schedules):
+ * - `retry`: the result asked for another attempt and the source still exists: that
+ *   attempt, due at `next_attempt_at`;
+ * - `cancel`: it asked for another attempt but its task or endpoint is gone: the
+ *   attempt that ran was its last, recorded as cancelled (a schedule's retry whose
+ *   schedule is gone just ends);
+ * - `end`: the execution is over: its lane is released and its callback, if any, sent.
+ */
+export type NextStep =
+  | { kind: 'retry'; job: AttemptJob; dueAt: number; enabled: boolean }
+  | { kind: 'cancel'; event: ExecutionEvent; releaseLane: string | null }
+  | { kind: 'end'; releaseLane: string | null; callback: CallbackJob | null };
+
+export function afterAttempt(orgId: string, d: AttemptResult, retry: RetryPlan | null, nowMs: number): NextStep {
+  if (d.next_attempt_at) {
+    if (retry) return { kind: 'retry', job: retry.job, dueAt: Date.parse(d.next_attempt_at), enabled: retry.enabled };
+    if (d.source.type === 'task' || d.source.type === 'endpoint') {
+      const event = executionCancelled(orgId, { execution_id: d.execution_id, source: d.source, reason: `${d.source.type} deleted`, lane: d.lane ?? null }, nowMs);
+      // The lane is released when the cancel is read back (it carries the lane).
+      return { kind: 'cancel', event, releaseLane: null };
+    }
+  }
+  const callback: CallbackJob | null = d.callback_url
+    ? { kind: 'callback', org_id: orgId, execution_id: d.execution_id, source: d.source, url: d.callback_url, body: callbackBody(d), attempt: 1 }
+    : null;
+  return { kind: 'end', releaseLane: d.lane ?? null, callback };
+}
+
+/** Whether a result needs its source loaded: only one that asks for another attempt. */
+export function needsRetryPlan(d: AttemptResult): boolean {
+  return !!d.next_attempt_at;
+}
+
+/** A callback delivery that failed with tries left: the next try, due at `next_attempt_at`. */
+export function nextCallback(d: { next_attempt_at: string | null; attempt: number; job: CallbackJob }): { job: CallbackJob; dueAt: number } | null {
+  if (!d.next_attempt_at) return null;
+  return { job: { ...d.job, attempt: d.attempt + 1 }, dueAt: Date.parse(d.next_attempt_at) };
 }

@@ -4,7 +4,7 @@ import { PartitionQueues } from '../flow-control/partition-queues.ts';
 import { executionCancelled } from '../execution/ending.ts';
 import type { AttemptJob, CallbackJob } from '../execution/job.ts';
 import type { Endpoint } from '../endpoint/types.ts';
-import { afterAttempt, nextCallback } from '../execution/next-step.ts';
+import { afterAttempt, nextCallback } from '../execution/decide.ts';
 import { taskAttemptJob } from '../execution/task-jobs.ts';
 import type { ExecutionEvent } from '../execution/types.ts';
 import type { PlannedExecution, Task, TaskEvent } from '../task/types.ts';
@@ -90,7 +90,7 @@ interface OwnedTask {
  * the log alone (task events in stream order, then the owner's own results), so a
  * takeover that reads the same log holds the same state as the owner before it. Pure:
  * the owner feeds it what it reads and what it records, and asks it what starts now
- * and what must be recorded. The rules are the execution's (next-step.ts, ending.ts)
+ * and what must be recorded. The rules are the execution's (execution/decide.ts, ending.ts)
  * and the keys' (key-queue.ts); this holds them together per partition.
  */
 export class OwnedTasks {
