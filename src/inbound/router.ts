@@ -8,7 +8,7 @@ import type { Nats } from '../nats/connection.ts';
 import { readStream, type StreamItem } from '../nats/event-reader.ts';
 import type { Supervisor } from '../nats/supervisor.ts';
 import { openCheckpoint } from '../nats/throttled-checkpoint.ts';
-import { createLease, openLeaseBucket, whileLeased } from '../nats/lease.ts';
+import { startConsumers } from '../nats/consumer-kit.ts';
 import type { EndpointDirectory } from './endpoint-directory.ts';
 import { createDebounceWindows } from './debounce-windows.ts';
 import { endpointSnapshot, eventRecord, planDelivery, plannedExecutionId, type HooksFor, type RoutedDelivery } from './pipeline.ts';
@@ -144,11 +144,10 @@ export function startInboundRouter(deps: RouterDeps) {
     await Promise.all([...bySubject.values()].map(routeInOrder));
   }
 
-  const abort = new AbortController();
-  const done = (async () => {
-    const kv = await new Kvm(deps.nats.nc).open(KV_BUCKETS.checkpoints.name);
-    const lease = createLease(await openLeaseBucket(deps.nats), 'inbound-router', deps.owner, deps.log);
-    await whileLeased(lease, abort.signal, deps.log, async (signal) => {
+  return startConsumers(deps, [{
+    lease: CHECKPOINT_KEY,
+    open: () => new Kvm(deps.nats.nc).open(KV_BUCKETS.checkpoints.name),
+    term: async (signal, kv) => {
       windows.clear();
       const checkpoint = await openCheckpoint(kv, CHECKPOINT_KEY, CHECKPOINT_EVERY_MS);
       try {
@@ -165,12 +164,6 @@ export function startInboundRouter(deps: RouterDeps) {
       } finally {
         await checkpoint.flush().catch(() => {});
       }
-    });
-  })();
-  return {
-    async stop() {
-      abort.abort();
-      await done;
     },
-  };
+  }]);
 }

@@ -7,18 +7,16 @@ import type { Clock } from '../lib/clock.ts';
 import { unreachable } from '../lib/unreachable.ts';
 import { encodeJson } from '../lib/json.ts';
 import type { Nats } from '../nats/connection.ts';
-import { createLease, openLeaseBucket, whileLeased } from '../nats/lease.ts';
+import { keyedEventConsumer, startConsumers } from '../nats/consumer-kit.ts';
 import type { Directory } from '../nats/org-directory.ts';
 import type { NotifySourceType } from '../commands/notification/types.ts';
 import { monitorDown, type ExecutionSummary, type NotifySource } from './message.ts';
 import { notificationIdFor, notifyMsgId, planNotifications, type NotificationJob } from './plan.ts';
 import type { SourceResolver } from './sources.ts';
 import { cachedNotifyState, nextState, openNotifyState, type NotifyStateStore, type Outcome } from './state.ts';
-import { readEventsKeyed } from '../nats/keyed-event-reader.ts';
 import { isWrongLastSequence } from '../nats/jetstream-errors.ts';
 import type { Supervisor } from '../nats/supervisor.ts';
 import { untilStarted } from '../runtime/startup-retry.ts';
-import { inSpan, SpanKind } from '../telemetry/tracing.ts';
 
 export const CHECKPOINT_KEY: keyof typeof KV_CHECKPOINT_READERS = 'notifier';
 const CHECKPOINT_EVERY_MS = 250;
@@ -293,33 +291,16 @@ export async function ensureCheckpoint(nats: Nats, log: (m: string) => void): Pr
  * through a keyed pipeline (one chain per source), the translator's shape.
  */
 export function startNotifyReader(deps: NotifyReaderDeps) {
-  const abort = new AbortController();
-  const done = (async () => {
-    const kv = await new Kvm(deps.nats.nc).open(KV_BUCKETS.checkpoints.name);
-    const store = await openNotifyState(deps.nats);
-    const lease = createLease(await openLeaseBucket(deps.nats), 'notifier', deps.owner, deps.log);
-    await whileLeased(lease, abort.signal, deps.log, (signal) => {
+  return startConsumers(deps, [keyedEventConsumer(deps, {
+    name: CHECKPOINT_KEY,
+    checkpointEveryMs: CHECKPOINT_EVERY_MS,
+    // An outcome's notification continues the outcome's trace (its EVENTS message header).
+    span: 'notify-decide',
+    open: () => openNotifyState(deps.nats),
+    handlers: (store) => {
       // A fresh cache per lease term: another holder may have written meanwhile.
       const decider = createNotifyDecider(deps, cachedNotifyState(store), (job) => publishJob(deps.nats, job));
-      return readEventsKeyed({
-        nats: deps.nats,
-        kv,
-        name: 'notifier',
-        checkpointKey: CHECKPOINT_KEY,
-        checkpointEveryMs: CHECKPOINT_EVERY_MS,
-        signal,
-        log: deps.log,
-        supervisor: deps.supervisor,
-        keyOf: (e) => notifyChainKey(e.event, e.subject),
-        // An outcome's notification continues the outcome's trace (its EVENTS message header).
-        handle: (e) => inSpan(`notify-decide ${e.event.type}`, { kind: SpanKind.CONSUMER, traceparent: e.traceparent, continueOnly: true }, () => decider.handle(e)),
-      });
-    });
-  })();
-  return {
-    async stop() {
-      abort.abort();
-      await done;
+      return { keyOf: (e) => notifyChainKey(e.event, e.subject), handle: (e) => decider.handle(e) };
     },
-  };
+  })]);
 }

@@ -7,7 +7,7 @@ import type { Clock } from '../lib/clock.ts';
 import type { Log } from '../lib/logger.ts';
 import { Semaphore } from '../lib/semaphore.ts';
 import type { Nats } from '../nats/connection.ts';
-import { createLease, openLeaseBucket, whileLeased } from '../nats/lease.ts';
+import { startConsumers, type LeasedConsumer } from '../nats/consumer-kit.ts';
 import type { Directory } from '../nats/org-directory.ts';
 import type { ScriptEngine } from '../scripts/engine.ts';
 import { ownTaskPartition } from './task-owner.ts';
@@ -40,15 +40,12 @@ export async function startTaskOwners(deps: TaskOwnersDeps) {
   const hosts: HostBlocks = await openHostBlocks({ nats: deps.nats, clock: deps.clock, log: deps.log });
   const runner = createAttemptRunner({ directory: deps.directory, outbound: deps.outbound, clock: deps.clock, log: deps.log, scripts: deps.scripts, hosts: () => hosts });
   const slots = new Semaphore(deps.concurrency);
-  const leases = await openLeaseBucket(deps.nats);
-  const abort = new AbortController();
   const held = new Map<number, OwnedTasks>();
   const stopStats = answerFlowStats(deps.nats, held);
-  const owners = Array.from({ length: deps.partitions }, (_, p) => {
-    const lease = createLease(leases, ownerLease(p), deps.owner, deps.log);
-    return whileLeased(lease, abort.signal, deps.log, (signal) =>
-      ownTaskPartition({ ...deps, runner, hosts: () => hosts, slots }, p, lease, signal, held));
-  });
+  const owners = startConsumers(deps, Array.from({ length: deps.partitions }, (_, p): LeasedConsumer => ({
+    lease: ownerLease(p),
+    term: (signal, _opened, lease) => ownTaskPartition({ ...deps, runner, hosts: () => hosts, slots }, p, lease, signal, held),
+  })));
   return {
     hostBlocksActive: () => hosts.activeBlocks(),
     /** Executions of the partitions owned here that wait for their time (the timers gauge counts them). */
@@ -73,8 +70,7 @@ export async function startTaskOwners(deps: TaskOwnersDeps) {
     },
     async stop() {
       stopStats();
-      abort.abort();
-      await Promise.all(owners);
+      await owners.stop();
       await hosts.close();
     },
   };

@@ -7,7 +7,7 @@ import type { JetcronEvent } from '../events/types.ts';
 import { isTransient } from '../lib/transient.ts';
 import type { Nats } from '../nats/connection.ts';
 import { readEvents } from '../nats/event-reader.ts';
-import { createLease, openLeaseBucket, whileLeased } from '../nats/lease.ts';
+import { startConsumers } from '../nats/consumer-kit.ts';
 import type { Supervisor } from '../nats/supervisor.ts';
 import { applyEvent } from './apply-event.ts';
 import { ProjectionBatch } from './batch.ts';
@@ -197,15 +197,5 @@ export interface ProjectorDeps {
 }
 
 export function startProjector(deps: ProjectorDeps & { owner: string }) {
-  const abort = new AbortController();
-  const done = (async () => {
-    const lease = createLease(await openLeaseBucket(deps.nats), PROJECTOR_LEASE, deps.owner, deps.log);
-    await whileLeased(lease, abort.signal, deps.log, (signal) => runProjection(deps, signal));
-  })();
-  return {
-    async stop() {
-      abort.abort();
-      await done;
-    },
-  };
+  return startConsumers(deps, [{ lease: PROJECTOR_LEASE, term: (signal) => runProjection(deps, signal) }]);
 }

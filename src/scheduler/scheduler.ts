@@ -1,7 +1,6 @@
 import type { EventStore } from '../events/store.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Nats } from '../nats/connection.ts';
-import { openLeaseBucket } from '../nats/lease.ts';
 import type { Supervisor } from '../nats/supervisor.ts';
 import { SUBJECTS } from '../../streams/subjects.ts';
 import { jobMsgId, type Job } from '../commands/execution/job.ts';
@@ -9,7 +8,8 @@ import { encodeJson } from '../lib/json.ts';
 import { createLanes } from './lanes.ts';
 import { recordDeadline } from './monitor-deadlines.ts';
 import { recordTick } from './schedule-ticks.ts';
-import { runTimerPartition } from './timer-partition.ts';
+import { timerPartition } from './timer-partition.ts';
+import { startConsumers } from '../nats/consumer-kit.ts';
 import type { TimerHeap } from '../lib/timer-heap.ts';
 import { createTimerStore } from './timer-store.ts';
 import { startTranslator } from './translator.ts';
@@ -43,12 +43,9 @@ export async function startScheduler(deps: {
   const translator = startTranslator({ ...deps, timers, lanes, held: createHeld(deps.nats), start });
   const endpoints = createEndpointDirectory(deps.nats, deps.store, null);
   const router = startInboundRouter({ ...deps, endpoints, hooks: deps.hooks ?? noHooks });
-  const leases = await openLeaseBucket(deps.nats);
-  const abort = new AbortController();
   const owned = new Set<TimerHeap<Job>>();
-  const partitions = Array.from({ length: deps.partitions }, (_, p) =>
-    runTimerPartition(p, { timers, leases, start, owner: deps.owner, log: deps.log, supervisor: deps.supervisor, nats: deps.nats, owned }, abort.signal),
-  );
+  const partitions = startConsumers(deps, Array.from({ length: deps.partitions }, (_, p) =>
+    timerPartition(p, { timers, start, log: deps.log, supervisor: deps.supervisor, nats: deps.nats, owned })));
   return {
     /** Armed timers in the partitions this process owns, and how many of them are past due. */
     timers(now = Date.now()): { pending: number; overdue: number } {
@@ -61,8 +58,7 @@ export async function startScheduler(deps: {
       return { pending, overdue };
     },
     async stop() {
-      abort.abort();
-      await Promise.all([translator.stop(), router.stop(), ...partitions]);
+      await Promise.all([translator.stop(), router.stop(), partitions.stop()]);
       endpoints.close();
     },
   };

@@ -5,8 +5,7 @@ import type { Nats } from '../nats/connection.ts';
 import { followOrdered } from '../nats/follow.ts';
 import { STREAMS } from '../../streams/definitions.ts';
 import { SUBJECTS } from '../../streams/subjects.ts';
-import { createLease, whileLeased, type Lease } from '../nats/lease.ts';
-import type { KV } from '@nats-io/kv';
+import type { LeasedConsumer } from '../nats/consumer-kit.ts';
 import { TimerHeap } from '../lib/timer-heap.ts';
 import type { TimerStore, TimerValue } from './timer-store.ts';
 import { inSpan, sourceAttributes, SpanKind } from '../telemetry/tracing.ts';
@@ -19,8 +18,6 @@ export interface PartitionDeps {
   timers: TimerStore;
   /** Puts a due job to work (DISPATCH or its lane). */
   start: (job: Job) => Promise<void>;
-  leases: KV;
-  owner: string;
   log: (m: string) => void;
   supervisor: Supervisor;
   nats: Nats;
@@ -34,9 +31,8 @@ export interface PartitionDeps {
  * and fires each when due by moving its job to DISPATCH and deleting that exact
  * timer message. A timer replaced or purged meanwhile is skipped at fire time.
  */
-export function runTimerPartition(partition: number, deps: PartitionDeps, signal: AbortSignal): Promise<void> {
-  const lease: Lease = createLease(deps.leases, `timers.${partition}`, deps.owner, deps.log);
-  return whileLeased(lease, signal, deps.log, (run) => ownPartition(partition, deps, run));
+export function timerPartition(partition: number, deps: PartitionDeps): LeasedConsumer {
+  return { lease: `timers.${partition}`, term: (signal) => ownPartition(partition, deps, signal) };
 }
 
 async function ownPartition(partition: number, deps: PartitionDeps, signal: AbortSignal): Promise<void> {

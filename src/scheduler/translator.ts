@@ -1,5 +1,4 @@
-import { Kvm } from '@nats-io/kv';
-import { KV_BUCKETS, KV_CHECKPOINT_READERS, STREAMS } from '../../streams/definitions.ts';
+import { type KV_CHECKPOINT_READERS, STREAMS } from '../../streams/definitions.ts';
 import { SUBJECTS } from '../../streams/subjects.ts';
 import type { AttemptResult, ExecutionEvent } from '../commands/execution/types.ts';
 import { executionCancelled } from '../commands/execution/ending.ts';
@@ -12,7 +11,7 @@ import type { AttemptJob, CallbackJob, Job } from '../commands/execution/job.ts'
 import type { Clock } from '../lib/clock.ts';
 import { unreachable } from '../lib/unreachable.ts';
 import type { Nats } from '../nats/connection.ts';
-import { createLease, openLeaseBucket, whileLeased } from '../nats/lease.ts';
+import { keyedEventConsumer, startConsumers } from '../nats/consumer-kit.ts';
 import { materializeBatch } from '../commands/batch/handlers.ts';
 import { afterAttempt, needsRetryPlan, nextCallback, type RetryPlan } from '../commands/execution/decide.ts';
 import { evolveSchedule } from '../commands/schedule/decide.ts';
@@ -25,7 +24,6 @@ import { nextDeadline } from '../commands/monitor/runs.ts';
 import { taskAttemptJob } from '../commands/execution/task-jobs.ts';
 import type { Lanes } from './lanes.ts';
 import { DEADLINE_TIMER, type TimerStore } from './timer-store.ts';
-import { readEventsKeyed } from '../nats/keyed-event-reader.ts';
 import { isWrongLastSequence } from '../nats/jetstream-errors.ts';
 import type { Supervisor } from '../nats/supervisor.ts';
 import { evolveEndpoint } from '../commands/endpoint/decide.ts';
@@ -33,7 +31,6 @@ import type { EndpointEvent } from '../commands/endpoint/types.ts';
 import type { InboundEventEvent } from '../commands/inbound-event/types.ts';
 import { endpointAttemptJob } from '../commands/execution/endpoint-jobs.ts';
 import type { Held } from './held.ts';
-import { inSpan, SpanKind } from '../telemetry/tracing.ts';
 import { lastTaskEvent } from '../commands/task/load.ts';
 
 export const CHECKPOINT_KEY: keyof typeof KV_CHECKPOINT_READERS = 'translator';
@@ -375,37 +372,24 @@ function chainKey(event: JetcronEvent, subject: string): string {
   return subject;
 }
 
-export function startTranslator(deps: TranslatorDeps) {
+/** The single active translator (lease `translator`): EVENTS in order from its KV checkpoint, a chain per aggregate, lane or endpoint. */
+export function translatorConsumer(deps: TranslatorDeps) {
   const translator = createTranslator(deps);
-  const abort = new AbortController();
-  const done = (async () => {
-    const kv = await new Kvm(deps.nats.nc).open(KV_BUCKETS.checkpoints.name);
-    const lease = createLease(await openLeaseBucket(deps.nats), 'translator', deps.owner, deps.log);
-    await whileLeased(lease, abort.signal, deps.log, (signal) => {
+  return keyedEventConsumer(deps, {
+    name: CHECKPOINT_KEY,
+    checkpointEveryMs: CHECKPOINT_EVERY_MS,
+    span: 'translate',
+    handlers: () => {
       translator.forget();
-      return readEventsKeyed({
-        nats: deps.nats,
-        kv,
-        name: 'translator',
-        checkpointKey: CHECKPOINT_KEY,
-        checkpointEveryMs: CHECKPOINT_EVERY_MS,
-        signal,
-        log: deps.log,
-        supervisor: deps.supervisor,
+      return {
         keyOf: (e) => chainKey(e.event, e.subject),
         ...(deps.ownersHaveTasks ? { skip: (e: StoredEvent<JetcronEvent>) => ownersWork(e.event, e.subject) } : {}),
-        // Each event continues the trace of the one who appended it (its message header).
-        handle: (e) => inSpan(`translate ${e.event.type}`, {
-          kind: SpanKind.CONSUMER, traceparent: e.traceparent, continueOnly: true,
-          attributes: () => ({ 'jetcron.org_id': e.event.org_id, 'jetcron.event_id': e.event.id, 'messaging.system': 'nats', 'messaging.destination.name': e.subject }),
-        }, () => translator.handle(e.event, e.seq)),
-      });
-    });
-  })();
-  return {
-    async stop() {
-      abort.abort();
-      await done;
+        handle: (e) => translator.handle(e.event, e.seq),
+      };
     },
-  };
+  });
+}
+
+export function startTranslator(deps: TranslatorDeps) {
+  return startConsumers(deps, [translatorConsumer(deps)]);
 }
