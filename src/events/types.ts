@@ -15,3 +15,20 @@ import type { InboundDebounceEvent, InboundEventEvent } from '../commands/inboun
 
 export type JetcronEvent = OrganizationEvent | ApiKeyEvent | TaskEvent | ExecutionEvent | DebounceEvent | BatchEvent | ScheduleEvent | MonitorEvent | NotificationEvent | EndpointEvent | InboundEventEvent | InboundDebounceEvent | QuotaEvent | PartitionEvent | FlowKeyEvent;
 export type EventType = JetcronEvent['type'];
+
+/** The event of one type. */
+export type EventOf<T extends EventType> = Extract<JetcronEvent, { type: T }>;
+
+/**
+ * One handler per event type, as a map: a reader declares what it does with each
+ * type, and leaving a type out is a compile error (what an exhaustive switch gave).
+ */
+export type EventHandlers<R, A extends unknown[] = []> = { [T in EventType]: (event: EventOf<T>, ...args: A) => R };
+
+/** The handler of `event`'s type. */
+export function handle<R, A extends unknown[]>(handlers: EventHandlers<R, A>, event: JetcronEvent, ...args: A): R {
+  const handler = handlers[event.type] as ((event: JetcronEvent, ...args: A) => R) | undefined;
+  // A type this build does not know (a newer writer's): a failure of this event, recorded as any other.
+  if (!handler) throw new Error(`unhandled case: ${String((event as { type?: unknown }).type)}`);
+  return handler(event, ...args);
+}

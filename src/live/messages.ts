@@ -1,8 +1,7 @@
 import type { ExecutionSource, ExecutionStatus, SourceType } from '../commands/execution/types.ts';
 import type { MonitorStatus } from '../commands/monitor/types.ts';
 import type { InboundOutcome } from '../commands/inbound-event/types.ts';
-import type { EventType, JetcronEvent } from '../events/types.ts';
-import { unreachable } from '../lib/unreachable.ts';
+import { handle, type EventHandlers, type EventOf, type EventType, type JetcronEvent } from '../events/types.ts';
 
 export const LIVE_KINDS = ['task', 'schedule', 'monitor', 'endpoint', 'execution', 'inbound_event', 'organization'] as const;
 export type LiveKind = (typeof LIVE_KINDS)[number];
@@ -36,83 +35,90 @@ type SourceField = 'task_id' | 'schedule_id' | 'endpoint_id' | 'monitor_id';
 const SOURCE_FIELD: Record<SourceType, SourceField> = { task: 'task_id', schedule: 'schedule_id', endpoint: 'endpoint_id', monitor: 'monitor_id' };
 const sourceId = (source: ExecutionSource): Partial<Pick<LiveMessage, SourceField>> => ({ [SOURCE_FIELD[source.type]]: source.id });
 
+type Base = Pick<LiveMessage, 'type' | 'at'>;
+type Message<T extends EventType> = (e: EventOf<T>, base: Base) => LiveMessage | null;
+
+const organization: Message<'OrganizationCreated' | 'OrganizationPlanChanged' | 'OrganizationSettingsUpdated' | 'WebhookSecretRotated'> = (e, base) =>
+  ({ ...base, kind: 'organization', id: e.data.organization.id });
+const apiKey: Message<'ApiKeyCreated' | 'ApiKeyRevoked'> = (e, base) => ({ ...base, kind: 'organization', id: e.data.key.org_id });
+const taskRun: Message<'TaskCreated' | 'TaskTriggered'> = (e, base) =>
+  ({ ...base, kind: 'task', id: e.data.task.id, task_id: e.data.task.id, execution_id: e.data.execution.id, status: 'pending' });
+const task: Message<'TaskUpdated' | 'TaskDeleted' | 'TaskCancelled'> = (e, base) => ({ ...base, kind: 'task', id: e.data.task.id, task_id: e.data.task.id });
+const execution = (status: ExecutionStatus): Message<'AttemptStarted' | 'AttemptDeferred' | 'ExecutionCancelled'> => (e, base) =>
+  ({ ...base, kind: 'execution', id: e.data.execution_id, execution_id: e.data.execution_id, ...sourceId(e.data.source), status });
+const schedule: Message<'ScheduleCreated' | 'ScheduleUpdated' | 'ScheduleDeleted'> = (e, base) =>
+  ({ ...base, kind: 'schedule', id: e.data.schedule.id, schedule_id: e.data.schedule.id });
+const scheduleRun: Message<'ScheduleTriggered' | 'ScheduleTicked'> = (e, base) =>
+  ({ ...base, kind: 'schedule', id: e.data.schedule.id, schedule_id: e.data.schedule.id, execution_id: e.data.execution.id, status: 'pending' });
+const monitor: Message<'MonitorCreated' | 'MonitorUpdated' | 'MonitorDeleted' | 'MonitorPaused' | 'MonitorResumed' | 'MonitorPinged' | 'MonitorWentDown'> = (e, base) =>
+  ({ ...base, kind: 'monitor', id: e.data.monitor.id, monitor_id: e.data.monitor.id, monitor_status: e.data.monitor.status });
+const endpoint: Message<'EndpointCreated' | 'EndpointUpdated' | 'EndpointDeleted' | 'EndpointPaused' | 'EndpointResumed'> = (e, base) =>
+  ({ ...base, kind: 'endpoint', id: e.data.endpoint.id, endpoint_id: e.data.endpoint.id });
+const inboundEvent: Message<'InboundEventReceived' | 'InboundEventReplayed'> = (e, base) => {
+  const first = e.data.executions[0];
+  return {
+    ...base, kind: 'inbound_event', id: e.data.event.id, endpoint_id: e.data.event.endpoint_id, outcome: e.data.event.outcome,
+    ...(first ? { execution_id: first.execution_id } : {}),
+  };
+};
+// Announced by the events that follow them (each task's TaskCreated, the inbound
+// event's InboundEventReceived), or bookkeeping no page shows.
+const none = () => null;
+
+const messages: EventHandlers<LiveMessage | null, [Base]> = {
+  OrganizationCreated: organization,
+  OrganizationPlanChanged: organization,
+  OrganizationSettingsUpdated: organization,
+  WebhookSecretRotated: organization,
+  ApiKeyCreated: apiKey,
+  ApiKeyRevoked: apiKey,
+  TaskCreated: taskRun,
+  TaskTriggered: taskRun,
+  TaskUpdated: task,
+  TaskDeleted: task,
+  TaskCancelled: task,
+  AttemptStarted: execution('running'),
+  AttemptFinished: (e, base) => ({
+    ...base, kind: 'execution', id: e.data.execution_id, execution_id: e.data.execution_id, ...sourceId(e.data.source),
+    // Another attempt follows: the execution waits for it, as the read model shows it.
+    status: e.data.next_attempt_at ? 'pending' : e.data.status,
+  }),
+  AttemptDeferred: execution('pending'),
+  ExecutionCancelled: execution('cancelled'),
+  CallbackAttempted: (e, base) => ({ ...base, kind: 'execution', id: e.data.execution_id, execution_id: e.data.execution_id }),
+  ScheduleCreated: schedule,
+  ScheduleUpdated: schedule,
+  ScheduleDeleted: schedule,
+  ScheduleTriggered: scheduleRun,
+  ScheduleTicked: scheduleRun,
+  MonitorCreated: monitor,
+  MonitorUpdated: monitor,
+  MonitorDeleted: monitor,
+  MonitorPaused: monitor,
+  MonitorResumed: monitor,
+  MonitorPinged: monitor,
+  MonitorWentDown: monitor,
+  EndpointCreated: endpoint,
+  EndpointUpdated: endpoint,
+  EndpointDeleted: endpoint,
+  EndpointPaused: endpoint,
+  EndpointResumed: endpoint,
+  InboundEventReceived: inboundEvent,
+  InboundEventReplayed: inboundEvent,
+  BatchAccepted: none,
+  DebounceWindowOpened: none,
+  InboundDebounceOpened: none,
+  FlowControlPaused: none,
+  FlowControlResumed: none,
+  QuotaReserved: none,
+  PartitionClaimed: none,
+  NotificationSent: none,
+  NotificationFailed: none,
+};
+
 /** The live message of an event, or null for events no list shows (bookkeeping, and events another one already announces). */
 export function liveMessage(event: JetcronEvent): LiveMessage | null {
-  const base = { type: event.type, at: event.at };
-  switch (event.type) {
-    case 'OrganizationCreated':
-    case 'OrganizationPlanChanged':
-    case 'OrganizationSettingsUpdated':
-    case 'WebhookSecretRotated':
-      return { ...base, kind: 'organization', id: event.data.organization.id };
-    case 'ApiKeyCreated':
-    case 'ApiKeyRevoked':
-      return { ...base, kind: 'organization', id: event.data.key.org_id };
-    case 'TaskCreated':
-    case 'TaskTriggered':
-      return { ...base, kind: 'task', id: event.data.task.id, task_id: event.data.task.id, execution_id: event.data.execution.id, status: 'pending' };
-    case 'TaskUpdated':
-    case 'TaskDeleted':
-    case 'TaskCancelled':
-      return { ...base, kind: 'task', id: event.data.task.id, task_id: event.data.task.id };
-    case 'AttemptStarted':
-      return { ...base, kind: 'execution', id: event.data.execution_id, execution_id: event.data.execution_id, ...sourceId(event.data.source), status: 'running' };
-    case 'AttemptFinished':
-      return {
-        ...base, kind: 'execution', id: event.data.execution_id, execution_id: event.data.execution_id, ...sourceId(event.data.source),
-        // Another attempt follows: the execution waits for it, as the read model shows it.
-        status: event.data.next_attempt_at ? 'pending' : event.data.status,
-      };
-    case 'AttemptDeferred':
-      return { ...base, kind: 'execution', id: event.data.execution_id, execution_id: event.data.execution_id, ...sourceId(event.data.source), status: 'pending' };
-    case 'ExecutionCancelled':
-      return { ...base, kind: 'execution', id: event.data.execution_id, execution_id: event.data.execution_id, ...sourceId(event.data.source), status: 'cancelled' };
-    case 'CallbackAttempted':
-      return { ...base, kind: 'execution', id: event.data.execution_id, execution_id: event.data.execution_id };
-    case 'ScheduleCreated':
-    case 'ScheduleUpdated':
-    case 'ScheduleDeleted':
-      return { ...base, kind: 'schedule', id: event.data.schedule.id, schedule_id: event.data.schedule.id };
-    case 'ScheduleTriggered':
-    case 'ScheduleTicked':
-      return { ...base, kind: 'schedule', id: event.data.schedule.id, schedule_id: event.data.schedule.id, execution_id: event.data.execution.id, status: 'pending' };
-    case 'MonitorCreated':
-    case 'MonitorUpdated':
-    case 'MonitorDeleted':
-    case 'MonitorPaused':
-    case 'MonitorResumed':
-    case 'MonitorPinged':
-    case 'MonitorWentDown':
-      return { ...base, kind: 'monitor', id: event.data.monitor.id, monitor_id: event.data.monitor.id, monitor_status: event.data.monitor.status };
-    case 'EndpointCreated':
-    case 'EndpointUpdated':
-    case 'EndpointDeleted':
-    case 'EndpointPaused':
-    case 'EndpointResumed':
-      return { ...base, kind: 'endpoint', id: event.data.endpoint.id, endpoint_id: event.data.endpoint.id };
-    case 'InboundEventReceived':
-    case 'InboundEventReplayed': {
-      const first = event.data.executions[0];
-      return {
-        ...base, kind: 'inbound_event', id: event.data.event.id, endpoint_id: event.data.event.endpoint_id, outcome: event.data.event.outcome,
-        ...(first ? { execution_id: first.execution_id } : {}),
-      };
-    }
-    // Announced by the events that follow them (each task's TaskCreated, the inbound
-    // event's InboundEventReceived), or bookkeeping no page shows.
-    case 'BatchAccepted':
-    case 'DebounceWindowOpened':
-    case 'InboundDebounceOpened':
-    case 'FlowControlPaused':
-    case 'FlowControlResumed':
-    case 'QuotaReserved':
-    case 'PartitionClaimed':
-    case 'NotificationSent':
-    case 'NotificationFailed':
-      return null;
-    default:
-      return unreachable(event);
-  }
+  return handle(messages, event, { type: event.type, at: event.at });
 }
 
 /** The message as one server-sent event: `event: <kind>`, `data: <json>` (JSON text holds no line break). */

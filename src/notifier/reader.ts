@@ -2,9 +2,8 @@ import { Kvm, type KV } from '@nats-io/kv';
 import { KV_BUCKETS, KV_CHECKPOINT_READERS, STREAMS } from '../../streams/definitions.ts';
 import { SUBJECTS } from '../../streams/subjects.ts';
 import type { StoredEvent } from '../events/envelope.ts';
-import type { JetcronEvent } from '../events/types.ts';
+import { handle as handleEvent, type EventHandlers, type EventOf, type EventType, type JetcronEvent } from '../events/types.ts';
 import type { Clock } from '../lib/clock.ts';
-import { unreachable } from '../lib/unreachable.ts';
 import { encodeJson } from '../lib/json.ts';
 import type { Nats } from '../nats/connection.ts';
 import { keyedEventConsumer, startConsumers } from '../nats/consumer-kit.ts';
@@ -83,188 +82,161 @@ export function createNotifyDecider(
     await states.put(orgId, source.id, step.state);
   }
 
+  type Step<T extends EventType> = (e: EventOf<T>, seq: number) => Promise<void>;
+  const nothing = async () => {};
+  // A new source has no state yet (see cachedNotifyState).
+  const created = (orgId: string, id: string) => {
+    states.created?.(orgId, id);
+    return Promise.resolve();
+  };
+  const taskGone: Step<'TaskDeleted' | 'TaskCancelled'> = (e) => states.forget(e.org_id, e.data.task.id);
+
+  /** What each event means for notifications: an outcome (a transition may follow), a source born or gone, or nothing. */
+  const steps: EventHandlers<Promise<void>, [number]> = {
+    AttemptFinished: async (e, seq) => {
+      const d = e.data;
+      if (d.next_attempt_at) return; // another attempt follows: not the end of the execution
+      const execution: ExecutionSummary = {
+        id: d.execution_id,
+        status: d.status,
+        status_code: d.status_code,
+        error_message: d.error_message,
+        attempt: d.attempt,
+        scheduled_for: d.scheduled_for,
+        finished_at: d.finished_at,
+      };
+      const outcome: Outcome = d.status === 'success' ? 'success' : 'failure';
+      await onOutcome(e.org_id, seq, e.at, d.source, outcome, execution, notificationIdFor(d.execution_id));
+    },
+    // A monitor's failure is going down; its recovery is the first ping after.
+    MonitorWentDown: async (e, seq) => {
+      const m = e.data.monitor;
+      await onOutcome(e.org_id, seq, e.at, { type: 'monitor', id: m.id }, 'failure', null, notificationIdFor(e.id), { down: monitorDown(e.data) });
+    },
+    MonitorPinged: async (e, seq) => {
+      // A start or a log line on a down monitor leaves it down: not a recovery.
+      if (e.data.previous_status !== 'down' || e.data.monitor.status !== 'up') return;
+      await onOutcome(e.org_id, seq, e.at, { type: 'monitor', id: e.data.monitor.id }, 'success', null, notificationIdFor(e.id));
+    },
+    TaskCreated: (e) => created(e.org_id, e.data.task.id),
+    ScheduleCreated: (e) => created(e.org_id, e.data.schedule.id),
+    MonitorCreated: (e) => created(e.org_id, e.data.monitor.id),
+    EndpointCreated: (e) => created(e.org_id, e.data.endpoint.id),
+    TaskDeleted: taskGone,
+    TaskCancelled: taskGone,
+    ScheduleDeleted: (e) => states.forget(e.org_id, e.data.schedule.id),
+    MonitorDeleted: (e) => states.forget(e.org_id, e.data.monitor.id),
+    EndpointDeleted: (e) => states.forget(e.org_id, e.data.endpoint.id),
+    // Organization, API key: the organization is read from the directory when a delivery is planned.
+    OrganizationCreated: nothing,
+    OrganizationPlanChanged: nothing,
+    OrganizationSettingsUpdated: nothing,
+    WebhookSecretRotated: nothing,
+    ApiKeyCreated: nothing,
+    ApiKeyRevoked: nothing,
+    // Task, schedule: a change or a run is not an outcome (its AttemptFinished is); the
+    // source's notification settings are read when a delivery is planned.
+    TaskUpdated: nothing,
+    TaskTriggered: nothing,
+    ScheduleUpdated: nothing,
+    ScheduleTriggered: nothing,
+    ScheduleTicked: nothing,
+    // Execution: only the end of an execution counts; a started or deferred attempt is
+    // not one, a cancelled execution is neither a success nor a failure, and a
+    // completion callback's deliveries are not the execution's outcome.
+    AttemptStarted: nothing,
+    AttemptDeferred: nothing,
+    ExecutionCancelled: nothing,
+    CallbackAttempted: nothing,
+    // Monitor: only going down and the first ping after are transitions.
+    MonitorUpdated: nothing,
+    MonitorPaused: nothing,
+    MonitorResumed: nothing,
+    // Endpoint, inbound event: an endpoint's outcomes are its deliveries' AttemptFinished.
+    EndpointUpdated: nothing,
+    EndpointPaused: nothing,
+    EndpointResumed: nothing,
+    InboundEventReceived: nothing,
+    InboundEventReplayed: nothing,
+    InboundDebounceOpened: nothing,
+    // Debounce, batch: their tasks arrive as TaskCreated (and TaskUpdated).
+    DebounceWindowOpened: nothing,
+    BatchAccepted: nothing,
+    // This notifier's own delivery records; nothing to announce.
+    NotificationSent: nothing,
+    NotificationFailed: nothing,
+    // Flow-control keys, plan-limit reservations, partition claims.
+    FlowControlPaused: nothing,
+    FlowControlResumed: nothing,
+    QuotaReserved: nothing,
+    PartitionClaimed: nothing,
+  };
+
   async function handle({ event, seq }: StoredEvent<JetcronEvent>): Promise<void> {
-    switch (event.type) {
-      case 'AttemptFinished': {
-        const d = event.data;
-        if (d.next_attempt_at) return; // another attempt follows: not the end of the execution
-        const execution: ExecutionSummary = {
-          id: d.execution_id,
-          status: d.status,
-          status_code: d.status_code,
-          error_message: d.error_message,
-          attempt: d.attempt,
-          scheduled_for: d.scheduled_for,
-          finished_at: d.finished_at,
-        };
-        const outcome: Outcome = d.status === 'success' ? 'success' : 'failure';
-        await onOutcome(event.org_id, seq, event.at, d.source, outcome, execution, notificationIdFor(d.execution_id));
-        return;
-      }
-      // A monitor's failure is going down; its recovery is the first ping after.
-      case 'MonitorWentDown': {
-        const m = event.data.monitor;
-        const down = monitorDown(event.data);
-        await onOutcome(event.org_id, seq, event.at, { type: 'monitor', id: m.id }, 'failure', null, notificationIdFor(event.id), { down });
-        return;
-      }
-      case 'MonitorPinged': {
-        // A start or a log line on a down monitor leaves it down: not a recovery.
-        if (event.data.previous_status !== 'down' || event.data.monitor.status !== 'up') return;
-        const m = event.data.monitor;
-        await onOutcome(event.org_id, seq, event.at, { type: 'monitor', id: m.id }, 'success', null, notificationIdFor(event.id));
-        return;
-      }
-      // A new source has no state yet (see cachedNotifyState).
-      case 'TaskCreated':
-        states.created?.(event.org_id, event.data.task.id);
-        return;
-      case 'ScheduleCreated':
-        states.created?.(event.org_id, event.data.schedule.id);
-        return;
-      case 'MonitorCreated':
-        states.created?.(event.org_id, event.data.monitor.id);
-        return;
-      case 'EndpointCreated':
-        states.created?.(event.org_id, event.data.endpoint.id);
-        return;
-      case 'TaskDeleted':
-      case 'TaskCancelled':
-        await states.forget(event.org_id, event.data.task.id);
-        return;
-      case 'ScheduleDeleted':
-        await states.forget(event.org_id, event.data.schedule.id);
-        return;
-      case 'MonitorDeleted':
-        await states.forget(event.org_id, event.data.monitor.id);
-        return;
-      case 'EndpointDeleted':
-        await states.forget(event.org_id, event.data.endpoint.id);
-        return;
-      // Organization, API key: the organization is read from the directory when a delivery is planned.
-      case 'OrganizationCreated':
-      case 'OrganizationPlanChanged':
-      case 'OrganizationSettingsUpdated':
-      case 'WebhookSecretRotated':
-      case 'ApiKeyCreated':
-      case 'ApiKeyRevoked':
-        return;
-      // Task, schedule: a change or a run is not an outcome (its AttemptFinished is); the
-      // source's notification settings are read when a delivery is planned.
-      case 'TaskUpdated':
-      case 'TaskTriggered':
-      case 'ScheduleUpdated':
-      case 'ScheduleTriggered':
-      case 'ScheduleTicked':
-        return;
-      // Execution: only the end of an execution counts; a started or deferred attempt is
-      // not one, a cancelled execution is neither a success nor a failure, and a
-      // completion callback's deliveries are not the execution's outcome.
-      case 'AttemptStarted':
-      case 'AttemptDeferred':
-      case 'ExecutionCancelled':
-      case 'CallbackAttempted':
-        return;
-      // Monitor: only going down and the first ping after are transitions.
-      case 'MonitorUpdated':
-      case 'MonitorPaused':
-      case 'MonitorResumed':
-        return;
-      // Endpoint, inbound event: an endpoint's outcomes are its deliveries' AttemptFinished.
-      case 'EndpointUpdated':
-      case 'EndpointPaused':
-      case 'EndpointResumed':
-      case 'InboundEventReceived':
-      case 'InboundEventReplayed':
-      case 'InboundDebounceOpened':
-        return;
-      // Debounce, batch: their tasks arrive as TaskCreated (and TaskUpdated).
-      case 'DebounceWindowOpened':
-      case 'BatchAccepted':
-        return;
-      // Notification: this notifier's own delivery records; nothing to announce.
-      case 'NotificationSent':
-      case 'NotificationFailed':
-        return;
-      // Quota: plan-limit reservations.
-      case 'FlowControlPaused':
-      case 'FlowControlResumed':
-      case 'QuotaReserved':
-      case 'PartitionClaimed':
-        return;
-      default:
-        return unreachable(event);
-    }
+    // An unknown type (from a newer writer) fails here, inside the per-event retry-and-record.
+    await handleEvent(steps, event, seq);
   }
 
   return { handle };
 }
 
-/** The pipeline key: one source's outcomes (and its deletion) stay in order. */
+/** The source whose outcomes an event's order matters to; null: none (its own subject keys it). */
+const sourceOf: { [T in EventType]: ((e: EventOf<T>) => string) | null } = {
+  AttemptFinished: (e) => e.data.source.id,
+  TaskCreated: (e) => e.data.task.id,
+  TaskDeleted: (e) => e.data.task.id,
+  TaskCancelled: (e) => e.data.task.id,
+  ScheduleCreated: (e) => e.data.schedule.id,
+  ScheduleDeleted: (e) => e.data.schedule.id,
+  MonitorCreated: (e) => e.data.monitor.id,
+  MonitorWentDown: (e) => e.data.monitor.id,
+  MonitorPinged: (e) => e.data.monitor.id,
+  MonitorDeleted: (e) => e.data.monitor.id,
+  EndpointCreated: (e) => e.data.endpoint.id,
+  EndpointDeleted: (e) => e.data.endpoint.id,
+  // Every event the notifier ignores: no order to keep with a source's outcomes.
+  OrganizationCreated: null,
+  OrganizationPlanChanged: null,
+  OrganizationSettingsUpdated: null,
+  WebhookSecretRotated: null,
+  ApiKeyCreated: null,
+  ApiKeyRevoked: null,
+  TaskUpdated: null,
+  TaskTriggered: null,
+  ScheduleUpdated: null,
+  ScheduleTriggered: null,
+  ScheduleTicked: null,
+  AttemptStarted: null,
+  AttemptDeferred: null,
+  ExecutionCancelled: null,
+  CallbackAttempted: null,
+  MonitorUpdated: null,
+  MonitorPaused: null,
+  MonitorResumed: null,
+  EndpointUpdated: null,
+  EndpointPaused: null,
+  EndpointResumed: null,
+  InboundEventReceived: null,
+  InboundEventReplayed: null,
+  InboundDebounceOpened: null,
+  DebounceWindowOpened: null,
+  BatchAccepted: null,
+  NotificationSent: null,
+  NotificationFailed: null,
+  FlowControlPaused: null,
+  FlowControlResumed: null,
+  QuotaReserved: null,
+  PartitionClaimed: null,
+};
+
+/**
+ * The pipeline key: one source's outcomes (and its deletion) stay in order. An unknown
+ * type (from a newer writer) keys on its subject: this runs outside the per-event
+ * retry-and-record, where a throw would fail the whole read batch; `handle` records it.
+ */
 export function notifyChainKey(event: JetcronEvent, subject: string): string {
-  switch (event.type) {
-    case 'AttemptFinished':
-      return `${event.org_id}.${event.data.source.id}`;
-    case 'TaskCreated':
-    case 'TaskDeleted':
-    case 'TaskCancelled':
-      return `${event.org_id}.${event.data.task.id}`;
-    case 'ScheduleCreated':
-    case 'ScheduleDeleted':
-      return `${event.org_id}.${event.data.schedule.id}`;
-    case 'MonitorCreated':
-    case 'MonitorWentDown':
-    case 'MonitorPinged':
-    case 'MonitorDeleted':
-      return `${event.org_id}.${event.data.monitor.id}`;
-    case 'EndpointCreated':
-    case 'EndpointDeleted':
-      return `${event.org_id}.${event.data.endpoint.id}`;
-    // Every event `handle` ignores: no order to keep with a source's outcomes, so its own
-    // subject (grouped by aggregate as there).
-    case 'OrganizationCreated':
-    case 'OrganizationPlanChanged':
-    case 'OrganizationSettingsUpdated':
-    case 'WebhookSecretRotated':
-    case 'ApiKeyCreated':
-    case 'ApiKeyRevoked':
-    case 'TaskUpdated':
-    case 'TaskTriggered':
-    case 'ScheduleUpdated':
-    case 'ScheduleTriggered':
-    case 'ScheduleTicked':
-    case 'AttemptStarted':
-    case 'AttemptDeferred':
-    case 'ExecutionCancelled':
-    case 'CallbackAttempted':
-    case 'MonitorUpdated':
-    case 'MonitorPaused':
-    case 'MonitorResumed':
-    case 'EndpointUpdated':
-    case 'EndpointPaused':
-    case 'EndpointResumed':
-    case 'InboundEventReceived':
-    case 'InboundEventReplayed':
-    case 'InboundDebounceOpened':
-    case 'DebounceWindowOpened':
-    case 'BatchAccepted':
-    case 'NotificationSent':
-    case 'NotificationFailed':
-    case 'FlowControlPaused':
-    case 'FlowControlResumed':
-    case 'QuotaReserved':
-    case 'PartitionClaimed':
-      return subject;
-    default: {
-      // A new event type fails the build here until it is listed above. At run time an
-      // unknown type (from a newer writer) still keys on its subject: this runs outside
-      // the per-event retry-and-record, where a throw would fail the whole read batch;
-      // `handle`, next for the same event, records it instead (unreachable).
-      const unlisted: never = event;
-      void unlisted;
-      return subject;
-    }
-  }
+  const source = sourceOf[event.type] as ((e: JetcronEvent) => string) | null | undefined;
+  return source ? `${event.org_id}.${source(event)}` : subject;
 }
 
 /**

@@ -5,8 +5,7 @@ import type { Organization } from '../commands/organization/types.ts';
 import type { InboundEventEvent } from '../commands/inbound-event/types.ts';
 import type { Schedule } from '../commands/schedule/types.ts';
 import type { Task } from '../commands/task/types.ts';
-import type { JetcronEvent } from '../events/types.ts';
-import { unreachable } from '../lib/unreachable.ts';
+import { handle, type EventHandlers, type EventOf, type EventType, type JetcronEvent } from '../events/types.ts';
 import type { ProjectionBatch } from './batch.ts';
 
 /** The fields of a task the API returns as its definition (state bookkeeping removed). */
@@ -101,181 +100,178 @@ function flowKeyLimits(batch: ProjectionBatch, task: Task, at: string): void {
   batch.patch(batch.flowKeys, `${task.org_id} ${flow.key}`, { org_id: task.org_id, key: flow.key, parallelism: flow.parallelism, rate: flow.rate, period: flow.period, updated_at: at });
 }
 
+type Of<T extends EventType> = EventOf<T>;
+const nothing = () => {};
+
+const organization = (e: Of<'OrganizationCreated' | 'OrganizationPlanChanged' | 'OrganizationSettingsUpdated' | 'WebhookSecretRotated'>, batch: ProjectionBatch) => {
+  batch.orgs.set(e.data.organization.id, organizationRow(e.data.organization));
+};
+const apiKey = (e: Of<'ApiKeyCreated' | 'ApiKeyRevoked'>, batch: ProjectionBatch) => {
+  batch.apiKeys.set(e.data.key.public_id, { ...e.data.key });
+};
+const taskRun = (e: Of<'TaskCreated' | 'TaskTriggered'>, batch: ProjectionBatch) => {
+  const { task, execution } = e.data;
+  batch.patch(batch.tasks, task.id, {
+    id: task.id,
+    org_id: task.org_id,
+    doc: taskDoc(task),
+    lane: task.lane,
+    last_execution_id: execution.id,
+    created_at: task.created_at,
+    updated_at: task.updated_at,
+  });
+  batch.newExecutions.set(execution.id, pendingExecution({ ...task, type: 'task' }, execution, e.at));
+  if (e.type === 'TaskCreated') flowKeyLimits(batch, task, e.at);
+};
+const schedule = (e: Of<'ScheduleCreated' | 'ScheduleUpdated'>, batch: ProjectionBatch) => {
+  batch.patch(batch.schedules, e.data.schedule.id, scheduleRow(e.data.schedule));
+};
+const scheduleRun = (e: Of<'ScheduleTicked' | 'ScheduleTriggered'>, batch: ProjectionBatch) => {
+  const { schedule: s, execution } = e.data;
+  batch.patch(batch.schedules, s.id, { ...scheduleRow(s), last_execution_id: execution.id });
+  batch.newExecutions.set(execution.id, pendingExecution({ ...s, type: 'schedule' }, execution, e.at));
+};
+const monitor = (e: Of<'MonitorCreated' | 'MonitorUpdated' | 'MonitorPaused' | 'MonitorResumed' | 'MonitorPinged' | 'MonitorWentDown'>, batch: ProjectionBatch) => {
+  const m = e.data.monitor;
+  batch.patch(batch.monitors, m.id, monitorRow(e));
+  const ping = 'ping' in e.data ? e.data.ping : undefined;
+  if (ping) batch.pings.set(ping.id, pingRow(ping, m.id));
+};
+const endpoint = (e: Of<'EndpointCreated' | 'EndpointUpdated' | 'EndpointPaused' | 'EndpointResumed'>, batch: ProjectionBatch) => {
+  batch.endpoints.set(e.data.endpoint.id, endpointRow(e.data.endpoint));
+};
+const flowKey = (e: Of<'FlowControlPaused' | 'FlowControlResumed'>, batch: ProjectionBatch) => {
+  batch.patch(batch.flowKeys, `${e.org_id} ${e.data.key}`, { org_id: e.org_id, key: e.data.key, paused: e.type === 'FlowControlPaused', updated_at: e.at });
+};
+
+/** What each event changes in the read models (the batch merges the changes per row). */
+const projections: EventHandlers<void, [ProjectionBatch]> = {
+  OrganizationCreated: organization,
+  OrganizationPlanChanged: organization,
+  OrganizationSettingsUpdated: organization,
+  WebhookSecretRotated: organization,
+  ApiKeyCreated: apiKey,
+  ApiKeyRevoked: apiKey,
+  TaskCreated: taskRun,
+  TaskTriggered: taskRun,
+  TaskUpdated: (e, batch) => {
+    const { task } = e.data;
+    flowKeyLimits(batch, task, e.at);
+    batch.patch(batch.tasks, task.id, { id: task.id, org_id: task.org_id, doc: taskDoc(task), lane: task.lane, created_at: task.created_at, updated_at: task.updated_at });
+    // A new delay/run_at moves the not-yet-run execution; the status guard leaves a
+    // run that already started alone.
+    if (task.pending_execution && (e.data.changed.includes('delay') || e.data.changed.includes('run_at'))) {
+      const id = task.pending_execution.id;
+      const created = batch.newExecutions.get(id);
+      if (created) created.scheduled_for = task.pending_execution.scheduled_for;
+      batch.reschedules.set(id, { scheduled_for: task.pending_execution.scheduled_for, at: e.at });
+    }
+  },
+  TaskDeleted: (e, batch) => {
+    batch.tasks.delete(e.data.task.id);
+    batch.deletedTasks.add(e.data.task.id);
+  },
+  TaskCancelled: (e, batch) => {
+    batch.cancelledTasks.set(e.data.task.id, e.at);
+  },
+  AttemptStarted: (e, batch) => {
+    const d = e.data;
+    batch.patchExecution(d.execution_id, { status: 'running', attempt: d.attempt, started_at: d.started_at, updated_at: e.at });
+  },
+  AttemptFinished: (e, batch) => {
+    const d = e.data;
+    const status = d.next_attempt_at ? 'pending' : d.status;
+    batch.patchExecution(d.execution_id, {
+      status,
+      status_code: d.status_code,
+      error_message: d.error_message,
+      attempt: d.attempt,
+      duration_ms: d.duration_ms,
+      started_at: d.started_at,
+      finished_at: d.finished_at,
+      ...(d.next_attempt_at ? { scheduled_for: d.next_attempt_at } : {}),
+      request: d.request,
+      response_body: d.response_body,
+      response_body_encoding: d.response_body_encoding ?? null,
+      response_truncated: d.response_truncated,
+      response_headers: d.response_headers,
+      script_logs: d.script_logs,
+      updated_at: e.at,
+    });
+    batch.attempts.set(`${d.execution_id}:${d.attempt}`, {
+      execution_id: d.execution_id,
+      attempt: d.attempt,
+      status: d.status,
+      status_code: d.status_code,
+      started_at: d.started_at,
+      finished_at: d.finished_at,
+      duration_ms: d.duration_ms,
+      error_message: d.error_message,
+    });
+  },
+  // The host is blocked: the attempt waits, pending, until the block ends.
+  AttemptDeferred: (e, batch) => {
+    batch.patchExecution(e.data.execution_id, { status: 'pending', scheduled_for: e.data.scheduled_for, updated_at: e.at });
+  },
+  ExecutionCancelled: (e, batch) => {
+    batch.patchExecution(e.data.execution_id, { status: 'cancelled', updated_at: e.at });
+  },
+  // A completion callback's deliveries are in the log only; no read model keeps them.
+  CallbackAttempted: nothing,
+  ScheduleCreated: schedule,
+  ScheduleUpdated: schedule,
+  ScheduleDeleted: (e, batch) => {
+    batch.schedules.delete(e.data.schedule.id);
+    batch.deletedSchedules.add(e.data.schedule.id);
+  },
+  ScheduleTicked: scheduleRun,
+  ScheduleTriggered: scheduleRun,
+  MonitorCreated: monitor,
+  MonitorUpdated: monitor,
+  MonitorPaused: monitor,
+  MonitorResumed: monitor,
+  MonitorPinged: monitor,
+  MonitorWentDown: monitor,
+  MonitorDeleted: (e, batch) => {
+    batch.monitors.delete(e.data.monitor.id);
+    batch.deletedMonitors.add(e.data.monitor.id);
+  },
+  EndpointCreated: endpoint,
+  EndpointUpdated: endpoint,
+  EndpointPaused: endpoint,
+  EndpointResumed: endpoint,
+  EndpointDeleted: (e, batch) => {
+    batch.endpoints.delete(e.data.endpoint.id);
+    batch.deletedEndpoints.add(e.data.endpoint.id);
+  },
+  InboundEventReceived: (e, batch) => {
+    const r = e.data.event;
+    batch.inboundEvents.set(r.id, {
+      id: r.id, org_id: e.org_id, endpoint_id: r.endpoint_id, method: r.method, path: r.path, query: r.query,
+      source_ip: r.source_ip, received_at: r.received_at, body_size: r.body_size, inbound_seq: r.inbound_seq,
+      outcome: r.outcome, execution_id: e.data.executions[0]?.execution_id ?? null,
+      script_logs: r.script_logs ?? [], error_message: r.error_message ?? null,
+    });
+    inboundExecutions(batch, e);
+  },
+  InboundEventReplayed: (e, batch) => inboundExecutions(batch, e),
+  // Debounce, batch: the window and the batch are claims their deciders (and the
+  // inbound router) read back from their own subjects; the tasks they make arrive as
+  // TaskCreated/TaskUpdated, an endpoint window's deliveries as InboundEventReceived.
+  DebounceWindowOpened: nothing,
+  InboundDebounceOpened: nothing,
+  BatchAccepted: nothing,
+  // The notifier's delivery records; no read model shows them.
+  NotificationSent: nothing,
+  NotificationFailed: nothing,
+  FlowControlPaused: flowKey,
+  FlowControlResumed: flowKey,
+  // Plan-limit reservations (read back by the quota decider) and partition claims (by the owners).
+  QuotaReserved: nothing,
+  PartitionClaimed: nothing,
+};
+
 export function applyEvent(batch: ProjectionBatch, event: JetcronEvent): void {
   batch.size++;
-  switch (event.type) {
-    case 'OrganizationCreated':
-    case 'OrganizationPlanChanged':
-    case 'OrganizationSettingsUpdated':
-    case 'WebhookSecretRotated':
-      batch.orgs.set(event.data.organization.id, organizationRow(event.data.organization));
-      return;
-    case 'ApiKeyCreated':
-    case 'ApiKeyRevoked':
-      batch.apiKeys.set(event.data.key.public_id, { ...event.data.key });
-      return;
-    case 'TaskCreated':
-    case 'TaskTriggered': {
-      const { task, execution } = event.data;
-      batch.patch(batch.tasks, task.id, {
-        id: task.id,
-        org_id: task.org_id,
-        doc: taskDoc(task),
-        lane: task.lane,
-        last_execution_id: execution.id,
-        created_at: task.created_at,
-        updated_at: task.updated_at,
-      });
-      batch.newExecutions.set(execution.id, pendingExecution({ ...task, type: 'task' }, execution, event.at));
-      if (event.type === 'TaskCreated') flowKeyLimits(batch, task, event.at);
-      return;
-    }
-    case 'TaskUpdated': {
-      const { task } = event.data;
-      flowKeyLimits(batch, task, event.at);
-      batch.patch(batch.tasks, task.id, { id: task.id, org_id: task.org_id, doc: taskDoc(task), lane: task.lane, created_at: task.created_at, updated_at: task.updated_at });
-      // A new delay/run_at moves the not-yet-run execution; the status guard leaves a
-      // run that already started alone.
-      if (task.pending_execution && (event.data.changed.includes('delay') || event.data.changed.includes('run_at'))) {
-        const id = task.pending_execution.id;
-        const created = batch.newExecutions.get(id);
-        if (created) created.scheduled_for = task.pending_execution.scheduled_for;
-        batch.reschedules.set(id, { scheduled_for: task.pending_execution.scheduled_for, at: event.at });
-      }
-      return;
-    }
-    case 'TaskDeleted':
-      batch.tasks.delete(event.data.task.id);
-      batch.deletedTasks.add(event.data.task.id);
-      return;
-    case 'TaskCancelled':
-      batch.cancelledTasks.set(event.data.task.id, event.at);
-      return;
-    case 'AttemptStarted': {
-      const d = event.data;
-      batch.patchExecution(d.execution_id, { status: 'running', attempt: d.attempt, started_at: d.started_at, updated_at: event.at });
-      return;
-    }
-    case 'AttemptFinished': {
-      const d = event.data;
-      const status = d.next_attempt_at ? 'pending' : d.status;
-      batch.patchExecution(d.execution_id, {
-        status,
-        status_code: d.status_code,
-        error_message: d.error_message,
-        attempt: d.attempt,
-        duration_ms: d.duration_ms,
-        started_at: d.started_at,
-        finished_at: d.finished_at,
-        ...(d.next_attempt_at ? { scheduled_for: d.next_attempt_at } : {}),
-        request: d.request,
-        response_body: d.response_body,
-        response_body_encoding: d.response_body_encoding ?? null,
-        response_truncated: d.response_truncated,
-        response_headers: d.response_headers,
-        script_logs: d.script_logs,
-        updated_at: event.at,
-      });
-      batch.attempts.set(`${d.execution_id}:${d.attempt}`, {
-        execution_id: d.execution_id,
-        attempt: d.attempt,
-        status: d.status,
-        status_code: d.status_code,
-        started_at: d.started_at,
-        finished_at: d.finished_at,
-        duration_ms: d.duration_ms,
-        error_message: d.error_message,
-      });
-      return;
-    }
-    case 'AttemptDeferred': {
-      // The host is blocked: the attempt waits, pending, until the block ends.
-      const d = event.data;
-      batch.patchExecution(d.execution_id, { status: 'pending', scheduled_for: d.scheduled_for, updated_at: event.at });
-      return;
-    }
-    case 'ExecutionCancelled':
-      batch.patchExecution(event.data.execution_id, { status: 'cancelled', updated_at: event.at });
-      return;
-    case 'ScheduleCreated':
-    case 'ScheduleUpdated':
-      batch.patch(batch.schedules, event.data.schedule.id, scheduleRow(event.data.schedule));
-      return;
-    case 'ScheduleDeleted':
-      batch.schedules.delete(event.data.schedule.id);
-      batch.deletedSchedules.add(event.data.schedule.id);
-      return;
-    case 'ScheduleTicked':
-    case 'ScheduleTriggered': {
-      const { schedule: s, execution } = event.data;
-      batch.patch(batch.schedules, s.id, { ...scheduleRow(s), last_execution_id: execution.id });
-      batch.newExecutions.set(execution.id, pendingExecution({ ...s, type: 'schedule' }, execution, event.at));
-      return;
-    }
-    case 'MonitorCreated':
-    case 'MonitorUpdated':
-    case 'MonitorPaused':
-    case 'MonitorResumed':
-    case 'MonitorPinged':
-    case 'MonitorWentDown': {
-      const m = event.data.monitor;
-      batch.patch(batch.monitors, m.id, monitorRow(event));
-      const ping = 'ping' in event.data ? event.data.ping : undefined;
-      if (ping) batch.pings.set(ping.id, pingRow(ping, m.id));
-      return;
-    }
-    case 'MonitorDeleted':
-      batch.monitors.delete(event.data.monitor.id);
-      batch.deletedMonitors.add(event.data.monitor.id);
-      return;
-    case 'EndpointCreated':
-    case 'EndpointUpdated':
-    case 'EndpointPaused':
-    case 'EndpointResumed':
-      batch.endpoints.set(event.data.endpoint.id, endpointRow(event.data.endpoint));
-      return;
-    case 'EndpointDeleted':
-      batch.endpoints.delete(event.data.endpoint.id);
-      batch.deletedEndpoints.add(event.data.endpoint.id);
-      return;
-    case 'InboundEventReceived': {
-      const r = event.data.event;
-      batch.inboundEvents.set(r.id, {
-        id: r.id, org_id: event.org_id, endpoint_id: r.endpoint_id, method: r.method, path: r.path, query: r.query,
-        source_ip: r.source_ip, received_at: r.received_at, body_size: r.body_size, inbound_seq: r.inbound_seq,
-        outcome: r.outcome, execution_id: event.data.executions[0]?.execution_id ?? null,
-        script_logs: r.script_logs ?? [], error_message: r.error_message ?? null,
-      });
-      inboundExecutions(batch, event);
-      return;
-    }
-    case 'InboundEventReplayed':
-      inboundExecutions(batch, event);
-      return;
-    // Execution: a completion callback's deliveries are in the log only; no read model
-    // keeps them (the translator schedules their retries).
-    case 'CallbackAttempted':
-      return;
-    // Debounce, batch: the window and the batch are claims their deciders (and the
-    // inbound router) read back from their own subjects; the tasks they make arrive as
-    // TaskCreated/TaskUpdated, an endpoint window's deliveries as InboundEventReceived.
-    case 'DebounceWindowOpened':
-    case 'InboundDebounceOpened':
-    case 'BatchAccepted':
-      return;
-    // Notification: the notifier's delivery records; no read model shows them.
-    case 'NotificationSent':
-    case 'NotificationFailed':
-      return;
-    case 'FlowControlPaused':
-    case 'FlowControlResumed':
-      batch.patch(batch.flowKeys, `${event.org_id} ${event.data.key}`, { org_id: event.org_id, key: event.data.key, paused: event.type === 'FlowControlPaused', updated_at: event.at });
-      return;
-    // Quota: plan-limit reservations, read back from their subject by the quota decider.
-    case 'QuotaReserved':
-    case 'PartitionClaimed':
-      return;
-    default:
-      return unreachable(event);
-  }
+  handle(projections, event, batch);
 }

@@ -5,7 +5,7 @@ import { executionCancelled } from '../commands/execution/ending.ts';
 import { TASK_EVENT_TYPES, type Task, type TaskEvent } from '../commands/task/types.ts';
 import { evolveTask } from '../commands/task/decide.ts';
 import type { EventStore } from '../events/store.ts';
-import type { JetcronEvent } from '../events/types.ts';
+import { handle as handleEvent, type EventHandlers, type EventOf, type EventType, type JetcronEvent } from '../events/types.ts';
 import type { StoredEvent } from '../events/envelope.ts';
 import type { AttemptJob, CallbackJob, Job } from '../commands/execution/job.ts';
 import type { Clock } from '../lib/clock.ts';
@@ -224,138 +224,115 @@ export function createTranslator(deps: TranslatorDeps) {
     }
   }
 
+  type Work<T extends EventType> = (e: EventOf<T>, seq: number) => Promise<void>;
+  const nothing = async () => {};
+  const inboundDeliveries: Work<'InboundEventReceived' | 'InboundEventReplayed'> = (e, seq) => onInboundDeliveries(e, seq);
+  const scheduleChanged: Work<'ScheduleCreated' | 'ScheduleUpdated'> = async (e) => {
+    const s = e.data.schedule;
+    if (s.next_run_at) await armTick(s);
+    else await deps.timers.purgeSource(s.org_id, s.id);
+  };
+  // One deadline timer per monitor (the earlier of being late and an open run's limit),
+  // re-armed by every ping; none while it cannot go down.
+  const monitorChanged: Work<'MonitorCreated' | 'MonitorUpdated' | 'MonitorPinged' | 'MonitorResumed' | 'MonitorPaused' | 'MonitorWentDown' | 'MonitorDeleted'> = async (e) => {
+    const m = upcastMonitor(e.data.monitor);
+    if (e.type !== 'MonitorDeleted' && m.deadline_at && nextDeadline(m) === m.deadline_at) {
+      const job = deadlineJob(m);
+      await deps.timers.put(job, { state: 'armed', due_at: Date.parse(m.deadline_at), job });
+    } else if (deadlineTimerMayRemain(e)) {
+      await deps.timers.purgeOne(m.org_id, m.id, DEADLINE_TIMER);
+    }
+  };
+
+  /** What each event puts to work: timers armed or purged, jobs dispatched, lanes released. */
+  const work: EventHandlers<Promise<void>, [number]> = {
+    InboundEventReceived: inboundDeliveries,
+    InboundEventReplayed: inboundDeliveries,
+    EndpointResumed: async (e) => {
+      await deps.held.release(e.org_id, e.data.endpoint.id, dispatchNow);
+    },
+    EndpointDeleted: async (e) => {
+      const id = e.data.endpoint.id;
+      // Its inbound events go with it (the spec); pending deliveries find nothing to send and are cancelled.
+      await Promise.all([
+        deps.timers.purgeSource(e.org_id, id),
+        deps.held.purge(e.org_id, id),
+        deps.nats.jsm.streams.purge(STREAMS.inbound.name, { filter: SUBJECTS.inbound(e.org_id, id) }),
+      ]);
+    },
+    // Its pause state is learnt by `handle` (learnEndpoint) and read by its deliveries.
+    EndpointCreated: nothing,
+    EndpointUpdated: nothing,
+    EndpointPaused: nothing,
+    TaskCreated: async (e) => {
+      const { task, execution } = e.data;
+      await schedule(taskAttemptJob(task, execution, 1), Date.parse(execution.scheduled_for), task.enabled);
+    },
+    TaskTriggered: (e) => dispatchNow(taskAttemptJob(e.data.task, e.data.execution, 1)),
+    TaskUpdated: (e) => onTaskChanged(e.data.task),
+    TaskDeleted: (e) => deps.timers.purgeSource(e.org_id, e.data.task.id),
+    TaskCancelled: (e) => onTaskCancelled(e.org_id, e.data.task.id),
+    AttemptFinished: (e) => onAttemptFinished(e.org_id, e.data),
+    // A started attempt plans nothing until it finishes; a deferred one is put back on
+    // DISPATCH with a delay by the dispatcher itself.
+    AttemptStarted: nothing,
+    AttemptDeferred: nothing,
+    ExecutionCancelled: async (e) => {
+      if (e.data.lane) await deps.lanes.release(e.org_id, e.data.lane, e.data.execution_id);
+    },
+    CallbackAttempted: async (e) => {
+      const next = nextCallback(e.data);
+      if (next) await schedule(next.job, next.dueAt);
+    },
+    ScheduleCreated: scheduleChanged,
+    ScheduleUpdated: scheduleChanged,
+    ScheduleDeleted: (e) => deps.timers.purgeSource(e.org_id, e.data.schedule.id),
+    ScheduleTicked: async (e) => {
+      const { schedule: s, execution } = e.data;
+      await dispatchNow(scheduleAttemptJob(s, execution, 1));
+      await armTick(s);
+    },
+    ScheduleTriggered: (e) => dispatchNow(scheduleAttemptJob(e.data.schedule, e.data.execution, 1)),
+    MonitorCreated: monitorChanged,
+    MonitorUpdated: monitorChanged,
+    MonitorPinged: monitorChanged,
+    MonitorResumed: monitorChanged,
+    MonitorPaused: monitorChanged,
+    MonitorWentDown: monitorChanged,
+    MonitorDeleted: monitorChanged,
+    BatchAccepted: async (e) => {
+      // A batch in one commit holds its tasks' creates (read before it). One written
+      // before carries them, and the API appended them right after; if it died
+      // half-way, finish the job (the last task present means all are, as they go in order).
+      const tasks = e.data.tasks;
+      if (!tasks?.length) return;
+      const last = tasks[tasks.length - 1]!;
+      if (!(await deps.store.last(SUBJECTS.task(last.org_id, last.data.task.id)))) await materializeBatch(deps, e);
+    },
+    // Organization, API key: no job or timer; the directory reads them when needed.
+    OrganizationCreated: nothing,
+    OrganizationPlanChanged: nothing,
+    OrganizationSettingsUpdated: nothing,
+    WebhookSecretRotated: nothing,
+    ApiKeyCreated: nothing,
+    ApiKeyRevoked: nothing,
+    // Debounce: the window's task arrives as TaskCreated/TaskUpdated; an endpoint's
+    // window's deliveries arrive as InboundEventReceived.
+    DebounceWindowOpened: nothing,
+    InboundDebounceOpened: nothing,
+    // The notifier's delivery records: NOTIFY already carried the job.
+    NotificationSent: nothing,
+    NotificationFailed: nothing,
+    // The owners' (flow-control keys, partition claims); plan-limit reservations.
+    FlowControlPaused: nothing,
+    FlowControlResumed: nothing,
+    QuotaReserved: nothing,
+    PartitionClaimed: nothing,
+  };
+
   async function handle(event: JetcronEvent, seq: number): Promise<void> {
     if (event.type.startsWith('Endpoint')) learnEndpoint(event as EndpointEvent, seq);
-    switch (event.type) {
-      case 'InboundEventReceived':
-      case 'InboundEventReplayed':
-        await onInboundDeliveries(event, seq);
-        return;
-      case 'EndpointResumed':
-        await deps.held.release(event.org_id, event.data.endpoint.id, dispatchNow);
-        return;
-      case 'EndpointDeleted': {
-        const id = event.data.endpoint.id;
-        // Its inbound events go with it (the spec); pending deliveries find nothing to send and are cancelled.
-        await Promise.all([
-          deps.timers.purgeSource(event.org_id, id),
-          deps.held.purge(event.org_id, id),
-          deps.nats.jsm.streams.purge(STREAMS.inbound.name, { filter: SUBJECTS.inbound(event.org_id, id) }),
-        ]);
-        return;
-      }
-      case 'TaskCreated': {
-        const { task, execution } = event.data;
-        await schedule(taskAttemptJob(task, execution, 1), Date.parse(execution.scheduled_for), task.enabled);
-        return;
-      }
-      case 'TaskTriggered':
-        await dispatchNow(taskAttemptJob(event.data.task, event.data.execution, 1));
-        return;
-      case 'TaskUpdated':
-        await onTaskChanged(event.data.task);
-        return;
-      case 'TaskDeleted':
-        await deps.timers.purgeSource(event.org_id, event.data.task.id);
-        return;
-      case 'TaskCancelled':
-        await onTaskCancelled(event.org_id, event.data.task.id);
-        return;
-      case 'AttemptFinished':
-        await onAttemptFinished(event.org_id, event.data);
-        return;
-      case 'ScheduleCreated':
-      case 'ScheduleUpdated': {
-        const s = event.data.schedule;
-        if (s.next_run_at) await armTick(s);
-        else await deps.timers.purgeSource(s.org_id, s.id);
-        return;
-      }
-      case 'MonitorCreated':
-      case 'MonitorUpdated':
-      case 'MonitorPinged':
-      case 'MonitorResumed':
-      case 'MonitorPaused':
-      case 'MonitorWentDown':
-      case 'MonitorDeleted': {
-        // One deadline timer per monitor (the earlier of being late and an open run's
-        // limit), re-armed by every ping; none while it cannot go down.
-        const m = upcastMonitor(event.data.monitor);
-        if (event.type !== 'MonitorDeleted' && m.deadline_at && nextDeadline(m) === m.deadline_at) {
-          const job = deadlineJob(m);
-          await deps.timers.put(job, { state: 'armed', due_at: Date.parse(m.deadline_at), job });
-        } else if (deadlineTimerMayRemain(event)) {
-          await deps.timers.purgeOne(m.org_id, m.id, DEADLINE_TIMER);
-        }
-        return;
-      }
-      case 'ScheduleDeleted':
-        await deps.timers.purgeSource(event.org_id, event.data.schedule.id);
-        return;
-      case 'ScheduleTicked': {
-        const { schedule: s, execution } = event.data;
-        await dispatchNow(scheduleAttemptJob(s, execution, 1));
-        await armTick(s);
-        return;
-      }
-      case 'ScheduleTriggered':
-        await dispatchNow(scheduleAttemptJob(event.data.schedule, event.data.execution, 1));
-        return;
-      case 'BatchAccepted': {
-        // A batch in one commit holds its tasks' creates (read before it). One written
-        // before carries them, and the API appended them right after; if it died
-        // half-way, finish the job (the last task present means all are, as they go in order).
-        const tasks = event.data.tasks;
-        if (!tasks?.length) return;
-        const last = tasks[tasks.length - 1]!;
-        if (!(await deps.store.last(SUBJECTS.task(last.org_id, last.data.task.id)))) await materializeBatch(deps, event);
-        return;
-      }
-      case 'ExecutionCancelled':
-        if (event.data.lane) await deps.lanes.release(event.org_id, event.data.lane, event.data.execution_id);
-        return;
-      case 'CallbackAttempted': {
-        const next = nextCallback(event.data);
-        if (next) await schedule(next.job, next.dueAt);
-        return;
-      }
-      // Organization, API key: no job or timer; the directory reads them when needed.
-      case 'OrganizationCreated':
-      case 'OrganizationPlanChanged':
-      case 'OrganizationSettingsUpdated':
-      case 'WebhookSecretRotated':
-      case 'ApiKeyCreated':
-      case 'ApiKeyRevoked':
-        return;
-      // Execution: a started attempt plans nothing until it finishes; a deferred one is put
-      // back on DISPATCH with a delay by the dispatcher itself.
-      case 'AttemptStarted':
-      case 'AttemptDeferred':
-        return;
-      // Endpoint: its pause state is learnt above (learnEndpoint) and read by its deliveries;
-      // only a resume (releases HELD) and a delete (purges) have work to do.
-      case 'EndpointCreated':
-      case 'EndpointUpdated':
-      case 'EndpointPaused':
-        return;
-      // Debounce: the window's task arrives as TaskCreated/TaskUpdated; an endpoint's
-      // window's deliveries arrive as InboundEventReceived.
-      case 'DebounceWindowOpened':
-      case 'InboundDebounceOpened':
-        return;
-      // Notification: the notifier's delivery records; NOTIFY already carried the job.
-      case 'NotificationSent':
-      case 'NotificationFailed':
-        return;
-      // Quota: plan-limit reservations, no work.
-      case 'FlowControlPaused':
-      case 'FlowControlResumed':
-      case 'QuotaReserved':
-      case 'PartitionClaimed':
-        return;
-      default:
-        return unreachable(event);
-    }
+    await handleEvent(work, event, seq);
   }
 
   return { handle, forget: () => endpoints.clear() };
