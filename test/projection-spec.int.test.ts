@@ -1,0 +1,138 @@
+// Projector specs: given these events, landing in these batches, then these rows. No
+// service, no NATS, no waiting: the batches are applied as the projector applies them
+// (applyEvent into a ProjectionBatch, its statements in one transaction) to a real
+// Postgres with the read models' migrations.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { decideExecution, type Execution } from '../src/commands/execution/decide.ts';
+import type { OutboundResult } from '../src/commands/execution/exchange.ts';
+import { taskAttemptJob } from '../src/commands/execution/task-jobs.ts';
+import type { ExecutionEvent } from '../src/commands/execution/types.ts';
+import type { AttemptOutcome } from '../src/commands/execution/outcome.ts';
+import { decideTask, evolveTask } from '../src/commands/task/decide.ts';
+import type { Task, TaskEvent } from '../src/commands/task/types.ts';
+import { connectDb, type Db } from '../src/db/connect.ts';
+import { migrate } from '../src/db/migrations.ts';
+import type { JetcronEvent } from '../src/events/types.ts';
+import { applyEvent } from '../src/projections/apply-event.ts';
+import { ProjectionBatch } from '../src/projections/batch.ts';
+import { meta, NOW_MS } from './deciders/spec.ts';
+import { createTestDatabase } from './support/postgres.ts';
+
+const ORG = 'org_spec';
+
+/** Applies each batch as the projector does: one batch, one transaction. */
+async function project(db: Db, ...batches: JetcronEvent[][]): Promise<void> {
+  for (const events of batches) {
+    const batch = new ProjectionBatch();
+    for (const e of events) applyEvent(batch, e);
+    await db.transaction().execute((trx) => batch.flush(trx));
+  }
+}
+
+/** A task created now, its create event and its first execution's attempt job. */
+function createdTask(name: string, input: Record<string, unknown> = {}) {
+  const created = decideTask({ type: 'CreateTask', orgId: ORG, plan: 'pro', input: { url: `https://example.com/${name}`, name, retry_attempts: 2, ...input } }, null, { ...meta(), newId: (p) => `${p}_${name}` })[0]! as TaskEvent;
+  const task = evolveTask(null, created)! as Task;
+  const execution = (created.data as { execution: { id: string; scheduled_for: string; callback_url: string | null } }).execution;
+  return { created, task, execution, job: (attempt: number) => taskAttemptJob(task, execution, attempt) };
+}
+
+const ok: AttemptOutcome = { status: 'success', status_code: 200, error_message: null, retryable: false, retry_after_ms: null };
+const failed: AttemptOutcome = { status: 'failed', status_code: 503, error_message: 'HTTP 503', retryable: true, retry_after_ms: null };
+
+/** An attempt's result, decided by the execution aggregate as an owner decides it. */
+function attempt(t: ReturnType<typeof createdTask>, n: number, outcome: AttemptOutcome, atMs: number): ExecutionEvent {
+  const state: Execution = { execution_id: t.execution.id, attempt: n, stage: 'started', uncounted: 0 };
+  const exchange = {
+    started_at: new Date(atMs - 5).toISOString(), finished_at: new Date(atMs).toISOString(), duration_ms: 5,
+    request: { method: 'POST', url: t.task.url, headers: {}, body: null }, response_body: 'ok', response_truncated: false, response_headers: {},
+  };
+  return decideExecution({ type: 'RecordAttempt', call: { job: t.job(n), outcome, signal: null, host: null, hostBlockEnd: 0, jitter: 0, exchange } }, state, { ...meta(new Date(atMs).toISOString()) })[0]!;
+}
+
+describe('projector specs: events in, rows out', () => {
+  let db: Db;
+  let pool: { end(): Promise<void> };
+  let drop: () => Promise<void>;
+  before(async () => {
+    const created = await createTestDatabase();
+    drop = created.drop;
+    ({ db, pool } = connectDb(created.url));
+    await migrate(db);
+  });
+  after(async () => {
+    await db.destroy().catch(() => {});
+    await pool.end().catch(() => {});
+    await drop();
+  });
+
+  const execution = (id: string) => db.selectFrom('executions').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+  const attempts = (id: string) => db.selectFrom('execution_attempts').select(['attempt', 'status', 'status_code']).where('execution_id', '=', id).orderBy('attempt').execute();
+
+  test('a create and its result give the same row whether they land in one batch or two', async () => {
+    const together = createdTask('together');
+    const apart = createdTask('apart');
+    await project(db, [together.created, attempt(together, 1, ok, NOW_MS + 10)]);
+    await project(db, [apart.created], [attempt(apart, 1, ok, NOW_MS + 10)]);
+    const [a, b] = [await execution(together.execution.id), await execution(apart.execution.id)];
+    for (const row of [a, b]) {
+      assert.equal(row.status, 'success');
+      assert.equal(row.attempt, 1);
+      assert.equal(row.status_code, 200);
+    }
+    const same = (r: typeof a) => ({ status: r.status, attempt: r.attempt, status_code: r.status_code, duration_ms: r.duration_ms, response_body: r.response_body, finished_at: r.finished_at });
+    assert.deepEqual(same(a), same(b));
+    assert.deepEqual(await attempts(together.execution.id), [{ attempt: 1, status: 'success', status_code: 200 }]);
+    assert.deepEqual(await attempts(apart.execution.id), [{ attempt: 1, status: 'success', status_code: 200 }]);
+  });
+
+  test('a failed attempt with a retry to come leaves the execution pending at its retry time; the retry ends it', async () => {
+    const t = createdTask('retried');
+    const first = attempt(t, 1, failed, NOW_MS + 10);
+    const retryAt = (first.data as { next_attempt_at: string | null }).next_attempt_at;
+    assert.ok(retryAt, 'the decider planned a retry');
+    await project(db, [t.created, first]);
+    const waiting = await execution(t.execution.id);
+    assert.equal(waiting.status, 'pending');
+    assert.equal(new Date(waiting.scheduled_for as unknown as string).toISOString(), retryAt);
+    await project(db, [attempt(t, 2, ok, Date.parse(retryAt) + 10)]);
+    const done = await execution(t.execution.id);
+    assert.equal(done.status, 'success');
+    assert.equal(done.attempt, 2);
+    assert.deepEqual(await attempts(t.execution.id), [{ attempt: 1, status: 'failed', status_code: 503 }, { attempt: 2, status: 'success', status_code: 200 }]);
+  });
+
+  test('a cancelled execution reads cancelled; a result read again changes nothing (a replay after a crash)', async () => {
+    const t = createdTask('cancelled');
+    const cancel = decideExecution({ type: 'Cancel', org_id: ORG, execution_id: t.execution.id, source: { type: 'task', id: t.task.id, name: t.task.name }, reason: 'task deleted', lane: null }, null, meta())[0]!;
+    await project(db, [t.created], [cancel]);
+    assert.equal((await execution(t.execution.id)).status, 'cancelled');
+    const r = createdTask('replayed');
+    const result = attempt(r, 1, ok, NOW_MS + 10);
+    await project(db, [r.created, result]);
+    const once = await execution(r.execution.id);
+    await project(db, [r.created, result]);
+    assert.deepEqual(await execution(r.execution.id), once);
+    assert.equal((await attempts(r.execution.id)).length, 1);
+  });
+
+  test('a deleted task takes its executions and their attempts with it, also those created in the same batch', async () => {
+    const t = createdTask('deleted');
+    const deleted = decideTask({ type: 'DeleteTask' }, t.task, meta())[0]!;
+    await project(db, [t.created, attempt(t, 1, ok, NOW_MS + 10), deleted]);
+    assert.equal(await db.selectFrom('tasks').select('id').where('id', '=', t.task.id).executeTakeFirst(), undefined);
+    assert.equal(await db.selectFrom('executions').select('id').where('id', '=', t.execution.id).executeTakeFirst(), undefined);
+    assert.deepEqual(await attempts(t.execution.id), []);
+  });
+
+  test('a callback try is kept in the log only: no row changes', async () => {
+    const t = createdTask('callback');
+    await project(db, [t.created, attempt(t, 1, ok, NOW_MS + 10)]);
+    const before = await execution(t.execution.id);
+    const answer = { kind: 'response', statusCode: 500 } as OutboundResult;
+    const tried = decideExecution({ type: 'RecordCallback', job: { kind: 'callback', org_id: ORG, execution_id: t.execution.id, source: { type: 'task', id: t.task.id, name: t.task.name }, url: 'https://example.com/cb', body: '{}', attempt: 1 }, result: answer }, null, meta())[0]!;
+    await project(db, [tried]);
+    assert.deepEqual(await execution(t.execution.id), before);
+  });
+});
