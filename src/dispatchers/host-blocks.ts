@@ -129,6 +129,8 @@ export async function openHostBlocks(deps: { nats: Nats; clock: Clock; log: (m: 
 
   return {
     blockedUntil(orgId, host) {
+      // No host has a state (the usual case): nothing to look up or encode.
+      if (cache.size === 0) return 0;
       return blockEnd(cache.get(hostBlockKey(orgId, host))?.state, deps.clock.now());
     },
     state(orgId, host) {
@@ -141,6 +143,7 @@ export async function openHostBlocks(deps: { nats: Nats; clock: Clock; log: (m: 
       return n;
     },
     record(orgId, host, signal) {
+      if (signal.kind === 'up' && cache.size === 0) return Promise.resolve(null);
       const key = hostBlockKey(orgId, host);
       // The healthy path (no entry, host up) decides without queueing.
       if (signal.kind === 'up' && !cache.has(key)) return Promise.resolve(null);

@@ -42,6 +42,9 @@ const RETRY_START_MS = 5_000;
 /** Longer timers overflow (Node fires them at once); a far due time is looked at again after this. */
 const MAX_SLEEP_MS = 3_600_000;
 
+/** Every partition's log subject starts so (`evt.partition.<p>`). */
+const PARTITION_SUBJECTS = SUBJECTS.partition(0).slice(0, -1);
+
 const RESULT_EVENTS = new Set<JetcronEvent['type']>(['AttemptStarted', 'AttemptFinished', 'AttemptDeferred', 'ExecutionCancelled', 'CallbackAttempted']);
 
 /**
@@ -226,6 +229,8 @@ export async function ownTaskPartition(
       if (seq < log.claimSeq) for (const e of events) if (RESULT_EVENTS.has(e.type)) state.onResult(e as ExecutionEvent);
       return;
     }
+    // Another partition's claims and result commits: only its own executions' results are there.
+    if (subject.startsWith(PARTITION_SUBJECTS)) return;
     events.forEach((e, i) => {
       if (TASK_EVENT_TYPES.has(e.type)) state.onTaskEvent(e as TaskEvent, seq, i, e.traceparent ?? traceparent);
       else if (e.type === 'InboundEventReceived' || e.type === 'InboundEventReplayed') state.onInboundEvent(e, seq, i, e.traceparent ?? traceparent);
