@@ -37,8 +37,12 @@ const PARTITIONS = 2;
 const LEASES = ['projector', 'translator', ...Array.from({ length: PARTITIONS }, (_, p) => `timers.${p}`), 'notifier', 'inbound-router'];
 /** The lease TTL is 10 s and a standby tries every 0.5 s: each lease must change hands within this. */
 const LEASE_BOUND_MS = 12_000;
-/** Work of every kind must run again within this of the kill. */
-const RESUME_BOUND_MS = 15_000;
+/**
+ * Work of every kind must run again within this of the kill: the lease's 10 s, then room
+ * for a busy machine to read back and catch up (the check is that nothing waits for a
+ * later timeout, such as DISPATCH's ack wait, not how fast the catching up goes).
+ */
+const RESUME_BOUND_MS = 20_000;
 /** The `dispatchers` consumer's ack wait (streams/definitions.ts). */
 const ACK_WAIT_MS = 15_000;
 /**
