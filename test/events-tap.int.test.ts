@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, test } from 'node:test';
 import type { Nats } from '../src/nats/connection.ts';
-import { followEvents, tuneEventsTap, type TapItem } from '../src/nats/events-tap.ts';
+import { eventsTapRing, followEvents, tuneEventsTap, type TapItem } from '../src/nats/events-tap.ts';
 import { startNatsWithStreams } from './support/nats.ts';
 import { eventually } from './support/wait.ts';
 
@@ -23,7 +23,7 @@ async function publish(nats: Nats, n: number): Promise<void> {
   await Promise.all(Array.from({ length: n }, (_, i) => nats.publish(`evt.org_tap.task.t${(at + i) % 7}`, new TextEncoder().encode(String(at + i + 1)))));
 }
 
-async function connection(bounds?: { ringSize: number; lagLimit: number }): Promise<Nats> {
+async function connection(bounds?: { ringSize: number; lagLimit: number; ringBytes?: number }): Promise<Nats> {
   const nats = await server.connect('events-tap test');
   if (bounds) tuneEventsTap(nats, bounds);
   return nats;
@@ -124,4 +124,27 @@ test('a reader that stops (abort) ends at once, and the others go on', async () 
   await publish(nats, 20);
   await within(a.done, 'the other reader');
   assert.deepEqual(seqs(a.items), range(from, target));
+});
+
+test('the recent items are bounded by their memory too: large messages keep fewer; a reader starting before them reads on its own and misses nothing', async () => {
+  const nats = await connection({ ringSize: 10_000, lagLimit: 10_000, ringBytes: 64 * 1024 });
+  const start = (await lastSeq(nats)) + 1;
+  const big = new Uint8Array(16 * 1024).fill(120);
+  const end = start + 39;
+  const first = reader(nats, start, () => end);
+  // Stays, so the tap keeps reading (and its ring stays) while the late reader joins.
+  const staying = reader(nats, start, () => Number.MAX_SAFE_INTEGER);
+  await Promise.all(Array.from({ length: 40 }, () => nats.publish('evt.org_tap.task.big', big)));
+  await within(first.done, 'the first reader');
+  assert.deepEqual(seqs(first.items), range(start, end));
+  await eventuallyTrue(() => staying.items.at(-1)?.seq === end, 'the staying reader');
+  // 40 × 16 KiB went through; the ring keeps at most about twice its 64 KiB.
+  const ring = eventsTapRing(nats);
+  assert.ok(ring.bytes <= 2 * 64 * 1024 + 64 * 1024, `ring holds ${ring.bytes} bytes`);
+  assert.ok(ring.items < 40, `ring keeps ${ring.items} of 40 items`);
+  // A second reader from the start is older than the ring: it reads on its own, in order, whole.
+  const late = reader(nats, start, () => end);
+  await within(late.done, 'the late reader');
+  assert.deepEqual(seqs(late.items), range(start, end));
+  staying.abort.abort();
 });

@@ -15,6 +15,12 @@ export interface TapItem {
 
 /** Recent items kept (at least this many, at most twice), so a reader that starts or catches up a little behind joins without a read of its own. */
 const RING_SIZE = 10_000;
+/**
+ * And at most about this much of the messages' memory (twice it before a trim): a commit
+ * can hold a thousand events, so a count alone could keep gigabytes. Counted by the
+ * buffers the messages' bytes live in (the client reads many messages into one).
+ */
+const RING_BYTES = 32 * 1024 * 1024;
 /** A reader this far behind the tap reads on its own until it catches up; the others go on. */
 const LAG_LIMIT = 10_000;
 const PULL_BATCH = 2_000;
@@ -30,6 +36,10 @@ interface Reader {
 interface Tap {
   readers: Set<Reader>;
   ringSize: number;
+  ringBytes: number;
+  /** Memory of the ring's items, counted once per buffer they share. */
+  held: number;
+  lastBuffer?: ArrayBufferLike;
   lagLimit: number;
   ring: TapItem[];
   /** The next sequence the tap's own read will deliver. */
@@ -43,8 +53,14 @@ interface Tap {
 const taps = new WeakMap<Nats, Tap>();
 
 /** Smaller bounds for tests (before the connection's first reader starts). */
-export function tuneEventsTap(nats: Nats, bounds: { ringSize: number; lagLimit: number }): void {
-  taps.set(nats, { readers: new Set(), ring: [], next: 0, log: () => {}, ...bounds });
+export function tuneEventsTap(nats: Nats, bounds: { ringSize: number; lagLimit: number; ringBytes?: number }): void {
+  taps.set(nats, { readers: new Set(), ring: [], next: 0, log: () => {}, held: 0, ringBytes: RING_BYTES, ...bounds });
+}
+
+/** The items the tap keeps for readers that join, and the memory they hold (tests). */
+export function eventsTapRing(nats: Nats): { items: number; bytes: number } {
+  const tap = taps.get(nats);
+  return { items: tap?.ring.length ?? 0, bytes: tap?.held ?? 0 };
 }
 
 /** Readers of the connection's tap now (tests: a reader that stopped has left). */
@@ -86,7 +102,7 @@ const MAX_BATCH = 1_000;
  */
 export async function* followEventBatches(nats: Nats, opts: FollowEventsOptions): AsyncGenerator<TapItem[]> {
   let tap = taps.get(nats);
-  if (!tap) taps.set(nats, (tap = { readers: new Set(), ring: [], next: 0, log: opts.log, ringSize: RING_SIZE, lagLimit: LAG_LIMIT }));
+  if (!tap) taps.set(nats, (tap = { readers: new Set(), ring: [], next: 0, log: opts.log, ringSize: RING_SIZE, ringBytes: RING_BYTES, held: 0, lagLimit: LAG_LIMIT }));
   const reader: Reader = { next: Math.max(1, opts.startSeq), queue: [], shared: false };
   const wake = () => reader.wake?.();
   opts.signal.addEventListener('abort', wake, { once: true });
@@ -131,6 +147,7 @@ export async function* followEventBatches(nats: Nats, opts: FollowEventsOptions)
       tap.reading?.abort();
       tap.reading = undefined;
       tap.ring = [];
+      tap.held = 0;
     }
   }
 }
@@ -164,6 +181,7 @@ function start(nats: Nats, tap: Tap, from: number): void {
   const reading = new AbortController();
   tap.reading = reading;
   tap.ring = [];
+  tap.held = 0;
   tap.next = from;
   void (async () => {
     for await (const m of followOrdered(nats, { stream: STREAMS.events.name, startSeq: from, maxMessages: PULL_BATCH, signal: reading.signal, log: tap.log, name: 'events-tap' })) {
@@ -171,9 +189,10 @@ function start(nats: Nats, tap: Tap, from: number): void {
       const item: TapItem = { data: m.data, seq: m.seq, subject: m.subject, traceparent: traceparentOf(m) };
       tap.next = m.seq + 1;
       tap.ring.push(item);
-      // Trimmed once it holds twice its size, not at every item: a splice moves the
+      tap.held += memoryOf(tap, item);
+      // Trimmed once it holds twice its bounds, not at every item: a splice moves the
       // whole ring, and one per message made a replay of the log quadratic.
-      if (tap.ring.length >= 2 * tap.ringSize) tap.ring.splice(0, tap.ring.length - tap.ringSize);
+      if (tap.ring.length >= 2 * tap.ringSize || tap.held >= 2 * tap.ringBytes) trim(tap);
       let waiting = 0;
       let shared = 0;
       for (const r of tap.readers) {
@@ -199,4 +218,29 @@ function start(nats: Nats, tap: Tap, from: number): void {
       }
     }
   })().catch((err: Error) => tap.log(`events-tap: ${err.message}`));
+}
+
+/** What keeping `item` adds: its buffer's size the first time the ring meets that buffer. */
+function memoryOf(tap: Tap, item: TapItem): number {
+  const buffer = item.data.buffer;
+  if (buffer === tap.lastBuffer) return 0;
+  tap.lastBuffer = buffer;
+  return Math.max(buffer.byteLength, item.data.byteLength);
+}
+
+/** Keeps the newest items within both bounds. */
+function trim(tap: Tap): void {
+  let keep = 0;
+  let held = 0;
+  let last: ArrayBufferLike | undefined;
+  for (let i = tap.ring.length - 1; i >= 0 && keep < tap.ringSize; i--) {
+    const data = tap.ring[i]!.data;
+    const adds = data.buffer === last ? 0 : Math.max(data.buffer.byteLength, data.byteLength);
+    if (held + adds > tap.ringBytes && keep > 0) break;
+    held += adds;
+    last = data.buffer;
+    keep++;
+  }
+  tap.ring.splice(0, tap.ring.length - keep);
+  tap.held = held;
 }
