@@ -159,11 +159,18 @@ test('two keys, and one key name in two organizations, do not share limits', asy
 });
 
 test('a retry waiting for its time holds no slot: the next task of the key runs first', async () => {
-  const target = await startTarget((req) => ({ status: req.path === '/retry/a' && target.received.filter((r) => r.path === '/retry/a').length === 1 ? 500 : 200 }));
+  // a's first attempt is answered (500) only once b exists: b is then due before a's
+  // retry (10 service minutes, 60 ms here) however slow the machine, and waits only for the slot.
+  let bCreated!: () => void;
+  const bExists = new Promise<void>((r) => (bCreated = r));
+  const target = await startTarget((req) => {
+    const first = req.path === '/retry/a' && target.received.filter((r) => r.path === '/retry/a').length === 1;
+    return first ? { status: 500, until: bExists } : { status: 200 };
+  });
   try {
-    // a's retry is 10 service minutes away (60 ms here), b is due now.
     const [a] = await createTasks(api, 1, () => ({ url: `${target.url}/retry/a`, retry_attempts: 2, flow_control: { key: 'one-at-a-time', parallelism: 1 } }));
     const [b] = await createTasks(api, 1, () => ({ url: `${target.url}/retry/b`, flow_control: { key: 'one-at-a-time', parallelism: 1 } }));
+    bCreated();
     await allSucceeded(api, [a!, b!]);
     assert.deepEqual(target.received.map((r) => r.path), ['/retry/a', '/retry/b', '/retry/a']);
   } finally {
