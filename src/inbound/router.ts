@@ -6,15 +6,26 @@ import { ConcurrencyError, type EventStore } from '../events/store.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Nats } from '../nats/connection.ts';
 import { readStream, type StreamItem } from '../nats/event-reader.ts';
-import type { Supervisor } from '../nats/supervisor.ts';
+import type { FailedEvent, Supervisor } from '../nats/supervisor.ts';
+import { isTransient } from '../lib/transient.ts';
 import { openCheckpoint } from '../nats/throttled-checkpoint.ts';
 import { createLease, openLeaseBucket, whileLeased } from '../nats/lease.ts';
 import type { EndpointDirectory } from './endpoint-directory.ts';
 import { createDebounceWindows } from './debounce-windows.ts';
 import { endpointSnapshot, eventRecord, planDelivery, plannedExecutionId, type HooksFor, type RoutedDelivery } from './pipeline.ts';
-import { decodeStoredRequest, type StoredRequest } from './stored-request.ts';
+import { decodeStoredRequests, type StoredRequest } from './stored-request.ts';
 import { openSpan, SpanKind } from '../telemetry/tracing.ts';
 import type { Log } from '../lib/logger.ts';
+
+/** One stored request as the router takes it: its message's sequence, and its place in that message. */
+type RequestItem = StreamItem<StoredRequest> & { index: number };
+
+/** Each request of each INBOUND message, in order (a group's requests share its sequence). */
+function requestsOf(batch: StreamItem<StoredRequest[]>[]): RequestItem[] {
+  return batch.flatMap((item) => item.event.map((request, index) => ({
+    event: request, seq: item.seq, subject: item.subject, index, traceparent: request.meta.traceparent ?? item.traceparent,
+  })));
+}
 
 export const CHECKPOINT_KEY: keyof typeof KV_CHECKPOINT_READERS = 'inbound-router';
 const CHECKPOINT_EVERY_MS = 250;
@@ -153,13 +164,28 @@ export function startInboundRouter(deps: RouterDeps) {
       const checkpoint = await openCheckpoint(kv, CHECKPOINT_KEY, CHECKPOINT_EVERY_MS);
       try {
         const read = {
-          stream: STREAMS.inbound.name, decode: decodeStoredRequest, startSeq: checkpoint.position + 1, maxBatch: 500, signal, log: deps.log,
+          stream: STREAMS.inbound.name, decode: decodeStoredRequests, startSeq: checkpoint.position + 1, maxBatch: 500, signal, log: deps.log,
           name: CHECKPOINT_KEY, supervisor: deps.supervisor,
           onSkip: ({ seq }: { seq: number }) => checkpoint.advance(seq),
-          reapply: (item: StreamItem<StoredRequest>) => routeBatch([item]),
+          reapply: (item: StreamItem<StoredRequest[]>, index: number | undefined) =>
+            routeBatch(requestsOf([item]).filter((r) => index === undefined || r.index === index)),
+          // A group with a request that cannot be routed: the others are, in order, and only that one is skipped.
+          applyApart: async (item: StreamItem<StoredRequest[]>, skip: (event: FailedEvent, err: unknown) => Promise<void>) => {
+            const requests = requestsOf([item]);
+            if (requests.length < 2) return false;
+            for (const r of requests) {
+              try {
+                await routeBatch([r]);
+              } catch (err) {
+                if (isTransient(err)) throw err;
+                await skip({ index: r.index, id: r.event.meta.id, type: 'inbound request' }, err);
+              }
+            }
+            return true;
+          },
         };
-        await readStream<StoredRequest>(deps.nats, read, async (batch) => {
-          await routeBatch(batch);
+        await readStream<StoredRequest[]>(deps.nats, read, async (batch) => {
+          await routeBatch(requestsOf(batch));
           await checkpoint.advance(batch[batch.length - 1]!.seq);
         });
       } finally {
