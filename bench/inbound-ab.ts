@@ -1,0 +1,129 @@
+/**
+ * Interleaved A/B of inbound acceptance across builds (for a shared, noisy machine):
+ * `node --import tsx bench/inbound-ab.ts <label>=<worktree> [<label>=<worktree> …]`.
+ * One nats-server, database and `jetcron serve` per build, all up at once; then rounds
+ * of: the bare `node:http` server for a few seconds, then each build's collect-only
+ * endpoint at concurrency 64 for as long (the order rotating per round), each followed
+ * by a wait until every stored request is an inbound_events row (routing keeps up).
+ * Each build's fraction is taken against the bare server of its own round; CPU per
+ * request (service, nats-server, Postgres) from /proc over its phase. `AB_PROF=<dir>`:
+ * a CPU profile of each build's service processes under `<dir>/<label>`.
+ */
+import path from 'node:path';
+import pg from 'pg';
+import { cleanupAll, cpuPhase, createOrg, sleep, startNats, startService, startSharedPostgres, startTarget, type CpuGroup } from './harness.ts';
+import { closedLoop, HttpClient } from './load.ts';
+
+const CONCURRENCY = 64;
+const SECONDS = Number(process.env.AB_SECONDS ?? 6);
+const ROUNDS = Number(process.env.AB_ROUNDS ?? 4);
+const WARMUP_MS = 1_000;
+const body = `{"bid":"x","type":"bench.inbound","pad":"${'x'.repeat(980)}"}`;
+
+interface Build {
+  label: string;
+  url: string;
+  path: string;
+  db: pg.Pool;
+  groups: CpuGroup[];
+  answered: number;
+  rounds: Array<{ rate: number; ratio: number; cpuMs: { service: number; nats: number; pg: number }; catchUpMs: number | undefined }>;
+}
+
+async function saturate(client: HttpClient, target: string, ms: number): Promise<{ ok: number; elapsedMs: number }> {
+  let ok = 0;
+  const run = await closedLoop({ concurrency: CONCURRENCY, maxCount: 10_000_000, maxMs: ms, fn: async () => {
+    const r = await client.send('POST', target, { body });
+    if (r.status === 200) ok++;
+  } });
+  return { ok, elapsedMs: run.elapsedMs };
+}
+
+async function main() {
+  const specs = process.argv.slice(2).map((a) => {
+    const [label, dir] = a.split('=');
+    return { label: label!, dir: path.resolve(dir!) };
+  });
+  const postgres = await startSharedPostgres();
+  const builds: Build[] = [];
+  const stops: Array<() => Promise<void>> = [];
+  try {
+    for (const spec of specs) {
+      // The build's own harness starts its own service (its bin/jetcron.mjs).
+      const h = (await import(path.join(spec.dir, 'bench/harness.ts'))) as typeof import('./harness.ts');
+      const nats = await startNats();
+      stops.push(nats.stop);
+      const database = await postgres.createDatabase(`ab_${spec.label}`);
+      const service = await h.startService({ name: `inbound-ab-${spec.label}`, natsUrl: nats.url, databaseUrl: database.url, cpuProfDir: process.env.AB_PROF ? path.join(process.env.AB_PROF, spec.label) : undefined });
+      stops.push(service.stop);
+      const { apiKey } = await createOrg(nats.url, 'pro');
+      const api = new HttpClient(service.url, 4, { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` });
+      const r = await api.send('POST', '/api/v1/endpoints', { body: JSON.stringify({ name: 'ab', forward_urls: [], use_lane: false }) });
+      await api.close();
+      if (r.status !== 201) throw new Error(`${spec.label}: POST /endpoints answered ${r.status} ${r.text}`);
+      const db = new pg.Pool({ connectionString: database.url, max: 2 });
+      stops.push(() => db.end());
+      builds.push({
+        label: spec.label, url: service.url, path: new URL((JSON.parse(r.text) as { data: { inbound_url: string } }).data.inbound_url).pathname, db,
+        groups: [
+          { name: 'service', pid: () => service.pid, withDescendants: true },
+          { name: 'nats', pid: () => nats.pid(), withDescendants: false },
+          { name: 'pg', pid: () => postgres.postmasterPid(), withDescendants: true },
+        ],
+        answered: 0, rounds: [],
+      });
+      console.log(`${spec.label}: ${service.url} (${spec.dir})`);
+    }
+    const raws: number[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const server = await startTarget({ plain: true });
+      const rawClient = new HttpClient(server.url, CONCURRENCY);
+      await saturate(rawClient, '/', WARMUP_MS);
+      const raw = await saturate(rawClient, '/', SECONDS * 1000);
+      await rawClient.close();
+      await server.stop();
+      const rawRate = raw.ok / (raw.elapsedMs / 1000);
+      raws.push(rawRate);
+      const order = builds.map((_, i) => builds[(i + round) % builds.length]!);
+      for (const b of order) {
+        const client = new HttpClient(b.url, CONCURRENCY);
+        b.answered += (await saturate(client, b.path, WARMUP_MS)).ok;
+        const end = cpuPhase(b.groups);
+        const run = await saturate(client, b.path, SECONDS * 1000);
+        const cpu = end();
+        await client.close();
+        b.answered += run.ok;
+        const t0 = performance.now();
+        let catchUpMs: number | undefined;
+        while (performance.now() - t0 < 60_000) {
+          const n = Number((await b.db.query<{ n: string }>('SELECT count(*) AS n FROM inbound_events')).rows[0]!.n);
+          if (n >= b.answered) {
+            catchUpMs = performance.now() - t0;
+            break;
+          }
+          await sleep(100);
+        }
+        const rate = run.ok / (run.elapsedMs / 1000);
+        const per = (name: string) => (1000 * cpu.rows.find((x) => x.name === name)!.cpuSeconds) / run.ok;
+        b.rounds.push({ rate, ratio: rate / rawRate, cpuMs: { service: per('service'), nats: per('nats'), pg: per('pg') }, catchUpMs });
+        const others = cpu.rows.find((x) => x.name === 'other processes on the machine')!;
+        console.log(`round ${round + 1} ${b.label}: ${rate.toFixed(0)}/s = ${(rate / rawRate).toFixed(3)} of bare ${rawRate.toFixed(0)}/s; CPU ms/request service ${per('service').toFixed(3)} nats ${per('nats').toFixed(3)} pg ${per('pg').toFixed(3)}; routed ${catchUpMs === undefined ? 'NOT within 60 s' : `${(catchUpMs / 1000).toFixed(2)} s after`}; other processes ${others.pctOfCore.toFixed(0)}% of a core`);
+      }
+    }
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
+    console.log(`\nbare node:http per round: ${raws.map((r) => r.toFixed(0)).join(', ')}/s`);
+    for (const b of builds) {
+      const cpu = (k: 'service' | 'nats' | 'pg') => median(b.rounds.map((r) => r.cpuMs[k]));
+      console.log(`${b.label}: fraction of bare ${b.rounds.map((r) => r.ratio.toFixed(3)).join(', ')} (median ${median(b.rounds.map((r) => r.ratio)).toFixed(3)}); accepted/s ${b.rounds.map((r) => r.rate.toFixed(0)).join(', ')}; CPU ms/request medians service ${cpu('service').toFixed(3)}, nats ${cpu('nats').toFixed(3)}, pg ${cpu('pg').toFixed(3)} = ${(cpu('service') + cpu('nats') + cpu('pg')).toFixed(3)}`);
+    }
+  } finally {
+    for (const stop of stops.reverse()) await stop().catch(() => {});
+    await cleanupAll();
+  }
+}
+
+main().catch(async (err) => {
+  console.error(err);
+  await cleanupAll();
+  process.exit(1);
+});
