@@ -12,12 +12,15 @@
 import path from 'node:path';
 import pg from 'pg';
 import { cleanupAll, cpuPhase, createOrg, sleep, startNats, startService, startSharedPostgres, startTarget, type CpuGroup } from './harness.ts';
-import { closedLoop, HttpClient } from './load.ts';
+import { closedLoop, HttpClient, openLoop } from './load.ts';
+import { summarize } from './stats.ts';
 
 const CONCURRENCY = 64;
 const SECONDS = Number(process.env.AB_SECONDS ?? 6);
 const ROUNDS = Number(process.env.AB_ROUNDS ?? 4);
 const WARMUP_MS = 1_000;
+/** `AB_OPEN_RATE=<n>`: after each build's closed loop, `n`/s open loop for as long, its answers' p50 / p99 (the same rate for every build). */
+const OPEN_RATE = Number(process.env.AB_OPEN_RATE ?? 0);
 const body = `{"bid":"x","type":"bench.inbound","pad":"${'x'.repeat(980)}"}`;
 
 interface Build {
@@ -27,7 +30,7 @@ interface Build {
   db: pg.Pool;
   groups: CpuGroup[];
   answered: number;
-  rounds: Array<{ rate: number; ratio: number; cpuMs: { service: number; nats: number; pg: number }; catchUpMs: number | undefined }>;
+  rounds: Array<{ rate: number; ratio: number; cpuMs: { service: number; nats: number; pg: number }; catchUpMs: number | undefined; open?: { p50: number; p99: number } }>;
 }
 
 async function saturate(client: HttpClient, target: string, ms: number): Promise<{ ok: number; elapsedMs: number }> {
@@ -103,18 +106,33 @@ async function main() {
           }
           await sleep(100);
         }
+        let open: { p50: number; p99: number } | undefined;
+        if (OPEN_RATE > 0) {
+          const openClient = new HttpClient(b.url, 512);
+          const ms: number[] = [];
+          await openLoop({ rate: OPEN_RATE, count: OPEN_RATE * SECONDS, maxMs: 30_000, fn: async () => {
+            const r = await openClient.send('POST', b.path, { body });
+            if (r.status === 200) {
+              ms.push(r.ms);
+              b.answered++;
+            }
+          } });
+          await openClient.close();
+          const s = summarize(ms);
+          open = { p50: s.p50, p99: s.p99 };
+        }
         const rate = run.ok / (run.elapsedMs / 1000);
         const per = (name: string) => (1000 * cpu.rows.find((x) => x.name === name)!.cpuSeconds) / run.ok;
-        b.rounds.push({ rate, ratio: rate / rawRate, cpuMs: { service: per('service'), nats: per('nats'), pg: per('pg') }, catchUpMs });
+        b.rounds.push({ rate, ratio: rate / rawRate, cpuMs: { service: per('service'), nats: per('nats'), pg: per('pg') }, catchUpMs, ...(open ? { open } : {}) });
         const others = cpu.rows.find((x) => x.name === 'other processes on the machine')!;
-        console.log(`round ${round + 1} ${b.label}: ${rate.toFixed(0)}/s = ${(rate / rawRate).toFixed(3)} of bare ${rawRate.toFixed(0)}/s; CPU ms/request service ${per('service').toFixed(3)} nats ${per('nats').toFixed(3)} pg ${per('pg').toFixed(3)}; routed ${catchUpMs === undefined ? 'NOT within 60 s' : `${(catchUpMs / 1000).toFixed(2)} s after`}; other processes ${others.pctOfCore.toFixed(0)}% of a core`);
+        console.log(`round ${round + 1} ${b.label}: ${rate.toFixed(0)}/s = ${(rate / rawRate).toFixed(3)} of bare ${rawRate.toFixed(0)}/s; CPU ms/request service ${per('service').toFixed(3)} nats ${per('nats').toFixed(3)} pg ${per('pg').toFixed(3)}; routed ${catchUpMs === undefined ? 'NOT within 60 s' : `${(catchUpMs / 1000).toFixed(2)} s after`}; other processes ${others.pctOfCore.toFixed(0)}% of a core${open ? `; open loop ${OPEN_RATE}/s p50 / p99 ${open.p50.toFixed(1)} / ${open.p99.toFixed(1)} ms` : ''}`);
       }
     }
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
     console.log(`\nbare node:http per round: ${raws.map((r) => r.toFixed(0)).join(', ')}/s`);
     for (const b of builds) {
       const cpu = (k: 'service' | 'nats' | 'pg') => median(b.rounds.map((r) => r.cpuMs[k]));
-      console.log(`${b.label}: fraction of bare ${b.rounds.map((r) => r.ratio.toFixed(3)).join(', ')} (median ${median(b.rounds.map((r) => r.ratio)).toFixed(3)}); accepted/s ${b.rounds.map((r) => r.rate.toFixed(0)).join(', ')}; CPU ms/request medians service ${cpu('service').toFixed(3)}, nats ${cpu('nats').toFixed(3)}, pg ${cpu('pg').toFixed(3)} = ${(cpu('service') + cpu('nats') + cpu('pg')).toFixed(3)}`);
+      console.log(`${b.label}: fraction of bare ${b.rounds.map((r) => r.ratio.toFixed(3)).join(', ')} (median ${median(b.rounds.map((r) => r.ratio)).toFixed(3)}); accepted/s ${b.rounds.map((r) => r.rate.toFixed(0)).join(', ')}; CPU ms/request medians service ${cpu('service').toFixed(3)}, nats ${cpu('nats').toFixed(3)}, pg ${cpu('pg').toFixed(3)} = ${(cpu('service') + cpu('nats') + cpu('pg')).toFixed(3)}${OPEN_RATE ? `; open loop ${OPEN_RATE}/s p50 ${b.rounds.map((r) => r.open!.p50.toFixed(1)).join(', ')} ms, p99 ${b.rounds.map((r) => r.open!.p99.toFixed(1)).join(', ')} ms` : ''}`);
     }
   } finally {
     for (const stop of stops.reverse()) await stop().catch(() => {});
