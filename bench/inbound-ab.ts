@@ -131,6 +131,10 @@ async function main() {
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
     console.log(`\nbare node:http per round: ${raws.map((r) => r.toFixed(0)).join(', ')}/s`);
     for (const b of builds) {
+      const g = (await b.db.query<{ n: string; m: string }>('SELECT count(*) AS n, count(DISTINCT inbound_seq) AS m FROM inbound_events')).rows[0]!;
+      console.log(`${b.label}: ${g.n} requests in ${g.m} INBOUND messages (${(Number(g.n) / Number(g.m)).toFixed(1)} a message)`);
+    }
+    for (const b of builds) {
       const cpu = (k: 'service' | 'nats' | 'pg') => median(b.rounds.map((r) => r.cpuMs[k]));
       console.log(`${b.label}: fraction of bare ${b.rounds.map((r) => r.ratio.toFixed(3)).join(', ')} (median ${median(b.rounds.map((r) => r.ratio)).toFixed(3)}); accepted/s ${b.rounds.map((r) => r.rate.toFixed(0)).join(', ')}; CPU ms/request medians service ${cpu('service').toFixed(3)}, nats ${cpu('nats').toFixed(3)}, pg ${cpu('pg').toFixed(3)} = ${(cpu('service') + cpu('nats') + cpu('pg')).toFixed(3)}${OPEN_RATE ? `; open loop ${OPEN_RATE}/s p50 ${b.rounds.map((r) => r.open!.p50.toFixed(1)).join(', ')} ms, p99 ${b.rounds.map((r) => r.open!.p99.toFixed(1)).join(', ')} ms` : ''}`);
     }
