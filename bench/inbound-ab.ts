@@ -9,6 +9,7 @@
  * request (service, nats-server, Postgres) from /proc over its phase. `AB_PROF=<dir>`:
  * a CPU profile of each build's service processes under `<dir>/<label>`.
  */
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { cleanupAll, cpuPhase, createOrg, sleep, startNats, startService, startSharedPostgres, startTarget, type CpuGroup } from './harness.ts';
@@ -31,6 +32,19 @@ interface Build {
   groups: CpuGroup[];
   answered: number;
   rounds: Array<{ rate: number; ratio: number; cpuMs: { service: number; nats: number; pg: number }; catchUpMs: number | undefined; open?: { p50: number; p99: number } }>;
+}
+
+/** The child of a split `serve` whose roles (JETCRON_ROLES in its environment) `api` says: the API process, or the other. */
+function childOf(parent: number, api: boolean): number | undefined {
+  try {
+    const children = readFileSync(`/proc/${parent}/task/${parent}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+    return children.find((pid) => {
+      const roles = /(?:^|\0)JETCRON_ROLES=([^\0]*)/.exec(readFileSync(`/proc/${pid}/environ`, 'latin1'))?.[1];
+      return roles !== undefined && (roles === 'api') === api;
+    });
+  } catch {
+    return undefined;
+  }
 }
 
 async function saturate(client: HttpClient, target: string, ms: number): Promise<{ ok: number; elapsedMs: number }> {
@@ -70,6 +84,8 @@ async function main() {
         label: spec.label, url: service.url, path: new URL((JSON.parse(r.text) as { data: { inbound_url: string } }).data.inbound_url).pathname, db,
         groups: [
           { name: 'service', pid: () => service.pid, withDescendants: true },
+          { name: 'api', pid: () => childOf(service.pid, true), withDescendants: false },
+          { name: 'worker', pid: () => childOf(service.pid, false), withDescendants: false },
           { name: 'nats', pid: () => nats.pid(), withDescendants: false },
           { name: 'pg', pid: () => postgres.postmasterPid(), withDescendants: true },
         ],
@@ -125,7 +141,7 @@ async function main() {
         const per = (name: string) => (1000 * cpu.rows.find((x) => x.name === name)!.cpuSeconds) / run.ok;
         b.rounds.push({ rate, ratio: rate / rawRate, cpuMs: { service: per('service'), nats: per('nats'), pg: per('pg') }, catchUpMs, ...(open ? { open } : {}) });
         const others = cpu.rows.find((x) => x.name === 'other processes on the machine')!;
-        console.log(`round ${round + 1} ${b.label}: ${rate.toFixed(0)}/s = ${(rate / rawRate).toFixed(3)} of bare ${rawRate.toFixed(0)}/s; CPU ms/request service ${per('service').toFixed(3)} nats ${per('nats').toFixed(3)} pg ${per('pg').toFixed(3)}; routed ${catchUpMs === undefined ? 'NOT within 60 s' : `${(catchUpMs / 1000).toFixed(2)} s after`}; other processes ${others.pctOfCore.toFixed(0)}% of a core${open ? `; open loop ${OPEN_RATE}/s p50 / p99 ${open.p50.toFixed(1)} / ${open.p99.toFixed(1)} ms` : ''}`);
+        console.log(`round ${round + 1} ${b.label}: ${rate.toFixed(0)}/s = ${(rate / rawRate).toFixed(3)} of bare ${rawRate.toFixed(0)}/s; CPU ms/request service ${per('service').toFixed(3)} (API process ${per('api').toFixed(3)}, the other ${per('worker').toFixed(3)}) nats ${per('nats').toFixed(3)} pg ${per('pg').toFixed(3)}; routed ${catchUpMs === undefined ? 'NOT within 60 s' : `${(catchUpMs / 1000).toFixed(2)} s after`}; other processes ${others.pctOfCore.toFixed(0)}% of a core${open ? `; open loop ${OPEN_RATE}/s p50 / p99 ${open.p50.toFixed(1)} / ${open.p99.toFixed(1)} ms` : ''}`);
       }
     }
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
