@@ -82,7 +82,8 @@ export const STREAMS = {
   },
   /**
    * Inbound webhook requests exactly as received (`inbound.<org>.<endpoint>`): a JSON
-   * line of metadata, a newline, then the raw body bytes. The 30-day history of
+   * line of metadata, a newline, then the raw body bytes; since 2026-11-26 a group of
+   * one loop turn's requests per message (`src/inbound/stored-request.ts`). The 30-day history of
    * inbound events is this stream's `max_age`: retention is JetStream's job.
    */
   inbound: {

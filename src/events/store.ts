@@ -28,6 +28,6 @@ export interface EventStore {
   lastMessage<E extends Envelope>(subject: string): Promise<{ events: E[]; seq: number } | null>;
   /** The aggregate's last event (of a commit: its last one), or null when the subject has none. */
   last<E extends Envelope>(subject: string): Promise<StoredEvent<E> | null>;
-  /** The event stored at this stream sequence (of a commit: its first one), or null. */
-  at<E extends Envelope>(seq: number): Promise<StoredEvent<E> | null>;
+  /** The event stored at this stream sequence (of a commit: its first one, or the first that `pick` takes), or null. */
+  at<E extends Envelope>(seq: number, pick?: (event: E) => boolean): Promise<StoredEvent<E> | null>;
 }

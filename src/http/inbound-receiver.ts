@@ -10,7 +10,8 @@ import type { Nats } from '../nats/connection.ts';
 import type { EndpointDirectory } from '../inbound/endpoint-directory.ts';
 import { hookRequest, type HooksFor } from '../inbound/pipeline.ts';
 import { presetVerifiers } from '../inbound/verification.ts';
-import { encodeStoredRequest, type InboundRequestMeta } from '../inbound/stored-request.ts';
+import { createRequestGroups } from '../inbound/request-groups.ts';
+import type { InboundRequestMeta } from '../inbound/stored-request.ts';
 import { inServerSpan } from '../telemetry/server-span.ts';
 import { sourceIp } from './source-ip.ts';
 
@@ -66,11 +67,13 @@ function readBody(req: IncomingMessage): Promise<Buffer | 'too_large'> {
 /**
  * `{root}/in/<slug>`: the receive and verify stages of the inbound pipeline, outside
  * express because this is the hot path (no API key, no JSON parsing). The request
- * is answered only after JetStream has stored it in INBOUND; the router takes it
+ * is answered only after JetStream has stored it in INBOUND (with the other requests
+ * to its endpoint of the same loop turn, `request-groups.ts`); the router takes it
  * from there.
  */
 export function createInboundReceiver(deps: InboundReceiverDeps) {
   const presets = presetVerifiers(deps.secrets);
+  const groups = createRequestGroups(deps.nats);
 
   async function receive(req: IncomingMessage, res: ServerResponse, slug: string, query: string): Promise<void> {
     const method = req.method ?? 'GET';
@@ -106,7 +109,7 @@ export function createInboundReceiver(deps: InboundReceiverDeps) {
       // Not a verdict: nothing is stored and the sender is told to come back.
       return error(res, 503, 'The endpoint script could not run now; retry', { 'Retry-After': '1' });
     }
-    await deps.nats.publish(SUBJECTS.inbound(endpoint.org_id, endpoint.id), encodeStoredRequest(meta, body), { msgId: meta.id, batch: true });
+    await groups.store(SUBJECTS.inbound(endpoint.org_id, endpoint.id), { meta, body });
     if (meta.rejected) return send(res, meta.rejected.status_code, { id: meta.id, status: 'rejected' });
     send(res, 200, { id: meta.id, status: endpoint.paused ? 'queued' : 'received' });
   }

@@ -6,15 +6,26 @@ import { ConcurrencyError, type EventStore } from '../events/store.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Nats } from '../nats/connection.ts';
 import { readStream, type StreamItem } from '../nats/event-reader.ts';
-import type { Supervisor } from '../nats/supervisor.ts';
+import type { FailedEvent, Supervisor } from '../nats/supervisor.ts';
+import { isTransient } from '../lib/transient.ts';
 import { openCheckpoint } from '../nats/throttled-checkpoint.ts';
 import { startConsumers } from '../nats/consumer-kit.ts';
 import type { EndpointDirectory } from './endpoint-directory.ts';
 import { createDebounceWindows } from './debounce-windows.ts';
 import { endpointSnapshot, eventRecord, planDelivery, plannedExecutionId, type HooksFor, type RoutedDelivery } from './pipeline.ts';
-import { decodeStoredRequest, type StoredRequest } from './stored-request.ts';
+import { decodeStoredRequests, type StoredRequest } from './stored-request.ts';
 import { openSpan, SpanKind } from '../telemetry/tracing.ts';
 import type { Log } from '../lib/logger.ts';
+
+/** One stored request as the router takes it: its message's sequence, and its place in that message. */
+type RequestItem = StreamItem<StoredRequest> & { index: number };
+
+/** Each request of each INBOUND message, in order (a group's requests share its sequence). */
+function requestsOf(batch: StreamItem<StoredRequest[]>[]): RequestItem[] {
+  return batch.flatMap((item) => item.event.map((request, index) => ({
+    event: request, seq: item.seq, subject: item.subject, index, traceparent: request.meta.traceparent ?? item.traceparent,
+  })));
+}
 
 export const CHECKPOINT_KEY: keyof typeof KV_CHECKPOINT_READERS = 'inbound-router';
 const CHECKPOINT_EVERY_MS = 250;
@@ -44,7 +55,7 @@ export function startInboundRouter(deps: RouterDeps) {
   const windows = createDebounceWindows(deps.store);
 
   /** The event recording one request's deliveries, or null when its endpoint is gone. */
-  async function decide(item: StreamItem<StoredRequest>): Promise<{ subject: string; event: InboundEventEvent } | null> {
+  async function decide(item: StreamItem<StoredRequest>): Promise<InboundEventEvent | null> {
     const { meta } = item.event;
     const endpoint = await deps.endpoints.get(meta.org_id, meta.endpoint_id);
     if (!endpoint) return null; // deleted since: its events went with it
@@ -65,7 +76,7 @@ export function startInboundRouter(deps: RouterDeps) {
       org_id: meta.org_id,
       data: { event: record, endpoint: endpointSnapshot(endpoint), executions },
     };
-    return { subject: SUBJECTS.inboundEvent(meta.org_id, meta.id), event };
+    return event;
   }
 
   /**
@@ -99,43 +110,75 @@ export function startInboundRouter(deps: RouterDeps) {
     return { outcome: 'forwarding', executions: plansAt(window, false) };
   }
 
+  /** The subject a stored message's routed events go to: its first request's, guarded to be empty. */
+  const recordSubject = (first: StoredRequest) => SUBJECTS.inboundEvent(first.meta.org_id, first.meta.id);
+
   /**
    * One endpoint's requests of a batch, in arrival order: decided one by one, then
-   * appended without waiting for each ack. The appends leave on one connection in
-   * call order, so EVENTS keeps the arrival order, and a batch costs one round trip
-   * instead of one per request.
+   * appended without waiting for each ack, one append per INBOUND message: a
+   * message of one request as its event alone, a group's events as one commit on its
+   * first request's subject. The appends leave on one connection in call order, so
+   * EVENTS keeps the arrival order, and a batch costs one round trip instead of one
+   * per request. Each append expects an empty subject: a message routed before
+   * (after a crash, or a failed append) is recorded once.
    */
-  async function routeInOrder(items: StreamItem<StoredRequest>[]): Promise<void> {
+  async function routeInOrder(items: RequestItem[]): Promise<void> {
+    const appends: Array<() => Promise<unknown>> = [];
+    for (let i = 0; i < items.length;) {
+      let end = i + 1;
+      while (end < items.length && items[end]!.seq === items[i]!.seq) end++;
+      const message = items.slice(i, end);
+      i = end;
+      const decided = await decideEach(message);
+      if (!decided.length) continue;
+      const subject = recordSubject(message[0]!.event);
+      const events = decided.map((d) => d.event);
+      const scopes = decided.map((d) => d.scope);
+      const append = message.length === 1
+        ? () => scopes[0]!.run(() => deps.store.append(subject, events[0]!, 0))
+        : () => deps.store.appendCommit(subject, events, 0);
+      appends.push(() => append().catch((err) => {
+        // Recorded already (a batch routed again after a crash or a failed append).
+        if (!(err instanceof ConcurrencyError)) throw err;
+      }).finally(() => scopes.forEach((s) => s.end())));
+    }
+    await Promise.all(appends.map((a) => a()));
+  }
+
+  /**
+   * A message's requests decided in order, each in a span continuing the receiver's
+   * trace, which its event carries on (a group's commit is appended outside the spans).
+   */
+  async function decideEach(message: RequestItem[]) {
     const decided = [];
-    for (const item of items) {
-      // A span per request, continuing the receiver's trace (INBOUND message header); its append carries it on.
+    for (const item of message) {
       const { meta } = item.event;
       const scope = openSpan('route inbound', {
         kind: SpanKind.CONSUMER, traceparent: item.traceparent,
         attributes: () => ({ 'jetcron.org_id': meta.org_id, 'jetcron.endpoint_id': meta.endpoint_id, 'jetcron.inbound_event_id': meta.id }),
       });
       try {
-        const d = await scope.run(() => decide(item));
+        const event = await scope.run(async () => {
+          const e = await decide(item);
+          const traceparent = deps.store.traceparent?.();
+          return e && traceparent ? { ...e, traceparent } : e;
+        });
         deps.log.debug?.('inbound event routed', () => ({
           org_id: meta.org_id, endpoint_id: meta.endpoint_id, inbound_event_id: meta.id,
-          outcome: d?.event.data.event.outcome ?? 'endpoint deleted', executions: d?.event.data.executions.map((x) => x.execution_id) ?? [],
+          outcome: event?.data.event.outcome ?? 'endpoint deleted', executions: event?.data.executions.map((x) => x.execution_id) ?? [],
         }));
-        if (d) decided.push({ ...d, scope });
+        if (event) decided.push({ event, scope });
         else scope.end();
       } catch (err) {
         scope.end();
         throw err;
       }
     }
-    await Promise.all(decided.map(({ subject, event, scope }) =>
-      scope.run(() => deps.store.append(subject, event, 0)).catch((err) => {
-        // Recorded already (a batch routed again after a crash or a failed append).
-        if (!(err instanceof ConcurrencyError)) throw err;
-      }).finally(() => scope.end())));
+    return decided;
   }
 
-  async function routeBatch(items: StreamItem<StoredRequest>[]): Promise<void> {
-    const bySubject = new Map<string, StreamItem<StoredRequest>[]>();
+  async function routeBatch(items: RequestItem[]): Promise<void> {
+    const bySubject = new Map<string, RequestItem[]>();
     for (const item of items) {
       const list = bySubject.get(item.subject);
       if (list) list.push(item);
@@ -152,13 +195,30 @@ export function startInboundRouter(deps: RouterDeps) {
       const checkpoint = await openCheckpoint(kv, CHECKPOINT_KEY, CHECKPOINT_EVERY_MS);
       try {
         const read = {
-          stream: STREAMS.inbound.name, decode: decodeStoredRequest, startSeq: checkpoint.position + 1, maxBatch: 500, signal, log: deps.log,
+          stream: STREAMS.inbound.name, decode: decodeStoredRequests, startSeq: checkpoint.position + 1, maxBatch: 500, signal, log: deps.log,
           name: CHECKPOINT_KEY, supervisor: deps.supervisor,
           onSkip: ({ seq }: { seq: number }) => checkpoint.advance(seq),
-          reapply: (item: StreamItem<StoredRequest>) => routeBatch([item]),
+          reapply: (item: StreamItem<StoredRequest[]>, index: number | undefined) =>
+            routeBatch(requestsOf([item]).filter((r) => index === undefined || r.index === index)),
+          // A group with a request that cannot be routed: the others are, in order, and only that one is skipped.
+          applyApart: async (item: StreamItem<StoredRequest[]>, skip: (event: FailedEvent, err: unknown) => Promise<void>) => {
+            const requests = requestsOf([item]);
+            if (requests.length < 2) return false;
+            // Its commit is stored (what fails now is later): every request of it is recorded.
+            if (await deps.store.lastMessage(recordSubject(requests[0]!.event))) return true;
+            for (const r of requests) {
+              try {
+                await routeBatch([r]);
+              } catch (err) {
+                if (isTransient(err)) throw err;
+                await skip({ index: r.index, id: r.event.meta.id, type: 'inbound request' }, err);
+              }
+            }
+            return true;
+          },
         };
-        await readStream<StoredRequest>(deps.nats, read, async (batch) => {
-          await routeBatch(batch);
+        await readStream<StoredRequest[]>(deps.nats, read, async (batch) => {
+          await routeBatch(requestsOf(batch));
           await checkpoint.advance(batch[batch.length - 1]!.seq);
         });
       } finally {

@@ -21,6 +21,8 @@ export interface InboundRequestMeta {
   rejected?: { status_code: number; reason?: string } | undefined;
   /** What the endpoint script's `verify` logged. */
   verify_logs?: string[] | undefined;
+  /** The receiver's W3C trace context, when tracing was on (a group's message has no header per request). */
+  traceparent?: string | undefined;
 }
 
 export interface StoredRequest {
@@ -29,10 +31,12 @@ export interface StoredRequest {
 }
 
 const NEWLINE = 0x0a;
+const OPEN_BRACKET = 0x5b;
 
 /**
- * One INBOUND message: the metadata as one JSON line, a newline, then the body's raw
- * bytes. JSON text never holds a raw newline, so the first one ends the metadata,
+ * One INBOUND message of one request (every message before 2026-11-26, and still the
+ * format a test can write): the metadata as one JSON line, a newline, then the body's
+ * raw bytes. JSON text never holds a raw newline, so the first one ends the metadata,
  * and binary bodies need no encoding (no base64 growth on a 1 MiB body).
  */
 export function encodeStoredRequest(meta: InboundRequestMeta, body: Buffer): Uint8Array {
@@ -40,22 +44,43 @@ export function encodeStoredRequest(meta: InboundRequestMeta, body: Buffer): Uin
   return Buffer.concat([head, body], head.length + body.length);
 }
 
-export function decodeStoredRequest(data: Uint8Array): StoredRequest {
+/**
+ * One INBOUND message of several requests of one endpoint, in arrival order: their
+ * metadata as one JSON array on the first line, then their bodies back to back, each
+ * `body_size` bytes. The `[` tells it from a single request's `{`.
+ */
+export function encodeStoredGroup(requests: readonly StoredRequest[]): Uint8Array {
+  const head = Buffer.from(JSON.stringify(requests.map((r) => r.meta)) + '\n');
+  const parts = [head, ...requests.map((r) => r.body)];
+  return Buffer.concat(parts, parts.reduce((n, b) => n + b.length, 0));
+}
+
+/** The requests one INBOUND message holds, in arrival order: a group's, or the one. */
+export function decodeStoredRequests(data: Uint8Array): StoredRequest[] {
   const buf = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
   const cut = buf.indexOf(NEWLINE);
   if (cut < 0) throw new Error('stored inbound request has no metadata line');
-  return { meta: decodeJson<InboundRequestMeta>(buf.subarray(0, cut)), body: buf.subarray(cut + 1) };
+  const head = buf.subarray(0, cut);
+  if (head[0] !== OPEN_BRACKET) return [{ meta: decodeJson<InboundRequestMeta>(head), body: buf.subarray(cut + 1) }];
+  const metas = decodeJson<InboundRequestMeta[]>(head);
+  let at = cut + 1;
+  const out = metas.map((meta) => {
+    const body = buf.subarray(at, at + meta.body_size);
+    at += meta.body_size;
+    return { meta, body };
+  });
+  if (at !== buf.length) throw new Error(`stored inbound group: bodies of ${buf.length - cut - 1} bytes, metadata says ${at - cut - 1}`);
+  return out;
 }
 
 /**
- * The request of inbound event `eventId` at INBOUND sequence `seq` (one direct get),
- * or null once it is gone: past the 30-day history, or purged with its endpoint.
+ * The request of inbound event `eventId` in the INBOUND message at sequence `seq` (one
+ * direct get), or null once it is gone: past the 30-day history, or purged with its endpoint.
  */
 export async function loadStoredRequest(nats: Nats, seq: number, eventId: string): Promise<StoredRequest | null> {
   const msg = await nats.jsm.direct.getMessage(STREAMS.inbound.name, { seq });
   if (!msg) return null;
-  const stored = decodeStoredRequest(msg.data);
-  return stored.meta.id === eventId ? stored : null;
+  return decodeStoredRequests(msg.data).find((r) => r.meta.id === eventId) ?? null;
 }
 
 /** Header names compared without case; the first spelling seen is kept. */

@@ -60,10 +60,12 @@ export function createEventStore(nats: Nats): EventStore {
       if (!msg) return null;
       return { event: msg.events[msg.events.length - 1]!, seq: msg.seq, subject: msg.subject, index: msg.events.length - 1 };
     },
-    async at<E extends Envelope>(seq: number) {
+    async at<E extends Envelope>(seq: number, pick?: (event: E) => boolean) {
       const msg = await nats.jsm.direct.getMessage(STREAMS.events.name, { seq });
       if (!msg) return null;
-      return { event: eventsOf<E>(decodeJson<unknown>(msg.data))[0]!, seq: msg.seq, subject: msg.subject, index: 0 };
+      const events = eventsOf<E>(decodeJson<unknown>(msg.data));
+      const index = pick ? events.findIndex(pick) : 0;
+      return index < 0 ? null : { event: events[index]!, seq: msg.seq, subject: msg.subject, index };
     },
   };
 }

@@ -155,7 +155,9 @@ export function createTranslator(deps: TranslatorDeps) {
   /** An endpoint execution's next attempt, rebuilt from the event that planned it. */
   async function endpointRetry(orgId: string, d: AttemptResult): Promise<AttemptJob | null> {
     if (!d.inbound || !(await endpointState(orgId, d.source.id))) return null;
-    const origin = await deps.store.at<InboundEventEvent>(d.inbound.origin_seq);
+    // The router's commits hold many inbound events: the one that planned this execution.
+    const planned = (e: InboundEventEvent) => !!e.data.executions?.some((p) => p.execution_id === d.execution_id);
+    const origin = await deps.store.at<InboundEventEvent>(d.inbound.origin_seq, planned);
     const plan = origin?.event.data.executions?.find((p) => p.execution_id === d.execution_id);
     if (!origin || !plan) return null;
     return endpointAttemptJob(orgId, origin.event.data.endpoint, d.inbound, plan, d.attempt + 1, d.next_attempt_at!, origin.event.data.event.script_logs);

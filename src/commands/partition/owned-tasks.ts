@@ -141,7 +141,7 @@ export class OwnedTasks {
    */
   needsEndpoint(event: InboundEventEvent): boolean {
     const id = event.data.endpoint.id;
-    return !this.endpoints.has(id) && endpointPartition(event.org_id, id, this.partitions) === this.partition;
+    return event.data.executions.length > 0 && !this.endpoints.has(id) && endpointPartition(event.org_id, id, this.partitions) === this.partition;
   }
 
   /** An endpoint as of the event at `seq` (null: deleted); an older state than the one known is ignored. */
@@ -166,6 +166,8 @@ export class OwnedTasks {
    * still waiting takes its place: this event's request, the window's time.
    */
   onInboundEvent(event: InboundEventEvent, seq: number, index: number, traceparent?: string): void {
+    // No delivery planned (collect-only, filtered, rejected): nothing for any owner.
+    if (!event.data.executions.length) return;
     const endpointId = event.data.endpoint.id;
     if (endpointPartition(event.org_id, endpointId, this.partitions) !== this.partition) return;
     // Deleted: its deliveries went with it.

@@ -1,22 +1,12 @@
 import { SUBJECTS } from '../../../streams/subjects.ts';
 import type { EventStore } from '../../events/store.ts';
 import { memberId, newId } from '../../lib/ids.ts';
+import { createTurnGroups } from '../../lib/turn-groups.ts';
 import type { TaskEvent } from './types.ts';
 
 /** A commit closes at this many events or bytes (NATS max_payload is 8 MB here); the next create opens another. */
 const MAX_EVENTS = 256;
 const MAX_BYTES = 2 * 1024 * 1024;
-
-interface Group {
-  commitId: string;
-  orgId: string;
-  events: TaskEvent[];
-  bytes: number;
-  slots: number;
-  stored: Promise<number>;
-  store: (seq: number) => void;
-  fail: (err: unknown) => void;
-}
 
 /**
  * The single creates of one turn of the event loop, per organization, in one commit on
@@ -27,35 +17,11 @@ interface Group {
  * the failure).
  */
 export function createCommits(store: EventStore) {
-  /** Each organization's group still taking creates this turn. */
-  let open = new Map<string, Group>();
-  /** Every group of this turn, full ones included, in the order they opened. */
-  let turn: Group[] = [];
-
-  const flush = () => {
-    const groups = turn;
-    turn = [];
-    open = new Map();
-    for (const g of groups) {
-      if (g.events.length === 0) continue;
-      store.appendCommit(SUBJECTS.batch(g.orgId, g.commitId), g.events, 0).then(g.store, g.fail);
-    }
-  };
-
-  const opened = (orgId: string): Group => {
-    let store: (seq: number) => void = () => {};
-    let fail: (err: unknown) => void = () => {};
-    const stored = new Promise<number>((resolve, reject) => {
-      store = resolve;
-      fail = reject;
-    });
-    // Awaited by each create of the group; none may go unhandled if every create of it failed to decide.
-    stored.catch(() => {});
-    const group: Group = { commitId: newId('cmd'), orgId, events: [], bytes: 0, slots: 0, stored, store, fail };
-    open.set(orgId, group);
-    if (turn.push(group) === 1) setImmediate(flush);
-    return group;
-  };
+  const groups = createTurnGroups<TaskEvent>(
+    { maxCount: MAX_EVENTS, maxBytes: MAX_BYTES },
+    () => newId('cmd'),
+    (g) => store.appendCommit(SUBJECTS.batch(g.key, g.id), g.items, 0),
+  );
 
   return {
     /**
@@ -64,13 +30,12 @@ export function createCommits(store: EventStore) {
      * the commit's sequence once it is stored.
      */
     async create(orgId: string, decide: (taskId: string) => TaskEvent[]): Promise<{ events: TaskEvent[]; seq: number }> {
-      let group = open.get(orgId);
-      if (!group || group.slots >= MAX_EVENTS || group.bytes >= MAX_BYTES) group = opened(orgId);
-      const decided = decide(memberId('tsk', group.commitId, group.slots++));
+      const group = groups.join(orgId);
+      const decided = decide(memberId('tsk', group.id, group.count++));
       // Each keeps the trace of the request that decided it: the commit is appended outside it.
       const traceparent = store.traceparent?.();
       const events = traceparent ? decided.map((e) => ({ ...e, traceparent })) : decided;
-      group.events.push(...events);
+      group.items.push(...events);
       for (const e of events) group.bytes += JSON.stringify(e.data).length;
       return { events, seq: await group.stored };
     },
