@@ -150,7 +150,7 @@ export function endpointRoutes(deps: ApiDeps, rootUrl: () => string): Router {
   r.get('/endpoints/:id/events', handler(async (req, res) => {
     await load(req.orgId, req.params.id!);
     const rows = await deps.db.selectFrom('inbound_events').selectAll().where('endpoint_id', '=', req.params.id!).where('org_id', '=', req.orgId)
-      .where('received_at', '>=', new Date(Date.now() - HISTORY_MS)).orderBy('received_at', 'desc').orderBy('inbound_seq', 'desc').limit(limitParam(req)).execute();
+      .where('received_at', '>=', new Date(Date.now() - HISTORY_MS)).orderBy('received_at', 'desc').orderBy('inbound_seq', 'desc').orderBy('id', 'desc').limit(limitParam(req)).execute();
     res.json({ data: await eventRows(rows) });
   }));
 
