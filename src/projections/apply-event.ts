@@ -127,7 +127,10 @@ export function applyEvent(batch: ProjectionBatch, event: JetcronEvent): void {
         updated_at: task.updated_at,
       });
       batch.newExecutions.set(execution.id, pendingExecution({ ...task, type: 'task' }, execution, event.at));
-      if (event.type === 'TaskCreated') flowKeyLimits(batch, task, event.at);
+      if (event.type === 'TaskCreated') {
+        batch.createdTasks.add(task.id);
+        flowKeyLimits(batch, task, event.at);
+      }
       return;
     }
     case 'TaskUpdated': {

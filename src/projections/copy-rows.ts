@@ -1,0 +1,123 @@
+import { CompiledQuery, type Kysely } from 'kysely';
+import { storableText } from '../lib/input-checks.ts';
+import { byColumns, jsonText, type ColumnTypes, type Row } from './bulk-write.ts';
+
+/** NUL or any surrogate: the value may hold what Postgres cannot store (the exact check is storableText's). */
+const MAYBE_UNSTORABLE = /[\u0000\ud800-\udfff]/;
+/** What COPY's text format reads as a delimiter, a row's end or an escape. */
+const COPY_SPECIAL = /[\\\n\r\t]/;
+const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+/** CopyData messages of at most this many bytes (pg copies each into its write buffer). */
+const CHUNK = 1 << 20;
+
+/**
+ * One column value in COPY's text format, read by Postgres as `upsertRows` has it read
+ * the same value from its JSON array: null is NULL, json and jsonb columns take the
+ * value's JSON, other columns its text (a string as it is, anything else as JSON);
+ * what no Postgres text can hold becomes U+FFFD.
+ */
+function copyValue(value: unknown, type: string | undefined): string {
+  if (value === null || value === undefined) return '\\N';
+  let text: string;
+  if (type === 'json' || type === 'jsonb') text = jsonText(value);
+  else if (typeof value === 'string') text = MAYBE_UNSTORABLE.test(value) ? storableText(value) : value;
+  else text = value instanceof Date ? value.toISOString() : jsonText(value);
+  // A JSON null (NaN, say) is SQL NULL there too.
+  if (text === 'null') return '\\N';
+  return COPY_SPECIAL.test(text) ? text.replace(/[\\\n\r\t]/g, (c) => COPY_ESCAPES[c]!) : text;
+}
+
+/**
+ * `COPY table (columns) FROM STDIN` with its rows, run on a kysely connection: pg runs
+ * any object with a `submit` method as a query, and kysely hands the compiled query's
+ * `sql` to `client.query` unchanged, so the copy goes through the transaction's own
+ * connection. Each run is a fresh protocol exchange over the same encoded rows.
+ */
+export class CopyIn {
+  constructor(readonly text: string, private readonly data: Buffer) {}
+
+  async execute(db: Kysely<any>): Promise<void> {
+    const exchange = new CopyExchange(this.text, this.data);
+    await db.executeQuery({ ...CompiledQuery.raw(this.text), sql: exchange as unknown as string });
+  }
+}
+
+interface PgConnection {
+  query(text: string): void;
+  sendCopyFromChunk(chunk: Buffer): void;
+  endCopyFrom(): void;
+}
+
+/** The protocol side of one COPY FROM STDIN, as pg's client drives an active query. */
+class CopyExchange {
+  private rowCount = 0;
+  private settled = false;
+  private readonly done: Promise<{ command: string; rowCount: number; rows: [] }>;
+  private resolve!: (r: { command: string; rowCount: number; rows: [] }) => void;
+  private reject!: (err: unknown) => void;
+
+  constructor(private readonly text: string, private readonly data: Buffer) {
+    this.done = new Promise((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+  }
+
+  // pg awaits what client.query returns: the exchange itself.
+  then<A, B>(onFulfilled?: (r: { command: string; rowCount: number; rows: [] }) => A, onRejected?: (err: unknown) => B) {
+    return this.done.then(onFulfilled, onRejected);
+  }
+
+  submit(connection: PgConnection): void {
+    connection.query(this.text);
+  }
+
+  handleCopyInResponse(connection: PgConnection): void {
+    for (let at = 0; at < this.data.length; at += CHUNK) connection.sendCopyFromChunk(this.data.subarray(at, at + CHUNK));
+    connection.endCopyFrom();
+  }
+
+  handleCommandComplete(msg: { text?: string }): void {
+    this.rowCount = Number(msg.text?.split(' ').pop() ?? 0);
+  }
+
+  handleReadyForQuery(): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.resolve({ command: 'COPY', rowCount: this.rowCount, rows: [] });
+  }
+
+  // An error comes before the ReadyForQuery that ends the exchange, and pg drops the
+  // active query at the error: this is the exchange's last call.
+  handleError(err: unknown): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.reject(err);
+  }
+
+  handleRowDescription(): void {}
+  handleDataRow(): void {}
+  handleEmptyQuery(): void {}
+  handlePortalSuspended(): void {}
+  handleCopyData(): void {}
+}
+
+/**
+ * The rows as COPY statements, one per column set (a column a row lacks takes its
+ * default, as with `upsertRows`). Only for rows whose key no row has yet: a key that
+ * exists fails the statement, and with it the transaction.
+ */
+export function copyRows(table: string, rows: Row[], types: ColumnTypes): CopyIn[] {
+  return [...byColumns(rows).values()].map((group) => {
+    const columns = Object.keys(group[0]!);
+    const lines: string[] = new Array(group.length);
+    for (let i = 0; i < group.length; i++) {
+      const row = group[i]!;
+      lines[i] = columns.map((c) => copyValue(row[c], types[c])).join('\t');
+    }
+    const text = `COPY ${quoteIdent(table)} (${columns.map(quoteIdent).join(', ')}) FROM STDIN`;
+    return new CopyIn(text, Buffer.from(`${lines.join('\n')}\n`));
+  });
+}
+
+const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`;
