@@ -32,9 +32,8 @@ export function columnJson(rows: Row[], column: string): string {
   return jsonText(rows.map((r) => r[column] ?? null));
 }
 
-/** A value's JSON, what Postgres cannot hold replaced as `columnJson` says. */
-export function jsonText(value: unknown): string {
-  const text = JSON.stringify(value);
+/** A value's JSON (`text`, when already written), what Postgres cannot hold replaced as `columnJson` says. */
+export function jsonText(value: unknown, text = JSON.stringify(value)): string {
   return UNSTORABLE_ESCAPE.test(text) ? JSON.stringify(value, storable) : text;
 }
 

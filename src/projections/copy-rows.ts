@@ -2,29 +2,44 @@ import { CompiledQuery, type Kysely } from 'kysely';
 import { storableText } from '../lib/input-checks.ts';
 import { byColumns, jsonText, type ColumnTypes, type Row } from './bulk-write.ts';
 
-/** NUL or any surrogate: the value may hold what Postgres cannot store (the exact check is storableText's). */
-const MAYBE_UNSTORABLE = /[\u0000\ud800-\udfff]/;
-/** What COPY's text format reads as a delimiter, a row's end or an escape. */
-const COPY_SPECIAL = /[\\\n\r\t]/;
+/**
+ * A character COPY's text format reads as a delimiter, a row's end or an escape, or
+ * one Postgres may not store (NUL, a surrogate: storableText has the exact rule).
+ */
+const SPECIAL_OR_UNSTORABLE = /[\\\n\r\t\u0000\ud800-\udfff]/;
 const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' };
 /** CopyData messages of at most this many bytes (pg copies each into its write buffer). */
 const CHUNK = 1 << 20;
+const NULL = '\\N';
+
+/** A text value in COPY's text format; what no Postgres text can hold becomes U+FFFD. */
+function copyText(value: string): string {
+  if (!SPECIAL_OR_UNSTORABLE.test(value)) return value;
+  return storableText(value).replace(/[\\\n\r\t]/g, (c) => COPY_ESCAPES[c]!);
+}
 
 /**
- * One column value in COPY's text format, read by Postgres as `upsertRows` has it read
- * the same value from its JSON array: null is NULL, json and jsonb columns take the
- * value's JSON, other columns its text (a string as it is, anything else as JSON);
- * what no Postgres text can hold becomes U+FFFD.
+ * A value's JSON in COPY's text format, as `columnJson` has it (a JSON null is NULL).
+ * JSON text holds no raw line breaks or tabs, and whatever Postgres refuses in it is an
+ * escape: text without a backslash needs nothing more.
  */
-function copyValue(value: unknown, type: string | undefined): string {
-  if (value === null || value === undefined) return '\\N';
-  let text: string;
-  if (type === 'json' || type === 'jsonb') text = jsonText(value);
-  else if (typeof value === 'string') text = MAYBE_UNSTORABLE.test(value) ? storableText(value) : value;
-  else text = value instanceof Date ? value.toISOString() : jsonText(value);
-  // A JSON null (NaN, say) is SQL NULL there too.
-  if (text === 'null') return '\\N';
-  return COPY_SPECIAL.test(text) ? text.replace(/[\\\n\r\t]/g, (c) => COPY_ESCAPES[c]!) : text;
+function copyJson(value: unknown): string {
+  const text = JSON.stringify(value);
+  if (text === undefined || text === 'null') return NULL;
+  if (!text.includes('\\')) return text;
+  return jsonText(value, text).replaceAll('\\', '\\\\');
+}
+
+/**
+ * One column value, read by Postgres as `upsertRows` has it read the same value from
+ * its JSON array: null is NULL, json and jsonb columns take the value's JSON, other
+ * columns its text (a string as it is, anything else as JSON).
+ */
+function copyValue(value: unknown, json: boolean): string {
+  if (value === null || value === undefined) return NULL;
+  if (json) return copyJson(value);
+  if (typeof value === 'string') return copyText(value);
+  return value instanceof Date ? copyText(value.toISOString()) : copyJson(value);
 }
 
 /**
@@ -110,13 +125,14 @@ class CopyExchange {
 export function copyRows(table: string, rows: Row[], types: ColumnTypes): CopyIn[] {
   return [...byColumns(rows).values()].map((group) => {
     const columns = Object.keys(group[0]!);
-    const lines: string[] = new Array(group.length);
-    for (let i = 0; i < group.length; i++) {
-      const row = group[i]!;
-      lines[i] = columns.map((c) => copyValue(row[c], types[c])).join('\t');
+    const json = columns.map((c) => types[c] === 'json' || types[c] === 'jsonb');
+    let data = '';
+    for (const row of group) {
+      for (let i = 0; i < columns.length; i++) data += (i ? '\t' : '') + copyValue(row[columns[i]!], json[i]!);
+      data += '\n';
     }
     const text = `COPY ${quoteIdent(table)} (${columns.map(quoteIdent).join(', ')}) FROM STDIN`;
-    return new CopyIn(text, Buffer.from(`${lines.join('\n')}\n`));
+    return new CopyIn(text, Buffer.from(data));
   });
 }
 
