@@ -18,6 +18,7 @@ import type { Nats } from '../src/nats/connection.ts';
 import { openSupervisor } from '../src/nats/supervisor.ts';
 import { applyEvent } from '../src/projections/apply-event.ts';
 import { ProjectionBatch } from '../src/projections/batch.ts';
+import { attemptsOf } from '../src/projections/attempt-rows.ts';
 import { CopyIn } from '../src/projections/copy-rows.ts';
 import { readCheckpoint, runProjection, type ProjectionOptions } from '../src/projections/projector.ts';
 import { createTestDatabase } from './support/postgres.ts';
@@ -182,7 +183,7 @@ test('COPY and upserts give the same rows over old single events and commits, li
   const live = await project(target, { maxBatch: 3 });
   const careful = await rowsOf(live.db);
   assert.equal(careful.tasks!.length, 24 - 3, 'three tasks deleted');
-  assert.ok(careful.execution_attempts!.length > 24);
+  assert.equal(careful.execution_attempts!.length, 8, 'a row for each attempt a retry followed; the last ones are their executions\' rows');
   assert.ok(careful.pings!.some((p: any) => p.body.includes('\ufffd') && p.body.includes('\t')), 'NUL and a lone surrogate stored as U+FFFD, the tab as it is');
   assert.equal(careful.inbound_events!.length, 0, "the deleted endpoint's events went with it");
 
@@ -210,4 +211,31 @@ test('a row that exists already fails the COPY; that batch goes again by upserts
   const fast = await project(target, { pipelined: true, copyCreated: true, maxBatch: 2 });
   assert.ok(fast.logged.some((l) => /pipelined commit through seq \d+ failed \(duplicate key/.test(l)), fast.logged.join('\n'));
   assert.deepEqual(await rowsOf(fast.db), live);
+});
+
+test("an execution's attempts: rows for those a retry followed, the last from its own row, kept as a row when a cancel follows it", async () => {
+  const exes = ['retried', 'cancelled-after', 'cancelled-pending'].map((name, i) => ({ name, t: task(600 + i) }));
+  const [retried, after, pending] = exes.map(({ t }) => ({ t, exe: t.pending_execution.id, source: { type: 'task', id: t.id, name: t.name } }));
+  const cancel = (exe: string, source: unknown) => ev('ExecutionCancelled', { execution_id: exe, source, reason: 'task deleted', lane: null });
+  const target = await append([
+    ...exes.map(({ t }) => ev('TaskCreated', { task: t, execution: t.pending_execution })),
+    finished(retried!.exe, retried!.source, 1, false, at()), finished(retried!.exe, retried!.source, 2, true, null),
+    finished(after!.exe, after!.source, 1, true, null), cancel(after!.exe, after!.source),
+    finished(pending!.exe, pending!.source, 1, false, at()), cancel(pending!.exe, pending!.source),
+  ]);
+  const expected = {
+    [retried!.exe]: { status: 'success', attempts: [[1, 'failed'], [2, 'success']] },
+    [after!.exe]: { status: 'cancelled', attempts: [[1, 'success']] },
+    [pending!.exe]: { status: 'cancelled', attempts: [[1, 'failed']] },
+  };
+  // One event per commit (each cancel lands on a row written before), and every event in one batch.
+  for (const opts of [{ maxBatch: 1 }, { pipelined: true, copyCreated: true, maxBatch: 10_000 }] as ProjectionOptions[]) {
+    const { db } = await project(target, opts);
+    for (const [id, want] of Object.entries(expected)) {
+      const row = await db.selectFrom('executions').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+      const rows = await db.selectFrom('execution_attempts').selectAll().where('execution_id', '=', id).orderBy('attempt').execute();
+      const got = attemptsOf(row, rows).map((a) => [a.attempt, a.status]);
+      assert.deepEqual({ status: row.status, attempts: got }, want, `${id} with ${JSON.stringify(opts)}`);
+    }
+  }
 });

@@ -179,7 +179,7 @@ export function applyEvent(batch: ProjectionBatch, event: JetcronEvent): void {
         script_logs: d.script_logs,
         updated_at: event.at,
       });
-      batch.attempts.set(`${d.execution_id}:${d.attempt}`, {
+      const attempt = {
         execution_id: d.execution_id,
         attempt: d.attempt,
         status: d.status,
@@ -188,7 +188,11 @@ export function applyEvent(batch: ProjectionBatch, event: JetcronEvent): void {
         finished_at: d.finished_at,
         duration_ms: d.duration_ms,
         error_message: d.error_message,
-      });
+      };
+      // A retry follows: the execution row moves on, the attempt keeps a row. The last
+      // attempt stays in the execution row alone (see attempt-rows.ts).
+      if (d.next_attempt_at) batch.attempts.set(`${d.execution_id}:${d.attempt}`, attempt);
+      else batch.lastAttempts.set(d.execution_id, attempt);
       return;
     }
     case 'AttemptDeferred': {
@@ -197,9 +201,16 @@ export function applyEvent(batch: ProjectionBatch, event: JetcronEvent): void {
       batch.patchExecution(d.execution_id, { status: 'pending', scheduled_for: d.scheduled_for, updated_at: event.at });
       return;
     }
-    case 'ExecutionCancelled':
-      batch.patchExecution(event.data.execution_id, { status: 'cancelled', updated_at: event.at });
+    case 'ExecutionCancelled': {
+      // A cancel recorded after the last attempt ended takes the row's status: that
+      // attempt then needs a row of its own.
+      const id = event.data.execution_id;
+      const last = batch.lastAttempts.get(id);
+      if (last) batch.attempts.set(`${id}:${last.attempt}`, last);
+      else batch.cancelledExecutions.add(id);
+      batch.patchExecution(id, { status: 'cancelled', updated_at: event.at });
       return;
+    }
     case 'ScheduleCreated':
     case 'ScheduleUpdated':
       batch.patch(batch.schedules, event.data.schedule.id, scheduleRow(event.data.schedule));

@@ -1,6 +1,7 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { updateRows, upsertRows, type ColumnTypes, type Parent, type Row } from './bulk-write.ts';
+import { ATTEMPT_ENDINGS } from './attempt-rows.ts';
 import { copyRows } from './copy-rows.ts';
 
 /** One statement of a batch: SQL with its parameters, or a COPY with its rows. */
@@ -77,6 +78,10 @@ export class ProjectionBatch {
   /** Changes to execution rows that already exist (or were created in this batch). */
   readonly executionPatches = new Map<string, Row>();
   readonly attempts = new Map<string, Row>();
+  /** Each execution's last attempt (no retry followed), which its execution row holds: no row of its own unless cancelled. */
+  readonly lastAttempts = new Map<string, Row>();
+  /** Executions cancelled in this batch whose last attempt may have ended in an earlier one. */
+  readonly cancelledExecutions = new Set<string>();
   /** A not-yet-run execution moved by a task update: applied only while it has not started. */
   readonly reschedules = new Map<string, { scheduled_for: string; at: string }>();
   readonly schedules = new Map<string, Row>();
@@ -131,6 +136,8 @@ export class ProjectionBatch {
     const ofEndpoint = (r: Row | undefined) => r?.source_type === 'endpoint';
     write('executions', 'id', created.filter((r) => !ofEndpoint(r)), EXECUTION_TYPES, () => true);
     upsert('executions', 'id', created.filter(ofEndpoint), EXECUTION_TYPES, { table: 'endpoints', column: 'source_id' });
+    // Before the cancels land: an execution whose last attempt ended gives it a row of its own.
+    if (this.cancelledExecutions.size) out.push(keepLastAttempts([...this.cancelledExecutions]));
     if (this.executionPatches.size) out.push(...updateRows('executions', 'id', [...this.executionPatches.values()], EXECUTION_TYPES));
     // An attempt of an execution created above has its parent; the others are checked.
     const createdHere = (r: Row) => {
@@ -187,4 +194,12 @@ function executionsOf(sourceIds: string[]): Statement[] {
     sql`DELETE FROM execution_attempts WHERE execution_id = ANY(ARRAY(SELECT id FROM executions WHERE source_id = ANY(${sourceIds})))`,
     sql`DELETE FROM executions WHERE source_id = ANY(${sourceIds})`,
   ];
+}
+
+/** The last attempt these executions' rows hold, as rows of its own (their rows are about to say cancelled). */
+function keepLastAttempts(ids: string[]): Statement {
+  return sql`INSERT INTO execution_attempts (execution_id, attempt, status, status_code, started_at, finished_at, duration_ms, error_message)
+    SELECT id, attempt, status, status_code, started_at, finished_at, duration_ms, error_message FROM executions
+    WHERE id = ANY(${ids}) AND status = ANY(${ATTEMPT_ENDINGS}) AND finished_at IS NOT NULL
+    ON CONFLICT DO NOTHING`;
 }
