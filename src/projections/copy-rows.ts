@@ -24,6 +24,8 @@ function copyText(value: string): string {
  * escape: text without a backslash needs nothing more.
  */
 function copyJson(value: unknown): string {
+  // Most script logs: no call into JSON.stringify for them.
+  if (Array.isArray(value) && value.length === 0) return '[]';
   const text = JSON.stringify(value);
   if (text === undefined || text === 'null') return NULL;
   if (!text.includes('\\')) return text;
