@@ -69,8 +69,11 @@ export async function buildEventStore(natsUrl: string): Promise<number> {
   }
 }
 
-/** One week of history, the clock moving a little with every event. */
-async function writeHistory(publish: Publish): Promise<void> {
+/**
+ * One week of history, the clock moving a little with every event. Exported so the
+ * events can be had in memory (a projector's prepare cost measured in one process).
+ */
+export async function writeHistory(publish: Publish): Promise<void> {
   let clock = Date.now() - 7 * 86_400_000;
   const total = TASKS * 2 + TICKS * 2 + PINGS + INBOUND * 2;
   const step = (7 * 86_400_000) / total;
@@ -279,7 +282,8 @@ export const rebuild: Benchmark = {
       const replaySeconds = Number(replayed.printed.seconds);
       const rebuildRate = Number(rebuilt.printed.events) / rebuildSeconds;
       const replayRate = Number(replayed.printed.events) / replaySeconds;
-      const goal = 20_000;
+      // Issue 21, aim 8.
+      const goal = 50_000;
       const metrics: Metric[] = [
         { label: 'events in the store', value: fmt.int(events) },
         { label: 'store written in', value: fmt.s(storeSeconds) },

@@ -62,7 +62,8 @@ async function projectUntil(target: number, deps: { nats: Nats; db: Db; lease: L
   deps.lease.onLost(() => run.abort());
   const supervisor = await openSupervisor(nats, log);
   // Pipelined: the next batch is read and prepared while Postgres commits this one.
-  const projecting = runProjection({ nats, db, log, supervisor }, run.signal, { pipelined: true, maxBatch: REBUILD_BATCH }).finally(() => supervisor.close());
+  // The tables start empty: the rows a batch creates go in by COPY.
+  const projecting = runProjection({ nats, db, log, supervisor }, run.signal, { pipelined: true, copyCreated: true, maxBatch: REBUILD_BATCH }).finally(() => supervisor.close());
   let reached = 0;
   while ((reached = await readCheckpoint(db)) < target && !run.signal.aborted) {
     deps.update(reached);

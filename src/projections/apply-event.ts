@@ -121,7 +121,10 @@ const taskRun = (e: Of<'TaskCreated' | 'TaskTriggered'>, batch: ProjectionBatch)
     updated_at: task.updated_at,
   });
   batch.newExecutions.set(execution.id, pendingExecution({ ...task, type: 'task' }, execution, e.at));
-  if (e.type === 'TaskCreated') flowKeyLimits(batch, task, e.at);
+  if (e.type === 'TaskCreated') {
+    batch.createdTasks.add(task.id);
+    flowKeyLimits(batch, task, e.at);
+  }
 };
 const schedule = (e: Of<'ScheduleCreated' | 'ScheduleUpdated'>, batch: ProjectionBatch) => {
   batch.patch(batch.schedules, e.data.schedule.id, scheduleRow(e.data.schedule));
@@ -198,7 +201,7 @@ const projections: EventHandlers<void, [ProjectionBatch]> = {
       script_logs: d.script_logs,
       updated_at: e.at,
     });
-    batch.attempts.set(`${d.execution_id}:${d.attempt}`, {
+    const attempt = {
       execution_id: d.execution_id,
       attempt: d.attempt,
       status: d.status,
@@ -207,14 +210,24 @@ const projections: EventHandlers<void, [ProjectionBatch]> = {
       finished_at: d.finished_at,
       duration_ms: d.duration_ms,
       error_message: d.error_message,
-    });
+    };
+    // A retry follows: the execution row moves on, the attempt keeps a row. The last
+    // attempt stays in the execution row alone (see attempt-rows.ts).
+    if (d.next_attempt_at) batch.attempts.set(`${d.execution_id}:${d.attempt}`, attempt);
+    else batch.lastAttempts.set(d.execution_id, attempt);
   },
   // The host is blocked: the attempt waits, pending, until the block ends.
   AttemptDeferred: (e, batch) => {
     batch.patchExecution(e.data.execution_id, { status: 'pending', scheduled_for: e.data.scheduled_for, updated_at: e.at });
   },
   ExecutionCancelled: (e, batch) => {
-    batch.patchExecution(e.data.execution_id, { status: 'cancelled', updated_at: e.at });
+    // A cancel recorded after the last attempt ended takes the row's status: that
+    // attempt then needs a row of its own.
+    const id = e.data.execution_id;
+    const last = batch.lastAttempts.get(id);
+    if (last) batch.attempts.set(`${id}:${last.attempt}`, last);
+    else batch.cancelledExecutions.add(id);
+    batch.patchExecution(id, { status: 'cancelled', updated_at: e.at });
   },
   // A completion callback's deliveries are in the log only; no read model keeps them.
   CallbackAttempted: nothing,

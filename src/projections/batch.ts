@@ -1,6 +1,23 @@
-import { sql, type RawBuilder, type Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { updateRows, upsertRows, type ColumnTypes, type Parent, type Row } from './bulk-write.ts';
+import { ATTEMPT_ENDINGS } from './attempt-rows.ts';
+import { copyRows } from './copy-rows.ts';
+
+/** One statement of a batch: SQL with its parameters, or a COPY with its rows. */
+export interface Statement {
+  execute(db: Kysely<any>): Promise<unknown>;
+}
+
+export interface StatementOptions {
+  /**
+   * The rows the batch creates (a task's first row, new executions, their attempts, the
+   * pings of monitors the batch writes) go in by COPY instead of upserts. A key that
+   * already exists then fails the transaction: for a caller that can go again without
+   * it (a rebuild, into tables that start empty).
+   */
+  copyCreated?: boolean;
+}
 
 const TS = 'timestamptz';
 const ORG_TYPES: ColumnTypes = {
@@ -51,6 +68,8 @@ export class ProjectionBatch {
   readonly orgs = new Map<string, Row>();
   readonly apiKeys = new Map<string, Row>();
   readonly tasks = new Map<string, Row>();
+  /** Tasks whose first row this batch writes (their TaskCreated is in it). */
+  readonly createdTasks = new Set<string>();
   readonly deletedTasks = new Set<string>();
   /** Soft-deleted by a lane cancel: the task is hidden (its executions end by their own events). */
   readonly cancelledTasks = new Map<string, string>();
@@ -59,6 +78,10 @@ export class ProjectionBatch {
   /** Changes to execution rows that already exist (or were created in this batch). */
   readonly executionPatches = new Map<string, Row>();
   readonly attempts = new Map<string, Row>();
+  /** Each execution's last attempt (no retry followed), which its execution row holds: no row of its own unless cancelled. */
+  readonly lastAttempts = new Map<string, Row>();
+  /** Executions cancelled in this batch whose last attempt may have ended in an earlier one. */
+  readonly cancelledExecutions = new Set<string>();
   /** A not-yet-run execution moved by a task update: applied only while it has not started. */
   readonly reschedules = new Map<string, { scheduled_for: string; at: string }>();
   readonly schedules = new Map<string, Row>();
@@ -88,25 +111,43 @@ export class ProjectionBatch {
    * The batch as SQL statements, in the order they must run, their parameters already
    * encoded: a caller may build the next batch's while Postgres runs this one's.
    */
-  statements(): RawBuilder<unknown>[] {
-    const out: RawBuilder<unknown>[] = [];
+  statements(opts: StatementOptions = {}): Statement[] {
+    const out: Statement[] = [];
     const upsert = (table: string, key: string | string[], rows: Iterable<Row>, types: ColumnTypes, parent?: Parent) => {
       const list = [...rows];
       if (list.length) out.push(...upsertRows(table, key, list, types, parent));
     };
+    // Rows split into those COPY may create (`created`) and the rest, upserted.
+    const write = (table: string, key: string | string[], rows: Iterable<Row>, types: ColumnTypes, created: (row: Row) => boolean, parent?: Parent) => {
+      if (!opts.copyCreated) return upsert(table, key, rows, types, parent);
+      const copied: Row[] = [];
+      const rest: Row[] = [];
+      for (const row of rows) (created(row) ? copied : rest).push(row);
+      if (copied.length) out.push(...copyRows(table, copied, types));
+      upsert(table, key, rest, types, parent);
+    };
     upsert('organizations', 'id', this.orgs.values(), ORG_TYPES);
     upsert('api_keys', 'public_id', this.apiKeys.values(), KEY_TYPES);
-    upsert('tasks', 'id', this.tasks.values(), TASK_TYPES);
+    write('tasks', 'id', this.tasks.values(), TASK_TYPES, (r) => this.createdTasks.has(r.id as string));
     // Before executions and inbound events: theirs are written only for endpoints that exist.
     upsert('endpoints', 'id', this.endpoints.values(), ENDPOINT_TYPES);
     // An endpoint's deliveries recorded just after its deletion must not leave orphan rows.
     const created = [...this.newExecutions.values()];
-    upsert('executions', 'id', created.filter((r) => r.source_type !== 'endpoint'), EXECUTION_TYPES);
-    upsert('executions', 'id', created.filter((r) => r.source_type === 'endpoint'), EXECUTION_TYPES, { table: 'endpoints', column: 'source_id' });
+    const ofEndpoint = (r: Row | undefined) => r?.source_type === 'endpoint';
+    write('executions', 'id', created.filter((r) => !ofEndpoint(r)), EXECUTION_TYPES, () => true);
+    upsert('executions', 'id', created.filter(ofEndpoint), EXECUTION_TYPES, { table: 'endpoints', column: 'source_id' });
+    // Before the cancels land: an execution whose last attempt ended gives it a row of its own.
+    if (this.cancelledExecutions.size) out.push(keepLastAttempts([...this.cancelledExecutions]));
     if (this.executionPatches.size) out.push(...updateRows('executions', 'id', [...this.executionPatches.values()], EXECUTION_TYPES));
-    upsert('execution_attempts', ['execution_id', 'attempt'], this.attempts.values(), ATTEMPT_TYPES, { table: 'executions', column: 'execution_id' });
+    // An attempt of an execution created above has its parent; the others are checked.
+    const createdHere = (r: Row) => {
+      const execution = this.newExecutions.get(r.execution_id as string);
+      return !!execution && !ofEndpoint(execution);
+    };
+    write('execution_attempts', ['execution_id', 'attempt'], this.attempts.values(), ATTEMPT_TYPES, createdHere, { table: 'executions', column: 'execution_id' });
     upsert('monitors', 'id', this.monitors.values(), MONITOR_TYPES);
-    upsert('pings', 'id', this.pings.values(), PING_TYPES, { table: 'monitors', column: 'monitor_id' });
+    // A ping of a monitor upserted just above has its parent.
+    write('pings', 'id', this.pings.values(), PING_TYPES, (r) => this.monitors.has(r.monitor_id as string), { table: 'monitors', column: 'monitor_id' });
     if (this.deletedMonitors.size) {
       const ids = [...this.deletedMonitors];
       out.push(sql`DELETE FROM pings WHERE monitor_id = ANY(${ids})`, sql`DELETE FROM monitors WHERE id = ANY(${ids})`);
@@ -148,9 +189,17 @@ export class ProjectionBatch {
  * looked up first (`= ANY(ARRAY(…))`), so their primary key serves the delete
  * whatever the planner guesses of tables still filling (a rebuild).
  */
-function executionsOf(sourceIds: string[]): RawBuilder<unknown>[] {
+function executionsOf(sourceIds: string[]): Statement[] {
   return [
     sql`DELETE FROM execution_attempts WHERE execution_id = ANY(ARRAY(SELECT id FROM executions WHERE source_id = ANY(${sourceIds})))`,
     sql`DELETE FROM executions WHERE source_id = ANY(${sourceIds})`,
   ];
+}
+
+/** The last attempt these executions' rows hold, as rows of its own (their rows are about to say cancelled). */
+function keepLastAttempts(ids: string[]): Statement {
+  return sql`INSERT INTO execution_attempts (execution_id, attempt, status, status_code, started_at, finished_at, duration_ms, error_message)
+    SELECT id, attempt, status, status_code, started_at, finished_at, duration_ms, error_message FROM executions
+    WHERE id = ANY(${ids}) AND status = ANY(${ATTEMPT_ENDINGS}) AND finished_at IS NOT NULL
+    ON CONFLICT DO NOTHING`;
 }

@@ -6,7 +6,7 @@ export type Row = Record<string, unknown>;
 export type ColumnTypes = Record<string, string>;
 
 /** Groups rows by their set of columns so each group is one statement. */
-function byColumns(rows: Row[]): Map<string, Row[]> {
+export function byColumns(rows: Row[]): Map<string, Row[]> {
   const groups = new Map<string, Row[]>();
   for (const row of rows) {
     const key = Object.keys(row).join(',');
@@ -29,9 +29,12 @@ const storable = (_key: string, value: unknown) => (typeof value === 'string' ? 
  * matches.
  */
 export function columnJson(rows: Row[], column: string): string {
-  const values = rows.map((r) => r[column] ?? null);
-  const text = JSON.stringify(values);
-  return UNSTORABLE_ESCAPE.test(text) ? JSON.stringify(values, storable) : text;
+  return jsonText(rows.map((r) => r[column] ?? null));
+}
+
+/** A value's JSON (`text`, when already written), what Postgres cannot hold replaced as `columnJson` says. */
+export function jsonText(value: unknown, text = JSON.stringify(value)): string {
+  return UNSTORABLE_ESCAPE.test(text) ? JSON.stringify(value, storable) : text;
 }
 
 /** The set-returning function that walks one column's JSON array as values of the column's type. */

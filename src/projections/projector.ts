@@ -1,4 +1,4 @@
-import { sql, type RawBuilder, type Transaction } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import { SUBJECTS } from '../../streams/subjects.ts';
 import type { Db } from '../db/connect.ts';
 import type { Database } from '../db/schema.ts';
@@ -10,7 +10,7 @@ import { readEvents } from '../nats/event-reader.ts';
 import { startConsumers } from '../nats/consumer-kit.ts';
 import type { Supervisor } from '../nats/supervisor.ts';
 import { applyEvent } from './apply-event.ts';
-import { ProjectionBatch } from './batch.ts';
+import { ProjectionBatch, type Statement, type StatementOptions } from './batch.ts';
 import { openSpan, SpanKind, tracingOn, type SpanScope } from '../telemetry/tracing.ts';
 
 export const PROJECTOR_NAME = 'read_models_v1';
@@ -38,6 +38,12 @@ export interface ProjectionOptions {
    * a time, where the reader isolates (and records) an event at fault.
    */
   pipelined?: boolean;
+  /**
+   * The rows a batch creates go in by COPY (`StatementOptions.copyCreated`); a batch
+   * whose commit fails goes again through upserts, with the careful ones above. For a
+   * rebuild: its tables start empty and nothing else writes them.
+   */
+  copyCreated?: boolean;
 }
 
 /** Postgres no longer has commits this process made: it lost them (a crash while synchronous_commit was off). */
@@ -48,15 +54,15 @@ const writeCheckpoint = async (db: Db, seq: number) => {
     ON CONFLICT (name) DO UPDATE SET seq = GREATEST(projection_checkpoints.seq, EXCLUDED.seq), updated_at = now()`.execute(db);
 };
 
-function prepare(events: StoredEvent<JetcronEvent>[]) {
+function prepare(events: StoredEvent<JetcronEvent>[], opts?: StatementOptions) {
   const batch = new ProjectionBatch();
   for (const e of events) applyEvent(batch, e.event);
-  return batch.statements();
+  return batch.statements(opts);
 }
 
 type Write = (trx: Transaction<Database>) => Promise<void>;
 
-const writeAll = (statements: RawBuilder<unknown>[]): Write => async (trx) => {
+const writeAll = (statements: Statement[]): Write => async (trx) => {
   for (const statement of statements) await statement.execute(trx);
 };
 
@@ -159,12 +165,13 @@ export async function runProjection(deps: ProjectorDeps, signal: AbortSignal, op
       },
     };
     await readEvents(deps.nats, read, async (events) => {
-      const statements = writeAll(prepare(events));
+      const careful = events[0]!.seq <= carefulThrough;
+      const statements = writeAll(prepare(events, { copyCreated: !!opts.copyCreated && !careful }));
       const last = events[events.length - 1]!.seq;
       const spans = projectionSpans(events);
       await writing;
       if (round.signal.aborted) return endSpans(spans);
-      if (!opts.pipelined || events[0]!.seq <= carefulThrough) return commit(statements, last).finally(() => endSpans(spans));
+      if (!opts.pipelined || careful) return commit(statements, last).finally(() => endSpans(spans));
       writing = commit(statements, last).finally(() => endSpans(spans)).catch((err: unknown) => {
         failed = { err, last };
         round.abort();

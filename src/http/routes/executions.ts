@@ -7,6 +7,7 @@ import { handler, type ApiDeps } from '../context.ts';
 import { sql } from 'kysely';
 import { PAGE_COLUMNS, pageJson, type PageRow } from '../execution-page.ts';
 import { PageCache } from '../page-cache.ts';
+import { attemptsOf } from '../../projections/attempt-rows.ts';
 import { PROJECTOR_NAME } from '../../projections/projector.ts';
 import { executionDetail } from '../serializers.ts';
 
@@ -82,7 +83,7 @@ export function executionRoutes(deps: ApiDeps): Router {
       const row = await trx.selectFrom('executions').selectAll().where('id', '=', req.params.id!).where('org_id', '=', req.orgId).executeTakeFirst();
       if (!row) throw notFound('Execution not found');
       const attempts = await trx.selectFrom('execution_attempts').selectAll().where('execution_id', '=', row.id).orderBy('attempt').execute();
-      return executionDetail(row, attempts);
+      return executionDetail(row, attemptsOf(row, attempts));
     });
     res.json({ data });
   }));

@@ -1,0 +1,152 @@
+import { CompiledQuery, type Kysely } from 'kysely';
+import { storableText } from '../lib/input-checks.ts';
+import { byColumns, jsonText, type ColumnTypes, type Row } from './bulk-write.ts';
+
+/**
+ * A character COPY's text format reads as a delimiter, a row's end or an escape, or
+ * one Postgres may not store (NUL, a surrogate: storableText has the exact rule).
+ */
+const SPECIAL_OR_UNSTORABLE = /[\\\n\r\t\u0000\ud800-\udfff]/;
+const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+/** CopyData messages of at most this many bytes (pg copies each into its write buffer). */
+const CHUNK = 1 << 20;
+const NULL = '\\N';
+
+/** A text value in COPY's text format; what no Postgres text can hold becomes U+FFFD. */
+function copyText(value: string): string {
+  if (!SPECIAL_OR_UNSTORABLE.test(value)) return value;
+  return storableText(value).replace(/[\\\n\r\t]/g, (c) => COPY_ESCAPES[c]!);
+}
+
+/**
+ * A value's JSON in COPY's text format, as `columnJson` has it (a JSON null is NULL).
+ * JSON text holds no raw line breaks or tabs, and whatever Postgres refuses in it is an
+ * escape: text without a backslash needs nothing more.
+ */
+function copyJson(value: unknown): string {
+  // Most script logs: no call into JSON.stringify for them.
+  if (Array.isArray(value) && value.length === 0) return '[]';
+  const text = JSON.stringify(value);
+  if (text === undefined || text === 'null') return NULL;
+  if (!text.includes('\\')) return text;
+  return jsonText(value, text).replaceAll('\\', '\\\\');
+}
+
+/**
+ * One column value, read by Postgres as `upsertRows` has it read the same value from
+ * its JSON array: null is NULL, json and jsonb columns take the value's JSON, other
+ * columns its text (a string as it is, anything else as JSON).
+ */
+function copyValue(value: unknown, json: boolean): string {
+  if (value === null || value === undefined) return NULL;
+  if (json) return copyJson(value);
+  if (typeof value === 'string') return copyText(value);
+  return value instanceof Date ? copyText(value.toISOString()) : copyJson(value);
+}
+
+/**
+ * `COPY table (columns) FROM STDIN` with its rows, run on a kysely connection: pg runs
+ * any object with a `submit` method as a query, and kysely hands the compiled query's
+ * `sql` to `client.query` unchanged, so the copy goes through the transaction's own
+ * connection. Each run is a fresh protocol exchange over the same encoded rows.
+ */
+export class CopyIn {
+  readonly text: string;
+  private readonly data: Buffer;
+
+  constructor(text: string, data: Buffer) {
+    this.text = text;
+    this.data = data;
+  }
+
+  async execute(db: Kysely<any>): Promise<void> {
+    const exchange = new CopyExchange(this.text, this.data);
+    await db.executeQuery({ ...CompiledQuery.raw(this.text), sql: exchange as unknown as string });
+  }
+}
+
+interface PgConnection {
+  query(text: string): void;
+  sendCopyFromChunk(chunk: Buffer): void;
+  endCopyFrom(): void;
+}
+
+/** The protocol side of one COPY FROM STDIN, as pg's client drives an active query. */
+class CopyExchange {
+  private rowCount = 0;
+  private settled = false;
+  private readonly done: Promise<{ command: string; rowCount: number; rows: [] }>;
+  private resolve!: (r: { command: string; rowCount: number; rows: [] }) => void;
+  private reject!: (err: unknown) => void;
+
+  private readonly text: string;
+  private readonly data: Buffer;
+
+  constructor(text: string, data: Buffer) {
+    this.text = text;
+    this.data = data;
+    this.done = new Promise((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+  }
+
+  // pg awaits what client.query returns: the exchange itself.
+  then<A, B>(onFulfilled?: (r: { command: string; rowCount: number; rows: [] }) => A, onRejected?: (err: unknown) => B) {
+    return this.done.then(onFulfilled, onRejected);
+  }
+
+  submit(connection: PgConnection): void {
+    connection.query(this.text);
+  }
+
+  handleCopyInResponse(connection: PgConnection): void {
+    for (let at = 0; at < this.data.length; at += CHUNK) connection.sendCopyFromChunk(this.data.subarray(at, at + CHUNK));
+    connection.endCopyFrom();
+  }
+
+  handleCommandComplete(msg: { text?: string }): void {
+    this.rowCount = Number(msg.text?.split(' ').pop() ?? 0);
+  }
+
+  handleReadyForQuery(): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.resolve({ command: 'COPY', rowCount: this.rowCount, rows: [] });
+  }
+
+  // An error comes before the ReadyForQuery that ends the exchange, and pg drops the
+  // active query at the error: this is the exchange's last call.
+  handleError(err: unknown): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.reject(err);
+  }
+
+  handleRowDescription(): void {}
+  handleDataRow(): void {}
+  handleEmptyQuery(): void {}
+  handlePortalSuspended(): void {}
+  handleCopyData(): void {}
+}
+
+/**
+ * The rows as COPY statements, one per column set (a column a row lacks takes its
+ * default, as with `upsertRows`). Only for rows whose key no row has yet: a key that
+ * exists fails the statement, and with it the transaction.
+ */
+export function copyRows(table: string, rows: Row[], types: ColumnTypes): CopyIn[] {
+  return [...byColumns(rows).values()].map((group) => {
+    const columns = Object.keys(group[0]!);
+    const json = columns.map((c) => types[c] === 'json' || types[c] === 'jsonb');
+    let data = '';
+    for (const row of group) {
+      for (let i = 0; i < columns.length; i++) data += (i ? '\t' : '') + copyValue(row[columns[i]!], json[i]!);
+      data += '\n';
+    }
+    const text = `COPY ${quoteIdent(table)} (${columns.map(quoteIdent).join(', ')}) FROM STDIN`;
+    return new CopyIn(text, Buffer.from(data));
+  });
+}
+
+const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`;
