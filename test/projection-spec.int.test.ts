@@ -15,6 +15,7 @@ import { connectDb, type Db } from '../src/db/connect.ts';
 import { migrate } from '../src/db/migrations.ts';
 import type { JetcronEvent } from '../src/events/types.ts';
 import { applyEvent } from '../src/projections/apply-event.ts';
+import { attemptsOf } from '../src/projections/attempt-rows.ts';
 import { ProjectionBatch } from '../src/projections/batch.ts';
 import { meta, NOW_MS } from './deciders/spec.ts';
 import { createTestDatabase } from './support/postgres.ts';
@@ -68,7 +69,13 @@ describe('projector specs: events in, rows out', () => {
   });
 
   const execution = (id: string) => db.selectFrom('executions').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
-  const attempts = (id: string) => db.selectFrom('execution_attempts').select(['attempt', 'status', 'status_code']).where('execution_id', '=', id).orderBy('attempt').execute();
+  /** The attempts as the API reads them: the rows a retry left, then the last one the execution's row holds. */
+  const attempts = async (id: string) => {
+    const rows = await db.selectFrom('execution_attempts').selectAll().where('execution_id', '=', id).orderBy('attempt').execute();
+    const exec = await db.selectFrom('executions').selectAll().where('id', '=', id).executeTakeFirst();
+    return (exec ? attemptsOf(exec, rows) : rows).map((a) => ({ attempt: a.attempt, status: a.status, status_code: a.status_code }));
+  };
+  const attemptRows = async (id: string) => (await db.selectFrom('execution_attempts').select('attempt').where('execution_id', '=', id).execute()).length;
 
   test('a create and its result give the same row whether they land in one batch or two', async () => {
     const together = createdTask('together');
@@ -101,6 +108,8 @@ describe('projector specs: events in, rows out', () => {
     assert.equal(done.status, 'success');
     assert.equal(done.attempt, 2);
     assert.deepEqual(await attempts(t.execution.id), [{ attempt: 1, status: 'failed', status_code: 503 }, { attempt: 2, status: 'success', status_code: 200 }]);
+    // Only the attempt a retry followed has a row of its own; the last one is the execution's row.
+    assert.equal(await attemptRows(t.execution.id), 1);
   });
 
   test('a cancelled execution reads cancelled; a result read again changes nothing (a replay after a crash)', async () => {
@@ -115,6 +124,7 @@ describe('projector specs: events in, rows out', () => {
     await project(db, [r.created, result]);
     assert.deepEqual(await execution(r.execution.id), once);
     assert.equal((await attempts(r.execution.id)).length, 1);
+    assert.equal(await attemptRows(r.execution.id), 0);
   });
 
   test('a deleted task takes its executions and their attempts with it, also those created in the same batch', async () => {
