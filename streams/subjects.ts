@@ -21,6 +21,8 @@ export const SUBJECTS = {
   /** A notification delivery that is due (NOTIFY stream). */
   notify: (org: string) => `notify.${org}.send`,
   endpoint: (org: string, id: string) => `evt.${org}.endpoint.${id}`,
+  /** Every monitor's subject: the deadline keeper reads the last of each, then follows them. */
+  monitors: 'evt.*.monitor.*',
   /** A flow-control key's pause and resume (the key's SHA-256, so any text is a token). */
   flowKey: (org: string, keyHash: string) => `evt.${org}.flow.${keyHash}`,
   /** Every key's subject: an owner taking over reads the last of each (is it paused?). */

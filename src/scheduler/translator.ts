@@ -19,12 +19,9 @@ import { evolveSchedule } from '../commands/schedule/decide.ts';
 import { scheduleSubject } from '../commands/schedule/handlers.ts';
 import type { Schedule, ScheduleEvent } from '../commands/schedule/types.ts';
 import { scheduleAttemptJob, tickJob } from '../commands/execution/schedule-jobs.ts';
-import { deadlineJob, deadlineTimerMayRemain } from './monitor-deadlines.ts';
-import { upcastMonitor } from '../commands/monitor/decide.ts';
-import { nextDeadline } from '../commands/monitor/runs.ts';
 import { taskAttemptJob } from '../commands/execution/task-jobs.ts';
 import type { Lanes } from './lanes.ts';
-import { DEADLINE_TIMER, type TimerStore } from './timer-store.ts';
+import type { TimerStore } from './timer-store.ts';
 import { readEventsKeyed } from '../nats/keyed-event-reader.ts';
 import { isWrongLastSequence } from '../nats/jetstream-errors.ts';
 import type { Supervisor } from '../nats/supervisor.ts';
@@ -274,24 +271,16 @@ export function createTranslator(deps: TranslatorDeps) {
         else await deps.timers.purgeSource(s.org_id, s.id);
         return;
       }
+      // A monitor's deadline is kept in memory by the deadline keeper (monitor-deadline-keeper.ts),
+      // from the monitor's own events; a deadline timer in TIMERS from before still fires once.
       case 'MonitorCreated':
       case 'MonitorUpdated':
       case 'MonitorPinged':
       case 'MonitorResumed':
       case 'MonitorPaused':
       case 'MonitorWentDown':
-      case 'MonitorDeleted': {
-        // One deadline timer per monitor (the earlier of being late and an open run's
-        // limit), re-armed by every ping; none while it cannot go down.
-        const m = upcastMonitor(event.data.monitor);
-        if (event.type !== 'MonitorDeleted' && m.deadline_at && nextDeadline(m) === m.deadline_at) {
-          const job = deadlineJob(m);
-          await deps.timers.put(job, { state: 'armed', due_at: Date.parse(m.deadline_at), job });
-        } else if (deadlineTimerMayRemain(event)) {
-          await deps.timers.purgeOne(m.org_id, m.id, DEADLINE_TIMER);
-        }
+      case 'MonitorDeleted':
         return;
-      }
       case 'ScheduleDeleted':
         await deps.timers.purgeSource(event.org_id, event.data.schedule.id);
         return;

@@ -1,0 +1,154 @@
+import type { KV } from '@nats-io/kv';
+import { STREAMS } from '../../streams/definitions.ts';
+import { SUBJECTS } from '../../streams/subjects.ts';
+import { appendEvents, commandMeta } from '../commands/execute.ts';
+import { decideMonitor, evolveMonitor } from '../commands/monitor/decide.ts';
+import { armedDeadline } from '../commands/monitor/runs.ts';
+import type { Monitor, MonitorEvent } from '../commands/monitor/types.ts';
+import { ConcurrencyError, type EventStore } from '../events/store.ts';
+import type { Clock } from '../lib/clock.ts';
+import { heapAlarm, TimerHeap } from '../lib/timer-heap.ts';
+import type { Nats } from '../nats/connection.ts';
+import { decodeEvents } from '../nats/event-reader.ts';
+import { followOrdered } from '../nats/follow.ts';
+import { createLease, whileLeased } from '../nats/lease.ts';
+import type { Supervisor } from '../nats/supervisor.ts';
+import { inSpan, sourceAttributes, SpanKind } from '../telemetry/tracing.ts';
+
+/** The lease, and the name the keeper reports its progress under (`/healthz`). */
+export const KEEPER = 'monitor-deadlines';
+/** Deadlines decided at once: a second of goings down (1,000 monitors) must not time out each other's 2 s JetStream calls. */
+const FIRES_IN_FLIGHT = 32;
+/** A fire that failed otherwise than by a newer event (a store unreachable) is tried again this much later. */
+const RETRY_MS = 500;
+
+/** What a deadline is decided from: the monitor as its last event carries it, and that event's sequence (the guard). */
+interface Head {
+  state: Monitor;
+  seq: number;
+}
+
+export interface DeadlineCounts {
+  armed: number;
+  overdue: number;
+}
+
+/**
+ * Every monitor's deadline, held in memory by the one process holding the
+ * `monitor-deadlines` lease, instead of a TIMERS message rewritten by the translator
+ * at every ping (a write, a delivery to a timer partition, a direct get and a delete
+ * per ping). Taking the lease reads the last event of every monitor subject, then
+ * follows them live: each event replaces its monitor's deadline (or removes it), so the
+ * heap is what the log says, rebuilt by whoever takes over after a crash.
+ *
+ * When a deadline comes due, `CheckDeadline` is decided on the state of the event the
+ * keeper last read and appended guarded by that event's sequence: no load. A newer event
+ * (a ping at the same moment) makes the append fail; that event is on its way to the
+ * keeper, which then keeps its deadline instead, so the ping wins as before. The
+ * decision and its id (`<mon>.down.<deadline>`) are the deciders', unchanged.
+ */
+export function startMonitorDeadlines(deps: {
+  nats: Nats;
+  store: EventStore;
+  clock: Clock;
+  leases: KV;
+  owner: string;
+  log: (m: string) => void;
+  supervisor: Supervisor;
+}) {
+  const abort = new AbortController();
+  let current: TimerHeap<Head> | null = null;
+  const lease = createLease(deps.leases, KEEPER, deps.owner, deps.log);
+  const done = whileLeased(lease, abort.signal, deps.log, (signal) => keep(deps, signal, (heap) => (current = heap)));
+  return {
+    /** The deadlines this process keeps (null: another process holds the lease). */
+    counts(now = Date.now()): DeadlineCounts | null {
+      return current && { armed: current.size, overdue: current.countDue(now) };
+    },
+    async stop() {
+      abort.abort();
+      await done;
+    },
+  };
+}
+
+async function keep(
+  deps: Parameters<typeof startMonitorDeadlines>[0],
+  signal: AbortSignal,
+  expose: (heap: TimerHeap<Head> | null) => void,
+): Promise<void> {
+  const heap = new TimerHeap<Head>();
+  expose(heap);
+  const progress = deps.supervisor.progress(KEEPER, null);
+  progress.started(0);
+  let firing = false;
+  let failures = 0;
+
+  /** Decides one due deadline; true when it needs trying again (nothing newer says otherwise). */
+  const fire = async (subject: string, head: Head): Promise<boolean> => {
+    const m = head.state;
+    const attributes = () => sourceAttributes(m.org_id, { type: 'monitor', id: m.id }, { 'jetcron.deadline_at': m.deadline_at ?? '' });
+    return inSpan('monitor deadline', { kind: SpanKind.INTERNAL, root: true, attributes }, async () => {
+      try {
+        const events = decideMonitor({ type: 'CheckDeadline', deadlineAt: m.deadline_at! }, m, commandMeta(deps.clock));
+        if (events.length) await appendEvents(deps.store, subject, events, head.seq);
+        return false;
+      } catch (err) {
+        // A newer event of the monitor: the keeper reads it next and keeps its deadline.
+        if (err instanceof ConcurrencyError) return false;
+        if (failures++ % 100 === 0) deps.log(`${KEEPER}: ${subject}: ${(err as Error).message}; trying again`);
+        progress.failing((err as Error).message);
+        return true;
+      }
+    });
+  };
+
+  const { arm, clear } = heapAlarm(heap, signal, () => void tick(), (due) => (progress.oldestDueAt = due));
+
+  const tick = async () => {
+    if (firing) return;
+    firing = true;
+    try {
+      const due = heap.popDue(Date.now());
+      let next = 0;
+      const worker = async () => {
+        for (let e = due[next++]; e; e = due[next++]) {
+          // Still failing and nothing newer came meanwhile: it stays due, a little later.
+          if ((await fire(e.key, e.value)) && !heap.has(e.key)) heap.set(e.key, e.seq, Date.now() + RETRY_MS, e.value);
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(FIRES_IN_FLIGHT, due.length) }, worker));
+    } finally {
+      firing = false;
+      arm();
+    }
+  };
+
+  const messages = followOrdered(deps.nats, {
+    stream: STREAMS.events.name, filter: SUBJECTS.monitors, lastPerSubject: true, startSeq: 1,
+    maxMessages: 1000, signal, log: deps.log, name: KEEPER,
+  });
+  try {
+    for await (const msg of messages) {
+      let events: MonitorEvent[];
+      try {
+        events = decodeEvents(msg.data) as MonitorEvent[];
+      } catch (err) {
+        deps.log(`${KEEPER}: seq ${msg.seq}: ${(err as Error).message}; skipped`);
+        continue;
+      }
+      // A monitor's events carry it whole: the last one of the message is where it stands.
+      const state = events.length ? evolveMonitor(null, events[events.length - 1]!) : null;
+      const deadline = armedDeadline(state);
+      if (deadline) heap.set(msg.subject, msg.seq, Date.parse(deadline), { state: state!, seq: msg.seq });
+      else heap.delete(msg.subject);
+      progress.advanced(msg.seq);
+      if (!firing) arm();
+    }
+  } finally {
+    expose(null);
+    progress.stopped();
+    progress.oldestDueAt = null;
+    clear();
+  }
+}
