@@ -1,7 +1,7 @@
 import type { KV } from '@nats-io/kv';
 import { STREAMS } from '../../streams/definitions.ts';
 import { SUBJECTS } from '../../streams/subjects.ts';
-import { appendEvents, commandMeta } from '../commands/execute.ts';
+import { appendEvents, commandMeta, type CommandDeps } from '../commands/execute.ts';
 import { decideMonitor, evolveMonitor } from '../commands/monitor/decide.ts';
 import { armedDeadline } from '../commands/monitor/runs.ts';
 import type { Monitor, MonitorEvent } from '../commands/monitor/types.ts';
@@ -23,7 +23,7 @@ const FIRES_IN_FLIGHT = 32;
 const RETRY_MS = 500;
 
 /** What a deadline is decided from: the monitor as its last event carries it, and that event's sequence (the guard). */
-interface Head {
+export interface Head {
   state: Monitor;
   seq: number;
 }
@@ -72,6 +72,23 @@ export function startMonitorDeadlines(deps: {
   };
 }
 
+/**
+ * `CheckDeadline` on the monitor as the keeper last read it, appended guarded by that
+ * event's sequence. "newer" when the subject moved on (a ping, a pause at the same
+ * moment): nothing is written, and the newer event, on its way to the keeper, says
+ * what to watch next. Another failure (the store unreachable) is thrown.
+ */
+export async function decideDueDeadline(deps: CommandDeps, subject: string, head: Head): Promise<'decided' | 'newer'> {
+  const events = decideMonitor({ type: 'CheckDeadline', deadlineAt: head.state.deadline_at! }, head.state, commandMeta(deps.clock));
+  try {
+    if (events.length) await appendEvents(deps.store, subject, events, head.seq);
+    return 'decided';
+  } catch (err) {
+    if (err instanceof ConcurrencyError) return 'newer';
+    throw err;
+  }
+}
+
 async function keep(
   deps: Parameters<typeof startMonitorDeadlines>[0],
   signal: AbortSignal,
@@ -85,17 +102,14 @@ async function keep(
   let failures = 0;
 
   /** Decides one due deadline; true when it needs trying again (nothing newer says otherwise). */
-  const fire = async (subject: string, head: Head): Promise<boolean> => {
+  const fire = (subject: string, head: Head): Promise<boolean> => {
     const m = head.state;
     const attributes = () => sourceAttributes(m.org_id, { type: 'monitor', id: m.id }, { 'jetcron.deadline_at': m.deadline_at ?? '' });
     return inSpan('monitor deadline', { kind: SpanKind.INTERNAL, root: true, attributes }, async () => {
       try {
-        const events = decideMonitor({ type: 'CheckDeadline', deadlineAt: m.deadline_at! }, m, commandMeta(deps.clock));
-        if (events.length) await appendEvents(deps.store, subject, events, head.seq);
+        await decideDueDeadline(deps, subject, head);
         return false;
       } catch (err) {
-        // A newer event of the monitor: the keeper reads it next and keeps its deadline.
-        if (err instanceof ConcurrencyError) return false;
         if (failures++ % 100 === 0) deps.log(`${KEEPER}: ${subject}: ${(err as Error).message}; trying again`);
         progress.failing((err as Error).message);
         return true;
