@@ -119,13 +119,25 @@ const MAX_SLEEP_MS = 3_600_000;
  */
 export function heapAlarm<T>(heap: TimerHeap<T>, signal: AbortSignal, wake: () => void, onNext: (due: number | null) => void = () => {}) {
   let timer: NodeJS.Timeout | undefined;
+  /** The due time the timeout is set for (undefined: none set). */
+  let armedFor: number | undefined;
+  const arm = (): void => {
+    clearTimeout(timer);
+    armedFor = undefined;
+    const due = heap.peekDue();
+    onNext(due ?? null);
+    if (due === undefined || signal.aborted) return;
+    armedFor = due;
+    timer = setTimeout(() => {
+      armedFor = undefined;
+      wake();
+    }, Math.min(Math.max(0, due - Date.now()), MAX_SLEEP_MS));
+  };
   return {
-    arm(): void {
-      clearTimeout(timer);
-      const due = heap.peekDue();
-      onNext(due ?? null);
-      if (due === undefined || signal.aborted) return;
-      timer = setTimeout(wake, Math.min(Math.max(0, due - Date.now()), MAX_SLEEP_MS));
+    arm,
+    /** After an entry due at `due` was set: sets the timeout again only if that is earlier than the one set (or none is). */
+    earlier(due: number): void {
+      if (armedFor === undefined || due < armedFor) arm();
     },
     clear: (): void => clearTimeout(timer),
   };

@@ -10,7 +10,9 @@ import type { Clock } from '../lib/clock.ts';
 import { heapAlarm, TimerHeap } from '../lib/timer-heap.ts';
 import type { Nats } from '../nats/connection.ts';
 import { decodeEvents } from '../nats/event-reader.ts';
-import { followOrdered } from '../nats/follow.ts';
+import { followEventBatches } from '../nats/events-tap.ts';
+import { quickClient, quickManager } from '../nats/quick-clients.ts';
+import { AckPolicy, DeliverPolicy, type JsMsg } from '@nats-io/jetstream';
 import { createLease, whileLeased } from '../nats/lease.ts';
 import type { Supervisor } from '../nats/supervisor.ts';
 import { inSpan, sourceAttributes, SpanKind } from '../telemetry/tracing.ts';
@@ -38,8 +40,10 @@ export interface DeadlineCounts {
  * `monitor-deadlines` lease, instead of a TIMERS message rewritten by the translator
  * at every ping (a write, a delivery to a timer partition, a direct get and a delete
  * per ping). Taking the lease reads the last event of every monitor subject, then
- * follows them live: each event replaces its monitor's deadline (or removes it), so the
- * heap is what the log says, rebuilt by whoever takes over after a crash.
+ * follows the log through the process's events tap: each monitor event replaces its
+ * monitor's deadline (or removes it), so the heap is what the log says, rebuilt by
+ * whoever takes over after a crash. A ping that moves a deadline later leaves the
+ * alarm as it is; it wakes, finds nothing due and looks again.
  *
  * When a deadline comes due, `CheckDeadline` is decided on the state of the event the
  * keeper last read and appended guarded by that event's sequence: no load. A newer event
@@ -117,7 +121,7 @@ async function keep(
     });
   };
 
-  const { arm, clear } = heapAlarm(heap, signal, () => void tick(), (due) => (progress.oldestDueAt = due));
+  const { arm, earlier, clear } = heapAlarm(heap, signal, () => void tick(), (due) => (progress.oldestDueAt = due));
 
   const tick = async () => {
     if (firing) return;
@@ -138,31 +142,81 @@ async function keep(
     }
   };
 
-  const messages = followOrdered(deps.nats, {
-    stream: STREAMS.events.name, filter: SUBJECTS.monitors, lastPerSubject: true, startSeq: 1,
-    maxMessages: 1000, signal, log: deps.log, name: KEEPER,
-  });
+  /** One monitor message: its last event says the deadline to keep, or that there is none. */
+  const read = (subject: string, seq: number, decoded: () => unknown[]) => {
+    let events: MonitorEvent[];
+    try {
+      events = decoded() as MonitorEvent[];
+    } catch (err) {
+      deps.log(`${KEEPER}: seq ${seq}: ${(err as Error).message}; skipped`);
+      return;
+    }
+    const state = events.length ? evolveMonitor(null, events[events.length - 1]!) : null;
+    const deadline = armedDeadline(state);
+    if (deadline) {
+      const due = Date.parse(deadline);
+      heap.set(subject, seq, due, { state: state!, seq });
+      // A later deadline (a ping moving it on) leaves the alarm as it is: it finds nothing due then and looks again.
+      if (!firing) earlier(due);
+    } else heap.delete(subject);
+  };
+
   try {
-    for await (const msg of messages) {
-      let events: MonitorEvent[];
-      try {
-        events = decodeEvents(msg.data) as MonitorEvent[];
-      } catch (err) {
-        deps.log(`${KEEPER}: seq ${msg.seq}: ${(err as Error).message}; skipped`);
-        continue;
-      }
-      // A monitor's events carry it whole: the last one of the message is where it stands.
-      const state = events.length ? evolveMonitor(null, events[events.length - 1]!) : null;
-      const deadline = armedDeadline(state);
-      if (deadline) heap.set(msg.subject, msg.seq, Date.parse(deadline), { state: state!, seq: msg.seq });
-      else heap.delete(msg.subject);
-      progress.advanced(msg.seq);
-      if (!firing) arm();
+    // Every monitor's last message up to the log's end now, then the rest of the log from
+    // the process's events tap (shared with the projector, translator and notifier: one
+    // delivery and one decode per message), monitor subjects only.
+    const end = await lastOfEachMonitor(deps.nats, signal, (m) => read(m.subject, m.seq, () => decodeEvents(m.data)));
+    progress.advanced(end);
+    arm();
+    for await (const batch of followEventBatches(deps.nats, { startSeq: end + 1, signal, log: deps.log, name: KEEPER, maxMessages: 1000 })) {
+      for (const item of batch) if (isMonitorSubject(item.subject)) read(item.subject, item.seq, () => (item.decoded ??= decodeEvents(item.data)) as unknown[]);
+      progress.advanced(batch[batch.length - 1]!.seq);
     }
   } finally {
     expose(null);
     progress.stopped();
     progress.oldestDueAt = null;
     clear();
+  }
+}
+
+/** `evt.<org>.monitor.<mon>` (an organization id has no dot). */
+function isMonitorSubject(subject: string): boolean {
+  const dot = subject.indexOf('.', 4);
+  return subject.startsWith('evt.') && subject.startsWith('monitor.', dot + 1) && subject.indexOf('.', dot + 9) === -1;
+}
+
+/**
+ * The last message of every monitor subject stored up to the log's end as it is now;
+ * returns that end. One consumer delivering the last per subject, in sequence order,
+ * ended once it has delivered what was pending when it was made (messages past the end
+ * are left to whoever reads on from it).
+ */
+async function lastOfEachMonitor(nats: Nats, signal: AbortSignal, take: (m: JsMsg) => void): Promise<number> {
+  const end = (await nats.jsm.streams.info(STREAMS.events.name)).state.last_seq;
+  const jsm = await quickManager(nats);
+  // Ephemeral, in memory, gone a minute after it is last used should the delete below not happen.
+  const ci = await jsm.consumers.add(STREAMS.events.name, {
+    deliver_policy: DeliverPolicy.LastPerSubject, filter_subject: SUBJECTS.monitors, ack_policy: AckPolicy.None,
+    mem_storage: true, num_replicas: 1, inactive_threshold: 60_000_000_000,
+  });
+  try {
+    if (ci.num_pending === 0) return end;
+    const messages = await quickClient(nats).consumers.getConsumerFromInfo(ci).consume({ max_messages: 1000, expires: 2_000 });
+    const stop = () => void messages.close().catch(() => {});
+    signal.addEventListener('abort', stop, { once: true });
+    try {
+      for await (const m of messages) {
+        if (m.seq <= end) take(m);
+        if (m.info.pending === 0) break;
+      }
+    } finally {
+      signal.removeEventListener('abort', stop);
+      stop();
+    }
+    if (signal.aborted) throw new Error('stopped while reading the monitors');
+    return end;
+  } finally {
+    await jsm.consumers.delete(STREAMS.events.name, ci.name).catch(() => {});
   }
 }

@@ -4,6 +4,7 @@ import { SUBJECTS } from '../../streams/subjects.ts';
 import type { AttemptResult, ExecutionEvent } from '../commands/execution/types.ts';
 import { executionCancelled } from '../commands/execution/ending.ts';
 import { TASK_EVENT_TYPES, type Task, type TaskEvent } from '../commands/task/types.ts';
+import { MONITOR_EVENT_TYPES } from '../commands/monitor/types.ts';
 import { evolveTask } from '../commands/task/decide.ts';
 import type { EventStore } from '../events/store.ts';
 import type { JetcronEvent } from '../events/types.ts';
@@ -272,7 +273,8 @@ export function createTranslator(deps: TranslatorDeps) {
         return;
       }
       // A monitor's deadline is kept in memory by the deadline keeper (monitor-deadline-keeper.ts),
-      // from the monitor's own events; a deadline timer in TIMERS from before still fires once.
+      // from the monitor's own events (the reader skips them before they get here); a
+      // deadline timer in TIMERS from before still fires once.
       case 'MonitorCreated':
       case 'MonitorUpdated':
       case 'MonitorPinged':
@@ -382,7 +384,8 @@ export function startTranslator(deps: TranslatorDeps) {
         log: deps.log,
         supervisor: deps.supervisor,
         keyOf: (e) => chainKey(e.event, e.subject),
-        ...(deps.ownersHaveTasks ? { skip: (e: StoredEvent<JetcronEvent>) => ownersWork(e.event, e.subject) } : {}),
+        // A monitor's events are the deadline keeper's; tasks' the owners' when they have them.
+        skip: (e: StoredEvent<JetcronEvent>) => MONITOR_EVENT_TYPES.has(e.event.type) || (!!deps.ownersHaveTasks && ownersWork(e.event, e.subject)),
         // Each event continues the trace of the one who appended it (its message header).
         handle: (e) => inSpan(`translate ${e.event.type}`, {
           kind: SpanKind.CONSUMER, traceparent: e.traceparent, continueOnly: true,
