@@ -48,3 +48,9 @@ export const SUBJECTS = {
   /** Core NATS request: every service process answers with who it is and its roles (`jetcron status`). */
   rollCall: 'jetcron.processes',
 } as const;
+
+/** Whether a subject is a monitor's, `evt.<org>.monitor.<mon>` (an organization id has no dot): a test on the name, no split. */
+export function isMonitorSubject(subject: string): boolean {
+  const dot = subject.indexOf('.', 4);
+  return subject.startsWith('evt.') && subject.startsWith('monitor.', dot + 1) && subject.indexOf('.', dot + 9) === -1;
+}

@@ -1,6 +1,6 @@
 import type { KV } from '@nats-io/kv';
 import { STREAMS } from '../../streams/definitions.ts';
-import { SUBJECTS } from '../../streams/subjects.ts';
+import { isMonitorSubject, SUBJECTS } from '../../streams/subjects.ts';
 import { appendEvents, commandMeta, type CommandDeps } from '../commands/execute.ts';
 import { decideMonitor, evolveMonitor } from '../commands/monitor/decide.ts';
 import { armedDeadline } from '../commands/monitor/runs.ts';
@@ -114,6 +114,8 @@ async function keep(
         await decideDueDeadline(deps, subject, head);
         return false;
       } catch (err) {
+        // Stopping (the lease lost, the process ending): the next keeper decides it.
+        if (signal.aborted) return false;
         if (failures++ % 100 === 0) deps.log(`${KEEPER}: ${subject}: ${(err as Error).message}; trying again`);
         progress.failing((err as Error).message);
         return true;
@@ -166,6 +168,7 @@ async function keep(
     // the process's events tap (shared with the projector, translator and notifier: one
     // delivery and one decode per message), monitor subjects only.
     const end = await lastOfEachMonitor(deps.nats, signal, (m) => read(m.subject, m.seq, () => decodeEvents(m.data)));
+    if (signal.aborted) return;
     progress.advanced(end);
     arm();
     for await (const batch of followEventBatches(deps.nats, { startSeq: end + 1, signal, log: deps.log, name: KEEPER, maxMessages: 1000 })) {
@@ -180,17 +183,11 @@ async function keep(
   }
 }
 
-/** `evt.<org>.monitor.<mon>` (an organization id has no dot). */
-function isMonitorSubject(subject: string): boolean {
-  const dot = subject.indexOf('.', 4);
-  return subject.startsWith('evt.') && subject.startsWith('monitor.', dot + 1) && subject.indexOf('.', dot + 9) === -1;
-}
-
 /**
  * The last message of every monitor subject stored up to the log's end as it is now;
  * returns that end. One consumer delivering the last per subject, in sequence order,
  * ended once it has delivered what was pending when it was made (messages past the end
- * are left to whoever reads on from it).
+ * are left to whoever reads on from it), or when `signal` aborts (the caller then stops).
  */
 async function lastOfEachMonitor(nats: Nats, signal: AbortSignal, take: (m: JsMsg) => void): Promise<number> {
   const end = (await nats.jsm.streams.info(STREAMS.events.name)).state.last_seq;
@@ -208,13 +205,14 @@ async function lastOfEachMonitor(nats: Nats, signal: AbortSignal, take: (m: JsMs
     try {
       for await (const m of messages) {
         if (m.seq <= end) take(m);
-        if (m.info.pending === 0) break;
+        // Past the end, every subject's last up to it came before (the server hands them
+        // on in sequence order): pings arriving all along need not let it run dry first.
+        if (m.seq >= end || m.info.pending === 0) break;
       }
     } finally {
       signal.removeEventListener('abort', stop);
       stop();
     }
-    if (signal.aborted) throw new Error('stopped while reading the monitors');
     return end;
   } finally {
     await jsm.consumers.delete(STREAMS.events.name, ci.name).catch(() => {});
