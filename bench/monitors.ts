@@ -12,6 +12,8 @@
  *      with the job's output (a short text body), concurrency 64, a fixed count of runs.
  */
 import { randomUUID } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { hrMs, sleep, startTarget } from './harness.ts';
 import { closedLoop, HttpClient, Outcomes } from './load.ts';
 import { troubleNotes, withStack, type Benchmark } from './stack.ts';
@@ -20,8 +22,9 @@ import { fmt, summarize } from './stats.ts';
 const TIME_SCALE = 0.05;
 const INTERVAL_S = 60;
 const EXPECTED_DOWN_MS = INTERVAL_S * 1000 * TIME_SCALE;
-const FULL = 100_000;
-const FALLBACK = 20_000;
+/** `JETCRON_BENCH_MONITORS` = a smaller count for a quick look while working (the figures to record use 100,000). */
+const FULL = Number(process.env.JETCRON_BENCH_MONITORS ?? 100_000);
+const FALLBACK = Math.min(FULL, 20_000);
 const CREATE_BUDGET_MS = 300_000;
 const PROBE = 2_000;
 const CONCURRENCY = 64;
@@ -136,6 +139,7 @@ export const monitors: Benchmark = {
         const aOutcomes = new Outcomes();
         const pingMs: number[] = [];
         const cpuPingEnd = s.startCpuPhase();
+        const aFromUs = Number(process.hrtime.bigint() / 1000n);
         const a = await closedLoop({
           concurrency: CONCURRENCY,
           maxCount: PINGS,
@@ -147,6 +151,12 @@ export const monitors: Benchmark = {
           },
         });
         const cpuPing = cpuPingEnd();
+        // The window of (a) for `bench/profile-phase.ts`: the service's profiles cover the whole run, creates included.
+        if (ctx.cpuProfDir) {
+          const dir = path.join(ctx.cpuProfDir, 'monitors');
+          mkdirSync(dir, { recursive: true });
+          writeFileSync(path.join(dir, 'phase.json'), JSON.stringify({ fromUs: aFromUs, toUs: Number(process.hrtime.bigint() / 1000n) }));
+        }
         const accepted = aOutcomes.count('200');
         const p = summarize(pingMs);
 

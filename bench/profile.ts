@@ -61,12 +61,24 @@ export function summarizeBusiestProfile(dir: string, top = 20): ProfileSummary |
   return best;
 }
 
-export function summarizeProfile(file: string, top = 20): ProfileSummary {
+/**
+ * A span of the monotonic clock (µs, `process.hrtime` and V8's profile timestamps read the
+ * same one) that a benchmark marked as one of its phases: only samples within it count.
+ */
+export interface PhaseWindow {
+  fromUs: number;
+  toUs: number;
+}
+
+export function summarizeProfile(file: string, top = 20, window?: PhaseWindow): ProfileSummary {
   const p = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
   const byId = new Map(p.nodes.map((n) => [n.id, n]));
   const self = new Map<number, number>();
   // timeDeltas[i] is the time between sample i-1 and sample i; credit it to sample i-1's frame.
+  let at = p.startTime;
   for (let i = 0; i < p.samples.length; i++) {
+    at += p.timeDeltas[i] ?? 0;
+    if (window && (at < window.fromUs || at > window.toUs)) continue;
     const next = p.timeDeltas[i + 1] ?? 0;
     const id = p.samples[i]!;
     self.set(id, (self.get(id) ?? 0) + next);

@@ -21,6 +21,8 @@ export const SUBJECTS = {
   /** A notification delivery that is due (NOTIFY stream). */
   notify: (org: string) => `notify.${org}.send`,
   endpoint: (org: string, id: string) => `evt.${org}.endpoint.${id}`,
+  /** Every monitor's subject: the deadline keeper reads the last of each, then follows them. */
+  monitors: 'evt.*.monitor.*',
   /** A flow-control key's pause and resume (the key's SHA-256, so any text is a token). */
   flowKey: (org: string, keyHash: string) => `evt.${org}.flow.${keyHash}`,
   /** Every key's subject: an owner taking over reads the last of each (is it paused?). */
@@ -46,3 +48,9 @@ export const SUBJECTS = {
   /** Core NATS request: every service process answers with who it is and its roles (`jetcron status`). */
   rollCall: 'jetcron.processes',
 } as const;
+
+/** Whether a subject is a monitor's, `evt.<org>.monitor.<mon>` (an organization id has no dot): a test on the name, no split. */
+export function isMonitorSubject(subject: string): boolean {
+  const dot = subject.indexOf('.', 4);
+  return subject.startsWith('evt.') && subject.startsWith('monitor.', dot + 1) && subject.indexOf('.', dot + 9) === -1;
+}

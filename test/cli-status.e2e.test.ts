@@ -66,7 +66,7 @@ describe('jetcron status, and the progress of rebuild and replay', () => {
     await eventually(async () => {
       let n = 0;
       for await (const _ of await leases.keys()) n++;
-      return n === 4 + PARTITIONS;
+      return n === 5 + PARTITIONS;
     });
   });
   after(async () => {
@@ -126,7 +126,7 @@ describe('jetcron status, and the progress of rebuild and replay', () => {
     assert.ok(me.uptime_seconds >= 0 && Date.parse(me.started_at) <= now);
 
     const names = r.leases.map((l) => l.name);
-    assert.deepEqual(names, ['projector', 'inbound-router', 'notifier', 'translator', ...Array.from({ length: PARTITIONS }, (_, p) => `timers.${p}`)]);
+    assert.deepEqual(names, ['projector', 'inbound-router', 'monitor-deadlines', 'notifier', 'translator', ...Array.from({ length: PARTITIONS }, (_, p) => `timers.${p}`)]);
     for (const l of r.leases) {
       assert.equal(l.holder, me.instance, l.name);
       assert.equal(l.holder_pid, process.pid);
@@ -163,6 +163,12 @@ describe('jetcron status, and the progress of rebuild and replay', () => {
     const run = await cli(['status']);
     const lines = run.stdout.split('\n');
     assert.equal(lines[lines.indexOf('MONITORS') + 2]?.replace(/ +/g, ' ').trim(), '3 1 0 2 0 exit_status 1, failed 1 0 0');
+
+    // Its first ping puts the new one up: the deadline keeper (not TIMERS) now holds its deadline.
+    const before = await timerSubjects();
+    assert.equal((await fetch(made[0]!.ping_url)).status, 200);
+    await eventually(async () => (await statusJson()).monitors?.deadlines_armed === 1);
+    assert.deepEqual(await timerSubjects(), before);
   });
 
   test('NATS unreachable: exit 1 and a message, nothing on stdout', async () => {

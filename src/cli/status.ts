@@ -76,12 +76,12 @@ export interface TimerStatus {
   monitor_deadlines: { armed: number; overdue: number };
 }
 
-/** Heartbeat monitors: how many in each status, why the down ones are down (read model), and their deadline timers (TIMERS). */
+/** Heartbeat monitors: how many in each status, why the down ones are down (read model), and their deadlines (the keeper's, by roll call; TIMERS' from before it). */
 export interface MonitorStatusCounts {
   total: number;
   by_status: Record<string, number>;
   down_reasons: Record<string, number>;
-  /** Armed deadline timers (a monitor up, or with a run open), and those past due. */
+  /** Armed deadlines (a monitor up, or with a run open), and those past due: what the deadline keeper holds, plus deadline timers still in TIMERS from before it. */
   deadlines_armed: number | null;
   deadlines_overdue: number | null;
 }
@@ -266,6 +266,9 @@ export async function readStatus(deps: {
   const stream = (name: string) => streams.find((s) => s.name === name);
   const timerMessages = stream(STREAMS.timers.name)?.messages;
   const timers = timerMessages === undefined ? null : await part('timers', () => readTimers(deps.nats, timerMessages, now), null);
+  const kept = processes.flatMap((p) => (p.monitor_deadlines ? [p.monitor_deadlines] : []));
+  const deadlines = (which: 'armed' | 'overdue') =>
+    !kept.length && !timers ? null : kept.reduce((n, k) => n + k[which], 0) + (timers?.monitor_deadlines[which] ?? 0);
   const lastSeq = (name: string) => stream(name)?.last_seq ?? null;
   const eventsLast = lastSeq(STREAMS.events.name);
   const projectorAt = projectionRows ? projectionRows.find((r) => r.name === PROJECTOR_NAME)?.seq ?? null : null;
@@ -286,8 +289,8 @@ export async function readStatus(deps: {
     timers,
     monitors: monitorRows && {
       ...monitorRows,
-      deadlines_armed: timers?.monitor_deadlines.armed ?? null,
-      deadlines_overdue: timers?.monitor_deadlines.overdue ?? null,
+      deadlines_armed: deadlines('armed'),
+      deadlines_overdue: deadlines('overdue'),
     },
     flow_control: flowRows === null && flowHeld === null ? null : {
       keys: flowRows?.keys ?? null,

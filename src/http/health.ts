@@ -62,7 +62,7 @@ export function createHealth(deps: { nats: Nats; db: Db; supervisor: Supervisor;
       const backlog = await deps.streams.backlog(queue, c.consumer).catch(() => null);
       if (backlog !== null) r.backlog = backlog;
       delete r.position;
-    } else if (c.stream === 'TIMERS') {
+    } else if (c.stream === 'TIMERS' || c.oldestDueAt !== null) {
       if (c.oldestDueAt !== null && c.oldestDueAt < now) r.overdue_ms = now - c.oldestDueAt;
       stalled = (r.overdue_ms ?? 0) > deps.stuckMs;
     } else if (c.stream) {

@@ -107,3 +107,38 @@ export class TimerHeap<T> {
     }
   }
 }
+
+/** The longest wait before a heap's alarm looks again. */
+const MAX_SLEEP_MS = 3_600_000;
+
+/**
+ * One timeout at the heap's earliest due time, set again by each `arm()` (after a change,
+ * after firing); `onNext` hears that time (a progress's oldest due). setTimeout fires at
+ * once for a delay past 2^31-1 ms (~24.8 days): a far one wakes the heap once an hour
+ * instead, which finds nothing due yet.
+ */
+export function heapAlarm<T>(heap: TimerHeap<T>, signal: AbortSignal, wake: () => void, onNext: (due: number | null) => void = () => {}) {
+  let timer: NodeJS.Timeout | undefined;
+  /** The due time the timeout is set for (undefined: none set). */
+  let armedFor: number | undefined;
+  const arm = (): void => {
+    clearTimeout(timer);
+    armedFor = undefined;
+    const due = heap.peekDue();
+    onNext(due ?? null);
+    if (due === undefined || signal.aborted) return;
+    armedFor = due;
+    timer = setTimeout(() => {
+      armedFor = undefined;
+      wake();
+    }, Math.min(Math.max(0, due - Date.now()), MAX_SLEEP_MS));
+  };
+  return {
+    arm,
+    /** After an entry due at `due` was set: sets the timeout again only if that is earlier than the one set (or none is). */
+    earlier(due: number): void {
+      if (armedFor === undefined || due < armedFor) arm();
+    },
+    clear: (): void => clearTimeout(timer),
+  };
+}

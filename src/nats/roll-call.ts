@@ -17,6 +17,8 @@ export interface ProcessInfo {
   uptime_seconds: number;
   /** How it sends tasks (JETCRON_DISPATCH); absent from versions before the partition owners, which all ran `queue`. */
   dispatch?: 'owners' | 'queue';
+  /** The monitor deadlines it keeps (armed, past due), when it holds the deadline keeper's lease. */
+  monitor_deadlines?: { armed: number; overdue: number };
 }
 
 /**
@@ -24,7 +26,10 @@ export interface ProcessInfo {
  * answers instead of a heartbeat registry: nothing to expire, nothing stored, and a
  * process that is gone simply does not answer. Returns the stop function.
  */
-export function answerRollCall(nats: Nats, me: { instance: string; roles: string[]; group: string | undefined; dispatch?: 'owners' | 'queue' }): () => void {
+export function answerRollCall(
+  nats: Nats,
+  me: { instance: string; roles: string[]; group: string | undefined; dispatch?: 'owners' | 'queue'; monitorDeadlines?: () => { armed: number; overdue: number } | null },
+): () => void {
   const startedAt = Date.now();
   const sub = nats.nc.subscribe(SUBJECTS.rollCall, {
     callback: (_err, m) => {
@@ -33,6 +38,8 @@ export function answerRollCall(nats: Nats, me: { instance: string; roles: string
         started_at: new Date(startedAt).toISOString(), uptime_seconds: Math.round((Date.now() - startedAt) / 1000),
         ...(me.dispatch ? { dispatch: me.dispatch } : {}),
       };
+      const deadlines = me.monitorDeadlines?.();
+      if (deadlines) info.monitor_deadlines = deadlines;
       m.respond(JSON.stringify(info));
     },
   });

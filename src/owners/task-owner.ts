@@ -1,4 +1,4 @@
-import { SUBJECTS } from '../../streams/subjects.ts';
+import { isMonitorSubject, SUBJECTS } from '../../streams/subjects.ts';
 import { planAttempt } from '../commands/execution/decide.ts';
 import type { AttemptResult, ExecutionEvent } from '../commands/execution/types.ts';
 import { OwnedTasks, type OwnedExecution } from '../commands/partition/owned-tasks.ts';
@@ -285,7 +285,8 @@ export async function ownTaskPartition(
   };
 
   const read = (item: TapItem) => {
-    apply(item.subject, item.seq, decoded(item), item.traceparent);
+    // A monitor's events are never an owner's (the deadline keeper's): not stepped into by each owner of the process.
+    if (!isMonitorSubject(item.subject)) apply(item.subject, item.seq, decoded(item), item.traceparent);
     position = item.seq + 1;
     if (!live && item.seq >= log.claimSeq) {
       live = true;

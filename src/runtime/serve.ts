@@ -123,7 +123,9 @@ async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () 
   await untilStarted('applying the stream definitions', () => applyStreams(nats, config.streamReplicas), log);
   // Asked before this process answers roll calls itself.
   await guardDispatchMode(nats, config);
-  const stopAnswering = answerRollCall(nats, { instance: instanceId, roles: [...config.roles], group: config.processGroup, dispatch: config.dispatchMode });
+  // The scheduler, once started, tells what deadlines it keeps.
+  let monitorDeadlines: () => { armed: number; overdue: number } | null = () => null;
+  const stopAnswering = answerRollCall(nats, { instance: instanceId, roles: [...config.roles], group: config.processGroup, dispatch: config.dispatchMode, monitorDeadlines: () => monitorDeadlines() });
   stoppers.push(async () => stopAnswering());
 
   const { db } = connectDb(databaseUrl, 20);
@@ -182,6 +184,7 @@ async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () 
     stoppers.push(named('scheduler', () => s.stop()));
     metrics.timersPending.readFrom(() => s.timers().pending + ownersWaiting());
     metrics.timersOverdue.readFrom(() => s.timers().overdue);
+    monitorDeadlines = () => s.monitorDeadlines();
   }
   if (config.roles.has('dispatcher')) {
     const outbound = createOutboundClient({ allowPrivateTargets: config.allowPrivateTargets });

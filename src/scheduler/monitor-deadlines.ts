@@ -1,7 +1,7 @@
 import { execute } from '../commands/execute.ts';
 import { decideMonitor, evolveMonitor } from '../commands/monitor/decide.ts';
 import { monitorSubject } from '../commands/monitor/handlers.ts';
-import type { Monitor, MonitorEvent } from '../commands/monitor/types.ts';
+import type { Monitor } from '../commands/monitor/types.ts';
 import type { DeadlineJob } from '../commands/execution/job.ts';
 import { ConcurrencyError, type EventStore } from '../events/store.ts';
 import type { Clock } from '../lib/clock.ts';
@@ -27,17 +27,4 @@ export function deadlineJob(m: Monitor): DeadlineJob {
 export async function recordDeadline(deps: { store: EventStore; clock: Clock }, job: DeadlineJob): Promise<void> {
   const subject = monitorSubject(job.org_id, job.source.id);
   await execute(deps, subject, { type: 'CheckDeadline', deadlineAt: job.deadline_at }, decideMonitor, evolveMonitor, { contended: () => new ConcurrencyError(subject) });
-}
-
-/**
- * Whether a monitor event that leaves no deadline armed may still find its timer in
- * TIMERS, which must then be removed. Not after `MonitorCreated` (a new monitor has
- * none), nor after a `MonitorWentDown` that its deadline decided (no ping): the timer
- * partition deletes the timer it fired once the event is stored, and a timer left by a
- * crash in between fires again and decides nothing. Every other event may leave one (a
- * pause, a delete, a failing ping while a deadline was armed).
- */
-export function deadlineTimerMayRemain(event: MonitorEvent): boolean {
-  if (event.type === 'MonitorCreated') return false;
-  return !(event.type === 'MonitorWentDown' && event.data.ping === undefined);
 }

@@ -7,6 +7,7 @@ import { jobMsgId, type Job } from '../commands/execution/job.ts';
 import { encodeJson } from '../lib/json.ts';
 import { createLanes } from './lanes.ts';
 import { recordDeadline } from './monitor-deadlines.ts';
+import { startMonitorDeadlines, type DeadlineCounts } from './monitor-deadline-keeper.ts';
 import { recordTick } from './schedule-ticks.ts';
 import { timerPartition } from './timer-partition.ts';
 import { startConsumers } from '../nats/consumer-kit.ts';
@@ -18,7 +19,7 @@ import { createEndpointDirectory } from '../inbound/endpoint-directory.ts';
 import { noHooks, type HooksFor } from '../inbound/pipeline.ts';
 import { startInboundRouter } from '../inbound/router.ts';
 
-/** The scheduler role: the translator and the inbound router (one active each) and every timer partition it can lease. */
+/** The scheduler role: the translator, the inbound router and the monitors' deadline keeper (one active each) and every timer partition it can lease. */
 export async function startScheduler(deps: {
   nats: Nats;
   store: EventStore;
@@ -44,21 +45,25 @@ export async function startScheduler(deps: {
   const endpoints = createEndpointDirectory(deps.nats, deps.store, null);
   const router = startInboundRouter({ ...deps, endpoints, hooks: deps.hooks ?? noHooks });
   const owned = new Set<TimerHeap<Job>>();
+  const deadlines = startMonitorDeadlines(deps);
   const partitions = startConsumers(deps, Array.from({ length: deps.partitions }, (_, p) =>
     timerPartition(p, { timers, start, log: deps.log, supervisor: deps.supervisor, nats: deps.nats, owned })));
   return {
-    /** Armed timers in the partitions this process owns, and how many of them are past due. */
+    /** Armed timers in the partitions this process owns and the monitor deadlines it keeps, and how many of them are past due. */
     timers(now = Date.now()): { pending: number; overdue: number } {
-      let pending = 0;
-      let overdue = 0;
+      const kept = deadlines.counts(now);
+      let pending = kept?.armed ?? 0;
+      let overdue = kept?.overdue ?? 0;
       for (const heap of owned) {
         pending += heap.size;
         overdue += heap.countDue(now);
       }
       return { pending, overdue };
     },
+    /** The monitor deadlines this process keeps; null when another process holds the keeper's lease. */
+    monitorDeadlines: (now = Date.now()): DeadlineCounts | null => deadlines.counts(now),
     async stop() {
-      await Promise.all([translator.stop(), router.stop(), partitions.stop()]);
+      await Promise.all([translator.stop(), router.stop(), deadlines.stop(), partitions.stop()]);
       endpoints.close();
     },
   };

@@ -6,13 +6,10 @@ import { followOrdered } from '../nats/follow.ts';
 import { STREAMS } from '../../streams/definitions.ts';
 import { SUBJECTS } from '../../streams/subjects.ts';
 import type { LeasedConsumer } from '../nats/consumer-kit.ts';
-import { TimerHeap } from '../lib/timer-heap.ts';
+import { heapAlarm, TimerHeap } from '../lib/timer-heap.ts';
 import type { TimerStore, TimerValue } from './timer-store.ts';
 import { inSpan, sourceAttributes, SpanKind } from '../telemetry/tracing.ts';
 import { traceparentOf } from '../nats/follow.ts';
-
-/** The longest wait before the heap looks again. */
-const MAX_SLEEP_MS = 3_600_000;
 
 export interface PartitionDeps {
   timers: TimerStore;
@@ -38,7 +35,6 @@ export function timerPartition(partition: number, deps: PartitionDeps): LeasedCo
 async function ownPartition(partition: number, deps: PartitionDeps, signal: AbortSignal): Promise<void> {
   const heap = new TimerHeap<Job>();
   deps.owned.add(heap);
-  let timer: NodeJS.Timeout | undefined;
   let firing = false;
   const consumerName = `timers.${partition}`;
   const progress = deps.supervisor.progress(consumerName, 'TIMERS');
@@ -56,15 +52,7 @@ async function ownPartition(partition: number, deps: PartitionDeps, signal: Abor
     await deps.timers.remove(seq);
   };
 
-  const arm = () => {
-    clearTimeout(timer);
-    const due = heap.peekDue();
-    progress.oldestDueAt = due ?? null;
-    if (due === undefined || signal.aborted) return;
-    // setTimeout fires at once for a delay past 2^31-1 ms (~24.8 days); a far timer wakes
-    // the heap once an hour instead, and finds nothing due yet.
-    timer = setTimeout(() => void tick(), Math.min(Math.max(0, due - Date.now()), MAX_SLEEP_MS));
-  };
+  const { arm, clear } = heapAlarm(heap, signal, () => void tick(), (due) => (progress.oldestDueAt = due));
 
   const tick = async () => {
     if (firing) return;
@@ -138,7 +126,7 @@ async function ownPartition(partition: number, deps: PartitionDeps, signal: Abor
     stopRetries();
     progress.stopped();
     progress.oldestDueAt = null;
-    clearTimeout(timer);
+    clear();
   }
 }
 

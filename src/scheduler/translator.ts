@@ -3,6 +3,7 @@ import { SUBJECTS } from '../../streams/subjects.ts';
 import type { AttemptResult, ExecutionEvent } from '../commands/execution/types.ts';
 import { executionCancelled } from '../commands/execution/ending.ts';
 import { TASK_EVENT_TYPES, type Task, type TaskEvent } from '../commands/task/types.ts';
+import { MONITOR_EVENT_TYPES } from '../commands/monitor/types.ts';
 import { evolveTask } from '../commands/task/decide.ts';
 import type { EventStore } from '../events/store.ts';
 import { handle as handleEvent, type EventHandlers, type EventOf, type EventType, type JetcronEvent } from '../events/types.ts';
@@ -18,12 +19,9 @@ import { evolveSchedule } from '../commands/schedule/decide.ts';
 import { scheduleSubject } from '../commands/schedule/handlers.ts';
 import type { Schedule, ScheduleEvent } from '../commands/schedule/types.ts';
 import { scheduleAttemptJob, tickJob } from '../commands/execution/schedule-jobs.ts';
-import { deadlineJob, deadlineTimerMayRemain } from './monitor-deadlines.ts';
-import { upcastMonitor } from '../commands/monitor/decide.ts';
-import { nextDeadline } from '../commands/monitor/runs.ts';
 import { taskAttemptJob } from '../commands/execution/task-jobs.ts';
 import type { Lanes } from './lanes.ts';
-import { DEADLINE_TIMER, type TimerStore } from './timer-store.ts';
+import type { TimerStore } from './timer-store.ts';
 import { isWrongLastSequence } from '../nats/jetstream-errors.ts';
 import type { Supervisor } from '../nats/supervisor.ts';
 import { evolveEndpoint } from '../commands/endpoint/decide.ts';
@@ -234,17 +232,10 @@ export function createTranslator(deps: TranslatorDeps) {
     if (s.next_run_at) await armTick(s);
     else await deps.timers.purgeSource(s.org_id, s.id);
   };
-  // One deadline timer per monitor (the earlier of being late and an open run's limit),
-  // re-armed by every ping; none while it cannot go down.
-  const monitorChanged: Work<'MonitorCreated' | 'MonitorUpdated' | 'MonitorPinged' | 'MonitorResumed' | 'MonitorPaused' | 'MonitorWentDown' | 'MonitorDeleted'> = async (e) => {
-    const m = upcastMonitor(e.data.monitor);
-    if (e.type !== 'MonitorDeleted' && m.deadline_at && nextDeadline(m) === m.deadline_at) {
-      const job = deadlineJob(m);
-      await deps.timers.put(job, { state: 'armed', due_at: Date.parse(m.deadline_at), job });
-    } else if (deadlineTimerMayRemain(e)) {
-      await deps.timers.purgeOne(m.org_id, m.id, DEADLINE_TIMER);
-    }
-  };
+  // A monitor's deadline is kept in memory by the deadline keeper (monitor-deadline-keeper.ts),
+  // from the monitor's own events (the reader skips them before they get here); a
+  // deadline timer in TIMERS from before still fires once.
+  const monitorChanged = nothing;
 
   /** What each event puts to work: timers armed or purged, jobs dispatched, lanes released. */
   const work: EventHandlers<Promise<void>, [number]> = {
@@ -362,7 +353,8 @@ export function translatorConsumer(deps: TranslatorDeps) {
       translator.forget();
       return {
         keyOf: (e) => chainKey(e.event, e.subject),
-        ...(deps.ownersHaveTasks ? { skip: (e: StoredEvent<JetcronEvent>) => ownersWork(e.event, e.subject) } : {}),
+        // A monitor's events are the deadline keeper's; tasks' the owners' when they have them.
+        skip: (e: StoredEvent<JetcronEvent>) => MONITOR_EVENT_TYPES.has(e.event.type) || (!!deps.ownersHaveTasks && ownersWork(e.event, e.subject)),
         handle: (e) => translator.handle(e.event, e.seq),
       };
     },

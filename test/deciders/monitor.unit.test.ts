@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { decideMonitor, evolveMonitor, type MonitorCommand } from '../../src/commands/monitor/decide.ts';
 import type { Monitor, MonitorEvent } from '../../src/commands/monitor/types.ts';
-import { deadlineTimerMayRemain } from '../../src/scheduler/monitor-deadlines.ts';
+import { armedDeadline } from '../../src/commands/monitor/runs.ts';
 import { assertMatches, deciderSpec, later, meta, NOW, NOW_MS } from './spec.ts';
 
 const spec = deciderSpec(decideMonitor, evolveMonitor);
@@ -231,12 +231,14 @@ describe('monitor decider: heartbeats (Healthchecks signals, runs, durations)', 
   });
 });
 
-describe('monitor deadline timers: which events may leave one to remove (the translator)', () => {
-  test('not a create, nor a going down its deadline decided; a pause, a delete, a failing ping may', () => {
-    const byDeadline = decide({ type: 'CheckDeadline', deadlineAt: DEADLINE }, up, DEADLINE);
-    const byPing = decide(ping(later(MINUTE), 'fail'), up);
-    const paused = decide({ type: 'PauseMonitor' }, up);
-    const deleted = decide({ type: 'DeleteMonitor' }, up);
-    assert.deepEqual([created, byDeadline, byPing, paused, deleted].map((events) => events.map(deadlineTimerMayRemain)), [[false], [false], [true], [true], [true]]);
+describe('monitor deadlines: which states the deadline keeper watches', () => {
+  test('up (late at its deadline) or a run open; not new, down, paused or deleted', () => {
+    const started = spec.stateAfter([...created, ...decide(ping(NOW, 'start'), fresh)])!;
+    const byDeadline = spec.stateAfter([...pinged, ...decide({ type: 'CheckDeadline', deadlineAt: DEADLINE }, up, DEADLINE)]);
+    const failed = spec.stateAfter([...pinged, ...decide(ping(later(MINUTE), 'fail'), up)]);
+    const paused = spec.stateAfter([...pinged, ...decide({ type: 'PauseMonitor' }, up)]);
+    const deleted = spec.stateAfter([...pinged, ...decide({ type: 'DeleteMonitor' }, up)]);
+    assert.deepEqual([up, started].map(armedDeadline), [DEADLINE, started.runs[0]!.limit_at]);
+    assert.deepEqual([fresh, byDeadline, failed, paused, deleted].map(armedDeadline), [null, null, null, null, null]);
   });
 });

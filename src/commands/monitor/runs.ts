@@ -77,3 +77,11 @@ export function nextDeadline(m: Pick<Monitor, 'status' | 'late_at' | 'runs' | 'p
   return late ?? run;
 }
 
+
+/**
+ * The deadline a monitor as an event left it must be watched for, or null: its
+ * `deadline_at` while it can still go down at it (the deadline keeper's rule).
+ */
+export function armedDeadline(m: Monitor | null): string | null {
+  return m && m.deadline_at && nextDeadline(m) === m.deadline_at ? m.deadline_at : null;
+}

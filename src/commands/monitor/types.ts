@@ -104,6 +104,10 @@ export type MonitorEvent =
   /** A failing ping (`ping`), a missed deadline or a run too long (`run`: the run that was). */
   | Envelope<'MonitorWentDown', { monitor: Monitor; reason: WentDownReason; ping?: PingRecord; run?: OpenRun }>;
 
+export const MONITOR_EVENT_TYPES: ReadonlySet<string> = new Set<MonitorEvent['type']>([
+  'MonitorCreated', 'MonitorUpdated', 'MonitorDeleted', 'MonitorPaused', 'MonitorResumed', 'MonitorPinged', 'MonitorWentDown',
+]);
+
 export type MonitorInput = Partial<MonitorSpec>;
 
 export const MONITOR_DEFAULTS: Omit<MonitorSpec, 'name' | 'schedule_type'> = {
