@@ -15,6 +15,8 @@ if (node !== process.execPath) {
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => child.kill(signal));
   child.on('exit', (code, signal) => process.exit(code ?? 128 + (os.constants.signals[signal] ?? 1)));
 } else {
-  // Node 24 strips the types itself: no loader, no source maps, positions as written.
+  // Node 24 strips the types itself: no loader, no source maps, positions as written. An
+  // older Node, run on purpose (JETCRON_SYSTEM_NODE=1: the runtime benchmark's comparison), needs tsx's.
+  if (!process.features.typescript) (await import('tsx/esm/api')).register();
   await import(new URL('../src/cli/main.ts', pathToFileURL(self)).href);
 }
