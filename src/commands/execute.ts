@@ -14,10 +14,15 @@ export interface CommandDeps {
 
 /** `nowMs`: the moment decided at, when the caller has already read the clock for it. */
 export function commandMeta(clock: Clock, nowMs = clock.now()): CommandMeta {
+  let eventId: string | undefined;
   return {
     nowMs,
     now: new Date(nowMs).toISOString(),
-    eventId: newId('evt', nowMs),
+    // Made when a decision names its event by it: the execution's decisions (an attempt's
+    // result, on the owners' hot path) name theirs after the execution and never ask.
+    get eventId() {
+      return (eventId ??= newId('evt', nowMs));
+    },
     scaleWait: clock.wait,
     newId: (prefix) => newId(prefix, nowMs),
   };

@@ -32,3 +32,11 @@ export function handle<R, A extends unknown[]>(handlers: EventHandlers<R, A>, ev
   if (!handler) throw new Error(`unhandled case: ${String((event as { type?: unknown }).type)}`);
   return handler(event, ...args);
 }
+
+/**
+ * One handler for several types, spread into a map (`...forTypes(['A', 'B'], h)`); the
+ * map still names every type, and `h` must take each type it is given for.
+ */
+export function forTypes<K extends EventType, H>(types: readonly K[], handler: H): Record<K, H> {
+  return Object.fromEntries(types.map((t) => [t, handler])) as Record<K, H>;
+}

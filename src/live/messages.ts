@@ -1,7 +1,7 @@
 import type { ExecutionSource, ExecutionStatus, SourceType } from '../commands/execution/types.ts';
 import type { MonitorStatus } from '../commands/monitor/types.ts';
 import type { InboundOutcome } from '../commands/inbound-event/types.ts';
-import { handle, type EventHandlers, type EventOf, type EventType, type JetcronEvent } from '../events/types.ts';
+import { forTypes, handle, type EventHandlers, type EventOf, type EventType, type JetcronEvent } from '../events/types.ts';
 
 export const LIVE_KINDS = ['task', 'schedule', 'monitor', 'endpoint', 'execution', 'inbound_event', 'organization'] as const;
 export type LiveKind = (typeof LIVE_KINDS)[number];
@@ -66,17 +66,10 @@ const inboundEvent: Message<'InboundEventReceived' | 'InboundEventReplayed'> = (
 const none = () => null;
 
 const messages: EventHandlers<LiveMessage | null, [Base]> = {
-  OrganizationCreated: organization,
-  OrganizationPlanChanged: organization,
-  OrganizationSettingsUpdated: organization,
-  WebhookSecretRotated: organization,
-  ApiKeyCreated: apiKey,
-  ApiKeyRevoked: apiKey,
-  TaskCreated: taskRun,
-  TaskTriggered: taskRun,
-  TaskUpdated: task,
-  TaskDeleted: task,
-  TaskCancelled: task,
+  ...forTypes(['OrganizationCreated', 'OrganizationPlanChanged', 'OrganizationSettingsUpdated', 'WebhookSecretRotated'], organization),
+  ...forTypes(['ApiKeyCreated', 'ApiKeyRevoked'], apiKey),
+  ...forTypes(['TaskCreated', 'TaskTriggered'], taskRun),
+  ...forTypes(['TaskUpdated', 'TaskDeleted', 'TaskCancelled'], task),
   AttemptStarted: execution('running'),
   AttemptFinished: (e, base) => ({
     ...base, kind: 'execution', id: e.data.execution_id, execution_id: e.data.execution_id, ...sourceId(e.data.source),
@@ -86,34 +79,12 @@ const messages: EventHandlers<LiveMessage | null, [Base]> = {
   AttemptDeferred: execution('pending'),
   ExecutionCancelled: execution('cancelled'),
   CallbackAttempted: (e, base) => ({ ...base, kind: 'execution', id: e.data.execution_id, execution_id: e.data.execution_id }),
-  ScheduleCreated: schedule,
-  ScheduleUpdated: schedule,
-  ScheduleDeleted: schedule,
-  ScheduleTriggered: scheduleRun,
-  ScheduleTicked: scheduleRun,
-  MonitorCreated: monitor,
-  MonitorUpdated: monitor,
-  MonitorDeleted: monitor,
-  MonitorPaused: monitor,
-  MonitorResumed: monitor,
-  MonitorPinged: monitor,
-  MonitorWentDown: monitor,
-  EndpointCreated: endpoint,
-  EndpointUpdated: endpoint,
-  EndpointDeleted: endpoint,
-  EndpointPaused: endpoint,
-  EndpointResumed: endpoint,
-  InboundEventReceived: inboundEvent,
-  InboundEventReplayed: inboundEvent,
-  BatchAccepted: none,
-  DebounceWindowOpened: none,
-  InboundDebounceOpened: none,
-  FlowControlPaused: none,
-  FlowControlResumed: none,
-  QuotaReserved: none,
-  PartitionClaimed: none,
-  NotificationSent: none,
-  NotificationFailed: none,
+  ...forTypes(['ScheduleCreated', 'ScheduleUpdated', 'ScheduleDeleted'], schedule),
+  ...forTypes(['ScheduleTriggered', 'ScheduleTicked'], scheduleRun),
+  ...forTypes(['MonitorCreated', 'MonitorUpdated', 'MonitorDeleted', 'MonitorPaused', 'MonitorResumed', 'MonitorPinged', 'MonitorWentDown'], monitor),
+  ...forTypes(['EndpointCreated', 'EndpointUpdated', 'EndpointDeleted', 'EndpointPaused', 'EndpointResumed'], endpoint),
+  ...forTypes(['InboundEventReceived', 'InboundEventReplayed'], inboundEvent),
+  ...forTypes(['BatchAccepted', 'DebounceWindowOpened', 'InboundDebounceOpened', 'FlowControlPaused', 'FlowControlResumed', 'QuotaReserved', 'PartitionClaimed', 'NotificationSent', 'NotificationFailed'], none),
 };
 
 /** The live message of an event, or null for events no list shows (bookkeeping, and events another one already announces). */

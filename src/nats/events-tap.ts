@@ -220,12 +220,15 @@ function start(nats: Nats, tap: Tap, from: number): void {
   })().catch((err: Error) => tap.log(`events-tap: ${err.message}`));
 }
 
+/** The memory `data` keeps alive: the buffer the client read it into. */
+const bufferBytes = (data: Uint8Array): number => Math.max(data.buffer.byteLength, data.byteLength);
+
 /** What keeping `item` adds: its buffer's size the first time the ring meets that buffer. */
 function memoryOf(tap: Tap, item: TapItem): number {
   const buffer = item.data.buffer;
   if (buffer === tap.lastBuffer) return 0;
   tap.lastBuffer = buffer;
-  return Math.max(buffer.byteLength, item.data.byteLength);
+  return bufferBytes(item.data);
 }
 
 /** Keeps the newest items within both bounds. */
@@ -235,7 +238,7 @@ function trim(tap: Tap): void {
   let last: ArrayBufferLike | undefined;
   for (let i = tap.ring.length - 1; i >= 0 && keep < tap.ringSize; i--) {
     const data = tap.ring[i]!.data;
-    const adds = data.buffer === last ? 0 : Math.max(data.buffer.byteLength, data.byteLength);
+    const adds = data.buffer === last ? 0 : bufferBytes(data);
     if (held + adds > tap.ringBytes && keep > 0) break;
     held += adds;
     last = data.buffer;

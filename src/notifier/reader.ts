@@ -2,7 +2,7 @@ import { Kvm, type KV } from '@nats-io/kv';
 import { KV_BUCKETS, KV_CHECKPOINT_READERS, STREAMS } from '../../streams/definitions.ts';
 import { SUBJECTS } from '../../streams/subjects.ts';
 import type { StoredEvent } from '../events/envelope.ts';
-import { handle as handleEvent, type EventHandlers, type EventOf, type EventType, type JetcronEvent } from '../events/types.ts';
+import { forTypes, handle as handleEvent, type EventHandlers, type EventOf, type EventType, type JetcronEvent } from '../events/types.ts';
 import type { Clock } from '../lib/clock.ts';
 import { encodeJson } from '../lib/json.ts';
 import type { Nats } from '../nats/connection.ts';
@@ -31,6 +31,27 @@ export interface NotifyReaderDeps {
   /** Whether this notifier sends email (SMTP_URL set): email deliveries are planned only then. */
   emailEnabled: boolean;
 }
+
+/** The events that mean nothing for notifications (`handle` passes them, their chain is their subject). */
+const IGNORED = [
+  // Organization, API key: the organization is read from the directory when a delivery is planned.
+  'OrganizationCreated', 'OrganizationPlanChanged', 'OrganizationSettingsUpdated', 'WebhookSecretRotated', 'ApiKeyCreated', 'ApiKeyRevoked',
+  // Task, schedule: a change or a run is not an outcome (its AttemptFinished is); the
+  // source's notification settings are read when a delivery is planned.
+  'TaskUpdated', 'TaskTriggered', 'ScheduleUpdated', 'ScheduleTriggered', 'ScheduleTicked',
+  // Execution: only the end of an execution counts; a started or deferred attempt is
+  // not one, a cancelled execution is neither a success nor a failure, and a
+  // completion callback's deliveries are not the execution's outcome.
+  'AttemptStarted', 'AttemptDeferred', 'ExecutionCancelled', 'CallbackAttempted',
+  // Monitor: only going down and the first ping after are transitions.
+  'MonitorUpdated', 'MonitorPaused', 'MonitorResumed',
+  // Endpoint, inbound event: an endpoint's outcomes are its deliveries' AttemptFinished.
+  'EndpointUpdated', 'EndpointPaused', 'EndpointResumed', 'InboundEventReceived', 'InboundEventReplayed', 'InboundDebounceOpened',
+  // Debounce, batch: their tasks arrive as TaskCreated (and TaskUpdated).
+  'DebounceWindowOpened', 'BatchAccepted',
+  // This notifier's own delivery records; flow-control keys, plan-limit reservations, partition claims.
+  'NotificationSent', 'NotificationFailed', 'FlowControlPaused', 'FlowControlResumed', 'QuotaReserved', 'PartitionClaimed',
+] as const satisfies readonly EventType[];
 
 /** Hands a planned delivery to the NOTIFY stream; the msg id makes a repeat a no-op. */
 export async function publishJob(nats: Nats, job: NotificationJob): Promise<void> {
@@ -127,49 +148,7 @@ export function createNotifyDecider(
     ScheduleDeleted: (e) => states.forget(e.org_id, e.data.schedule.id),
     MonitorDeleted: (e) => states.forget(e.org_id, e.data.monitor.id),
     EndpointDeleted: (e) => states.forget(e.org_id, e.data.endpoint.id),
-    // Organization, API key: the organization is read from the directory when a delivery is planned.
-    OrganizationCreated: nothing,
-    OrganizationPlanChanged: nothing,
-    OrganizationSettingsUpdated: nothing,
-    WebhookSecretRotated: nothing,
-    ApiKeyCreated: nothing,
-    ApiKeyRevoked: nothing,
-    // Task, schedule: a change or a run is not an outcome (its AttemptFinished is); the
-    // source's notification settings are read when a delivery is planned.
-    TaskUpdated: nothing,
-    TaskTriggered: nothing,
-    ScheduleUpdated: nothing,
-    ScheduleTriggered: nothing,
-    ScheduleTicked: nothing,
-    // Execution: only the end of an execution counts; a started or deferred attempt is
-    // not one, a cancelled execution is neither a success nor a failure, and a
-    // completion callback's deliveries are not the execution's outcome.
-    AttemptStarted: nothing,
-    AttemptDeferred: nothing,
-    ExecutionCancelled: nothing,
-    CallbackAttempted: nothing,
-    // Monitor: only going down and the first ping after are transitions.
-    MonitorUpdated: nothing,
-    MonitorPaused: nothing,
-    MonitorResumed: nothing,
-    // Endpoint, inbound event: an endpoint's outcomes are its deliveries' AttemptFinished.
-    EndpointUpdated: nothing,
-    EndpointPaused: nothing,
-    EndpointResumed: nothing,
-    InboundEventReceived: nothing,
-    InboundEventReplayed: nothing,
-    InboundDebounceOpened: nothing,
-    // Debounce, batch: their tasks arrive as TaskCreated (and TaskUpdated).
-    DebounceWindowOpened: nothing,
-    BatchAccepted: nothing,
-    // This notifier's own delivery records; nothing to announce.
-    NotificationSent: nothing,
-    NotificationFailed: nothing,
-    // Flow-control keys, plan-limit reservations, partition claims.
-    FlowControlPaused: nothing,
-    FlowControlResumed: nothing,
-    QuotaReserved: nothing,
-    PartitionClaimed: nothing,
+    ...forTypes(IGNORED, nothing),
   };
 
   async function handle({ event, seq }: StoredEvent<JetcronEvent>): Promise<void> {
@@ -195,38 +174,7 @@ const sourceOf: { [T in EventType]: ((e: EventOf<T>) => string) | null } = {
   EndpointCreated: (e) => e.data.endpoint.id,
   EndpointDeleted: (e) => e.data.endpoint.id,
   // Every event the notifier ignores: no order to keep with a source's outcomes.
-  OrganizationCreated: null,
-  OrganizationPlanChanged: null,
-  OrganizationSettingsUpdated: null,
-  WebhookSecretRotated: null,
-  ApiKeyCreated: null,
-  ApiKeyRevoked: null,
-  TaskUpdated: null,
-  TaskTriggered: null,
-  ScheduleUpdated: null,
-  ScheduleTriggered: null,
-  ScheduleTicked: null,
-  AttemptStarted: null,
-  AttemptDeferred: null,
-  ExecutionCancelled: null,
-  CallbackAttempted: null,
-  MonitorUpdated: null,
-  MonitorPaused: null,
-  MonitorResumed: null,
-  EndpointUpdated: null,
-  EndpointPaused: null,
-  EndpointResumed: null,
-  InboundEventReceived: null,
-  InboundEventReplayed: null,
-  InboundDebounceOpened: null,
-  DebounceWindowOpened: null,
-  BatchAccepted: null,
-  NotificationSent: null,
-  NotificationFailed: null,
-  FlowControlPaused: null,
-  FlowControlResumed: null,
-  QuotaReserved: null,
-  PartitionClaimed: null,
+  ...forTypes(IGNORED, null),
 };
 
 /**

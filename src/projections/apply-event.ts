@@ -5,7 +5,7 @@ import type { Organization } from '../commands/organization/types.ts';
 import type { InboundEventEvent } from '../commands/inbound-event/types.ts';
 import type { Schedule } from '../commands/schedule/types.ts';
 import type { Task } from '../commands/task/types.ts';
-import { handle, type EventHandlers, type EventOf, type EventType, type JetcronEvent } from '../events/types.ts';
+import { forTypes, handle, type EventHandlers, type EventOf, type EventType, type JetcronEvent } from '../events/types.ts';
 import type { ProjectionBatch } from './batch.ts';
 
 /** The fields of a task the API returns as its definition (state bookkeeping removed). */
@@ -149,14 +149,9 @@ const flowKey = (e: Of<'FlowControlPaused' | 'FlowControlResumed'>, batch: Proje
 
 /** What each event changes in the read models (the batch merges the changes per row). */
 const projections: EventHandlers<void, [ProjectionBatch]> = {
-  OrganizationCreated: organization,
-  OrganizationPlanChanged: organization,
-  OrganizationSettingsUpdated: organization,
-  WebhookSecretRotated: organization,
-  ApiKeyCreated: apiKey,
-  ApiKeyRevoked: apiKey,
-  TaskCreated: taskRun,
-  TaskTriggered: taskRun,
+  ...forTypes(['OrganizationCreated', 'OrganizationPlanChanged', 'OrganizationSettingsUpdated', 'WebhookSecretRotated'], organization),
+  ...forTypes(['ApiKeyCreated', 'ApiKeyRevoked'], apiKey),
+  ...forTypes(['TaskCreated', 'TaskTriggered'], taskRun),
   TaskUpdated: (e, batch) => {
     const { task } = e.data;
     flowKeyLimits(batch, task, e.at);
@@ -231,28 +226,18 @@ const projections: EventHandlers<void, [ProjectionBatch]> = {
   },
   // A completion callback's deliveries are in the log only; no read model keeps them.
   CallbackAttempted: nothing,
-  ScheduleCreated: schedule,
-  ScheduleUpdated: schedule,
+  ...forTypes(['ScheduleCreated', 'ScheduleUpdated'], schedule),
   ScheduleDeleted: (e, batch) => {
     batch.schedules.delete(e.data.schedule.id);
     batch.deletedSchedules.add(e.data.schedule.id);
   },
-  ScheduleTicked: scheduleRun,
-  ScheduleTriggered: scheduleRun,
-  MonitorCreated: monitor,
-  MonitorUpdated: monitor,
-  MonitorPaused: monitor,
-  MonitorResumed: monitor,
-  MonitorPinged: monitor,
-  MonitorWentDown: monitor,
+  ...forTypes(['ScheduleTicked', 'ScheduleTriggered'], scheduleRun),
+  ...forTypes(['MonitorCreated', 'MonitorUpdated', 'MonitorPaused', 'MonitorResumed', 'MonitorPinged', 'MonitorWentDown'], monitor),
   MonitorDeleted: (e, batch) => {
     batch.monitors.delete(e.data.monitor.id);
     batch.deletedMonitors.add(e.data.monitor.id);
   },
-  EndpointCreated: endpoint,
-  EndpointUpdated: endpoint,
-  EndpointPaused: endpoint,
-  EndpointResumed: endpoint,
+  ...forTypes(['EndpointCreated', 'EndpointUpdated', 'EndpointPaused', 'EndpointResumed'], endpoint),
   EndpointDeleted: (e, batch) => {
     batch.endpoints.delete(e.data.endpoint.id);
     batch.deletedEndpoints.add(e.data.endpoint.id);
@@ -271,17 +256,12 @@ const projections: EventHandlers<void, [ProjectionBatch]> = {
   // Debounce, batch: the window and the batch are claims their deciders (and the
   // inbound router) read back from their own subjects; the tasks they make arrive as
   // TaskCreated/TaskUpdated, an endpoint window's deliveries as InboundEventReceived.
-  DebounceWindowOpened: nothing,
-  InboundDebounceOpened: nothing,
-  BatchAccepted: nothing,
+  ...forTypes(['DebounceWindowOpened', 'InboundDebounceOpened', 'BatchAccepted'], nothing),
   // The notifier's delivery records; no read model shows them.
-  NotificationSent: nothing,
-  NotificationFailed: nothing,
-  FlowControlPaused: flowKey,
-  FlowControlResumed: flowKey,
+  ...forTypes(['NotificationSent', 'NotificationFailed'], nothing),
+  ...forTypes(['FlowControlPaused', 'FlowControlResumed'], flowKey),
   // Plan-limit reservations (read back by the quota decider) and partition claims (by the owners).
-  QuotaReserved: nothing,
-  PartitionClaimed: nothing,
+  ...forTypes(['QuotaReserved', 'PartitionClaimed'], nothing),
 };
 
 export function applyEvent(batch: ProjectionBatch, event: JetcronEvent): void {

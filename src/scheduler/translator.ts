@@ -6,7 +6,7 @@ import { TASK_EVENT_TYPES, type Task, type TaskEvent } from '../commands/task/ty
 import { MONITOR_EVENT_TYPES } from '../commands/monitor/types.ts';
 import { evolveTask } from '../commands/task/decide.ts';
 import type { EventStore } from '../events/store.ts';
-import { handle as handleEvent, type EventHandlers, type EventOf, type EventType, type JetcronEvent } from '../events/types.ts';
+import { forTypes, handle as handleEvent, type EventHandlers, type EventOf, type EventType, type JetcronEvent } from '../events/types.ts';
 import type { StoredEvent } from '../events/envelope.ts';
 import type { AttemptJob, CallbackJob, Job } from '../commands/execution/job.ts';
 import type { Clock } from '../lib/clock.ts';
@@ -232,15 +232,10 @@ export function createTranslator(deps: TranslatorDeps) {
     if (s.next_run_at) await armTick(s);
     else await deps.timers.purgeSource(s.org_id, s.id);
   };
-  // A monitor's deadline is kept in memory by the deadline keeper (monitor-deadline-keeper.ts),
-  // from the monitor's own events (the reader skips them before they get here); a
-  // deadline timer in TIMERS from before still fires once.
-  const monitorChanged = nothing;
 
   /** What each event puts to work: timers armed or purged, jobs dispatched, lanes released. */
   const work: EventHandlers<Promise<void>, [number]> = {
-    InboundEventReceived: inboundDeliveries,
-    InboundEventReplayed: inboundDeliveries,
+    ...forTypes(['InboundEventReceived', 'InboundEventReplayed'], inboundDeliveries),
     EndpointResumed: async (e) => {
       await deps.held.release(e.org_id, e.data.endpoint.id, dispatchNow);
     },
@@ -254,9 +249,7 @@ export function createTranslator(deps: TranslatorDeps) {
       ]);
     },
     // Its pause state is learnt by `handle` (learnEndpoint) and read by its deliveries.
-    EndpointCreated: nothing,
-    EndpointUpdated: nothing,
-    EndpointPaused: nothing,
+    ...forTypes(['EndpointCreated', 'EndpointUpdated', 'EndpointPaused'], nothing),
     TaskCreated: async (e) => {
       const { task, execution } = e.data;
       await schedule(taskAttemptJob(task, execution, 1), Date.parse(execution.scheduled_for), task.enabled);
@@ -268,8 +261,7 @@ export function createTranslator(deps: TranslatorDeps) {
     AttemptFinished: (e) => onAttemptFinished(e.org_id, e.data),
     // A started attempt plans nothing until it finishes; a deferred one is put back on
     // DISPATCH with a delay by the dispatcher itself.
-    AttemptStarted: nothing,
-    AttemptDeferred: nothing,
+    ...forTypes(['AttemptStarted', 'AttemptDeferred'], nothing),
     ExecutionCancelled: async (e) => {
       if (e.data.lane) await deps.lanes.release(e.org_id, e.data.lane, e.data.execution_id);
     },
@@ -277,8 +269,7 @@ export function createTranslator(deps: TranslatorDeps) {
       const next = nextCallback(e.data);
       if (next) await schedule(next.job, next.dueAt);
     },
-    ScheduleCreated: scheduleChanged,
-    ScheduleUpdated: scheduleChanged,
+    ...forTypes(['ScheduleCreated', 'ScheduleUpdated'], scheduleChanged),
     ScheduleDeleted: (e) => deps.timers.purgeSource(e.org_id, e.data.schedule.id),
     ScheduleTicked: async (e) => {
       const { schedule: s, execution } = e.data;
@@ -286,13 +277,10 @@ export function createTranslator(deps: TranslatorDeps) {
       await armTick(s);
     },
     ScheduleTriggered: (e) => dispatchNow(scheduleAttemptJob(e.data.schedule, e.data.execution, 1)),
-    MonitorCreated: monitorChanged,
-    MonitorUpdated: monitorChanged,
-    MonitorPinged: monitorChanged,
-    MonitorResumed: monitorChanged,
-    MonitorPaused: monitorChanged,
-    MonitorWentDown: monitorChanged,
-    MonitorDeleted: monitorChanged,
+    // A monitor's deadline is kept in memory by the deadline keeper (monitor-deadline-keeper.ts),
+    // from the monitor's own events (the reader skips them before they get here); a
+    // deadline timer in TIMERS from before still fires once.
+    ...forTypes(['MonitorCreated', 'MonitorUpdated', 'MonitorPinged', 'MonitorResumed', 'MonitorPaused', 'MonitorWentDown', 'MonitorDeleted'], nothing),
     BatchAccepted: async (e) => {
       // A batch in one commit holds its tasks' creates (read before it). One written
       // before carries them, and the API appended them right after; if it died
@@ -303,24 +291,14 @@ export function createTranslator(deps: TranslatorDeps) {
       if (!(await deps.store.last(SUBJECTS.task(last.org_id, last.data.task.id)))) await materializeBatch(deps, e);
     },
     // Organization, API key: no job or timer; the directory reads them when needed.
-    OrganizationCreated: nothing,
-    OrganizationPlanChanged: nothing,
-    OrganizationSettingsUpdated: nothing,
-    WebhookSecretRotated: nothing,
-    ApiKeyCreated: nothing,
-    ApiKeyRevoked: nothing,
+    ...forTypes(['OrganizationCreated', 'OrganizationPlanChanged', 'OrganizationSettingsUpdated', 'WebhookSecretRotated', 'ApiKeyCreated', 'ApiKeyRevoked'], nothing),
     // Debounce: the window's task arrives as TaskCreated/TaskUpdated; an endpoint's
     // window's deliveries arrive as InboundEventReceived.
-    DebounceWindowOpened: nothing,
-    InboundDebounceOpened: nothing,
+    ...forTypes(['DebounceWindowOpened', 'InboundDebounceOpened'], nothing),
     // The notifier's delivery records: NOTIFY already carried the job.
-    NotificationSent: nothing,
-    NotificationFailed: nothing,
+    ...forTypes(['NotificationSent', 'NotificationFailed'], nothing),
     // The owners' (flow-control keys, partition claims); plan-limit reservations.
-    FlowControlPaused: nothing,
-    FlowControlResumed: nothing,
-    QuotaReserved: nothing,
-    PartitionClaimed: nothing,
+    ...forTypes(['FlowControlPaused', 'FlowControlResumed', 'QuotaReserved', 'PartitionClaimed'], nothing),
   };
 
   async function handle(event: JetcronEvent, seq: number): Promise<void> {
