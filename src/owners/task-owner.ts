@@ -223,14 +223,19 @@ export async function ownTaskPartition(
     if (finished.type === 'AttemptFinished') deps.onAttemptFinished?.(finished.data, exchangeMs);
   }
 
+  /**
+   * Subjects whose messages are never this owner's, passed without a decode or a look at
+   * each event (every owner of the process reads every message): another partition's
+   * claims and result commits, a monitor's events (the deadline keeper's).
+   */
+  const othersOnly = (subject: string) => subject !== own && (subject.startsWith(PARTITION_SUBJECTS) || isMonitorSubject(subject));
+
   const apply = (subject: string, seq: number, events: JetcronEvent[], traceparent: string | undefined) => {
     if (subject === own) {
       // Past the claim, every result here is this owner's own, applied when it was stored.
       if (seq < log.claimSeq) for (const e of events) if (RESULT_EVENTS.has(e.type)) state.onResult(e as ExecutionEvent);
       return;
     }
-    // Another partition's claims and result commits: only its own executions' results are there.
-    if (subject.startsWith(PARTITION_SUBJECTS)) return;
     events.forEach((e, i) => {
       if (TASK_EVENT_TYPES.has(e.type)) state.onTaskEvent(e as TaskEvent, seq, i, e.traceparent ?? traceparent);
       else if (e.type === 'InboundEventReceived' || e.type === 'InboundEventReplayed') state.onInboundEvent(e, seq, i, e.traceparent ?? traceparent);
@@ -285,8 +290,7 @@ export async function ownTaskPartition(
   };
 
   const read = (item: TapItem) => {
-    // A monitor's events are never an owner's (the deadline keeper's): not stepped into by each owner of the process.
-    if (!isMonitorSubject(item.subject)) apply(item.subject, item.seq, decoded(item), item.traceparent);
+    if (!othersOnly(item.subject)) apply(item.subject, item.seq, decoded(item), item.traceparent);
     position = item.seq + 1;
     if (!live && item.seq >= log.claimSeq) {
       live = true;
