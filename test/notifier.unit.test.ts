@@ -3,7 +3,9 @@ import { describe, test } from 'node:test';
 import type { Organization } from '../src/commands/organization/types.ts';
 import { parseSmtpUrl } from '../src/notifier/mailer.ts';
 import { emailMessage, summaryLine, webhookPayload, type ExecutionSummary, type NotifySource } from '../src/notifier/message.ts';
-import { notificationIdFor, planNotifications } from '../src/notifier/plan.ts';
+import { notificationIdFor, planNotifications, type NotificationJob } from '../src/notifier/plan.ts';
+import { createNotifyDecider } from '../src/notifier/reader.ts';
+import type { JetcronEvent } from '../src/events/types.ts';
 import { cachedNotifyState, nextState, type NotifyStateStore, type Outcome, type SourceState } from '../src/notifier/state.ts';
 
 const task: NotifySource = {
@@ -104,6 +106,34 @@ describe('the notifier state cache', () => {
     assert.deepEqual(await c.get('org_1', 'tsk_old'), failing);
     c.created('org_1', 'tsk_old');
     assert.deepEqual(await c.get('org_1', 'tsk_old'), failing);
+  });
+
+  test('settled at once: a source born, a result that is no transition; a transition or an unknown state goes to the chain', async () => {
+    const { calls, store, data } = kvLike();
+    const c = cachedNotifyState(store);
+    const published: NotificationJob[] = [];
+    const decider = createNotifyDecider({
+      directory: { organization: async () => org } as never, clock: { now: () => Date.parse('2026-01-01T00:00:00Z') } as never,
+      resolvers: { task: async () => task }, emailEnabled: false, log: () => {},
+    }, c, async (job) => void published.push(job));
+    const at = '2026-01-01T00:00:00.000Z';
+    const item = (seq: number, event: unknown) => ({ seq, subject: 'evt.x', event: event as JetcronEvent });
+    const created = item(1, { type: 'TaskCreated', id: 'e1', at, org_id: 'org_1', data: { task: { id: 'tsk_1' }, execution: { id: 'exe_1' } } });
+    const finished = (seq: number, status: 'success' | 'failed', next: string | null = null) =>
+      item(seq, { type: 'AttemptFinished', id: `e${seq}`, at, org_id: 'org_1', data: { execution_id: `exe_${seq}`, source: { type: 'task', id: 'tsk_1', name: 'n' }, status, status_code: 200, error_message: null, attempt: 1, scheduled_for: at, finished_at: at, next_attempt_at: next } });
+    assert.equal(decider.settle(created), true);
+    assert.equal(decider.settle(finished(2, 'success')), true, 'a success of a source known not failing');
+    assert.equal(decider.settle(finished(3, 'failed', at)), true, 'a retry follows: not the end');
+    assert.equal(decider.settle(finished(4, 'failed')), false, 'a failure of a healthy source is a transition');
+    await decider.handle(finished(4, 'failed'));
+    assert.equal(published.length > 0, true);
+    assert.equal(decider.settle(finished(5, 'failed')), true, 'failing already');
+    assert.equal(decider.settle(finished(6, 'success')), false, 'a recovery');
+    data.set('org_1.tsk_2', failing);
+    const other = item(7, { type: 'AttemptFinished', id: 'e7', at, org_id: 'org_1', data: { execution_id: 'exe_7', source: { type: 'task', id: 'tsk_2', name: 'n' }, status: 'success', next_attempt_at: null } });
+    assert.equal(decider.settle(other), false, 'not cached: read first, on the chain');
+    assert.equal(calls.get, 0, 'settle never reads');
+    assert.equal(decider.settle(item(8, { type: 'TaskUpdated', id: 'e8', at, org_id: 'org_1', data: {} })), false, 'anything else: the chain decides');
   });
 
   test('bounded: the oldest source is dropped and read again from the store', async () => {

@@ -57,6 +57,12 @@ export interface KeyedHandlers {
   handle: (e: StoredEvent<JetcronEvent>) => Promise<void>;
   /** Events it has nothing to do with: passed in order, without a chain. */
   skip?: (e: StoredEvent<JetcronEvent>) => boolean;
+  /**
+   * Decides an event at once when nothing of its key is in flight (so what it reads is
+   * current), without a chain, a promise or a span: true when that was all there was to
+   * do; false sends it down its key's chain to `handle`. Must not throw.
+   */
+  settle?: (e: StoredEvent<JetcronEvent>) => boolean;
 }
 
 /**
@@ -93,6 +99,7 @@ export function keyedEventConsumer<R>(host: ConsumerHost, spec: KeyedEventConsum
         supervisor: host.supervisor,
         keyOf: h.keyOf,
         ...(h.skip ? { skip: h.skip } : {}),
+        ...(h.settle ? { settle: h.settle } : {}),
         handle: (e) => inSpan(`${spec.span} ${e.event.type}`, {
           kind: SpanKind.CONSUMER, traceparent: e.traceparent, continueOnly: true,
           attributes: () => ({ 'jetcron.org_id': e.event.org_id, 'jetcron.event_id': e.event.id, 'messaging.system': 'nats', 'messaging.destination.name': e.subject }),

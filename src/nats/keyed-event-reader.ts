@@ -33,6 +33,8 @@ interface KeyedReadOptions<I> {
   handle: (e: I) => Promise<void>;
   /** Events this reader has nothing to do with: passed in order, without a chain (the owners' task events for the translator). */
   skip?: (e: I) => boolean;
+  /** Decides an event at once when its key is idle; true: done (see `KeyedHandlers.settle`). */
+  settle?: (e: I) => boolean;
 }
 
 type Reader<I> = (
@@ -66,10 +68,15 @@ async function readKeyed<I extends { seq: number; subject: string; index?: numbe
           pipeline.pass(e.seq);
           continue;
         }
+        const key = opts.keyOf(e);
+        if (opts.settle && pipeline.idle(key) && opts.settle(e)) {
+          pipeline.pass(e.seq);
+          continue;
+        }
         // An event of a commit of several fails on its own: its record names it, and a retry runs it alone.
         const inCommit = (e.index ?? 0) > 0 || events[i + 1]?.seq === e.seq;
         const item = { stream: 'EVENTS', seq: e.seq, subject: e.subject, ...(inCommit ? { event: failedEventOf(e) } : {}) };
-        await pipeline.push(opts.keyOf(e), e.seq, () => runItem(item, () => opts.handle(e)), stopped);
+        await pipeline.push(key, e.seq, () => runItem(item, () => opts.handle(e)), stopped);
       }
       pipeline.release();
       await advance();

@@ -12,7 +12,7 @@ import type { NotifySourceType } from '../commands/notification/types.ts';
 import { monitorDown, type ExecutionSummary, type NotifySource } from './message.ts';
 import { notificationIdFor, notifyMsgId, planNotifications, type NotificationJob } from './plan.ts';
 import type { SourceResolver } from './sources.ts';
-import { cachedNotifyState, nextState, openNotifyState, type NotifyStateStore, type Outcome } from './state.ts';
+import { cachedNotifyState, nextState, openNotifyState, type CachedNotifyState, type NotifyStateStore, type Outcome } from './state.ts';
 import { isWrongLastSequence } from '../nats/jetstream-errors.ts';
 import type { Supervisor } from '../nats/supervisor.ts';
 import { untilStarted } from '../runtime/startup-retry.ts';
@@ -53,6 +53,8 @@ const IGNORED = [
   'NotificationSent', 'NotificationFailed', 'FlowControlPaused', 'FlowControlResumed', 'QuotaReserved', 'PartitionClaimed',
 ] as const satisfies readonly EventType[];
 
+const IGNORED_TYPES: ReadonlySet<string> = new Set<string>(IGNORED);
+
 /** Hands a planned delivery to the NOTIFY stream; the msg id makes a repeat a no-op. */
 export async function publishJob(nats: Nats, job: NotificationJob): Promise<void> {
   await nats.publish(SUBJECTS.notify(job.org_id), encodeJson(job), { msgId: notifyMsgId(job) });
@@ -66,7 +68,7 @@ export async function publishJob(nats: Nats, job: NotificationJob): Promise<void
  */
 export function createNotifyDecider(
   deps: Pick<NotifyReaderDeps, 'directory' | 'clock' | 'resolvers' | 'emailEnabled' | 'log'>,
-  states: NotifyStateStore & { created?(orgId: string, sourceId: string): void },
+  states: NotifyStateStore & Partial<Pick<CachedNotifyState, 'created' | 'peek'>>,
   publish: (job: NotificationJob) => Promise<void>,
 ) {
   async function onOutcome(
@@ -156,7 +158,37 @@ export function createNotifyDecider(
     await handleEvent(steps, event, seq);
   }
 
-  return { handle };
+  /** The cached state says this outcome changes nothing (no transition, no write). */
+  const unchanged = (orgId: string, sourceId: string, outcome: Outcome, seq: number, at: string) => {
+    const known = states.peek?.(orgId, sourceId);
+    return known !== undefined && nextState(known, outcome, { seq, time: at, executionId: null }) === null;
+  };
+
+  /**
+   * What is decided at once, with nothing to read or write (the keyed reader calls this
+   * only while nothing of the source is in flight, so the cache is current): a source
+   * born, an outcome that is no transition. Most events of a healthy deployment end here.
+   */
+  function settle({ event: e, seq }: StoredEvent<JetcronEvent>): boolean {
+    switch (e.type) {
+      case 'TaskCreated':
+      case 'ScheduleCreated':
+      case 'MonitorCreated':
+      case 'EndpointCreated':
+        void steps[e.type](e as never, seq);
+        return true;
+      case 'AttemptFinished':
+        return !!e.data.next_attempt_at || unchanged(e.org_id, e.data.source.id, e.data.status === 'success' ? 'success' : 'failure', seq, e.at);
+      case 'MonitorPinged':
+        return e.data.previous_status !== 'down' || e.data.monitor.status !== 'up' || unchanged(e.org_id, e.data.monitor.id, 'success', seq, e.at);
+      case 'MonitorWentDown':
+        return unchanged(e.org_id, e.data.monitor.id, 'failure', seq, e.at);
+      default:
+        return false;
+    }
+  }
+
+  return { handle, settle };
 }
 
 /** The source whose outcomes an event's order matters to; null: none (its own subject keys it). */
@@ -220,7 +252,12 @@ export function startNotifyReader(deps: NotifyReaderDeps) {
     handlers: (store) => {
       // A fresh cache per lease term: another holder may have written meanwhile.
       const decider = createNotifyDecider(deps, cachedNotifyState(store), (job) => publishJob(deps.nats, job));
-      return { keyOf: (e) => notifyChainKey(e.event, e.subject), handle: (e) => decider.handle(e) };
+      return {
+        keyOf: (e) => notifyChainKey(e.event, e.subject),
+        skip: (e) => IGNORED_TYPES.has(e.event.type),
+        settle: decider.settle,
+        handle: (e) => decider.handle(e),
+      };
     },
   })]);
 }

@@ -64,7 +64,13 @@ export const STATE_CACHE_SIZE = 50_000;
  * transitions with the same notification ids, which NOTIFY's duplicate window drops,
  * and the same state is written back.
  */
-export function cachedNotifyState(store: NotifyStateStore, size = STATE_CACHE_SIZE): NotifyStateStore & { created(orgId: string, sourceId: string): void } {
+export interface CachedNotifyState extends NotifyStateStore {
+  created(orgId: string, sourceId: string): void;
+  /** The state as cached, without a read: undefined when not cached (null: none). */
+  peek(orgId: string, sourceId: string): SourceState | null | undefined;
+}
+
+export function cachedNotifyState(store: NotifyStateStore, size = STATE_CACHE_SIZE): CachedNotifyState {
   const cache = new Map<string, SourceState | null>();
   const remember = (key: string, state: SourceState | null) => {
     cache.delete(key);
@@ -91,6 +97,9 @@ export function cachedNotifyState(store: NotifyStateStore, size = STATE_CACHE_SI
     created(orgId, sourceId) {
       const key = stateKey(orgId, sourceId);
       if (!cache.has(key)) remember(key, null);
+    },
+    peek(orgId, sourceId) {
+      return cache.get(stateKey(orgId, sourceId));
     },
   };
 }

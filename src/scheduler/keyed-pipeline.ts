@@ -79,6 +79,10 @@ export function createKeyedPipeline(opts: { maxInFlight: number; retryMs: number
       });
       chains.set(key, p);
     },
+    /** Nothing of `key` is pushed and unfinished: an item of it may be decided at once, in order. */
+    idle(key: string): boolean {
+      return !chains.has(key);
+    },
     /** An item with nothing to do: it finishes at once, in order, without a chain or a promise. */
     pass(position: number): void {
       inFlight++;

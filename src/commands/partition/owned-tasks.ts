@@ -26,6 +26,9 @@ function flowKeyName(ownerKey: string): { org_id: string; key: string } | null {
 const keyOf = (task: Task): string | null =>
   task.lane ? laneKey(task.org_id, task.lane) : task.flow_control ? flowKey(task.org_id, task.flow_control.key) : null;
 
+/** A task object's partition, by the count it was computed for (decoded events are shared by a process's owners). */
+const partitionOfTask = new WeakMap<Task, { partitions: number; partition: number }>();
+
 /** What one key holds now. */
 export interface KeyLoad {
   key: string;
@@ -213,10 +216,11 @@ export class OwnedTasks {
     switch (event.type) {
       case 'TaskCreated':
       case 'TaskTriggered':
-        this.keyLimits(task, event.type === 'TaskTriggered');
         // A new execution belongs to the partition of the task as it is now; one already held
-        // stays with its owner when an update moves the task's lane or key elsewhere.
-        if (taskPartition(task, this.partitions) !== this.partition) return;
+        // stays with its owner when an update moves the task's lane or key elsewhere. A
+        // task's lane or key is in the same partition, so its limits are no one else's.
+        if (this.partitionOf(task) !== this.partition) return;
+        this.keyLimits(task, event.type === 'TaskTriggered');
         this.plan(task, event.data.execution, seq, logOrder(seq, index), event.type === 'TaskTriggered', traceparent);
         return;
       case 'TaskUpdated':
@@ -409,6 +413,13 @@ export class OwnedTasks {
    * partition is not this owner's). A trigger only gives a key its first limits: it
    * plans a run of the task as it is, and sets nothing.
    */
+  /** Every owner of a process looks at every create: the first to ask hashes the task, the others read that. */
+  private partitionOf(task: Task): number {
+    let p = partitionOfTask.get(task);
+    if (p === undefined || p.partitions !== this.partitions) partitionOfTask.set(task, (p = { partitions: this.partitions, partition: taskPartition(task, this.partitions) }));
+    return p.partition;
+  }
+
   private keyLimits(task: Task, triggered: boolean): void {
     const key = keyOf(task);
     if (!key) return;
