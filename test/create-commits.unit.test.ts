@@ -6,6 +6,7 @@ import { decideTask } from '../src/commands/task/decide.ts';
 import type { TaskEvent } from '../src/commands/task/types.ts';
 import { createdInBatch } from '../src/commands/task/load.ts';
 import type { Envelope } from '../src/events/envelope.ts';
+import { commitMessage, commitText } from '../src/events/commit.ts';
 import { ConcurrencyError, type EventStore } from '../src/events/store.ts';
 import { parentOf } from '../src/lib/ids.ts';
 import { meta } from './deciders/spec.ts';
@@ -17,9 +18,11 @@ function memoryStore() {
     async append() {
       throw new Error('not used');
     },
-    async appendCommit(subject, events, expectedSeq) {
+    async appendCommit(subject, events, expectedSeq, texts) {
       const last = [...messages].reverse().find((m) => m.subject === subject);
       if ((last?.seq ?? 0) !== expectedSeq) throw new ConcurrencyError(subject);
+      // The texts a writer gives are its events' JSON, and make the same message.
+      if (texts) assert.equal(commitText(commitMessage('c', [...events]), texts), JSON.stringify(commitMessage('c', [...events])));
       messages.push({ subject, events: [...events], seq: messages.length + 1 });
       return messages.length;
     },
@@ -89,4 +92,14 @@ test('a commit closes at its size: more creates in one turn go in the next commi
   await Promise.all(Array.from({ length: 300 }, (_, i) => commits.create('org_a', decide('org_a', `https://a.example.com/${i}`))));
   assert.equal(messages.length, 2);
   assert.deepEqual(messages.map((m) => m.events.length), [256, 44]);
+});
+
+test('a commit written from its events\' texts is the commit encoded whole', () => {
+  const events = [
+    { type: 'TaskCreated', id: 'e1', at: '2026-01-01T00:00:00.000Z', org_id: 'o', data: { s: 'quote " and \\ and \u2028 and é' } },
+    { type: 'TaskCreated', id: 'e2', at: '2026-01-01T00:00:00.000Z', org_id: 'o', data: { n: [1, null, { deep: true }] }, traceparent: '00-abc-def-01' },
+  ] as unknown as Envelope[];
+  const commit = commitMessage('c1', events);
+  assert.equal(commitText(commit, events.map((e) => JSON.stringify(e))), JSON.stringify(commit));
+  assert.deepEqual(JSON.parse(commitText({ ...commit, from: 7 }, events.map((e) => JSON.stringify(e)))), { ...commit, from: 7 });
 });

@@ -23,6 +23,13 @@ export function commitMessage<E extends Envelope>(id: string, events: E[], at = 
   return { type: 'Commit', id, at: at.toISOString(), events };
 }
 
+/** A commit's JSON with its events given as their JSON texts: what `JSON.stringify(commit)` gives. */
+export function commitText(commit: CommitMessage, eventTexts: readonly string[]): string {
+  const { events, ...head } = commit;
+  const text = JSON.stringify(head);
+  return `${text.slice(0, -1)},"events":[${eventTexts.join(',')}]}`;
+}
+
 function isCommit(message: unknown): message is CommitMessage {
   return !!message && typeof message === 'object' && (message as { type?: unknown }).type === 'Commit' && Array.isArray((message as { events?: unknown }).events);
 }

@@ -16,9 +16,10 @@ export interface EventStore {
   append(subject: string, event: Envelope, expectedSeq?: number): Promise<number>;
   /**
    * Appends `events` as one commit (one message, `src/events/commit.ts`) to `subject`,
-   * guarded as `append` is; `Nats-Msg-Id` = the last event's id.
+   * guarded as `append` is; `Nats-Msg-Id` = the last event's id. `texts`: each event's
+   * JSON when the caller has it already (one `JSON.stringify` per event, not two).
    */
-  appendCommit(subject: string, events: readonly Envelope[], expectedSeq: number): Promise<number>;
+  appendCommit(subject: string, events: readonly Envelope[], expectedSeq: number, texts?: readonly string[]): Promise<number>;
   /**
    * The W3C trace context of the caller now (tracing on), for an event decided now and
    * appended later in a commit of many callers' events.

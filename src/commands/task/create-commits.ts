@@ -17,10 +17,10 @@ const MAX_BYTES = 2 * 1024 * 1024;
  * the failure).
  */
 export function createCommits(store: EventStore) {
-  const groups = createTurnGroups<TaskEvent>(
+  const groups = createTurnGroups<{ event: TaskEvent; text: string }>(
     { maxCount: MAX_EVENTS, maxBytes: MAX_BYTES },
     () => newId('cmd'),
-    (g) => store.appendCommit(SUBJECTS.batch(g.key, g.id), g.items, 0),
+    (g) => store.appendCommit(SUBJECTS.batch(g.key, g.id), g.items.map((i) => i.event), 0, g.items.map((i) => i.text)),
   );
 
   return {
@@ -35,8 +35,12 @@ export function createCommits(store: EventStore) {
       // Each keeps the trace of the request that decided it: the commit is appended outside it.
       const traceparent = store.traceparent?.();
       const events = traceparent ? decided.map((e) => ({ ...e, traceparent })) : decided;
-      group.items.push(...events);
-      for (const e of events) group.bytes += JSON.stringify(e.data).length;
+      // Each event's JSON once: its size bounds the commit, and the commit is written from it.
+      for (const event of events) {
+        const text = JSON.stringify(event);
+        group.items.push({ event, text });
+        group.bytes += text.length;
+      }
       return { events, seq: await group.stored };
     },
   };
