@@ -14,8 +14,6 @@ export interface EventReaderOptions<T = unknown> {
   /** First stream sequence to deliver. */
   startSeq: number;
   maxBatch: number;
-  /** A batch begins at least this long after the one before began, so what arrives meanwhile joins it. */
-  lingerMs?: number;
   signal: AbortSignal;
   log: (msg: string) => void;
   /** The consumer's name: in logs, failure records (`jetcron projections failures`) and /healthz. */
@@ -217,7 +215,6 @@ export async function readStream<T>(
 
   // Batches of one while looking for the item at fault in a batch that failed.
   let isolateThrough = 0;
-  let lastBatchAt = -Infinity;
   let tries = 0;
   try {
     while (!opts.signal.aborted) {
@@ -227,16 +224,6 @@ export async function readStream<T>(
         continue;
       }
       const size = buffer[0]!.seq <= isolateThrough ? 1 : opts.maxBatch;
-      const waitMs = opts.lingerMs && size > 1 && buffer.length < size ? lastBatchAt + opts.lingerMs - performance.now() : 0;
-      if (waitMs > 0) {
-        await new Promise<void>((r) => {
-          const t = setTimeout(r, waitMs);
-          wake = () => { if (opts.signal.aborted) { clearTimeout(t); r(); } };
-        });
-        wake = undefined;
-        continue;
-      }
-      lastBatchAt = performance.now();
       const batch: StreamItem<T>[] = [];
       let undecodable: unknown;
       for (const raw of buffer.slice(0, size)) {

@@ -31,8 +31,6 @@ export const LIVE_BATCH = 2000;
 
 export interface ProjectionOptions {
   maxBatch?: number;
-  /** See `EventReaderOptions.lingerMs`. */
-  lingerMs?: number;
   /**
    * Prepare the next batch (decode, merge, encode its statements) while Postgres
    * commits the current one; for a rebuild. A failed commit ends the pipelined read at
@@ -146,7 +144,7 @@ export async function runProjection(deps: ProjectorDeps, signal: AbortSignal, op
     let writing: Promise<void> = Promise.resolve();
     let failed: { err: unknown; last: number } | undefined;
     const read = {
-      startSeq: from, maxBatch: opts.maxBatch ?? LIVE_BATCH, lingerMs: opts.lingerMs, signal: round.signal, log: deps.log, name: PROJECTOR_LEASE, supervisor: deps.supervisor,
+      startSeq: from, maxBatch: opts.maxBatch ?? LIVE_BATCH, signal: round.signal, log: deps.log, name: PROJECTOR_LEASE, supervisor: deps.supervisor,
       // A skipped (recorded) event: the read models move past it, and writers waiting for it are released.
       onSkip: async ({ seq }: { seq: number }) => {
         await writing;
@@ -206,5 +204,5 @@ export interface ProjectorDeps {
 }
 
 export function startProjector(deps: ProjectorDeps & { owner: string }) {
-  return startConsumers(deps, [{ lease: PROJECTOR_LEASE, term: (signal) => runProjection(deps, signal, { lingerMs: Number(process.env.JETCRON_PROJECTOR_LINGER_MS ?? 0) }) }]);
+  return startConsumers(deps, [{ lease: PROJECTOR_LEASE, term: (signal) => runProjection(deps, signal) }]);
 }

@@ -1,0 +1,105 @@
+/**
+ * What Postgres spends per job on the projector's writes, by transaction size: the
+ * events of 10,000 lane-free jobs (each a create, then its result, in the shapes the
+ * service writes: `bench/fixtures/`) applied as the live projector does (a batch's
+ * rows merged in memory, its statements and the checkpoint in one transaction), in
+ * transactions of N jobs' events, the results of a batch's jobs landing in the next
+ * batch (a result arrives after its create) or in the same one (they landed together).
+ * Postgres's backend CPU comes from /proc, the sizes interleaved over rounds, so a
+ * busy machine moves all of them alike.
+ *
+ *   node bench/projector-batches.ts [rounds]   (starts its own Postgres in a temp dir)
+ */
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { sql } from 'kysely';
+import type { ExecutionEvent } from '../src/commands/execution/types.ts';
+import type { TaskEvent } from '../src/commands/task/types.ts';
+import { connectDb, type Db } from '../src/db/connect.ts';
+import { migrate } from '../src/db/migrations.ts';
+import type { JetcronEvent } from '../src/events/types.ts';
+import { applyEvent } from '../src/projections/apply-event.ts';
+import { ProjectionBatch } from '../src/projections/batch.ts';
+import { startEmbeddedPostgres } from '../src/runtime/embedded-postgres.ts';
+
+const JOBS = 10_000;
+const fixture = JSON.parse(readFileSync(new URL('./fixtures/lane-job-events.json', import.meta.url), 'utf8')) as { created: TaskEvent; finished: ExecutionEvent };
+
+function jobs(round: string): Array<{ create: JetcronEvent; result: JetcronEvent }> {
+  const c = fixture.created.data as unknown as { task: { id: string; lane: string }; execution: { id: string } };
+  const createText = JSON.stringify(fixture.created).replaceAll(`"lane":"${c.task.lane}"`, '"lane":null');
+  const resultText = JSON.stringify(fixture.finished).replaceAll(`"lane":"${c.task.lane}"`, '"lane":null');
+  return Array.from({ length: JOBS }, (_, i) => {
+    const taskId = `${c.task.id.slice(0, -8)}${round}${String(i).padStart(6, '0')}`;
+    const execId = `${c.execution.id.slice(0, -8)}${round}${String(i).padStart(6, '0')}`;
+    const swap = (t: string) => t.replaceAll(c.task.id, taskId).replaceAll(c.execution.id, execId);
+    return { create: JSON.parse(swap(createText)) as JetcronEvent, result: JSON.parse(swap(resultText)) as JetcronEvent };
+  });
+}
+
+async function backendCpuMs(db: Db): Promise<number> {
+  const { rows } = await sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`.execute(db);
+  const stat = readFileSync(`/proc/${rows[0]!.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return ((Number(stat[11]) + Number(stat[12])) * 1000) / 100;
+}
+
+async function commit(db: Db, events: JetcronEvent[], seq: number): Promise<void> {
+  const batch = new ProjectionBatch();
+  for (const e of events) applyEvent(batch, e);
+  const statements = batch.statements();
+  await db.transaction().execute(async (trx) => {
+    await sql`SELECT set_config('synchronous_commit', 'off', true), (SELECT seq FROM projection_checkpoints WHERE name = 'bench') AS seq`.execute(trx);
+    for (const s of statements) await s.execute(trx);
+    await sql`INSERT INTO projection_checkpoints (name, seq) VALUES ('bench', ${seq}) ON CONFLICT (name) DO UPDATE SET seq = GREATEST(projection_checkpoints.seq, EXCLUDED.seq)`.execute(trx);
+  });
+}
+
+/** Transactions of `size` jobs: creates of batch k with the results of batch k−1 (`together`: with their own). */
+async function run(db: Db, size: number, together: boolean, round: string): Promise<{ cpuMs: number; transactions: number }> {
+  const all = jobs(round);
+  const before = await backendCpuMs(db);
+  let transactions = 0;
+  let seq = 0;
+  for (let i = 0; i <= all.length; i += size) {
+    const slice = all.slice(i, i + size);
+    const prev = together ? [] : all.slice(Math.max(0, i - size), i);
+    const events = [...slice.map((j) => j.create), ...(together ? slice.map((j) => j.result) : prev.map((j) => j.result))];
+    if (!events.length) continue;
+    await commit(db, events, ++seq);
+    transactions++;
+  }
+  return { cpuMs: (await backendCpuMs(db)) - before, transactions };
+}
+
+const rounds = Number(process.argv[2] ?? 3);
+const dir = await mkdtemp(path.join(tmpdir(), 'jetcron-pb-'));
+const pg = await startEmbeddedPostgres({ dataDir: dir });
+try {
+  const { db, pool } = connectDb(pg.url, 1);
+  await migrate(db);
+  const variants = [
+    { size: 5, together: false }, { size: 20, together: false }, { size: 100, together: false }, { size: 500, together: false },
+    { size: 20, together: true }, { size: 100, together: true },
+  ];
+  const results = new Map<string, number[]>();
+  for (let r = 0; r < rounds; r++) {
+    for (const v of variants) {
+      const out = await run(db, v.size, v.together, `${r}${v.size}${v.together ? 't' : 'n'}`.padStart(8, 'x').slice(-2));
+      const name = `${String(v.size).padStart(4)} jobs a transaction, ${v.together ? 'create and result together' : 'results one transaction later'} (${out.transactions} transactions)`;
+      (results.get(name) ?? results.set(name, []).get(name)!).push((out.cpuMs * 1000) / JOBS);
+      await sql`TRUNCATE tasks, executions, execution_attempts`.execute(db);
+    }
+  }
+  console.log(`Postgres backend CPU per job (µs), median of ${rounds} rounds [all rounds]`);
+  for (const [name, xs] of results) {
+    const m = [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+    console.log(`${m.toFixed(1).padStart(7)}  ${name}  [${xs.map((x) => x.toFixed(0)).join(' ')}]`);
+  }
+  await db.destroy();
+  await pool.end().catch(() => {});
+} finally {
+  await pg.stop();
+  await rm(dir, { recursive: true, force: true });
+}
