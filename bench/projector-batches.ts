@@ -45,10 +45,10 @@ async function backendCpuMs(db: Db): Promise<number> {
   return ((Number(stat[11]) + Number(stat[12])) * 1000) / 100;
 }
 
-async function commit(db: Db, events: JetcronEvent[], seq: number): Promise<void> {
+async function commit(db: Db, events: JetcronEvent[], seq: number, copy: boolean): Promise<void> {
   const batch = new ProjectionBatch();
   for (const e of events) applyEvent(batch, e);
-  const statements = batch.statements();
+  const statements = batch.statements({ copyCreated: copy });
   await db.transaction().execute(async (trx) => {
     await sql`SELECT set_config('synchronous_commit', 'off', true), (SELECT seq FROM projection_checkpoints WHERE name = 'bench') AS seq`.execute(trx);
     for (const s of statements) await s.execute(trx);
@@ -57,7 +57,7 @@ async function commit(db: Db, events: JetcronEvent[], seq: number): Promise<void
 }
 
 /** Transactions of `size` jobs: creates of batch k with the results of batch k−1 (`together`: with their own). */
-async function run(db: Db, size: number, together: boolean, round: string): Promise<{ cpuMs: number; transactions: number }> {
+async function run(db: Db, size: number, together: boolean, round: string, copy = false): Promise<{ cpuMs: number; transactions: number }> {
   const all = jobs(round);
   const before = await backendCpuMs(db);
   let transactions = 0;
@@ -67,7 +67,7 @@ async function run(db: Db, size: number, together: boolean, round: string): Prom
     const prev = together ? [] : all.slice(Math.max(0, i - size), i);
     const events = [...slice.map((j) => j.create), ...(together ? slice.map((j) => j.result) : prev.map((j) => j.result))];
     if (!events.length) continue;
-    await commit(db, events, ++seq);
+    await commit(db, events, ++seq, copy);
     transactions++;
   }
   return { cpuMs: (await backendCpuMs(db)) - before, transactions };
@@ -79,15 +79,26 @@ const pg = await startEmbeddedPostgres({ dataDir: dir });
 try {
   const { db, pool } = connectDb(pg.url, 1);
   await migrate(db);
-  const variants = [
+  type Variant = { size: number; together: boolean; label?: string; setup?: string; undo?: string; copy?: boolean };
+  const sizes: Variant[] = [
     { size: 5, together: false }, { size: 20, together: false }, { size: 100, together: false }, { size: 500, together: false },
     { size: 20, together: true }, { size: 100, together: true },
   ];
+  // Experiments on the tables (`PB_SCHEMA=1`): each set up on the empty tables and undone after.
+  const schema: Variant[] = [
+    { size: 100, together: false, label: 'as is' },
+    { size: 100, together: false, label: 'executions fillfactor 50', setup: 'ALTER TABLE executions SET (fillfactor = 50)', undo: 'ALTER TABLE executions RESET (fillfactor)' },
+    { size: 100, together: false, label: 'ids COLLATE "C"', setup: 'ALTER TABLE executions ALTER COLUMN id TYPE text COLLATE "C", ALTER COLUMN org_id TYPE text COLLATE "C", ALTER COLUMN source_id TYPE text COLLATE "C"; ALTER TABLE tasks ALTER COLUMN id TYPE text COLLATE "C", ALTER COLUMN org_id TYPE text COLLATE "C"', undo: 'ALTER TABLE executions ALTER COLUMN id TYPE text COLLATE "default", ALTER COLUMN org_id TYPE text COLLATE "default", ALTER COLUMN source_id TYPE text COLLATE "default"; ALTER TABLE tasks ALTER COLUMN id TYPE text COLLATE "default", ALTER COLUMN org_id TYPE text COLLATE "default"' },
+    { size: 100, together: false, label: 'new rows by COPY', copy: true },
+  ];
+  const variants = process.env.PB_SCHEMA ? schema : sizes;
   const results = new Map<string, number[]>();
   for (let r = 0; r < rounds; r++) {
     for (const v of variants) {
-      const out = await run(db, v.size, v.together, `${r}${v.size}${v.together ? 't' : 'n'}`.padStart(8, 'x').slice(-2));
-      const name = `${String(v.size).padStart(4)} jobs a transaction, ${v.together ? 'create and result together' : 'results one transaction later'} (${out.transactions} transactions)`;
+      if (v.setup) await sql.raw(v.setup).execute(db);
+      const out = await run(db, v.size, v.together, `${r}${variants.indexOf(v)}`.padStart(8, 'x').slice(-2), v.copy);
+      if (v.undo) await sql.raw(v.undo).execute(db);
+      const name = `${String(v.size).padStart(4)} jobs a transaction, ${v.together ? 'create and result together' : 'results one transaction later'}${v.label ? `, ${v.label}` : ''} (${out.transactions} transactions)`;
       (results.get(name) ?? results.set(name, []).get(name)!).push((out.cpuMs * 1000) / JOBS);
       await sql`TRUNCATE tasks, executions, execution_attempts`.execute(db);
     }
