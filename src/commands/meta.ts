@@ -8,3 +8,11 @@ export interface CommandMeta {
   scaleWait(ms: number): number;
   newId(prefix: 'tsk' | 'exe' | 'sch' | 'mon' | 'png' | 'ep' | 'evt'): string;
 }
+
+/**
+ * The same moment under another event id (each of a decision's parts names its own
+ * event). Written out rather than spread: `eventId` may be a getter that makes an id
+ * when read, and a spread would read it (an id made and thrown away per part).
+ */
+export const withEventId = (meta: CommandMeta, eventId: string): CommandMeta =>
+  ({ now: meta.now, nowMs: meta.nowMs, eventId, scaleWait: meta.scaleWait, newId: meta.newId });

@@ -1,5 +1,5 @@
 import { unprocessable } from '../../lib/errors.ts';
-import type { CommandMeta } from '../meta.ts';
+import { withEventId, type CommandMeta } from '../meta.ts';
 import type { Plan } from '../organization/types.ts';
 import { checkDuration, checkInstant, checkLength, checkRequest, checkUrl, inItem } from '../payload-checks.ts';
 import { decideTask, firstRunAt, MAX_LANE_LENGTH } from '../task/decide.ts';
@@ -90,7 +90,7 @@ export function decideBatch(command: BatchCommand, state: BatchEvent | null, met
       headers: { ...(input.headers ?? {}), ...(t.headers ?? {}) },
     };
     const taskId = memberId('tsk', command.batchId, i);
-    const [created] = inItem(`tasks[${i}]`, () => decideTask({ type: 'CreateTask', orgId, plan, input: taskInput, runAt: scheduledFor, taskId }, null, { ...meta, eventId: meta.newId('evt') }));
+    const [created] = inItem(`tasks[${i}]`, () => decideTask({ type: 'CreateTask', orgId, plan, input: taskInput, runAt: scheduledFor, taskId }, null, withEventId(meta, meta.newId('evt'))));
     return created as TaskCreatedEvent;
   });
   checkHosts(input);
