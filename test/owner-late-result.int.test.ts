@@ -8,6 +8,7 @@ import { decodeJson } from '../src/lib/json.ts';
 import { connectNats, type Nats } from '../src/nats/connection.ts';
 import { createEventStore } from '../src/nats/event-store.ts';
 import { claimPartition } from '../src/owners/partition-log.ts';
+import { RUNNING_VISIBLE_AFTER_MS } from '../src/dispatchers/attempt-runner.ts';
 import { eventually, ownersDispatch, startTestService, type Api, type TestService } from './support/service.ts';
 import { startTarget } from './support/target.ts';
 
@@ -31,7 +32,7 @@ after(async () => {
   await svc?.stop();
 });
 
-test('a fenced owner records the result it got; the owner after it does not send that execution again', { skip: !ownersDispatch() && 'tasks go through DISPATCH' }, async () => {
+for (const slow of [false, true]) test(`a fenced owner records the result it got; the owner after it does not send that execution again${slow ? ' (its attempt outlives the running mark, which the fence refuses)' : ''}`, { skip: !ownersDispatch() && 'tasks go through DISPATCH' }, async () => {
   let answer!: () => void;
   const answered = new Promise<void>((r) => (answer = r));
   const target = await startTarget((req) => ({ status: 200, until: req.path === '/late' ? answered : undefined }));
@@ -44,6 +45,10 @@ test('a fenced owner records the result it got; the owner after it does not send
     const partition = taskPartition({ org_id: orgId, id: task.id, lane: null }, 8);
     const fencer = await claimPartition({ nats, store: createEventStore(nats) }, { partition, owner: 'test-fencer' });
     fencer.close();
+    // Held past RUNNING_VISIBLE_AFTER_MS after the claim: the sender's "running" mark is
+    // then appended after the claim and refused (were the claim itself that slow, the mark
+    // went in before it, and this is the case above).
+    if (slow) await new Promise((r) => setTimeout(r, RUNNING_VISIBLE_AFTER_MS * 2));
     answer();
 
     const own = await eventually(async () => {

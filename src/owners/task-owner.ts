@@ -185,6 +185,15 @@ export async function ownTaskPartition(
     }
   }
 
+  /**
+   * A slow attempt's start, made visible. Refused because another owner claimed the
+   * partition meanwhile, it is dropped: the request is out, and its result (which the
+   * runner returns only once this settles) is what must be kept, recorded late.
+   */
+  const startRecorded = (e: ExecutionEvent) => record([e]).catch((err: unknown) => {
+    if (!(err instanceof Fenced)) throw err;
+  });
+
   async function attempt(exec: OwnedExecution): Promise<void> {
     const job = exec.job;
     const hosts = deps.hosts();
@@ -214,7 +223,7 @@ export async function ownTaskPartition(
       default:
         return unreachable(plan);
     }
-    const { finished, exchangeMs } = await deps.runner.send(job, { uncounted: plan.uncounted, host, forward, recordStart: (e) => record([e]), mayWrite, onSending: (at) => {
+    const { finished, exchangeMs } = await deps.runner.send(job, { uncounted: plan.uncounted, host, forward, recordStart: startRecorded, mayWrite, onSending: (at) => {
       state.began(exec, at);
       // Its key's rate window may now say when the next start can be.
       schedulePump();
