@@ -83,6 +83,9 @@ try {
   const sizes: Variant[] = [
     { size: 5, together: false }, { size: 20, together: false }, { size: 100, together: false }, { size: 500, together: false },
     { size: 20, together: true }, { size: 100, together: true },
+    // The live projector's way now: new rows by COPY.
+    { size: 20, together: false, label: 'new rows by COPY', copy: true }, { size: 100, together: false, label: 'new rows by COPY', copy: true },
+    { size: 500, together: false, label: 'new rows by COPY', copy: true }, { size: 100, together: true, label: 'new rows by COPY', copy: true },
   ];
   // Experiments on the tables (`PB_SCHEMA=1`): each set up on the empty tables and undone after.
   const schema: Variant[] = [
