@@ -38,15 +38,17 @@ interface RequestItem {
  */
 async function requestsOf(nats: Nats, batch: StreamItem<RequestRoute[] | null>[]): Promise<RequestItem[]> {
   const messages = await Promise.all(batch.map(async (item) => {
-    let whole: Promise<StoredRequest[]> | undefined;
-    const load = () => (whole ??= loadStoredMessage(nats, item.seq).then((requests) => {
-      if (!requests) throw new Error(`INBOUND seq ${item.seq} is no longer stored`);
-      return requests;
-    }));
-    const routes = item.event ?? (await load()).map((r) => r.meta);
+    let whole: Promise<StoredRequest[] | null> | undefined;
+    const load = () => (whole ??= loadStoredMessage(nats, item.seq));
+    // Gone since it was delivered: purged with its endpoint, whose events went with it.
+    const routes = item.event ?? (await load())?.map((r) => r.meta) ?? [];
     return routes.map((route, index): RequestItem => ({
       route, seq: item.seq, subject: item.subject, index, traceparent: route.traceparent ?? item.traceparent,
-      request: async () => (await load())[index]!,
+      request: async () => {
+        const request = (await load())?.[index];
+        if (!request) throw new Error(`INBOUND seq ${item.seq} no longer holds request ${route.id}`);
+        return request;
+      },
     }));
   }));
   return messages.flat();
