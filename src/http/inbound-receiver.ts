@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SUBJECTS } from '../../streams/subjects.ts';
 import type { Endpoint } from '../commands/endpoint/types.ts';
 import { newId } from '../lib/ids.ts';
+import { isoTime } from '../lib/iso-time.ts';
 import { storableText } from '../lib/input-checks.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import type { SecretBox } from '../lib/secret-box.ts';
@@ -108,7 +109,7 @@ export function createInboundReceiver(deps: InboundReceiverDeps) {
       query: storableText(query),
       headers: pairs,
       source_ip: nullableText(sourceIp(req)),
-      received_at: new Date(now).toISOString(),
+      received_at: isoTime(now),
       body_size: body.length,
     };
     if (!(await verify(endpoint, meta, body))) {

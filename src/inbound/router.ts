@@ -4,6 +4,7 @@ import { SUBJECTS } from '../../streams/subjects.ts';
 import type { ForwardPlan, InboundDebounceWindow, InboundEventEvent } from '../commands/inbound-event/types.ts';
 import { ConcurrencyError, type EventStore } from '../events/store.ts';
 import type { Clock } from '../lib/clock.ts';
+import { isoTime } from '../lib/iso-time.ts';
 import type { Nats } from '../nats/connection.ts';
 import { readStream, type MessageHeaders, type StreamItem } from '../nats/event-reader.ts';
 import type { FailedEvent, Supervisor } from '../nats/supervisor.ts';
@@ -86,15 +87,16 @@ export function startInboundRouter(deps: RouterDeps) {
     const meta = item.route;
     const endpoint = await deps.endpoints.get(meta.org_id, meta.endpoint_id);
     if (!endpoint) return null; // deleted since: its events went with it
+    let receivedMs: number | undefined;
     const delivery = await planDelivery({
       endpoint,
       route: meta,
       request: item.request,
       hooks: deps.hooks(endpoint),
       now: meta.received_at,
-      executionId: (i) => plannedExecutionId(meta.id, Date.parse(meta.received_at), i),
+      executionId: (i) => plannedExecutionId(meta.id, (receivedMs ??= Date.parse(meta.received_at)), i),
     });
-    const at = new Date(deps.clock.now()).toISOString();
+    const at = isoTime(deps.clock.now());
     const { outcome, executions } = delivery.debounce && delivery.executions.length ? await debounced(meta, delivery, at) : delivery;
     const record = eventRecord(meta, item.seq, outcome, delivery);
     const event: InboundEventEvent = {
