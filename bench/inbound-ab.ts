@@ -7,7 +7,7 @@
  * by a wait until every stored request is an inbound_events row (routing keeps up).
  * Each build's fraction is taken against the bare server of its own round; CPU per
  * request (service, nats-server, Postgres, and the load generator, this process) from
- * /proc over its phase; the bare server's and the load generator's too. `AB_PROF=<dir>`:
+ * /proc over its phase and the catch-up after it; the bare server's and the load generator's too. `AB_PROF=<dir>`:
  * a CPU profile of each build's service processes under `<dir>/<label>`.
  */
 import { readFileSync } from 'node:fs';
@@ -116,7 +116,7 @@ async function main() {
         b.answered += (await saturate(client, b.path, WARMUP_MS)).ok;
         const end = cpuPhase(b.groups);
         const run = await saturate(client, b.path, SECONDS * 1000);
-        const cpu = end();
+        const loaded = end();
         await client.close();
         b.answered += run.ok;
         const t0 = performance.now();
@@ -129,6 +129,8 @@ async function main() {
           }
           await sleep(100);
         }
+        // CPU per request counts the catch-up too: what routing and projecting left after the load is part of a request's cost.
+        const cpu = end();
         let open: { p50: number; p99: number } | undefined;
         if (OPEN_RATE > 0) {
           const openClient = new HttpClient(b.url, 512);
@@ -147,7 +149,7 @@ async function main() {
         const rate = run.ok / (run.elapsedMs / 1000);
         const per = (name: string) => (1000 * cpu.rows.find((x) => x.name === name)!.cpuSeconds) / run.ok;
         b.rounds.push({ rate, ratio: rate / rawRate, cpuMs: { service: per('service'), nats: per('nats'), pg: per('pg'), load: per('load') }, catchUpMs, ...(open ? { open } : {}) });
-        const others = cpu.rows.find((x) => x.name === 'other processes on the machine')!;
+        const others = loaded.rows.find((x) => x.name === 'other processes on the machine')!;
         console.log(`round ${round + 1} ${b.label}: ${rate.toFixed(0)}/s = ${(rate / rawRate).toFixed(3)} of bare ${rawRate.toFixed(0)}/s; CPU ms/request service ${per('service').toFixed(3)} (API process ${per('api').toFixed(3)}, the other ${per('worker').toFixed(3)}) nats ${per('nats').toFixed(3)} pg ${per('pg').toFixed(3)} load generator ${per('load').toFixed(3)}; routed ${catchUpMs === undefined ? 'NOT within 60 s' : `${(catchUpMs / 1000).toFixed(2)} s after`}; other processes ${others.pctOfCore.toFixed(0)}% of a core${open ? `; open loop ${OPEN_RATE}/s p50 / p99 ${open.p50.toFixed(1)} / ${open.p99.toFixed(1)} ms` : ''}`);
       }
     }
