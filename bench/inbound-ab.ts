@@ -6,7 +6,8 @@
  * endpoint at concurrency 64 for as long (the order rotating per round), each followed
  * by a wait until every stored request is an inbound_events row (routing keeps up).
  * Each build's fraction is taken against the bare server of its own round; CPU per
- * request (service, nats-server, Postgres) from /proc over its phase. `AB_PROF=<dir>`:
+ * request (service, nats-server, Postgres, and the load generator, this process) from
+ * /proc over its phase and the catch-up after it; the bare server's and the load generator's too. `AB_PROF=<dir>`:
  * a CPU profile of each build's service processes under `<dir>/<label>`.
  */
 import { readFileSync } from 'node:fs';
@@ -31,7 +32,7 @@ interface Build {
   db: pg.Pool;
   groups: CpuGroup[];
   answered: number;
-  rounds: Array<{ rate: number; ratio: number; cpuMs: { service: number; nats: number; pg: number }; catchUpMs: number | undefined; open?: { p50: number; p99: number } }>;
+  rounds: Array<{ rate: number; ratio: number; cpuMs: { service: number; nats: number; pg: number; load: number }; catchUpMs: number | undefined; open?: { p50: number; p99: number } }>;
 }
 
 /** The child of a split `serve` whose roles (JETCRON_ROLES in its environment) `api` says: the API process, or the other. */
@@ -88,17 +89,23 @@ async function main() {
           { name: 'worker', pid: () => childOf(service.pid, false), withDescendants: false },
           { name: 'nats', pid: () => nats.pid(), withDescendants: false },
           { name: 'pg', pid: () => postgres.postmasterPid(), withDescendants: true },
+          { name: 'load', pid: () => process.pid, withDescendants: false },
         ],
         answered: 0, rounds: [],
       });
       console.log(`${spec.label}: ${service.url} (${spec.dir})`);
     }
     const raws: number[] = [];
+    const rawCpu: Array<{ server: number; load: number }> = [];
     for (let round = 0; round < ROUNDS; round++) {
       const server = await startTarget({ plain: true });
       const rawClient = new HttpClient(server.url, CONCURRENCY);
       await saturate(rawClient, '/', WARMUP_MS);
+      const rawEnd = cpuPhase([{ name: 'server', pid: () => server.pid, withDescendants: false }, { name: 'load', pid: () => process.pid, withDescendants: false }]);
       const raw = await saturate(rawClient, '/', SECONDS * 1000);
+      const rawRows = rawEnd().rows;
+      const rawPer = (name: string) => (1000 * rawRows.find((x) => x.name === name)!.cpuSeconds) / raw.ok;
+      rawCpu.push({ server: rawPer('server'), load: rawPer('load') });
       await rawClient.close();
       await server.stop();
       const rawRate = raw.ok / (raw.elapsedMs / 1000);
@@ -109,7 +116,7 @@ async function main() {
         b.answered += (await saturate(client, b.path, WARMUP_MS)).ok;
         const end = cpuPhase(b.groups);
         const run = await saturate(client, b.path, SECONDS * 1000);
-        const cpu = end();
+        const loaded = end();
         await client.close();
         b.answered += run.ok;
         const t0 = performance.now();
@@ -122,6 +129,8 @@ async function main() {
           }
           await sleep(100);
         }
+        // CPU per request counts the catch-up too: what routing and projecting left after the load is part of a request's cost.
+        const cpu = end();
         let open: { p50: number; p99: number } | undefined;
         if (OPEN_RATE > 0) {
           const openClient = new HttpClient(b.url, 512);
@@ -139,20 +148,20 @@ async function main() {
         }
         const rate = run.ok / (run.elapsedMs / 1000);
         const per = (name: string) => (1000 * cpu.rows.find((x) => x.name === name)!.cpuSeconds) / run.ok;
-        b.rounds.push({ rate, ratio: rate / rawRate, cpuMs: { service: per('service'), nats: per('nats'), pg: per('pg') }, catchUpMs, ...(open ? { open } : {}) });
-        const others = cpu.rows.find((x) => x.name === 'other processes on the machine')!;
-        console.log(`round ${round + 1} ${b.label}: ${rate.toFixed(0)}/s = ${(rate / rawRate).toFixed(3)} of bare ${rawRate.toFixed(0)}/s; CPU ms/request service ${per('service').toFixed(3)} (API process ${per('api').toFixed(3)}, the other ${per('worker').toFixed(3)}) nats ${per('nats').toFixed(3)} pg ${per('pg').toFixed(3)}; routed ${catchUpMs === undefined ? 'NOT within 60 s' : `${(catchUpMs / 1000).toFixed(2)} s after`}; other processes ${others.pctOfCore.toFixed(0)}% of a core${open ? `; open loop ${OPEN_RATE}/s p50 / p99 ${open.p50.toFixed(1)} / ${open.p99.toFixed(1)} ms` : ''}`);
+        b.rounds.push({ rate, ratio: rate / rawRate, cpuMs: { service: per('service'), nats: per('nats'), pg: per('pg'), load: per('load') }, catchUpMs, ...(open ? { open } : {}) });
+        const others = loaded.rows.find((x) => x.name === 'other processes on the machine')!;
+        console.log(`round ${round + 1} ${b.label}: ${rate.toFixed(0)}/s = ${(rate / rawRate).toFixed(3)} of bare ${rawRate.toFixed(0)}/s; CPU ms/request service ${per('service').toFixed(3)} (API process ${per('api').toFixed(3)}, the other ${per('worker').toFixed(3)}) nats ${per('nats').toFixed(3)} pg ${per('pg').toFixed(3)} load generator ${per('load').toFixed(3)}; routed ${catchUpMs === undefined ? 'NOT within 60 s' : `${(catchUpMs / 1000).toFixed(2)} s after`}; other processes ${others.pctOfCore.toFixed(0)}% of a core${open ? `; open loop ${OPEN_RATE}/s p50 / p99 ${open.p50.toFixed(1)} / ${open.p99.toFixed(1)} ms` : ''}`);
       }
     }
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
-    console.log(`\nbare node:http per round: ${raws.map((r) => r.toFixed(0)).join(', ')}/s`);
+    console.log(`\nbare node:http per round: ${raws.map((r) => r.toFixed(0)).join(', ')}/s; CPU ms/request of the bare server ${rawCpu.map((c) => c.server.toFixed(3)).join(', ')}, of the load generator ${rawCpu.map((c) => c.load.toFixed(3)).join(', ')}`);
     for (const b of builds) {
       const g = (await b.db.query<{ n: string; m: string }>('SELECT count(*) AS n, count(DISTINCT inbound_seq) AS m FROM inbound_events')).rows[0]!;
       console.log(`${b.label}: ${g.n} requests in ${g.m} INBOUND messages (${(Number(g.n) / Number(g.m)).toFixed(1)} a message)`);
     }
     for (const b of builds) {
-      const cpu = (k: 'service' | 'nats' | 'pg') => median(b.rounds.map((r) => r.cpuMs[k]));
-      console.log(`${b.label}: fraction of bare ${b.rounds.map((r) => r.ratio.toFixed(3)).join(', ')} (median ${median(b.rounds.map((r) => r.ratio)).toFixed(3)}); accepted/s ${b.rounds.map((r) => r.rate.toFixed(0)).join(', ')}; CPU ms/request medians service ${cpu('service').toFixed(3)}, nats ${cpu('nats').toFixed(3)}, pg ${cpu('pg').toFixed(3)} = ${(cpu('service') + cpu('nats') + cpu('pg')).toFixed(3)}${OPEN_RATE ? `; open loop ${OPEN_RATE}/s p50 ${b.rounds.map((r) => r.open!.p50.toFixed(1)).join(', ')} ms, p99 ${b.rounds.map((r) => r.open!.p99.toFixed(1)).join(', ')} ms` : ''}`);
+      const cpu = (k: 'service' | 'nats' | 'pg' | 'load') => median(b.rounds.map((r) => r.cpuMs[k]));
+      console.log(`${b.label}: fraction of bare ${b.rounds.map((r) => r.ratio.toFixed(3)).join(', ')} (median ${median(b.rounds.map((r) => r.ratio)).toFixed(3)}); accepted/s ${b.rounds.map((r) => r.rate.toFixed(0)).join(', ')}; CPU ms/request medians service ${cpu('service').toFixed(3)}, nats ${cpu('nats').toFixed(3)}, pg ${cpu('pg').toFixed(3)} = ${(cpu('service') + cpu('nats') + cpu('pg')).toFixed(3)}, load generator ${cpu('load').toFixed(3)}${OPEN_RATE ? `; open loop ${OPEN_RATE}/s p50 ${b.rounds.map((r) => r.open!.p50.toFixed(1)).join(', ')} ms, p99 ${b.rounds.map((r) => r.open!.p99.toFixed(1)).join(', ')} ms` : ''}`);
     }
   } finally {
     for (const stop of stops.reverse()) await stop().catch(() => {});

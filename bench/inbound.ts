@@ -144,7 +144,7 @@ class StoredRequests {
     while (this.through < last) {
       const batch = await consumer.fetch({ max_messages: 1000, expires: 2_000 });
       for await (const m of batch) {
-        this.count += decodeStoredRequests(m.data).length;
+        this.count += decodeStoredRequests(m.data, m.headers).length;
         this.through = m.seq;
       }
     }

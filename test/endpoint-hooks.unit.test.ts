@@ -110,7 +110,7 @@ describe('an engine that cannot run the hook is no verdict on the event', () => 
     await Promise.all([loop, waiting]);
     const busy = { ...hooks, filter: async () => second };
     await assert.rejects(
-      planDelivery({ endpoint, request, hooks: busy, now: request.meta.received_at, executionId: (i) => `exe_${i}` }),
+      planDelivery({ endpoint, route: request.meta, request: async () => request, hooks: busy, now: request.meta.received_at, executionId: (i) => `exe_${i}` }),
       (err: unknown) => err instanceof ScriptsUnavailableError && err.status === 503 && isTransient(err),
     );
   });

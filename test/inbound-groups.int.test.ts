@@ -12,7 +12,7 @@ import { test } from 'node:test';
 import pg from 'pg';
 import { STREAMS } from '../streams/definitions.ts';
 import { SUBJECTS } from '../streams/subjects.ts';
-import { decodeStoredRequests, encodeStoredGroup, encodeStoredRequest, type InboundRequestMeta, type StoredRequest } from '../src/inbound/stored-request.ts';
+import { decodeStoredRequests, encodeStoredGroup, encodeStoredRequest, encodeWholeGroup, type InboundRequestMeta, type StoredRequest } from '../src/inbound/stored-request.ts';
 import { newId } from '../src/lib/ids.ts';
 import { connectNats, type Nats } from '../src/nats/connection.ts';
 import { createOrgWithKey, spawnJetcron, type JetcronProcess } from './support/jetcron-process.ts';
@@ -27,7 +27,7 @@ async function storedRequests(nats: Nats): Promise<Array<StoredRequest & { seq: 
   const out: Array<StoredRequest & { seq: number }> = [];
   for (let seq = 1; seq <= last; seq++) {
     const msg = await nats.jsm.streams.getMessage(STREAMS.inbound.name, { seq }).catch(() => null);
-    if (msg) out.push(...decodeStoredRequests(msg.data).map((r) => ({ ...r, seq })));
+    if (msg) out.push(...decodeStoredRequests(msg.data, msg.header).map((r) => ({ ...r, seq })));
   }
   return out;
 }
@@ -106,7 +106,7 @@ test('kill -9 of the API right after 200 answers loses no request: every answere
   }
 });
 
-test('a log of single-request INBOUND messages and groups routes both: every request forwarded once, in arrival order, its stored request readable', async () => {
+test('a log of single-request INBOUND messages, whole groups and groups with their routes in a header routes all: every request forwarded once, in arrival order, its stored request readable and replayed alike', async () => {
   // No scheduler (so no router) until the log is written.
   const svc = await startTestService({ JETCRON_ROLES: 'api,projector' });
   const target = await startTarget(() => ({ status: 200 }));
@@ -120,12 +120,12 @@ test('a log of single-request INBOUND messages and groups routes both: every req
     const subject = SUBJECTS.inbound(orgId, ep.id);
 
     let n = 0;
-    const request = (): StoredRequest => {
+    const request = (query = ''): StoredRequest => {
       const body = Buffer.from(JSON.stringify({ seq: n++ }));
       const now = Date.now();
       const meta: InboundRequestMeta = {
-        id: newId('evt', now), org_id: orgId, endpoint_id: ep.id, method: 'POST', path: `/in/${ep.slug}`, query: '',
-        headers: [['Content-Type', 'application/json']], source_ip: '127.0.0.1', received_at: new Date(now).toISOString(), body_size: body.length,
+        id: newId('evt', now), org_id: orgId, endpoint_id: ep.id, method: 'POST', path: `/in/${ep.slug}`, query,
+        headers: [['Content-Type', 'application/json'], ['X-Seq', String(n - 1)]], source_ip: '127.0.0.1', received_at: new Date(now).toISOString(), body_size: body.length,
       };
       return { meta, body };
     };
@@ -134,13 +134,24 @@ test('a log of single-request INBOUND messages and groups routes both: every req
       await nats!.publish(subject, encodeStoredRequest(r.meta, r.body), { msgId: r.meta.id });
       return [r];
     };
-    const group = async (size: number) => {
-      const rs = Array.from({ length: size }, request);
-      await nats!.publish(subject, encodeStoredGroup(rs), { msgId: newId('cmd') });
+    const whole = async (size: number) => {
+      const rs = Array.from({ length: size }, () => request());
+      await nats!.publish(subject, encodeWholeGroup(rs), { msgId: newId('cmd') });
       return rs;
     };
-    // As a log from before groups, then after: singles, a group, a single, a group of one, a group.
-    const written = [...await single(), ...await single(), ...await group(4), ...await single(), ...await group(1), ...await group(3)];
+    const routed = async (size: number, query = '') => {
+      const rs = Array.from({ length: size }, () => request(query));
+      const { data, headers } = encodeStoredGroup(rs);
+      assert.equal(headers !== undefined, query.length * size < 60_000, 'routes in a header unless too long for one');
+      await nats!.publish(subject, data, { msgId: newId('cmd'), headers });
+      return rs;
+    };
+    // As a log from before groups, then whole groups, then groups with their routes in a
+    // header (one of them with routes too long for a header: written whole), mixed.
+    const written = [
+      ...await single(), ...await single(), ...await whole(4), ...await single(), ...await whole(1), ...await routed(3),
+      ...await single(), ...await routed(1), ...await routed(5, `q=${'x'.repeat(13_000)}`), ...await whole(2), ...await routed(2),
+    ];
     // And through the receiver, at once (grouped when they share a loop turn).
     const viaHttp = await Promise.all(Array.from({ length: 5 }, async () => {
       const res = await fetch(`${svc.url}/in/${ep.slug}`, { method: 'POST', body: JSON.stringify({ tag: 'http' }), headers: { 'Content-Type': 'application/json' } });
@@ -157,13 +168,34 @@ test('a log of single-request INBOUND messages and groups routes both: every req
     assert.deepEqual(target.received.slice(0, written.length).map((r) => JSON.parse(r.body).seq), written.map((_, i) => i));
     assert.deepEqual(new Set(eventIds.slice(written.length)), new Set(viaHttp));
 
-    // The stored request of an event from a single message and of one from a group.
-    for (const r of [written[0]!, written[3]!, written[written.length - 1]!]) {
+    const forwarded = (id: string) => target.received.filter((r) => r.headers['x-jetcron-event-id'] === id);
+    // The first forward of each carries the stored request: its headers and its body.
+    for (const r of written) {
+      const [sent] = forwarded(r.meta.id);
+      assert.equal(sent!.headers['x-seq'], r.meta.headers[1]![1], `${r.meta.id}: its headers`);
+      assert.equal(sent!.body, r.body.toString('utf8'), `${r.meta.id}: its body`);
+    }
+
+    // The stored request of an event of each format, and its replay, which sends it again alike.
+    const samples = [written[0]!, written[3]!, written[9]!, written[13]!, written[written.length - 1]!];
+    const before = target.received.length;
+    for (const r of samples) {
       const detail = await eventually(async () => {
         const res = await api('GET', `/endpoints/${ep.id}/events/${r.meta.id}`);
         return res.status === 200 ? res.body.data : undefined;
       });
       assert.equal(detail.request.body, r.body.toString('utf8'));
+      assert.equal(detail.request.headers['X-Seq'], r.meta.headers[1]![1]);
+      assert.equal(detail.request.query, r.meta.query);
+      assert.equal((await api('POST', `/endpoints/${ep.id}/events/${r.meta.id}/replay`)).status, 202);
+    }
+    await eventually(async () => target.received.length >= before + samples.length, 60_000, 100);
+    for (const r of samples) {
+      const [first, again] = forwarded(r.meta.id);
+      assert.ok(again, `${r.meta.id} replayed`);
+      assert.equal(again.body, first!.body);
+      assert.equal(again.headers['x-seq'], first!.headers['x-seq']);
+      assert.equal(again.path, first!.path);
     }
   } finally {
     await nats?.close();

@@ -170,7 +170,7 @@ async function rowsOf(db: Db): Promise<Record<string, unknown[]>> {
   return out;
 }
 
-test('a batch writes what it creates by COPY only when asked, and the rest by upserts', () => {
+test('a batch writes what it creates by COPY only when asked (inbound event rows always: their own test below), and the rest by upserts', () => {
   const batch = new ProjectionBatch();
   for (const m of history().slice(0, 12)) for (const e of m.type === 'Commit' ? m.events : [m]) applyEvent(batch, e as JetcronEvent);
   const copies = (statements: unknown[]) => statements.filter((s): s is CopyIn => s instanceof CopyIn).map((s) => s.text.split(' ')[1]);
@@ -244,4 +244,38 @@ test("an execution's attempts: rows for those a retry followed, the last from it
       assert.deepEqual({ status: row.status, attempts: got }, want, `${id} with ${JSON.stringify(opts)}`);
     }
   }
+});
+
+test('inbound event rows go in by COPY, by upserts when a key is there already (the later event wins, as live upserts had it), and none for an endpoint that is gone', async () => {
+  const created = at();
+  const endpoint = {
+    id: 'ep_copy_keep', org_id: ORG, slug: 'in-keep', name: 'kept', forward_urls: [], retry_attempts: 5, use_lane: false, enabled: true,
+    forward_method: null, forward_headers: null, forward_body: null, on_failure_url: null, on_recovery_url: null, notify_on_failure: null, notify_on_recovery: null,
+    script: null, paused: false, secret_names: [], sealed_secrets: null, created_at: created, updated_at: created,
+  };
+  const received = (id: string, endpointId: string, outcome: string) => ev('InboundEventReceived', {
+    event: { id, endpoint_id: endpointId, method: 'POST', path: '/in/keep', query: AWKWARD, source_ip: null, received_at: at(), body_size: 3, inbound_seq: 7, outcome, script_logs: [AWKWARD], error_message: AWKWARD },
+    endpoint: { id: endpointId, name: 'kept', use_lane: false, retry_attempts: 5 }, executions: [],
+  });
+  const target = await append([
+    ev('EndpointCreated', { endpoint }),
+    received('evt_copy_keep_1', endpoint.id, 'collected'), received('evt_copy_keep_2', endpoint.id, 'collected'),
+    received('evt_copy_never', 'ep_copy_never', 'collected'),
+    // The same key again (a batch projected a second time looks so to Postgres).
+    received('evt_copy_keep_1', endpoint.id, 'filtered'),
+  ]);
+  const results = [];
+  for (const opts of [{ maxBatch: 1 }, { maxBatch: 10_000 }, { pipelined: true, copyCreated: true, maxBatch: 2 }] as ProjectionOptions[]) {
+    const run = await project(target, opts);
+    // (The log holds the other tests' messages too: a duplicate task, whose COPY fails a pipelined commit.)
+    assert.ok(!run.logged.some((l) => l.includes('inbound')), run.logged.join('\n'));
+    const rows = await run.db.selectFrom('inbound_events').selectAll().where('id', 'like', 'evt_copy_%').orderBy('id').execute();
+    results.push(rows);
+    assert.deepEqual(rows.map((r) => [r.id, r.outcome]), [['evt_copy_keep_1', 'filtered'], ['evt_copy_keep_2', 'collected']], JSON.stringify(opts));
+    assert.equal(rows[1]!.query, AWKWARD.replace('\u0000', '\ufffd').replace('\ud800', '\ufffd'));
+    assert.deepEqual(rows[1]!.script_logs, [AWKWARD.replace('\u0000', '\ufffd').replace('\ud800', '\ufffd')]);
+    assert.equal(rows[1]!.source_ip, null);
+  }
+  assert.deepEqual(results[1], results[0]);
+  assert.deepEqual(results[2], results[0]);
 });

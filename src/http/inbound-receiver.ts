@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SUBJECTS } from '../../streams/subjects.ts';
 import type { Endpoint } from '../commands/endpoint/types.ts';
 import { newId } from '../lib/ids.ts';
+import { isoTime } from '../lib/iso-time.ts';
 import { storableText } from '../lib/input-checks.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import type { SecretBox } from '../lib/secret-box.ts';
@@ -30,14 +31,17 @@ export interface InboundReceiverDeps {
   log: (m: string) => void;
 }
 
-function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text), ...headers });
+/**
+ * Writes an answer and counts it. The headers go as a flat list and the metrics are
+ * taken here, not on 'finish': the receiver answers at the rate of a bare server, and
+ * a header object, a listener and a closure per request showed in its profile.
+ */
+function answer(res: ServerResponse, metrics: Metrics, t0: number, status: number, text: string, headers: readonly string[] = []): void {
+  res.writeHead(status, ['Content-Type', 'application/json; charset=utf-8', 'Content-Length', String(Buffer.byteLength(text)), ...headers]);
   res.end(text);
+  metrics.inboundRequests.inc({ status });
+  metrics.inboundRequestDuration.observe((performance.now() - t0) / 1000);
 }
-
-const error = (res: ServerResponse, status: number, message: string, headers?: Record<string, string>) =>
-  send(res, status, { error: { message, field: null } }, headers);
 
 const nullableText = (text: string | null) => (text === null ? null : storableText(text));
 
@@ -75,18 +79,21 @@ export function createInboundReceiver(deps: InboundReceiverDeps) {
   const presets = presetVerifiers(deps.secrets);
   const groups = createRequestGroups(deps.nats);
 
-  async function receive(req: IncomingMessage, res: ServerResponse, slug: string, query: string): Promise<void> {
+  const error = (res: ServerResponse, t0: number, status: number, message: string, headers?: readonly string[]) =>
+    answer(res, deps.metrics, t0, status, JSON.stringify({ error: { message, field: null } }), headers);
+
+  async function receive(req: IncomingMessage, res: ServerResponse, slug: string, query: string, t0: number): Promise<void> {
     const method = req.method ?? 'GET';
-    if (!METHODS.has(method)) return error(res, 405, `method ${method} is not accepted; use GET, POST, PUT, PATCH or DELETE`, { Allow: 'GET, POST, PUT, PATCH, DELETE' });
+    if (!METHODS.has(method)) return error(res, t0, 405, `method ${method} is not accepted; use GET, POST, PUT, PATCH or DELETE`, ['Allow', 'GET, POST, PUT, PATCH, DELETE']);
     const endpoint = await deps.endpoints.bySlug(slug);
-    if (!endpoint) return error(res, 404, 'Not found');
+    if (!endpoint) return error(res, t0, 404, 'Not found');
     const span = trace.getActiveSpan();
     if (span?.isRecording()) span.setAttributes({ 'jetcron.org_id': endpoint.org_id, 'jetcron.endpoint_id': endpoint.id });
-    if (!endpoint.enabled) return error(res, 503, 'Endpoint disabled', { 'Retry-After': '60' });
+    if (!endpoint.enabled) return error(res, t0, 503, 'Endpoint disabled', ['Retry-After', '60']);
     const declared = Number(req.headers['content-length'] ?? 0);
-    if (declared > MAX_INBOUND_BODY) return tooLarge(res);
+    if (declared > MAX_INBOUND_BODY) return tooLarge(res, t0);
     const body = await readBody(req);
-    if (body === 'too_large') return tooLarge(res);
+    if (body === 'too_large') return tooLarge(res, t0);
 
     const now = Date.now();
     const pairs: [string, string][] = [];
@@ -102,16 +109,17 @@ export function createInboundReceiver(deps: InboundReceiverDeps) {
       query: storableText(query),
       headers: pairs,
       source_ip: nullableText(sourceIp(req)),
-      received_at: new Date(now).toISOString(),
+      received_at: isoTime(now),
       body_size: body.length,
     };
     if (!(await verify(endpoint, meta, body))) {
       // Not a verdict: nothing is stored and the sender is told to come back.
-      return error(res, 503, 'The endpoint script could not run now; retry', { 'Retry-After': '1' });
+      return error(res, t0, 503, 'The endpoint script could not run now; retry', ['Retry-After', '1']);
     }
     await groups.store(SUBJECTS.inbound(endpoint.org_id, endpoint.id), { meta, body });
-    if (meta.rejected) return send(res, meta.rejected.status_code, { id: meta.id, status: 'rejected' });
-    send(res, 200, { id: meta.id, status: endpoint.paused ? 'queued' : 'received' });
+    // An id is [a-z0-9_]: the answer needs no JSON encoder.
+    const status = meta.rejected ? 'rejected' : endpoint.paused ? 'queued' : 'received';
+    answer(res, deps.metrics, t0, meta.rejected?.status_code ?? 200, `{"id":"${meta.id}","status":"${status}"}`);
   }
 
   /**
@@ -146,9 +154,9 @@ export function createInboundReceiver(deps: InboundReceiverDeps) {
     return true;
   }
 
-  function tooLarge(res: ServerResponse): void {
+  function tooLarge(res: ServerResponse, t0: number): void {
     // The rest of an oversized body is not read: close the connection after answering.
-    error(res, 413, `request body exceeds ${MAX_INBOUND_BODY} bytes`, { Connection: 'close' });
+    error(res, t0, 413, `request body exceeds ${MAX_INBOUND_BODY} bytes`, ['Connection', 'close']);
   }
 
   return {
@@ -156,21 +164,17 @@ export function createInboundReceiver(deps: InboundReceiverDeps) {
     handle(req: IncomingMessage, res: ServerResponse): boolean {
       const url = req.url ?? '';
       if (!url.startsWith('/in/')) return false;
+      const t0 = performance.now();
       const m = PATH.exec(url);
       if (!m) {
-        error(res, 404, 'Not found');
+        error(res, t0, 404, 'Not found');
         return true;
       }
-      const t0 = performance.now();
-      res.on('finish', () => {
-        deps.metrics.inboundRequests.inc({ status: res.statusCode });
-        deps.metrics.inboundRequestDuration.observe((performance.now() - t0) / 1000);
-      });
       const slug = m[1]!;
       inServerSpan(req, res, () => ({ route: '/in/{slug}' }), () => {
-        receive(req, res, slug, m[2] ?? '').catch((err) => {
+        receive(req, res, slug, m[2] ?? '', t0).catch((err) => {
           deps.log(`inbound: ${(err as Error).message}`);
-          if (!res.headersSent) error(res, 500, 'The request could not be stored; retry');
+          if (!res.headersSent) error(res, t0, 500, 'The request could not be stored; retry');
           else res.destroy();
         });
       });

@@ -6,7 +6,7 @@ import { ApiError } from '../lib/errors.ts';
 import type { ScriptEngine } from '../scripts/engine.ts';
 import { endpointScriptHooks, type EndpointScriptHooks } from '../scripts/endpoint-hooks.ts';
 import { LOG_LINES } from '../scripts/limits.ts';
-import { headerObject, type InboundRequestMeta, type StoredRequest } from './stored-request.ts';
+import { headerObject, type InboundRequestMeta, type RequestRoute, type StoredRequest } from './stored-request.ts';
 
 /**
  * The inbound pipeline, in the spec's order: receive, verify (on the original
@@ -73,7 +73,7 @@ export function plannedExecutionId(seed: string, atMs: number, index: number): s
 
 /** What an `InboundEventReceived`/`Replayed` records of the request (not its headers or body). */
 export function eventRecord(
-  meta: InboundRequestMeta,
+  meta: RequestRoute,
   inboundSeq: number,
   outcome: InboundOutcome,
   delivery?: Pick<RoutedDelivery, 'script_logs' | 'error_message' | 'debounce'>,
@@ -126,16 +126,20 @@ export interface RoutedDelivery {
  */
 export const MAX_INBOUND_DEBOUNCE_MS = 30 * 86_400_000;
 
-/** Filter, custom forwarding, transform and route: the deliveries one stored request makes. */
+/**
+ * Filter, custom forwarding, transform and route: the deliveries one stored request
+ * makes. Without hooks its route decides; `request` (its headers and body, read from
+ * INBOUND) is asked for only when a hook runs.
+ */
 export async function planDelivery(opts: {
   endpoint: Endpoint;
-  request: StoredRequest;
+  route: RequestRoute;
+  request: () => Promise<StoredRequest>;
   hooks: EndpointScriptHooks | null;
   now: string;
   executionId: (index: number) => string;
 }): Promise<RoutedDelivery> {
-  const { endpoint, request, hooks } = opts;
-  const { meta } = request;
+  const { endpoint, hooks, route: meta } = opts;
   const logs: (readonly string[])[] = [meta.verify_logs ?? []];
   const done = (outcome: InboundOutcome, executions: ForwardPlan[], error: string | null = null, debounce: RoutedDelivery['debounce'] = null): RoutedDelivery =>
     ({ outcome, executions, script_logs: joinLogs(...logs), error_message: error, debounce });
@@ -152,7 +156,8 @@ export async function planDelivery(opts: {
 
   if (meta.rejected) return done('rejected', [], meta.rejected.reason ?? `rejected by verify with ${meta.rejected.status_code}`);
   if (!hooks) return endpoint.forward_urls.length ? done('forwarding', plans(endpoint.forward_urls, fields)) : done('collected', []);
-  const req = hookRequest(meta, request.body);
+  const request = await opts.request();
+  const req = hookRequest(request.meta, request.body);
 
   const filtered = await hooks.filter(req);
   logs.push(filtered.logs);

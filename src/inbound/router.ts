@@ -4,8 +4,9 @@ import { SUBJECTS } from '../../streams/subjects.ts';
 import type { ForwardPlan, InboundDebounceWindow, InboundEventEvent } from '../commands/inbound-event/types.ts';
 import { ConcurrencyError, type EventStore } from '../events/store.ts';
 import type { Clock } from '../lib/clock.ts';
+import { isoTime } from '../lib/iso-time.ts';
 import type { Nats } from '../nats/connection.ts';
-import { readStream, type StreamItem } from '../nats/event-reader.ts';
+import { readStream, type MessageHeaders, type StreamItem } from '../nats/event-reader.ts';
 import type { FailedEvent, Supervisor } from '../nats/supervisor.ts';
 import { isTransient } from '../lib/transient.ts';
 import { openCheckpoint } from '../nats/throttled-checkpoint.ts';
@@ -13,18 +14,45 @@ import { startConsumers } from '../nats/consumer-kit.ts';
 import type { EndpointDirectory } from './endpoint-directory.ts';
 import { createDebounceWindows } from './debounce-windows.ts';
 import { endpointSnapshot, eventRecord, planDelivery, plannedExecutionId, type HooksFor, type RoutedDelivery } from './pipeline.ts';
-import { decodeStoredRequests, type StoredRequest } from './stored-request.ts';
+import { loadStoredMessage, routesOf, type RequestRoute, type StoredRequest } from './stored-request.ts';
 import { openSpan, SpanKind } from '../telemetry/tracing.ts';
 import type { Log } from '../lib/logger.ts';
 
-/** One stored request as the router takes it: its message's sequence, and its place in that message. */
-type RequestItem = StreamItem<StoredRequest> & { index: number };
+/**
+ * One stored request as the router takes it: its route, its message's sequence and its
+ * place in that message; `request` reads the whole request (headers, body) from
+ * INBOUND, once per message, for the hooks that need it.
+ */
+interface RequestItem {
+  route: RequestRoute;
+  seq: number;
+  subject: string;
+  index: number;
+  traceparent: string | undefined;
+  request: () => Promise<StoredRequest>;
+}
 
-/** Each request of each INBOUND message, in order (a group's requests share its sequence). */
-function requestsOf(batch: StreamItem<StoredRequest[]>[]): RequestItem[] {
-  return batch.flatMap((item) => item.event.map((request, index) => ({
-    event: request, seq: item.seq, subject: item.subject, index, traceparent: request.meta.traceparent ?? item.traceparent,
-  })));
+/**
+ * Each request of each INBOUND message, in order (a group's requests share its
+ * sequence). The router reads headers only: a message without routes in its header
+ * (written before them, or with routes too long for one) is read whole first.
+ */
+async function requestsOf(nats: Nats, batch: StreamItem<RequestRoute[] | null>[]): Promise<RequestItem[]> {
+  const messages = await Promise.all(batch.map(async (item) => {
+    let whole: Promise<StoredRequest[] | null> | undefined;
+    const load = () => (whole ??= loadStoredMessage(nats, item.seq));
+    // Gone since it was delivered: purged with its endpoint, whose events went with it.
+    const routes = item.event ?? (await load())?.map((r) => r.meta) ?? [];
+    return routes.map((route, index): RequestItem => ({
+      route, seq: item.seq, subject: item.subject, index, traceparent: route.traceparent ?? item.traceparent,
+      request: async () => {
+        const request = (await load())?.[index];
+        if (!request) throw new Error(`INBOUND seq ${item.seq} no longer holds request ${route.id}`);
+        return request;
+      },
+    }));
+  }));
+  return messages.flat();
 }
 
 export const CHECKPOINT_KEY: keyof typeof KV_CHECKPOINT_READERS = 'inbound-router';
@@ -55,18 +83,20 @@ export function startInboundRouter(deps: RouterDeps) {
   const windows = createDebounceWindows(deps.store);
 
   /** The event recording one request's deliveries, or null when its endpoint is gone. */
-  async function decide(item: StreamItem<StoredRequest>): Promise<InboundEventEvent | null> {
-    const { meta } = item.event;
+  async function decide(item: RequestItem): Promise<InboundEventEvent | null> {
+    const meta = item.route;
     const endpoint = await deps.endpoints.get(meta.org_id, meta.endpoint_id);
     if (!endpoint) return null; // deleted since: its events went with it
+    let receivedMs: number | undefined;
     const delivery = await planDelivery({
       endpoint,
-      request: item.event,
+      route: meta,
+      request: item.request,
       hooks: deps.hooks(endpoint),
       now: meta.received_at,
-      executionId: (i) => plannedExecutionId(meta.id, Date.parse(meta.received_at), i),
+      executionId: (i) => plannedExecutionId(meta.id, (receivedMs ??= Date.parse(meta.received_at)), i),
     });
-    const at = new Date(deps.clock.now()).toISOString();
+    const at = isoTime(deps.clock.now());
     const { outcome, executions } = delivery.debounce && delivery.executions.length ? await debounced(meta, delivery, at) : delivery;
     const record = eventRecord(meta, item.seq, outcome, delivery);
     const event: InboundEventEvent = {
@@ -85,7 +115,7 @@ export function startInboundRouter(deps: RouterDeps) {
    * executions (its payload replaces theirs, their time stays). A window about to end
    * takes no more events: its executions may be running already, so a new one opens.
    */
-  async function debounced(meta: StoredRequest['meta'], delivery: RoutedDelivery, at: string): Promise<Pick<RoutedDelivery, 'outcome' | 'executions'>> {
+  async function debounced(meta: RequestRoute, delivery: RoutedDelivery, at: string): Promise<Pick<RoutedDelivery, 'outcome' | 'executions'>> {
     const { key, window_ms: windowMs } = delivery.debounce!;
     const receivedMs = Date.parse(meta.received_at);
     const latest = await windows.latest(meta.org_id, meta.endpoint_id, key);
@@ -111,7 +141,7 @@ export function startInboundRouter(deps: RouterDeps) {
   }
 
   /** The subject a stored message's routed events go to: its first request's, guarded to be empty. */
-  const recordSubject = (first: StoredRequest) => SUBJECTS.inboundEvent(first.meta.org_id, first.meta.id);
+  const recordSubject = (first: RequestRoute) => SUBJECTS.inboundEvent(first.org_id, first.id);
 
   /**
    * One endpoint's requests of a batch, in arrival order: decided one by one, then
@@ -131,7 +161,7 @@ export function startInboundRouter(deps: RouterDeps) {
       i = end;
       const decided = await decideEach(message);
       if (!decided.length) continue;
-      const subject = recordSubject(message[0]!.event);
+      const subject = recordSubject(message[0]!.route);
       const events = decided.map((d) => d.event);
       const scopes = decided.map((d) => d.scope);
       const append = message.length === 1
@@ -152,7 +182,7 @@ export function startInboundRouter(deps: RouterDeps) {
   async function decideEach(message: RequestItem[]) {
     const decided = [];
     for (const item of message) {
-      const { meta } = item.event;
+      const meta = item.route;
       const scope = openSpan('route inbound', {
         kind: SpanKind.CONSUMER, traceparent: item.traceparent,
         attributes: () => ({ 'jetcron.org_id': meta.org_id, 'jetcron.endpoint_id': meta.endpoint_id, 'jetcron.inbound_event_id': meta.id }),
@@ -195,30 +225,32 @@ export function startInboundRouter(deps: RouterDeps) {
       const checkpoint = await openCheckpoint(kv, CHECKPOINT_KEY, CHECKPOINT_EVERY_MS);
       try {
         const read = {
-          stream: STREAMS.inbound.name, decode: decodeStoredRequests, startSeq: checkpoint.position + 1, maxBatch: 500, signal, log: deps.log,
+          stream: STREAMS.inbound.name, startSeq: checkpoint.position + 1, maxBatch: 500, signal, log: deps.log,
+          // The routes alone (a header): the bodies stay in nats-server unless a hook reads them.
+          headersOnly: true, decode: (_data: Uint8Array, headers: MessageHeaders | undefined) => routesOf(headers),
           name: CHECKPOINT_KEY, supervisor: deps.supervisor,
           onSkip: ({ seq }: { seq: number }) => checkpoint.advance(seq),
-          reapply: (item: StreamItem<StoredRequest[]>, index: number | undefined) =>
-            routeBatch(requestsOf([item]).filter((r) => index === undefined || r.index === index)),
+          reapply: async (item: StreamItem<RequestRoute[] | null>, index: number | undefined) =>
+            routeBatch((await requestsOf(deps.nats, [item])).filter((r) => index === undefined || r.index === index)),
           // A group with a request that cannot be routed: the others are, in order, and only that one is skipped.
-          applyApart: async (item: StreamItem<StoredRequest[]>, skip: (event: FailedEvent, err: unknown) => Promise<void>) => {
-            const requests = requestsOf([item]);
+          applyApart: async (item: StreamItem<RequestRoute[] | null>, skip: (event: FailedEvent, err: unknown) => Promise<void>) => {
+            const requests = await requestsOf(deps.nats, [item]);
             if (requests.length < 2) return false;
             // Its commit is stored (what fails now is later): every request of it is recorded.
-            if (await deps.store.lastMessage(recordSubject(requests[0]!.event))) return true;
+            if (await deps.store.lastMessage(recordSubject(requests[0]!.route))) return true;
             for (const r of requests) {
               try {
                 await routeBatch([r]);
               } catch (err) {
                 if (isTransient(err)) throw err;
-                await skip({ index: r.index, id: r.event.meta.id, type: 'inbound request' }, err);
+                await skip({ index: r.index, id: r.route.id, type: 'inbound request' }, err);
               }
             }
             return true;
           },
         };
-        await readStream<StoredRequest[]>(deps.nats, read, async (batch) => {
-          await routeBatch(requestsOf(batch));
+        await readStream<RequestRoute[] | null>(deps.nats, read, async (batch) => {
+          await routeBatch(await requestsOf(deps.nats, batch));
           await checkpoint.advance(batch[batch.length - 1]!.seq);
         });
       } finally {

@@ -15,9 +15,10 @@ export interface Nats {
    */
   /**
    * `traceparent`: the W3C trace context to send in the message's headers; by default
-   * the active span's, when tracing is on (src/telemetry/tracing.ts).
+   * the active span's, when tracing is on (src/telemetry/tracing.ts). `headers`: more
+   * headers of the message's own.
    */
-  publish(subject: string, data: Uint8Array, opts?: { msgId?: string; expectLastSubjectSeq?: number; batch?: boolean; traceparent?: string | undefined }): Promise<number>;
+  publish(subject: string, data: Uint8Array, opts?: { msgId?: string; expectLastSubjectSeq?: number; batch?: boolean; traceparent?: string | undefined; headers?: Record<string, string> | undefined }): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -41,7 +42,7 @@ export async function connectNats(url: string, name: string): Promise<Nats> {
     jsm,
     publish(subject, data, opts = {}) {
       publisher ??= createAckedPublisher({ nc });
-      return publisher.publish(subject, data, opts.msgId, opts.expectLastSubjectSeq, opts.batch, 'traceparent' in opts ? opts.traceparent : currentTraceparent());
+      return publisher.publish(subject, data, opts.msgId, opts.expectLastSubjectSeq, opts.batch, 'traceparent' in opts ? opts.traceparent : currentTraceparent(), opts.headers);
     },
     async close() {
       publisher?.close();

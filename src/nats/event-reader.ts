@@ -51,8 +51,15 @@ export interface StreamItem<T> {
   traceparent?: string | undefined;
 }
 
+/** A message's headers, as nats.js hands them (`JsMsg.headers`, `StoredMsg.header`). */
+export interface MessageHeaders {
+  get(name: string): string;
+}
+
 interface RawItem {
   data: Uint8Array;
+  /** Its headers (a stream of one reader: the shared EVENTS tap keeps none). */
+  headers?: MessageHeaders | undefined;
   seq: number;
   subject: string;
   /** Decoded once, by whichever reader of the process got to it first (events-tap.ts). */
@@ -147,7 +154,13 @@ class NotRecorded extends Error {
  */
 export async function readStream<T>(
   nats: Nats,
-  opts: EventReaderOptions<T> & { stream: string; decode: (data: Uint8Array) => T; shared?: boolean },
+  opts: EventReaderOptions<T> & {
+    stream: string;
+    decode: (data: Uint8Array, headers: MessageHeaders | undefined) => T;
+    shared?: boolean;
+    /** Deliver each message's headers alone (no payload: `data` is empty), a reader that needs the payloads of few. */
+    headersOnly?: boolean;
+  },
   handle: (batch: StreamItem<T>[]) => Promise<void>,
 ): Promise<void> {
   const { supervisor } = opts;
@@ -155,7 +168,7 @@ export async function readStream<T>(
   const tracking = opts.trackProgress !== false;
   // Ends only when reading stops: a lost consumer is replaced underneath (follow.ts).
   const reading = new AbortController();
-  const follow = { stream: opts.stream, startSeq: opts.startSeq, maxMessages: Math.max(100, opts.maxBatch), signal: reading.signal, log: opts.log, name: opts.name };
+  const follow = { stream: opts.stream, startSeq: opts.startSeq, maxMessages: Math.max(100, opts.maxBatch), signal: reading.signal, log: opts.log, name: opts.name, headersOnly: opts.headersOnly };
   // EVENTS is read once per process for all its readers; other streams have one reader each.
   const messages: AsyncIterable<RawItem> = opts.shared ? followEvents(nats, follow) : followOrdered(nats, follow);
   const buffer: RawItem[] = [];
@@ -173,7 +186,7 @@ export async function readStream<T>(
   const reapplyRecord = async (record: { seq: number; index?: number }) => {
     const stored = await nats.jsm.streams.getMessage(opts.stream, { seq: record.seq });
     if (!stored) throw new Error(`seq ${record.seq} is no longer in ${opts.stream}`);
-    const item = { event: opts.decode(stored.data), seq: stored.seq, subject: stored.subject };
+    const item = { event: opts.decode(opts.headersOnly ? new Uint8Array(0) : stored.data, stored.header), seq: stored.seq, subject: stored.subject };
     await (opts.reapply ? opts.reapply(item as StreamItem<never>, record.index) : handle([item]));
   };
   const stopServingRetries = supervisor.ledger.serveRetries(opts.name, reapplyRecord, opts.log);
@@ -183,7 +196,7 @@ export async function readStream<T>(
       // Stopped: what the closed iterator still yields is not needed, and waiting for
       // room after the abort would wait forever (nothing drains the buffer any more).
       if (reading.signal.aborted) break;
-      buffer.push(opts.shared ? m : { data: m.data, seq: m.seq, subject: m.subject, traceparent: traceparentOf(m as JsMsg) });
+      buffer.push(opts.shared ? m : { data: m.data, seq: m.seq, subject: m.subject, traceparent: traceparentOf(m as JsMsg), headers: (m as JsMsg).headers });
       wake?.();
       if (buffer.length >= opts.maxBatch * 4 && !reading.signal.aborted) await new Promise<void>((r) => (drained = r));
     }
@@ -228,7 +241,7 @@ export async function readStream<T>(
       let undecodable: unknown;
       for (const raw of buffer.slice(0, size)) {
         try {
-          raw.decoded ??= opts.decode(raw.data);
+          raw.decoded ??= opts.decode(raw.data, raw.headers);
           batch.push({ event: raw.decoded as T, seq: raw.seq, subject: raw.subject, traceparent: raw.traceparent });
         } catch (err) {
           undecodable = err;

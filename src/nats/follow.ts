@@ -79,11 +79,11 @@ async function* pullLoop(open: () => Promise<ConsumerMessages>, opts: FollowOpti
 }
 
 /**
- * An ordered read of `stream` (optionally one subject filter) from `startSeq`, or —
+ * An ordered read of `stream` (optionally one subject filter, or headers only) from `startSeq`, or —
  * with `lastPerSubject` — the last message of each subject first, then what follows.
  * Yields until `signal` aborts, whatever happens to the consumers underneath.
  */
-export function followOrdered(nats: Nats, opts: FollowOptions & { stream: string; startSeq: number; filter?: string; lastPerSubject?: boolean }): AsyncGenerator<JsMsg> {
+export function followOrdered(nats: Nats, opts: FollowOptions & { stream: string; startSeq: number; filter?: string; lastPerSubject?: boolean; headersOnly?: boolean | undefined }): AsyncGenerator<JsMsg> {
   let next = Math.max(1, opts.startSeq);
   let fresh = true;
   const open = async () => {
@@ -91,7 +91,7 @@ export function followOrdered(nats: Nats, opts: FollowOptions & { stream: string
     const deliver = fresh && opts.lastPerSubject
       ? { deliver_policy: DeliverPolicy.LastPerSubject }
       : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: next };
-    const consumer = await quick(nats).consumers.get(opts.stream, { ...deliver, ...(opts.filter ? { filter_subjects: opts.filter } : {}) });
+    const consumer = await quick(nats).consumers.get(opts.stream, { ...deliver, ...(opts.filter ? { filter_subjects: opts.filter } : {}), ...(opts.headersOnly ? { headers_only: true } : {}) });
     return consumer.consume({ max_messages: opts.maxMessages, expires: EXPIRES_MS });
   };
   const messages = pullLoop(open, opts, () => `from seq ${next}`);

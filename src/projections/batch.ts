@@ -40,6 +40,37 @@ const INBOUND_EVENT_TYPES: ColumnTypes = {
   received_at: TS, body_size: 'integer', inbound_seq: 'bigint', outcome: 'text', execution_id: 'text',
   script_logs: 'jsonb', error_message: 'text',
 };
+/**
+ * Inbound event rows by COPY, live as in a rebuild: each is written once, by its
+ * event's one InboundEventReceived, and COPY costs Postgres about half an upsert's CPU
+ * (measured: 9–12 against 18–21 µs a row). Under a savepoint: a key that exists after
+ * all (a batch projected again) rolls the COPY back and the rows go in as upserts.
+ * Then the rows of endpoints that do not exist (deleted while the request was routed)
+ * are removed, as the upsert's parent check leaves them out; the batch's endpoints are
+ * few, so that is one index probe each.
+ */
+function inboundEventRows(rows: Row[]): Statement[] {
+  const copies = copyRows('inbound_events', rows, INBOUND_EVENT_TYPES);
+  const endpoints = [...new Set(rows.map((r) => r.endpoint_id as string))];
+  const copyOrUpsert: Statement = {
+    async execute(db) {
+      await sql`SAVEPOINT inbound_rows`.execute(db);
+      try {
+        for (const copy of copies) await copy.execute(db);
+      } catch (err) {
+        if ((err as { code?: string }).code !== UNIQUE_VIOLATION) throw err;
+        await sql`ROLLBACK TO SAVEPOINT inbound_rows`.execute(db);
+        for (const upsert of upsertRows('inbound_events', 'id', rows, INBOUND_EVENT_TYPES)) await upsert.execute(db);
+      }
+      await sql`RELEASE SAVEPOINT inbound_rows`.execute(db);
+    },
+  };
+  const orphans = sql`DELETE FROM inbound_events WHERE endpoint_id = ANY(ARRAY(
+    SELECT e FROM unnest(${endpoints}::text[]) AS e WHERE NOT EXISTS (SELECT 1 FROM endpoints p WHERE p.id = e)))`;
+  return [copyOrUpsert, orphans];
+}
+const UNIQUE_VIOLATION = '23505';
+
 const ATTEMPT_TYPES: ColumnTypes = {
   execution_id: 'text', attempt: 'integer', status: 'text', status_code: 'integer', started_at: TS,
   finished_at: TS, duration_ms: 'integer', error_message: 'text',
@@ -158,7 +189,7 @@ export class ProjectionBatch {
       out.push(...executionsOf(ids), sql`DELETE FROM schedules WHERE id = ANY(${ids})`);
     }
     upsert('flow_control_keys', ['org_id', 'key'], this.flowKeys.values(), FLOW_KEY_TYPES);
-    upsert('inbound_events', 'id', this.inboundEvents.values(), INBOUND_EVENT_TYPES, { table: 'endpoints', column: 'endpoint_id' });
+    if (this.inboundEvents.size) out.push(...inboundEventRows([...this.inboundEvents.values()]));
     if (this.deletedEndpoints.size) {
       const ids = [...this.deletedEndpoints];
       out.push(...executionsOf(ids), sql`DELETE FROM inbound_events WHERE endpoint_id = ANY(${ids})`, sql`DELETE FROM endpoints WHERE id = ANY(${ids})`);

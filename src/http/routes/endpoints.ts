@@ -189,7 +189,7 @@ export function endpointRoutes(deps: ApiDeps, rootUrl: () => string): Router {
     const nowMs = deps.clock.now();
     const now = new Date(nowMs).toISOString();
     const replayId = newId('evt', nowMs);
-    const delivery = await planDelivery({ endpoint, request, hooks: deps.hooks(endpoint), now, executionId: (i) => plannedExecutionId(replayId, nowMs, i) });
+    const delivery = await planDelivery({ endpoint, route: request.meta, request: async () => request, hooks: deps.hooks(endpoint), now, executionId: (i) => plannedExecutionId(replayId, nowMs, i) });
     const subject = SUBJECTS.inboundEvent(orgId, row.id);
     // Replays of one event are independent of each other: no guard on the subject's sequence.
     const event: InboundEventEvent = {
