@@ -1,6 +1,6 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../db/schema.ts';
-import { updateRows, upsertRows, type ColumnTypes, type Parent, type Row } from './bulk-write.ts';
+import { isUniqueViolation, updateRows, upsertRows, type ColumnTypes, type Parent, type Row } from './bulk-write.ts';
 import { ATTEMPT_ENDINGS } from './attempt-rows.ts';
 import { copyRows } from './copy-rows.ts';
 
@@ -58,7 +58,7 @@ function inboundEventRows(rows: Row[]): Statement[] {
       try {
         for (const copy of copies) await copy.execute(db);
       } catch (err) {
-        if ((err as { code?: string }).code !== UNIQUE_VIOLATION) throw err;
+        if (!isUniqueViolation(err)) throw err;
         await sql`ROLLBACK TO SAVEPOINT inbound_rows`.execute(db);
         for (const upsert of upsertRows('inbound_events', 'id', rows, INBOUND_EVENT_TYPES)) await upsert.execute(db);
       }
@@ -69,7 +69,6 @@ function inboundEventRows(rows: Row[]): Statement[] {
     SELECT e FROM unnest(${endpoints}::text[]) AS e WHERE NOT EXISTS (SELECT 1 FROM endpoints p WHERE p.id = e)))`;
   return [copyOrUpsert, orphans];
 }
-const UNIQUE_VIOLATION = '23505';
 
 const ATTEMPT_TYPES: ColumnTypes = {
   execution_id: 'text', attempt: 'integer', status: 'text', status_code: 'integer', started_at: TS,

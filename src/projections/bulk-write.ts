@@ -2,6 +2,9 @@ import { sql, type RawBuilder } from 'kysely';
 import { storableText } from '../lib/input-checks.ts';
 
 export type Row = Record<string, unknown>;
+
+/** A key already there: Postgres's unique_violation (a row COPY would create exists). */
+export const isUniqueViolation = (err: unknown) => (err as { code?: unknown } | null)?.code === '23505';
 /** Postgres type of each column: text, json, jsonb, timestamptz, integer, bigint, boolean. */
 export type ColumnTypes = Record<string, string>;
 

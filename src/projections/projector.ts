@@ -11,6 +11,7 @@ import { startConsumers } from '../nats/consumer-kit.ts';
 import type { Supervisor } from '../nats/supervisor.ts';
 import { applyEvent } from './apply-event.ts';
 import { ProjectionBatch, type Statement, type StatementOptions } from './batch.ts';
+import { isUniqueViolation } from './bulk-write.ts';
 import { openSpan, SpanKind, tracingOn, type SpanScope } from '../telemetry/tracing.ts';
 
 export const PROJECTOR_NAME = 'read_models_v1';
@@ -50,8 +51,6 @@ export interface ProjectionOptions {
   copyCreated?: boolean;
 }
 
-/** A key already there: Postgres's unique_violation. */
-const isUniqueViolation = (err: unknown) => (err as { code?: unknown } | null)?.code === '23505';
 
 /** Postgres no longer has commits this process made: it lost them (a crash while synchronous_commit was off). */
 class LostCommits extends Error {}
