@@ -55,7 +55,7 @@ export async function rebuildProjections(opts: ServiceUrls & {
   });
 }
 
-/** Projects from the checkpoint until it reaches `target` or the lease is lost. */
+/** Projects from the checkpoint through `target` (the log read once, as a range), unless the lease is lost. */
 async function projectUntil(target: number, deps: { nats: Nats; db: Db; lease: Lease; log: (m: string) => void; update: (reached: number) => void }): Promise<void> {
   const { nats, db, log } = deps;
   const run = new AbortController();
@@ -63,12 +63,16 @@ async function projectUntil(target: number, deps: { nats: Nats; db: Db; lease: L
   const supervisor = await openSupervisor(nats, log);
   // Pipelined: the next batch is read and prepared while Postgres commits this one.
   // The tables start empty: the rows a batch creates go in by COPY.
-  const projecting = runProjection({ nats, db, log, supervisor }, run.signal, { pipelined: true, copyCreated: true, maxBatch: REBUILD_BATCH }).finally(() => supervisor.close());
-  let reached = 0;
-  while ((reached = await readCheckpoint(db)) < target && !run.signal.aborted) {
-    deps.update(reached);
-    await new Promise((r) => setTimeout(r, 50));
+  let projected = false;
+  const projecting = runProjection({ nats, db, log, supervisor }, run.signal, { pipelined: true, copyCreated: true, maxBatch: REBUILD_BATCH, through: target })
+    .finally(() => {
+      projected = true;
+      supervisor.close();
+    });
+  projecting.catch(() => {}); // awaited below; not an unhandled rejection while the loop waits on Postgres
+  while (!projected) {
+    deps.update(await readCheckpoint(db));
+    await Promise.race([projecting, new Promise((r) => setTimeout(r, 50))]);
   }
-  run.abort();
   await projecting;
 }

@@ -44,6 +44,11 @@ export interface ProjectionOptions {
    * rebuild: its tables start empty and nothing else writes them.
    */
   copyCreated?: boolean;
+  /**
+   * Project the log through this sequence, read once as a range (`readRange`), then
+   * return with the checkpoint there; for a rebuild. Without it: until the signal aborts.
+   */
+  through?: number;
 }
 
 /** Postgres no longer has commits this process made: it lost them (a crash while synchronous_commit was off). */
@@ -145,6 +150,7 @@ export async function runProjection(deps: ProjectorDeps, signal: AbortSignal, op
     let failed: { err: unknown; last: number } | undefined;
     const read = {
       startSeq: from, maxBatch: opts.maxBatch ?? LIVE_BATCH, signal: round.signal, log: deps.log, name: PROJECTOR_LEASE, supervisor: deps.supervisor,
+      through: opts.through, traceparents: tracingOn(),
       // A skipped (recorded) event: the read models move past it, and writers waiting for it are released.
       onSkip: async ({ seq }: { seq: number }) => {
         await writing;
@@ -164,7 +170,7 @@ export async function runProjection(deps: ProjectorDeps, signal: AbortSignal, op
         await commit((trx) => applyEachApart(trx, events, (e) => writeAll(prepare([e]))(trx), skip), events[0]!.seq).finally(() => endSpans(spans));
       },
     };
-    await readEvents(deps.nats, read, async (events) => {
+    const readThrough = await readEvents(deps.nats, read, async (events) => {
       const careful = events[0]!.seq <= carefulThrough;
       const statements = writeAll(prepare(events, { copyCreated: !!opts.copyCreated && !careful }));
       const last = events[events.length - 1]!.seq;
@@ -179,6 +185,11 @@ export async function runProjection(deps: ProjectorDeps, signal: AbortSignal, op
     });
     await writing;
     signal.removeEventListener('abort', stop);
+    if (readThrough && !failed) {
+      // Everything through the range's end is projected, its deleted messages too.
+      await writeCheckpoint(deps.db, opts.through!);
+      return;
+    }
     if (!failed || failed.err instanceof LostCommits || signal.aborted) continue;
     if (isTransient(failed.err)) {
       deps.log(`projector: a pipelined commit failed (${(failed.err as Error).message}); going on from the checkpoint`);
