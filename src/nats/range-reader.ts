@@ -21,13 +21,15 @@ export interface RangeOptions {
   name: string;
   /** Read each message's `traceparent` header (parsing a message's headers costs; off unless someone uses it). */
   traceparents?: boolean;
+  /** Messages a pull asks for (tests: smaller); what waits to be taken is kept under four pulls' worth. */
+  pullMessages?: number;
 }
 
 /** Messages one pull asks for, and their bytes at most (above EVENTS' largest message, which a pull must always fit). */
 const PULL_MESSAGES = 5_000;
 const PULL_BYTES = 16 * 1024 * 1024;
 /** Not yet handed on: no pull is sent while this much waits (the reader is slower than the log). */
-const QUEUED_MESSAGES = 20_000;
+const QUEUED_PULLS = 4;
 const QUEUED_BYTES = 64 * 1024 * 1024;
 /** A pull waits this long for messages; the server says it is alive every heartbeat meanwhile. */
 const EXPIRES_MS = 5_000;
@@ -89,6 +91,7 @@ export function deliveryOf(reply: string): { seq: number; cseq: number; pending:
 export async function* readRange(nats: Nats, opts: RangeOptions): AsyncGenerator<RangeItem[]> {
   let next = Math.max(1, opts.startSeq);
   if (next > opts.endSeq) return;
+  const pullMessages = opts.pullMessages ?? PULL_MESSAGES;
   let queue: RangeItem[] = [];
   let queuedBytes = 0;
   let done = false;
@@ -127,8 +130,8 @@ export async function* readRange(nats: Nats, opts: RangeOptions): AsyncGenerator
   const pull = () => {
     const c = current;
     if (!c || c.pull || done) return;
-    const room = Math.min(PULL_MESSAGES, QUEUED_MESSAGES - queue.length);
-    if (room < PULL_MESSAGES / 2 || queuedBytes > QUEUED_BYTES - PULL_BYTES) return;
+    const room = Math.min(pullMessages, QUEUED_PULLS * pullMessages - queue.length);
+    if (room < pullMessages / 2 || queuedBytes > QUEUED_BYTES - PULL_BYTES) return;
     c.pull = { left: room };
     c.beats = 0;
     nats.nc.publish(`$JS.API.CONSUMER.MSG.NEXT.${opts.stream}.${c.name}`, JSON.stringify({ batch: room, max_bytes: PULL_BYTES, expires: ns(EXPIRES_MS), idle_heartbeat: ns(HEARTBEAT_MS) }), { reply: c.sub.getSubject() });
