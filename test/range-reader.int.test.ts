@@ -7,12 +7,11 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { RetentionPolicy, StorageType } from '@nats-io/jetstream';
-import { sql } from 'kysely';
 import { SUBJECTS } from '../streams/subjects.ts';
 import { STREAMS } from '../streams/definitions.ts';
 import { rebuildProjections } from '../src/cli/rebuild.ts';
 import { connectDb, type Db } from '../src/db/connect.ts';
-import { migrate, READ_MODEL_TABLES } from '../src/db/migrations.ts';
+import { migrate } from '../src/db/migrations.ts';
 import { commitMessage } from '../src/events/commit.ts';
 import type { JetcronEvent } from '../src/events/types.ts';
 import { encodeJson } from '../src/lib/json.ts';
@@ -22,6 +21,7 @@ import { openSupervisor } from '../src/nats/supervisor.ts';
 import { readCheckpoint, runProjection } from '../src/projections/projector.ts';
 import { replayProjection } from '../src/replay/projection.ts';
 import { createTestDatabase } from './support/postgres.ts';
+import { rowsOf } from './support/read-model-rows.ts';
 import { startNatsWithStreams } from './support/nats.ts';
 
 let stack: Awaited<ReturnType<typeof startNatsWithStreams>>;
@@ -143,17 +143,6 @@ const finished = (t: ReturnType<typeof task>) => {
     callback_url: null, push_callback_url: null, lane: null,
   });
 };
-
-/** Every read-model row, table by table, in a stable order. */
-async function rowsOf(db: Db): Promise<Record<string, unknown[]>> {
-  const out: Record<string, unknown[]> = {};
-  for (const table of READ_MODEL_TABLES) {
-    if (table === 'projection_checkpoints') continue;
-    const { rows } = await sql<{ row: unknown }>`SELECT to_jsonb(t) AS row FROM ${sql.table(table)} t ORDER BY t::text`.execute(db);
-    out[table] = rows.map((r) => r.row);
-  }
-  return out;
-}
 
 async function freshDb(): Promise<{ db: Db; url: string }> {
   const database = await createTestDatabase();
