@@ -39,7 +39,7 @@ const PINGS = 10_000;
 const ENDPOINTS = 20;
 const INBOUND = 5_000;
 const IN_FLIGHT = 2_000;
-const EXAMPLE = 'examples/projections/daily-outcomes.ts';
+export const EXAMPLE = 'examples/projections/daily-outcomes.ts';
 
 /**
  * How the store holds its events: `events`, one message each (the shape of logs written
@@ -299,7 +299,7 @@ export async function writeHistory(log: HistoryLog): Promise<void> {
   await finishChunk(previous);
 }
 
-interface CliRun {
+export interface CliRun {
   printed: Record<string, unknown>;
   wallSeconds: number;
   cpu: CpuReport;
@@ -309,11 +309,11 @@ interface CliRun {
  * One `node bin/jetcron.mjs …` run; its last stdout line is its JSON answer. CPU is
  * taken when that line appears, while the CLI and its Postgres backend still exist.
  */
-async function runCli(args: string[], env: Record<string, string>, groups: (pid: () => number | undefined) => Parameters<typeof cpuPhase>[0], profDir?: string): Promise<CliRun> {
+export async function runCli(args: string[], env: Record<string, string>, groups: (pid: () => number | undefined) => Parameters<typeof cpuPhase>[0], profDir?: string, root = ROOT): Promise<CliRun> {
   const { dir, remove } = tempDir('cli');
   const prof = profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [];
-  const child = spawn(process.execPath, [...prof, path.join(ROOT, 'bin', 'jetcron.mjs'), ...args, '--data-dir', dir], {
-    cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+  const child = spawn(process.execPath, [...prof, path.join(root, 'bin', 'jetcron.mjs'), ...args, '--data-dir', dir], {
+    cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   const end = cpuPhase(groups(() => child.pid));
   const t0 = performance.now();
