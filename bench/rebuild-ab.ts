@@ -54,7 +54,13 @@ async function main() {
             { name: 'nats-server', pid: store.pid, withDescendants: false },
           ];
           const prof = (what: string) => (process.env.AB_PROF ? path.join(process.env.AB_PROF, `${build.label}-${store.shape}-${what}-${round}`) : undefined);
-          const rebuilt = await runCli(['projections', 'rebuild'], env, groups, prof('rebuild'), build.dir);
+          let rebuilt;
+          try {
+            rebuilt = await runCli(['projections', 'rebuild'], env, groups, prof('rebuild'), build.dir);
+          } catch (err) {
+            console.log(`| ${round + 1} | ${build.label} | ${store.shape} | failed: ${(err as Error).message.split('\n').slice(-8).join(' ').slice(0, 300)} | | | | |`);
+            continue;
+          }
           const replayed = await runCli(['replay', '--projection', EXAMPLE, '--from-start'], env, groups, prof('replay'), build.dir);
           const rs = Number(rebuilt.printed.seconds);
           const ps = Number(replayed.printed.seconds);

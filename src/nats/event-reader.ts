@@ -49,6 +49,11 @@ export interface EventReaderOptions<T = unknown> {
   through?: number;
   /** With `through`: hand on each message's `traceparent` header (parsing headers costs; the tap always does). */
   traceparents?: boolean;
+  /**
+   * What an item weighs against `maxBatch` (default one): a commit's events, so a batch
+   * of a log of commits holds as many events as one of single events would.
+   */
+  weigh?: (decoded: T) => number;
 }
 
 /** One stored message as a reader hands it on: its decoded content, sequence and subject. */
@@ -101,7 +106,9 @@ async function* oneByOne(messages: AsyncIterable<JsMsg>): AsyncGenerator<RawItem
  */
 export function readEvents(
   nats: Nats,
-  opts: Omit<EventReaderOptions, 'reapply' | 'applyApart'> & {
+  opts: Omit<EventReaderOptions, 'reapply' | 'applyApart' | 'weigh'> & {
+    /** `maxBatch` counts events, not messages (a commit weighs its events): a projector's transaction. */
+    countEvents?: boolean;
     reapply?: (batch: StoredEvent<JetcronEvent>[]) => Promise<void>;
     /** See `EventReaderOptions.applyApart`: called only for a message of several events. */
     applyApart?: (events: StoredEvent<JetcronEvent>[], skip: (event: StoredEvent<JetcronEvent>, err: unknown) => Promise<void>) => Promise<void>;
@@ -117,6 +124,7 @@ export function readEvents(
       stream: STREAMS.events.name,
       decode: decodeEvents,
       shared: true,
+      weigh: opts.countEvents ? (events) => events.length : undefined,
       reapply: (item, index) => {
         const events = flatten([item as StreamItem<JetcronEvent[]>]);
         if (index === undefined) return reapply(events);
@@ -134,6 +142,9 @@ export function readEvents(
     (batch) => handle(flatten(batch)),
   );
 }
+
+/** Received and not yet handled, at most (besides `maxBatch` four times over). */
+const BUFFER_BYTES = 64 * 1024 * 1024;
 
 /** The item's events could not all be recorded: nothing of it may be skipped yet. */
 class NotRecorded extends Error {
@@ -175,6 +186,8 @@ export async function readStream<T>(
     ? readRange(nats, { ...follow, endSeq: opts.through, traceparents: opts.traceparents })
     : opts.shared ? followEventBatches(nats, follow) : oneByOne(followOrdered(nats, follow));
   const buffer: RawItem[] = [];
+  /** The bytes of the messages in `buffer`: commits can hold hundreds of events each, so a count alone bounds nothing. */
+  let bufferedBytes = 0;
   /** The range (`through`) has been read to its end: once the buffer is empty, so is the work. */
   let ended = false;
   let wake: (() => void) | undefined;
@@ -201,9 +214,12 @@ export async function readStream<T>(
       // Stopped: what the closed iterator still yields is not needed, and waiting for
       // room after the abort would wait forever (nothing drains the buffer any more).
       if (reading.signal.aborted) break;
-      for (const m of items) buffer.push(m);
+      for (const m of items) {
+        buffer.push(m);
+        bufferedBytes += m.data.byteLength;
+      }
       wake?.();
-      if (buffer.length >= opts.maxBatch * 4 && !reading.signal.aborted) await new Promise<void>((r) => (drained = r));
+      if ((buffer.length >= opts.maxBatch * 4 || bufferedBytes >= BUFFER_BYTES) && !reading.signal.aborted) await new Promise<void>((r) => (drained = r));
     }
     ended = opts.through !== undefined && !reading.signal.aborted;
     wake?.();
@@ -211,9 +227,10 @@ export async function readStream<T>(
 
   const taken = (n: number) => {
     const last = buffer[n - 1]!.seq;
+    for (let i = 0; i < n; i++) bufferedBytes -= buffer[i]!.data.byteLength;
     buffer.splice(0, n);
     if (tracking) progress.advanced(last);
-    if (buffer.length < opts.maxBatch) {
+    if (buffer.length < opts.maxBatch && bufferedBytes < BUFFER_BYTES / 2) {
       drained?.();
       drained = undefined;
     }
@@ -248,10 +265,13 @@ export async function readStream<T>(
       const size = buffer[0]!.seq <= isolateThrough ? 1 : opts.maxBatch;
       const batch: StreamItem<T>[] = [];
       let undecodable: unknown;
-      for (const raw of buffer.slice(0, size)) {
+      // Up to `size` by weight, and at least the head, however much it weighs.
+      for (let i = 0, weight = 0; i < buffer.length && weight < size; i++) {
+        const raw = buffer[i]!;
         try {
           raw.decoded ??= opts.decode(raw.data);
           batch.push({ event: raw.decoded as T, seq: raw.seq, subject: raw.subject, traceparent: raw.traceparent });
+          weight += opts.weigh ? opts.weigh(raw.decoded as T) : 1;
         } catch (err) {
           undecodable = err;
           break;

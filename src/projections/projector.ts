@@ -150,7 +150,7 @@ export async function runProjection(deps: ProjectorDeps, signal: AbortSignal, op
     let failed: { err: unknown; last: number } | undefined;
     const read = {
       startSeq: from, maxBatch: opts.maxBatch ?? LIVE_BATCH, signal: round.signal, log: deps.log, name: PROJECTOR_LEASE, supervisor: deps.supervisor,
-      through: opts.through, traceparents: tracingOn(),
+      through: opts.through, traceparents: tracingOn(), countEvents: true,
       // A skipped (recorded) event: the read models move past it, and writers waiting for it are released.
       onSkip: async ({ seq }: { seq: number }) => {
         await writing;

@@ -99,7 +99,7 @@ export async function replayProjection(
     // Events the projection fails on repeatedly are recorded (consumer `replay.<name>`) and skipped.
     const supervisor = await openSupervisor(deps.nats, deps.log);
     const read = {
-      startSeq: from, maxBatch: 1000, signal: run.signal, log: deps.log, name: `replay.${projection.name}`, supervisor,
+      startSeq: from, maxBatch: 1000, countEvents: true, signal: run.signal, log: deps.log, name: `replay.${projection.name}`, supervisor,
       // Up to the end the log has now: read once as a range; a follower reads on with the process's tap.
       ...(opts.follow ? {} : { through: target, traceparents: true }),
       onSkip: async ({ seq }: { seq: number }) => {
