@@ -11,7 +11,7 @@
  */
 import path from 'node:path';
 import { cleanupAll, startNats, startSharedPostgres, withClient, type CpuReport } from './harness.ts';
-import { buildEventStore, EXAMPLE, runCli, type StoreShape } from './rebuild.ts';
+import { buildEventStore, EXAMPLE, runCli, stagesOf, type StoreShape } from './rebuild.ts';
 
 const ROUNDS = Number(process.env.AB_ROUNDS ?? 2);
 const SHAPES = (process.env.JETCRON_BENCH_REBUILD_SHAPES ?? 'commits,events').split(',').map((x) => x.trim()) as StoreShape[];
@@ -39,8 +39,8 @@ async function main() {
     stores.push({ shape, url: nats.url, pid: nats.pid, events, messages });
     console.log(`store ${shape}: ${events} events in ${messages} messages`);
   }
-  console.log('| round | build | shape | rebuild events/s (s) | replay events/s (s) | rebuild CPU s: CLI / postgres / nats-server / other | replay CPU s: CLI / postgres / nats-server / other | rows digest |');
-  console.log('|---|---|---|---|---|---|---|---|');
+  console.log('| round | build | shape | rebuild events/s (s) | stages s: tables / projecting / indexes | replay events/s (s) | rebuild CPU s: CLI / postgres / nats-server / other | replay CPU s: CLI / postgres / nats-server / other | rows digest |');
+  console.log('|---|---|---|---|---|---|---|---|---|');
   for (let round = 0; round < ROUNDS; round++) {
     for (let b = 0; b < builds.length; b++) {
       const build = builds[(b + round) % builds.length]!;
@@ -58,13 +58,13 @@ async function main() {
           try {
             rebuilt = await runCli(['projections', 'rebuild'], env, groups, prof('rebuild'), build.dir);
           } catch (err) {
-            console.log(`| ${round + 1} | ${build.label} | ${store.shape} | failed: ${(err as Error).message.split('\n').slice(-8).join(' ').slice(0, 300)} | | | | |`);
+            console.log(`| ${round + 1} | ${build.label} | ${store.shape} | failed: ${(err as Error).message.split('\n').slice(-8).join(' ').slice(0, 300)} | | | | | |`);
             continue;
           }
           const replayed = await runCli(['replay', '--projection', EXAMPLE, '--from-start'], env, groups, prof('replay'), build.dir);
           const rs = Number(rebuilt.printed.seconds);
           const ps = Number(replayed.printed.seconds);
-          console.log(`| ${round + 1} | ${build.label} | ${store.shape} | ${Math.round(store.events / rs).toLocaleString('en-US')} (${rs.toFixed(1)}) | ${Math.round(Number(replayed.printed.events) / ps).toLocaleString('en-US')} (${ps.toFixed(1)}) | ${cpuOf(rebuilt.cpu).join(' / ')} | ${cpuOf(replayed.cpu).join(' / ')} | ${(await digestOf(database.url)).slice(0, 18)}… |`);
+          console.log(`| ${round + 1} | ${build.label} | ${store.shape} | ${Math.round(store.events / rs).toLocaleString('en-US')} (${rs.toFixed(1)}) | ${stagesOf(rebuilt.printed)} | ${Math.round(Number(replayed.printed.events) / ps).toLocaleString('en-US')} (${ps.toFixed(1)}) | ${cpuOf(rebuilt.cpu).join(' / ')} | ${cpuOf(replayed.cpu).join(' / ')} | ${(await digestOf(database.url)).slice(0, 18)}… |`);
         } finally {
           await database.drop();
         }

@@ -390,6 +390,12 @@ async function runShape(ctx: Parameters<Benchmark['run']>[0], postgres: Awaited<
   }
 }
 
+/** The stages a rebuild prints (none before 2026-11-26's range reader). */
+export const stagesOf = (printed: Record<string, unknown>): string => {
+  const st = printed.stages as Record<string, number> | undefined;
+  return st ? [st.tables, st.projecting, st.indexes].map((x) => fmt.s(Number(x))).join(' / ') : '–';
+};
+
 const SHAPE_NAMES: Record<StoreShape, string> = { commits: 'commits (as the service writes now)', events: 'one event per message (logs before commits)' };
 
 export const rebuild: Benchmark = {
@@ -406,6 +412,7 @@ export const rebuild: Benchmark = {
       return [
         { label: `${name}: events in messages`, value: `${fmt.int(r.store.events)} in ${fmt.int(r.store.messages)} (${(r.store.events / r.store.messages).toFixed(1)} a message; written in ${fmt.s(r.store.seconds)})` },
         { label: `${name}: projections rebuild, seconds it printed (process wall)`, value: `${fmt.s(Number(r.rebuilt.printed.seconds))} (${fmt.s(r.rebuilt.wallSeconds)})` },
+        { label: `${name}: of which fresh tables / projecting / indexes`, value: stagesOf(r.rebuilt.printed) },
         { label: `${name}: projections rebuild`, value: fmt.rate(r.rebuildRate), goal: `≥ ${fmt.rate(goal)}`, ok: r.rebuildRate >= goal },
         { label: `${name}: replay of the example, seconds it printed (process wall)`, value: `${fmt.s(Number(r.replayed.printed.seconds))} (${fmt.s(r.replayed.wallSeconds)})` },
         { label: `${name}: replay of the example`, value: fmt.rate(r.replayRate) },
