@@ -107,6 +107,20 @@ test('readEvents hands a commit on as its events, in order, with the message seq
   assert.deepEqual(commitPartsPerBatch.filter((n) => n > 0), [3]);
 });
 
+test('a batch counting events holds a commit alone once it reaches the limit; a range read ends by itself after its last message', async () => {
+  const supervisor = await openSupervisor(nats, () => {});
+  after(() => supervisor.close());
+  const batchesOf = async (countEvents: boolean) => {
+    const batches: number[][] = [];
+    const done = await readEvents(nats, { startSeq: 2, through: 3, countEvents, maxBatch: 2, signal: new AbortController().signal, log: () => {}, name: 'count-test', supervisor }, async (batch) => {
+      batches.push(batch.map((e) => e.seq));
+    });
+    return { done, batches };
+  };
+  assert.deepEqual(await batchesOf(true), { done: true, batches: [[2, 2, 2], [3]] });
+  assert.deepEqual(await batchesOf(false), { done: true, batches: [[2, 2, 2, 3]] });
+});
+
 test('the event store loads a commit subject\'s last event and a commit\'s first by sequence', async () => {
   const store = createEventStore(nats);
   assert.equal((await store.last('evt.org_x.lane.k'))?.event.id, 'probe-4');

@@ -6,11 +6,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { sql } from 'kysely';
 import { SUBJECTS } from '../streams/subjects.ts';
 import { rebuildProjections } from '../src/cli/rebuild.ts';
 import { connectDb, type Db } from '../src/db/connect.ts';
-import { migrate, READ_MODEL_TABLES } from '../src/db/migrations.ts';
+import { migrate } from '../src/db/migrations.ts';
 import { commitMessage } from '../src/events/commit.ts';
 import type { JetcronEvent } from '../src/events/types.ts';
 import { encodeJson } from '../src/lib/json.ts';
@@ -22,6 +21,7 @@ import { attemptsOf } from '../src/projections/attempt-rows.ts';
 import { CopyIn } from '../src/projections/copy-rows.ts';
 import { readCheckpoint, runProjection, type ProjectionOptions } from '../src/projections/projector.ts';
 import { createTestDatabase } from './support/postgres.ts';
+import { rowsOf } from './support/read-model-rows.ts';
 import { startNatsWithStreams } from './support/nats.ts';
 
 const ORG = 'org_copytest';
@@ -157,17 +157,6 @@ async function project(target: number, opts: ProjectionOptions): Promise<{ db: D
     supervisor.close();
   }
   return { db, logged };
-}
-
-/** Every read-model row, table by table, in a stable order. */
-async function rowsOf(db: Db): Promise<Record<string, unknown[]>> {
-  const out: Record<string, unknown[]> = {};
-  for (const table of READ_MODEL_TABLES) {
-    if (table === 'projection_checkpoints') continue;
-    const { rows } = await sql<{ row: unknown }>`SELECT to_jsonb(t) AS row FROM ${sql.table(table)} t ORDER BY t::text`.execute(db);
-    out[table] = rows.map((r) => r.row);
-  }
-  return out;
 }
 
 test('a batch writes what it creates by COPY only when asked (inbound event rows always: their own test below), and the rest by upserts', () => {

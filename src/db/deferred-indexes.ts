@@ -30,7 +30,17 @@ export async function dropSecondaryIndexes(db: Kysely<any>): Promise<string[]> {
   return dropped.map((r) => r.def);
 }
 
+/**
+ * Index builds at once, each on a connection of its own: a build is one backend's
+ * sort, and a rebuild's are a second or more it overlaps with nothing else.
+ */
+const BUILDS_AT_ONCE = 2;
+
 /** Builds the indexes `dropSecondaryIndexes` dropped. */
 export async function buildIndexes(db: Kysely<any>, definitions: string[]): Promise<void> {
-  for (const def of definitions) await sql.raw(def).execute(db);
+  const queue = [...definitions];
+  const builder = async () => {
+    for (let def = queue.shift(); def !== undefined; def = queue.shift()) await sql.raw(def).execute(db);
+  };
+  await Promise.all(Array.from({ length: BUILDS_AT_ONCE }, builder));
 }

@@ -5,9 +5,10 @@ import type { JetcronEvent } from '../events/types.ts';
 import { decodeJson } from '../lib/json.ts';
 import { isTransient } from '../lib/transient.ts';
 import type { Nats } from './connection.ts';
-import { followEvents } from './events-tap.ts';
+import { followEventBatches } from './events-tap.ts';
 import type { JsMsg } from '@nats-io/jetstream';
 import { followOrdered, traceparentOf } from './follow.ts';
+import { readRange } from './range-reader.ts';
 import { POISON_AFTER, type FailedEvent, type Supervisor, type Verdict } from './supervisor.ts';
 
 export interface EventReaderOptions<T = unknown> {
@@ -40,6 +41,19 @@ export interface EventReaderOptions<T = unknown> {
   applyApart?: (item: StreamItem<T>, skip: (event: FailedEvent, err: unknown) => Promise<void>) => Promise<boolean>;
   /** false: the caller reports its own progress (a keyed reader finishes items later than it takes them). */
   trackProgress?: boolean;
+  /**
+   * Read a stored range once, from `startSeq` through this sequence (`readRange`, cheaper
+   * than following the log), and end there: the read then resolves true once every
+   * message through it was handled or skipped (the range's deleted ones need neither).
+   */
+  through?: number;
+  /** With `through`: hand on each message's `traceparent` header (parsing headers costs; the tap always does). */
+  traceparents?: boolean;
+  /**
+   * What an item weighs against `maxBatch` (default one): a commit's events, so a batch
+   * of a log of commits holds as many events as one of single events would.
+   */
+  weigh?: (decoded: T) => number;
 }
 
 /** One stored message as a reader hands it on: its decoded content, sequence and subject. */
@@ -87,6 +101,11 @@ function flatten(batch: StreamItem<JetcronEvent[]>[]): StoredEvent<JetcronEvent>
 /** What a failure record says of one event of a commit. */
 export const failedEventOf = (e: { index?: number; event: { id: string; type: string } }): FailedEvent => ({ index: e.index ?? 0, id: e.event.id, type: e.event.type });
 
+/** An ordered consumer's messages as the batches a reader takes (one each). */
+async function* oneByOne(messages: AsyncIterable<JsMsg>): AsyncGenerator<RawItem[]> {
+  for await (const m of messages) yield [{ data: m.data, seq: m.seq, subject: m.subject, traceparent: traceparentOf(m), headers: m.headers }];
+}
+
 /**
  * Reads EVENTS: see `readStream`. The handler gets events, not messages: a commit's
  * events arrive together, in one batch, with the same `seq`. A retry of a record of
@@ -94,13 +113,15 @@ export const failedEventOf = (e: { index?: number; event: { id: string; type: st
  */
 export function readEvents(
   nats: Nats,
-  opts: Omit<EventReaderOptions, 'reapply' | 'applyApart'> & {
+  opts: Omit<EventReaderOptions, 'reapply' | 'applyApart' | 'weigh'> & {
+    /** `maxBatch` counts events, not messages (a commit weighs its events): a projector's transaction. */
+    countEvents?: boolean;
     reapply?: (batch: StoredEvent<JetcronEvent>[]) => Promise<void>;
     /** See `EventReaderOptions.applyApart`: called only for a message of several events. */
     applyApart?: (events: StoredEvent<JetcronEvent>[], skip: (event: StoredEvent<JetcronEvent>, err: unknown) => Promise<void>) => Promise<void>;
   },
   handle: (batch: StoredEvent<JetcronEvent>[]) => Promise<void>,
-): Promise<void> {
+): Promise<boolean> {
   const { applyApart } = opts;
   const reapply = opts.reapply ?? handle;
   return readStream<JetcronEvent[]>(
@@ -110,6 +131,7 @@ export function readEvents(
       stream: STREAMS.events.name,
       decode: decodeEvents,
       shared: true,
+      weigh: opts.countEvents ? (events) => events.length : undefined,
       reapply: (item, index) => {
         const events = flatten([item as StreamItem<JetcronEvent[]>]);
         if (index === undefined) return reapply(events);
@@ -127,6 +149,9 @@ export function readEvents(
     (batch) => handle(flatten(batch)),
   );
 }
+
+/** Received and not yet handled, at most (besides `maxBatch` four times over). */
+const BUFFER_BYTES = 64 * 1024 * 1024;
 
 /** The item's events could not all be recorded: nothing of it may be skipped yet. */
 class NotRecorded extends Error {
@@ -162,16 +187,22 @@ export async function readStream<T>(
     headersOnly?: boolean;
   },
   handle: (batch: StreamItem<T>[]) => Promise<void>,
-): Promise<void> {
+): Promise<boolean> {
   const { supervisor } = opts;
   const progress = supervisor.progress(opts.name, opts.stream);
   const tracking = opts.trackProgress !== false;
   // Ends only when reading stops: a lost consumer is replaced underneath (follow.ts).
   const reading = new AbortController();
   const follow = { stream: opts.stream, startSeq: opts.startSeq, maxMessages: Math.max(100, opts.maxBatch), signal: reading.signal, log: opts.log, name: opts.name, headersOnly: opts.headersOnly };
-  // EVENTS is read once per process for all its readers; other streams have one reader each.
-  const messages: AsyncIterable<RawItem> = opts.shared ? followEvents(nats, follow) : followOrdered(nats, follow);
+  // A range is read on its own; else EVENTS is read once per process for all its readers, other streams have one reader each.
+  const batches: AsyncIterable<RawItem[]> = opts.through !== undefined
+    ? readRange(nats, { ...follow, endSeq: opts.through, traceparents: opts.traceparents })
+    : opts.shared ? followEventBatches(nats, follow) : oneByOne(followOrdered(nats, follow));
   const buffer: RawItem[] = [];
+  /** The bytes of the messages in `buffer`: commits can hold hundreds of events each, so a count alone bounds nothing. */
+  let bufferedBytes = 0;
+  /** The range (`through`) has been read to its end: once the buffer is empty, so is the work. */
+  let ended = false;
   let wake: (() => void) | undefined;
   let drained: (() => void) | undefined;
   const onAbort = () => {
@@ -192,21 +223,27 @@ export async function readStream<T>(
   const stopServingRetries = supervisor.ledger.serveRetries(opts.name, reapplyRecord, opts.log);
 
   const pump = (async () => {
-    for await (const m of messages) {
+    for await (const items of batches) {
       // Stopped: what the closed iterator still yields is not needed, and waiting for
       // room after the abort would wait forever (nothing drains the buffer any more).
       if (reading.signal.aborted) break;
-      buffer.push(opts.shared ? m : { data: m.data, seq: m.seq, subject: m.subject, traceparent: traceparentOf(m as JsMsg), headers: (m as JsMsg).headers });
+      for (const m of items) {
+        buffer.push(m);
+        bufferedBytes += m.data.byteLength;
+      }
       wake?.();
-      if (buffer.length >= opts.maxBatch * 4 && !reading.signal.aborted) await new Promise<void>((r) => (drained = r));
+      if ((buffer.length >= opts.maxBatch * 4 || bufferedBytes >= BUFFER_BYTES) && !reading.signal.aborted) await new Promise<void>((r) => (drained = r));
     }
+    ended = opts.through !== undefined && !reading.signal.aborted;
+    wake?.();
   })();
 
   const taken = (n: number) => {
     const last = buffer[n - 1]!.seq;
+    for (let i = 0; i < n; i++) bufferedBytes -= buffer[i]!.data.byteLength;
     buffer.splice(0, n);
     if (tracking) progress.advanced(last);
-    if (buffer.length < opts.maxBatch) {
+    if (buffer.length < opts.maxBatch && bufferedBytes < BUFFER_BYTES / 2) {
       drained?.();
       drained = undefined;
     }
@@ -229,9 +266,11 @@ export async function readStream<T>(
   // Batches of one while looking for the item at fault in a batch that failed.
   let isolateThrough = 0;
   let tries = 0;
+  let completed = false;
   try {
     while (!opts.signal.aborted) {
       if (!buffer.length) {
+        if ((completed = ended)) break;
         await new Promise<void>((r) => (wake = r));
         wake = undefined;
         continue;
@@ -239,10 +278,13 @@ export async function readStream<T>(
       const size = buffer[0]!.seq <= isolateThrough ? 1 : opts.maxBatch;
       const batch: StreamItem<T>[] = [];
       let undecodable: unknown;
-      for (const raw of buffer.slice(0, size)) {
+      // Up to `size` by weight, and at least the head, however much it weighs.
+      for (let i = 0, weight = 0; i < buffer.length && weight < size; i++) {
+        const raw = buffer[i]!;
         try {
           raw.decoded ??= opts.decode(raw.data, raw.headers);
           batch.push({ event: raw.decoded as T, seq: raw.seq, subject: raw.subject, traceparent: raw.traceparent });
+          weight += opts.weigh ? opts.weigh(raw.decoded as T) : 1;
         } catch (err) {
           undecodable = err;
           break;
@@ -300,4 +342,5 @@ export async function readStream<T>(
     drained?.();
     await pump.catch(() => {});
   }
+  return completed;
 }

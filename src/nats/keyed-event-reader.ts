@@ -40,7 +40,7 @@ interface KeyedReadOptions<I> {
 type Reader<I> = (
   read: { startSeq: number; maxBatch: number; signal: AbortSignal; log: (m: string) => void; name: string; supervisor: Supervisor; trackProgress: false },
   handle: (batch: I[]) => Promise<void>,
-) => Promise<void>;
+) => Promise<unknown>;
 
 async function readKeyed<I extends { seq: number; subject: string; index?: number; event: { id: string; type: string } }>(opts: KeyedReadOptions<I>, reader: Reader<I>): Promise<void> {
   const { signal, supervisor } = opts;

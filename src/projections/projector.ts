@@ -49,6 +49,11 @@ export interface ProjectionOptions {
    * (`bench/projector-batches.ts`).
    */
   copyCreated?: boolean;
+  /**
+   * Project the log through this sequence, read once as a range (`readRange`), then
+   * return with the checkpoint there; for a rebuild. Without it: until the signal aborts.
+   */
+  through?: number;
 }
 
 
@@ -151,6 +156,7 @@ export async function runProjection(deps: ProjectorDeps, signal: AbortSignal, op
     let failed: { err: unknown; last: number } | undefined;
     const read = {
       startSeq: from, maxBatch: opts.maxBatch ?? LIVE_BATCH, signal: round.signal, log: deps.log, name: PROJECTOR_LEASE, supervisor: deps.supervisor,
+      through: opts.through, traceparents: tracingOn(), countEvents: true,
       // A skipped (recorded) event: the read models move past it, and writers waiting for it are released.
       onSkip: async ({ seq }: { seq: number }) => {
         await writing;
@@ -170,7 +176,7 @@ export async function runProjection(deps: ProjectorDeps, signal: AbortSignal, op
         await commit((trx) => applyEachApart(trx, events, (e) => writeAll(prepare([e]))(trx), skip), events[0]!.seq).finally(() => endSpans(spans));
       },
     };
-    await readEvents(deps.nats, read, async (events) => {
+    const readThrough = await readEvents(deps.nats, read, async (events) => {
       const careful = events[0]!.seq <= carefulThrough;
       const copy = opts.copyCreated !== false && !careful;
       const statements = writeAll(prepare(events, { copyCreated: copy }));
@@ -193,6 +199,11 @@ export async function runProjection(deps: ProjectorDeps, signal: AbortSignal, op
     });
     await writing;
     signal.removeEventListener('abort', stop);
+    if (readThrough && !failed) {
+      // Everything through the range's end is projected, its deleted messages too.
+      await writeCheckpoint(deps.db, opts.through!);
+      return;
+    }
     if (!failed || failed.err instanceof LostCommits || signal.aborted) continue;
     if (isTransient(failed.err)) {
       deps.log(`projector: a pipelined commit failed (${(failed.err as Error).message}); going on from the checkpoint`);

@@ -99,7 +99,9 @@ export async function replayProjection(
     // Events the projection fails on repeatedly are recorded (consumer `replay.<name>`) and skipped.
     const supervisor = await openSupervisor(deps.nats, deps.log);
     const read = {
-      startSeq: from, maxBatch: 1000, signal: run.signal, log: deps.log, name: `replay.${projection.name}`, supervisor,
+      startSeq: from, maxBatch: 1000, countEvents: true, signal: run.signal, log: deps.log, name: `replay.${projection.name}`, supervisor,
+      // Up to the end the log has now: read once as a range; a follower reads on with the process's tap.
+      ...(opts.follow ? {} : { through: target, traceparents: true }),
       onSkip: async ({ seq }: { seq: number }) => {
         await checkpointTo(deps.db, seq);
         reachedSeq(seq);
@@ -124,7 +126,12 @@ export async function replayProjection(
       applied += batch.length;
       reachedSeq(last);
     });
-    await reading.finally(() => supervisor.close());
+    const readThrough = await reading.finally(() => supervisor.close());
+    if (readThrough && reached < target) {
+      // The range's last messages were deleted: nothing more to apply up to its end.
+      await checkpointTo(deps.db, target);
+      reachedSeq(target);
+    }
     if (!opts.follow && reached < target && !opts.signal?.aborted) throw new Error(`lost the lease of projection ${projection.name} at seq ${reached}; run it again`);
     return { projection: projection.name, events: applied, last_seq: reached, seconds: (Date.now() - t0) / 1000 };
   } finally {
