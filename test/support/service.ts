@@ -69,6 +69,11 @@ export async function startTestService(env: Record<string, string> = {}, opts: T
         JETCRON_ALLOW_PRIVATE_TARGETS: '1',
         JETCRON_RATE_LIMIT_FREE: '0',
         JETCRON_RATE_LIMIT_PRO: '0',
+        // A script's save check and hooks run under a wall-clock limit, which a busy machine
+        // can make a trivial script miss at the contract's 100 ms: the tests' verdicts must
+        // not depend on the machine's speed, so their limit is 1 s (the limit's own tests use
+        // busy loops, which miss any limit; the 100 ms default is checked in script-engine).
+        JETCRON_SCRIPT_TIMEOUT_MS: '1000',
         ...dispatchModeEnv(),
         ...baseEnv,
       },
