@@ -42,15 +42,23 @@ function decided(reply: Exclude<MonitorReply, { retry: string }>): Decided<Monit
  * same request ids, so a command the owner already stored is answered from the log and
  * never recorded twice.
  */
-export function createMonitorOwnerClient(deps: { nats: Nats; partitions: number }): MonitorOwners {
+export function createMonitorOwnerClient(deps: {
+  nats: Nats;
+  partitions: number;
+  /** The partitions owned in this process (`startMonitorOwners().local`): asked in-process, no NATS round trip. */
+  local?: (partition: number) => { answer(items: MonitorRequest[]): Promise<MonitorReply[]> } | undefined;
+}): MonitorOwners {
   const queues = new Map<number, Waiting[]>();
   let flushing = false;
 
   const ask = async (partition: number, waiting: Waiting[], deadline: number, pause = FIRST_PAUSE_MS): Promise<void> => {
     let again: Waiting[] = waiting;
     try {
-      const m = await deps.nats.nc.request(SUBJECTS.monitorOwner(partition), JSON.stringify({ items: waiting.map((w) => w.request) }), { timeout: ASK_MS });
-      const { answers } = decodeJson<MonitorReplies>(m.data);
+      const items = waiting.map((w) => w.request);
+      const here = deps.local?.(partition);
+      const answers = here
+        ? await here.answer(items)
+        : decodeJson<MonitorReplies>((await deps.nats.nc.request(SUBJECTS.monitorOwner(partition), JSON.stringify({ items }), { timeout: ASK_MS })).data).answers;
       again = [];
       waiting.forEach((w, i) => {
         const reply = answers[i];

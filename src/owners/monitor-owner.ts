@@ -46,25 +46,33 @@ class NotOwner extends Error {}
  * (`ownMonitorPartition`). `counts` sums the deadlines of those owned here.
  */
 export function startMonitorOwners(deps: MonitorOwnersDeps) {
-  const deadlines = new Map<number, TimerHeap<string>>();
+  const owned = new Map<number, OwnedPartition>();
   const owners = startConsumers(deps, Array.from({ length: deps.partitions }, (_, p) => ({
     lease: monitorOwnerLease(p),
-    term: (signal: AbortSignal, _opened: unknown, lease: { held(): boolean }) => ownMonitorPartition(deps, p, lease, signal, deadlines),
+    term: (signal: AbortSignal, _opened: unknown, lease: { held(): boolean }) => ownMonitorPartition(deps, p, lease, signal, owned),
   })));
   return {
+    /** The partitions owned live here now, to be asked without a NATS round trip (`createMonitorOwnerClient`). */
+    local: (partition: number): OwnedPartition | undefined => owned.get(partition),
     /** The deadlines kept here (null: no partition owned here). */
     counts(now = Date.now()): { armed: number; overdue: number } | null {
-      if (deadlines.size === 0) return null;
+      if (owned.size === 0) return null;
       let armed = 0;
       let overdue = 0;
-      for (const heap of deadlines.values()) {
-        armed += heap.size;
-        overdue += heap.countDue(now);
+      for (const { deadlines } of owned.values()) {
+        armed += deadlines.size;
+        overdue += deadlines.countDue(now);
       }
       return { armed, overdue };
     },
     stop: () => owners.stop(),
   };
+}
+
+/** A partition owned live in this process: its deadlines, and its commands answered in-process. */
+export interface OwnedPartition {
+  deadlines: TimerHeap<string>;
+  answer(items: MonitorRequest[]): Promise<MonitorReply[]>;
 }
 
 /** `evt.<org>.monitor.<mon>` → its organization and monitor. */
@@ -90,7 +98,7 @@ export async function ownMonitorPartition(
   partition: number,
   lease: { held(): boolean },
   signal: AbortSignal,
-  exposed: Map<number, TimerHeap<string>>,
+  exposed: Map<number, OwnedPartition>,
 ): Promise<void> {
   const stop = new AbortController();
   const onAbort = () => stop.abort();
@@ -250,12 +258,10 @@ export async function ownMonitorPartition(
     return reply;
   };
 
-  const answer = async (items: MonitorRequest[]): Promise<MonitorReplies> => ({
-    answers: await Promise.all(items.map((r) => handle(r).catch((err: unknown): MonitorReply => {
-      if (!(err instanceof NotOwner || err instanceof Fenced || stop.signal.aborted)) deps.log(`monitor owner of partition ${partition}: ${r.id}: ${(err as Error).message}`);
-      return { retry: (err as Error).message };
-    }))),
-  });
+  const answer = (items: MonitorRequest[]): Promise<MonitorReply[]> => Promise.all(items.map((r) => handle(r).catch((err: unknown): MonitorReply => {
+    if (!(err instanceof NotOwner || err instanceof Fenced || stop.signal.aborted)) deps.log(`monitor owner of partition ${partition}: ${r.id}: ${(err as Error).message}`);
+    return { retry: (err as Error).message };
+  })));
 
   let firing = false;
   const tick = async () => {
@@ -293,7 +299,7 @@ export async function ownMonitorPartition(
   let subscription: { unsubscribe(): void } | undefined;
   const goLive = () => {
     live = true;
-    exposed.set(partition, deadlines);
+    exposed.set(partition, { deadlines, answer });
     subscription = deps.nats.nc.subscribe(SUBJECTS.monitorOwner(partition), {
       callback: (_err, m) => {
         let items: MonitorRequest[];
@@ -302,8 +308,8 @@ export async function ownMonitorPartition(
         } catch {
           return;
         }
-        void answer(items).then((replies) => {
-          if (m.reply) m.respond(JSON.stringify(replies));
+        void answer(items).then((answers) => {
+          if (m.reply) m.respond(JSON.stringify({ answers } satisfies MonitorReplies));
         });
       },
     });

@@ -133,7 +133,8 @@ function openLog(nats: Nats, partition: number, subject: string, claimSeq: numbe
         queue = queue.slice(n);
         const id = `commit.${partition}.${claimSeq}.${counter++}`;
         const text = `{"type":"Commit","id":${JSON.stringify(id)},"at":${JSON.stringify(new Date().toISOString())},"from":${log.resumeFromNow()},"events":[${batch.flatMap((p) => p.texts).join(',')}]}`;
-        const data = new TextEncoder().encode(text);
+        // A Buffer from Node's pool: `TextEncoder.encode` allocates a fresh ArrayBuffer per call (see `encodeJson`).
+        const data = Buffer.from(text, 'utf8');
         for (;;) {
           try {
             // The same msg id on a retry: a first try that was stored after all answers as a duplicate, with its sequence.

@@ -10,6 +10,7 @@ import { createEventStore } from '../nats/event-store.ts';
 import { startDispatcher } from '../dispatchers/dispatcher.ts';
 import { startTaskOwners } from '../owners/task-owners.ts';
 import { createMonitorOwnerClient } from '../owners/monitor-client.ts';
+import { startMonitorOwners } from '../owners/monitor-owner.ts';
 import type { AttemptResult } from '../commands/execution/types.ts';
 import { createOutboundClient } from '../dispatchers/outbound-client.ts';
 import { createRequestHandler } from '../http/app.ts';
@@ -252,7 +253,15 @@ async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () 
     stoppers.push(async () => health.close());
     const live = createLiveFeeds({ nats, watermark, log }, { perOrg: config.liveFeedsPerOrg, max: config.liveFeedsMax });
     metrics.liveFeeds.readFrom(() => live.count);
-    const monitorOwners = config.monitorOwners ? { monitorOwners: createMonitorOwnerClient({ nats, partitions: config.partitions }) } : {};
+    // Monitor partition owners live in the API processes: a ping reaching the process that
+    // owns its monitor is decided there, with no NATS round trip before its commit.
+    let monitorOwners = {};
+    if (config.monitorOwners) {
+      const owners = startMonitorOwners({ nats, store, clock, owner: instanceId, log, partitions: config.partitions });
+      stoppers.push(named('monitor partition owners', () => owners.stop()));
+      monitorDeadlines = () => owners.counts();
+      monitorOwners = { monitorOwners: createMonitorOwnerClient({ nats, partitions: config.partitions, local: owners.local }) };
+    }
     const app = createRequestHandler({ config, db, nats, store, clock, directory, reads, rateLimiter, metrics, endpoints, secrets, hooks, health, scripts, live, ...monitorOwners }, log, () => root);
     // Inbound URLs skip express (and pings by token, in `app`): they are the hot path and need neither an API key nor JSON.
     const receiver = createInboundReceiver({ nats, endpoints, hooks, secrets, metrics, log });

@@ -9,7 +9,6 @@ import { createLanes } from './lanes.ts';
 import { recordDeadline } from './monitor-deadlines.ts';
 import { startMonitorDeadlines, type DeadlineCounts } from './monitor-deadline-keeper.ts';
 import { createMonitorOwnerClient } from '../owners/monitor-client.ts';
-import { startMonitorOwners } from '../owners/monitor-owner.ts';
 import { recordTick } from './schedule-ticks.ts';
 import { timerPartition } from './timer-partition.ts';
 import { startConsumers } from '../nats/consumer-kit.ts';
@@ -32,7 +31,7 @@ export async function startScheduler(deps: {
   supervisor: Supervisor;
   hooks?: HooksFor;
   ownersHaveTasks?: boolean;
-  /** Monitor partition owners hold the monitors (JETCRON_MONITOR_OWNERS=1), in as many partitions as this: they keep the deadlines, no keeper. */
+  /** Monitor partition owners hold the monitors (JETCRON_MONITOR_OWNERS=1, in the API processes), in as many partitions as this: they keep the deadlines, no keeper. */
   monitorPartitions?: number;
 }) {
   const timers = createTimerStore(deps.nats, deps.partitions);
@@ -51,7 +50,8 @@ export async function startScheduler(deps: {
   const endpoints = createEndpointDirectory(deps.nats, deps.store, null);
   const router = startInboundRouter({ ...deps, endpoints, hooks: deps.hooks ?? noHooks });
   const owned = new Set<TimerHeap<Job>>();
-  const deadlines = deps.monitorPartitions ? startMonitorOwners({ ...deps, partitions: deps.monitorPartitions }) : startMonitorDeadlines(deps);
+  // With monitor owners (in the API processes) the deadlines are theirs: no keeper here.
+  const deadlines = deps.monitorPartitions ? { counts: (): DeadlineCounts | null => null, stop: async () => {} } : startMonitorDeadlines(deps);
   const partitions = startConsumers(deps, Array.from({ length: deps.partitions }, (_, p) =>
     timerPartition(p, { timers, start, log: deps.log, supervisor: deps.supervisor, nats: deps.nats, owned })));
   return {
