@@ -1,5 +1,4 @@
-import { boundedMap } from '../../lib/bounded-map.ts';
-import { TimerHeap } from '../../lib/timer-heap.ts';
+import { generationalMap } from '../../lib/bounded-map.ts';
 import type { CommandMeta } from '../meta.ts';
 import { decideMonitor, evolveMonitor, type MonitorCommand } from './decide.ts';
 import type { Monitor, MonitorEvent } from './types.ts';
@@ -45,10 +44,12 @@ const REMEMBERED_ANSWERS = 200_000;
  */
 export class HeldMonitors {
   private readonly byId = new Map<string, Held>();
-  /** Monitors whose latest event is in a partition commit, by its sequence: a takeover must read back to the lowest. */
-  private readonly inCommits = new TimerHeap<null>();
+  /** Monitors whose latest event is in a partition commit, counted per commit: a takeover must read back to the lowest. */
+  private readonly inCommits = new CommitCounts();
+  /** Monitor → the commit holding its latest event, when one does. */
+  private readonly commitOf = new Map<string, number>();
   /** Event id → where it was stored: a request retried after its commit (the owner died before it answered) gets the same answer. */
-  private readonly answers = boundedMap<Stored>(REMEMBERED_ANSWERS);
+  private readonly answers = generationalMap<Stored>(REMEMBERED_ANSWERS);
 
   get size(): number {
     return this.byId.size;
@@ -104,7 +105,7 @@ export class HeldMonitors {
     h.pending = null;
     h.seq = seq;
     h.index = index;
-    this.inCommits.set(id, seq, seq, null);
+    this.inCommit(id, seq);
   }
 
   /** Where a request's event was stored, if it was (its id is the request's). */
@@ -117,7 +118,7 @@ export class HeldMonitors {
    * event is in a commit; null when none is.
    */
   lowestCommit(): number | null {
-    return this.inCommits.peekDue() ?? null;
+    return this.inCommits.lowest();
   }
 
   *monitors(): IterableIterator<[string, Held]> {
@@ -126,7 +127,61 @@ export class HeldMonitors {
 
   private place(id: string, state: Monitor | null, seq: number, index: number, ownSeq: number, inCommit: boolean): void {
     this.byId.set(id, { state, seq, index, ownSeq, pending: null });
-    if (inCommit) this.inCommits.set(id, seq, seq, null);
-    else this.inCommits.delete(id);
+    this.inCommit(id, inCommit ? seq : null);
+  }
+
+  private inCommit(id: string, seq: number | null): void {
+    const before = this.commitOf.get(id);
+    if (before === seq) return;
+    if (before !== undefined) this.inCommits.remove(before);
+    if (seq === null) this.commitOf.delete(id);
+    else {
+      this.commitOf.set(id, seq);
+      this.inCommits.add(seq);
+    }
+  }
+}
+
+/**
+ * How many monitors have their latest event in each commit, the lowest first. Commits
+ * are met in log order (read back in order, then written in order), so a new one goes
+ * at the end and the lowest is found by passing the emptied ones at the front: no heap.
+ */
+class CommitCounts {
+  private seqs: number[] = [];
+  private head = 0;
+  private readonly counts = new Map<number, number>();
+
+  add(seq: number): void {
+    const n = this.counts.get(seq);
+    if (n === undefined) {
+      // Out of order only if an older commit is read after a newer one: keep the list sorted then.
+      if (this.seqs.length > this.head && seq < this.seqs[this.seqs.length - 1]!) this.insertSorted(seq);
+      else this.seqs.push(seq);
+    }
+    this.counts.set(seq, (n ?? 0) + 1);
+  }
+
+  remove(seq: number): void {
+    const n = this.counts.get(seq);
+    if (n === undefined) return;
+    if (n <= 1) this.counts.delete(seq);
+    else this.counts.set(seq, n - 1);
+  }
+
+  lowest(): number | null {
+    while (this.head < this.seqs.length && !this.counts.has(this.seqs[this.head]!)) this.head++;
+    // Emptied commits behind a live one stay listed until the list is twice what is live: then it is rebuilt.
+    if (this.seqs.length - this.head > 2 * this.counts.size + 1024) {
+      this.seqs = this.seqs.slice(this.head).filter((seq) => this.counts.has(seq));
+      this.head = 0;
+    }
+    return this.head < this.seqs.length ? this.seqs[this.head]! : null;
+  }
+
+  private insertSorted(seq: number): void {
+    let i = this.seqs.length;
+    while (i > this.head && this.seqs[i - 1]! > seq) i--;
+    this.seqs.splice(i, 0, seq);
   }
 }
