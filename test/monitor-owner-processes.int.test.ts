@@ -11,6 +11,7 @@ import { eventsOf } from '../src/events/commit.ts';
 import type { MonitorEvent } from '../src/commands/monitor/types.ts';
 import { connectNats } from '../src/nats/connection.ts';
 import { createOrgWithKey, readEvents, spawnJetcron, type JetcronProcess } from './support/jetcron-process.ts';
+import { endProcesses } from './support/owner-processes.ts';
 import { apiClient, eventually, startTestService, type TestService } from './support/service.ts';
 
 const OWNERS = { JETCRON_MONITOR_OWNERS: '1' };
@@ -22,14 +23,7 @@ before(async () => {
   svc = await startTestService({ JETCRON_ROLES: 'projector,scheduler,notifier', ...OWNERS });
 });
 after(async () => {
-  for (const p of procs) {
-    try {
-      process.kill(p.pid, 'SIGCONT');
-    } catch {
-      // gone already
-    }
-    await p.cleanup();
-  }
+  await endProcesses(procs);
   await svc.stop();
 });
 
