@@ -46,7 +46,7 @@ export function createMonitorOwnerClient(deps: {
   nats: Nats;
   partitions: number;
   /** The partitions owned in this process (`startMonitorOwners().local`): asked in-process, no NATS round trip. */
-  local?: (partition: number) => { answer(items: MonitorRequest[]): Promise<MonitorReply[]> } | undefined;
+  local?: (partition: number) => { answer(items: MonitorRequest[]): Promise<MonitorReply[]>; created(event: MonitorEvent, seq: number): void } | undefined;
 }): MonitorOwners {
   const queues = new Map<number, Waiting[]>();
   let flushing = false;
@@ -89,6 +89,9 @@ export function createMonitorOwnerClient(deps: {
   };
 
   return {
+    created(orgId: string, event: MonitorEvent, seq: number): void {
+      deps.local?.(monitorPartition(orgId, event.data.monitor.id, deps.partitions))?.created(event, seq);
+    },
     run(orgId: string, id: string, command: MonitorCommand): Promise<Decided<Monitor, MonitorEvent>> {
       const request: MonitorRequest = { org_id: orgId, id, request_id: newId('evt'), command };
       const partition = monitorPartition(orgId, id, deps.partitions);

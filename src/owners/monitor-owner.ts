@@ -69,10 +69,11 @@ export function startMonitorOwners(deps: MonitorOwnersDeps) {
   };
 }
 
-/** A partition owned live in this process: its deadlines, and its commands answered in-process. */
+/** A partition owned live in this process: its deadlines, its commands answered in-process, and the creates made here. */
 export interface OwnedPartition {
   deadlines: TimerHeap<string>;
   answer(items: MonitorRequest[]): Promise<MonitorReply[]>;
+  created(event: MonitorEvent, seq: number): void;
 }
 
 /** `evt.<org>.monitor.<mon>` → its organization and monitor. */
@@ -113,7 +114,6 @@ export async function ownMonitorPartition(
   const monitors = new HeldMonitors();
   const deadlines = new TimerHeap<string>();
   let version = 0;
-  let position = 1;
   let live = false;
   let commitIndex = 0;
   /** Monitors with a load or a change on its own subject under way: what comes for them next waits its turn. */
@@ -263,6 +263,11 @@ export async function ownMonitorPartition(
     return { retry: (err as Error).message };
   })));
 
+  /** A monitor just created by this process (its create stored at `seq`): held from now, no load at its first ping. */
+  const created = (event: MonitorEvent, seq: number) => {
+    if (monitors.read(monitorIdOf(event), seq, 0, event, true)) watch(monitorIdOf(event));
+  };
+
   let firing = false;
   const tick = async () => {
     if (firing || stop.signal.aborted) return;
@@ -299,7 +304,7 @@ export async function ownMonitorPartition(
   let subscription: { unsubscribe(): void } | undefined;
   const goLive = () => {
     live = true;
-    exposed.set(partition, { deadlines, answer });
+    exposed.set(partition, { deadlines, answer, created });
     subscription = deps.nats.nc.subscribe(SUBJECTS.monitorOwner(partition), {
       callback: (_err, m) => {
         let items: MonitorRequest[];
@@ -325,7 +330,6 @@ export async function ownMonitorPartition(
       const { orgId, id } = monitorOfSubject(item.subject);
       if (mine(orgId, id)) readMessage(item.seq, decoded(item), true);
     }
-    position = item.seq + 1;
     if (!live && item.seq >= log.claimSeq) goLive();
   };
 
@@ -339,13 +343,22 @@ export async function ownMonitorPartition(
     });
     if (stop.signal.aborted) return;
     const start = log.afterSeq === 0 ? end + 1 : Math.min(log.resumeFrom, end + 1);
-    position = start;
-    log.resumeFromNow = () => Math.min(monitors.lowestCommit() ?? position, position);
-    if (start > log.claimSeq) goLive();
-    for await (const batch of followEventBatches(deps.nats, { startSeq: start, signal: stop.signal, log: deps.log, name: `monitor-owner.${partition}`, maxMessages: 2_000 })) {
-      for (const item of batch) read(item);
-      if (!lease.held()) ending('its lease has lapsed');
+    // Every commit here is this owner's own once live: a takeover reads from the lowest commit
+    // holding a monitor's latest event, else from this owner's last one.
+    log.resumeFromNow = () => Math.min(monitors.lowestCommit() ?? log.tail, log.tail);
+    // Caught up to its claim, it stops reading the log: every later write of its monitors
+    // is its own (commands come to it), or a create, handed over by the API process that
+    // made it or loaded at the monitor's first command. (Reading on cost every API process
+    // a second delivery and decode of the whole log.)
+    if (start <= log.claimSeq) {
+      for await (const batch of followEventBatches(deps.nats, { startSeq: start, signal: stop.signal, log: deps.log, name: `monitor-owner.${partition}`, maxMessages: 2_000 })) {
+        for (const item of batch) read(item);
+        if (live) break;
+      }
     }
+    if (!live && !stop.signal.aborted) goLive();
+    // Owned until the lease is lost or the process stops (the consumer kit aborts `signal`), or a commit is fenced.
+    await new Promise<void>((resolve) => (stop.signal.aborted ? resolve() : stop.signal.addEventListener('abort', () => resolve(), { once: true })));
   } finally {
     subscription?.unsubscribe();
     exposed.delete(partition);

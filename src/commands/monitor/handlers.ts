@@ -44,7 +44,9 @@ export async function createMonitor(
   plan: PlanLimit,
   slugOwner: SlugOwner,
 ): Promise<Result> {
-  return monitors.create(deps, orgId, { type: 'CreateMonitor', orgId, input, slugOwner: await ownerOf(slugOwner, orgId, input.slug) }, plan);
+  const made = await monitors.create(deps, orgId, { type: 'CreateMonitor', orgId, input, slugOwner: await ownerOf(slugOwner, orgId, input.slug) }, plan);
+  if (made.events[0]) deps.monitorOwners?.created(orgId, made.events[0], made.seq);
+  return made;
 }
 
 export async function updateMonitor(deps: CommandDeps, orgId: string, id: string, input: MonitorInput, slugOwner: SlugOwner): Promise<Result> {

@@ -10,4 +10,6 @@ import type { Monitor, MonitorEvent } from './types.ts';
  */
 export interface MonitorOwners {
   run(orgId: string, id: string, command: MonitorCommand): Promise<Decided<Monitor, MonitorEvent>>;
+  /** A monitor this process created (its create stored at `seq`): its owner, if here, holds it from now (owners read no creates from the log once live). */
+  created(orgId: string, event: MonitorEvent, seq: number): void;
 }
