@@ -1,3 +1,4 @@
+import { boundedMap } from '../lib/bounded-map.ts';
 import { Kvm, type KV } from '@nats-io/kv';
 import { KV_BUCKETS } from '../../streams/definitions.ts';
 import { decodeJson, encodeJson } from '../lib/json.ts';
@@ -65,12 +66,9 @@ export const STATE_CACHE_SIZE = 50_000;
  * and the same state is written back.
  */
 export function cachedNotifyState(store: NotifyStateStore, size = STATE_CACHE_SIZE): NotifyStateStore & { created(orgId: string, sourceId: string): void } {
-  const cache = new Map<string, SourceState | null>();
-  const remember = (key: string, state: SourceState | null) => {
-    cache.delete(key);
-    cache.set(key, state);
-    if (cache.size > size) cache.delete(cache.keys().next().value!);
-  };
+  // Two generations, not an LRU of deletes and re-inserts: see `boundedMap`.
+  const cache = boundedMap<SourceState | null>(size);
+  const remember = (key: string, state: SourceState | null) => cache.set(key, state);
   return {
     async get(orgId, sourceId) {
       const key = stateKey(orgId, sourceId);

@@ -1,4 +1,4 @@
-import { generationalMap } from '../../lib/bounded-map.ts';
+import { boundedMap } from '../../lib/bounded-map.ts';
 import type { CommandMeta } from '../meta.ts';
 import { decideMonitor, evolveMonitor, type MonitorCommand } from './decide.ts';
 import type { Monitor, MonitorEvent } from './types.ts';
@@ -49,7 +49,7 @@ export class HeldMonitors {
   /** Monitor → the commit holding its latest event, when one does. */
   private readonly commitOf = new Map<string, number>();
   /** Event id → where it was stored: a request retried after its commit (the owner died before it answered) gets the same answer. */
-  private readonly answers = generationalMap<Stored>(REMEMBERED_ANSWERS);
+  private readonly answers = boundedMap<Stored>(REMEMBERED_ANSWERS);
 
   get size(): number {
     return this.byId.size;
