@@ -51,6 +51,11 @@ export function dispatchModeEnv(): Record<string, string> {
   };
 }
 
+/** Whether the suite runs with monitor partition owners (JETCRON_MONITOR_OWNERS=1; default off): leases `monitor-owner.<p>`, no deadline keeper. */
+export function monitorOwnersOn(): boolean {
+  return process.env.JETCRON_MONITOR_OWNERS === '1';
+}
+
 /** Whether the suite runs with partition owners sending tasks (the default) rather than DISPATCH (JETCRON_DISPATCH=queue). */
 export function ownersDispatch(): boolean {
   return process.env.JETCRON_DISPATCH !== 'queue';
