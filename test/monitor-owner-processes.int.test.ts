@@ -87,7 +87,7 @@ async function monitors(url: string, apiKey: string, count: number): Promise<str
   for (let i = 0; i < count; i++) {
     const res = await api('POST', '/monitors', { name: `m${i}`, schedule_type: 'interval', interval_seconds: 3600, grace_period_seconds: 60 });
     assert.equal(res.status, 201, JSON.stringify(res.body));
-    tokens.push(res.body.data.token as string);
+    tokens.push(String(res.body.data.ping_url).split('/ping/')[1]!);
   }
   return tokens;
 }
