@@ -34,7 +34,7 @@ const apiProcess = async (label: string) => {
 };
 
 /** Pings the monitors through both processes, 8 at a time, each with its own body, until stopped; what each answered. */
-function pingAll(targets: () => string[], tokens: string[]) {
+function pingAll(prefix: string, targets: () => string[], tokens: string[]) {
   const answered = new Map<string, number>();
   let n = 0;
   let stopping = false;
@@ -42,7 +42,7 @@ function pingAll(targets: () => string[], tokens: string[]) {
     while (!stopping) {
       const i = n++;
       const bases = targets();
-      const body = `ping-${i}`;
+      const body = `${prefix}-${i}`;
       try {
         const res = await fetch(`${bases[i % bases.length]}/ping/${tokens[i % tokens.length]}`, { method: 'POST', body, signal: AbortSignal.timeout(60_000) });
         answered.set(body, res.status);
@@ -105,7 +105,7 @@ test('the owning API process killed (kill -9) under pings: the other takes its p
   const b = await apiProcess('api-b');
   const tokens = await monitors(a.url!, org.apiKey, 8);
   let bases = [a.url!, b.url!];
-  const load = pingAll(() => bases, tokens);
+  const load = pingAll('kill', () => bases, tokens);
   await eventually(() => load.ok() >= 200, 60_000, 20);
   await a.kill9();
   bases = [b.url!];
@@ -123,7 +123,7 @@ test('the owning API process frozen past its lease (SIGSTOP), then resumed: fenc
   const d = await apiProcess('api-d');
   // C or D owns each partition (the first test's B may own some too): freeze whichever owns the most.
   const tokens = await monitors(c.url!, org.apiKey, 8);
-  const load = pingAll(() => [d.url!], tokens);
+  const load = pingAll('freeze', () => [d.url!], tokens);
   await eventually(() => load.ok() >= 100, 60_000, 20);
   const owner = [c, d, ...procs].find((p) => p !== d && !p.exited() && p.lines.some((l) => /monitor owner of partition \d+: live/.test(l)));
   assert.ok(owner, 'an owner other than the process pinged');
