@@ -1,4 +1,4 @@
-import { boundedMap } from '../lib/bounded-map.ts';
+import { generationalMap } from '../lib/bounded-map.ts';
 import { Kvm, type KV } from '@nats-io/kv';
 import { KV_BUCKETS } from '../../streams/definitions.ts';
 import { decodeJson, encodeJson } from '../lib/json.ts';
@@ -52,7 +52,7 @@ export interface NotifyStateStore {
   forget(orgId: string, sourceId: string): Promise<void>;
 }
 
-/** Sources the cache keeps; an evicted one costs one KV read when it next matters. */
+/** Sources the cache keeps at least (at most twice); an evicted one costs one KV read when it next matters. */
 export const STATE_CACHE_SIZE = 50_000;
 
 /**
@@ -66,8 +66,8 @@ export const STATE_CACHE_SIZE = 50_000;
  * and the same state is written back.
  */
 export function cachedNotifyState(store: NotifyStateStore, size = STATE_CACHE_SIZE): NotifyStateStore & { created(orgId: string, sourceId: string): void } {
-  // Two generations, not an LRU of deletes and re-inserts: see `boundedMap`.
-  const cache = boundedMap<SourceState | null>(size);
+  // Two generations, not an LRU of deletes and re-inserts: see `generationalMap`.
+  const cache = generationalMap<SourceState | null>(size);
   const remember = (key: string, state: SourceState | null) => cache.set(key, state);
   return {
     async get(orgId, sourceId) {

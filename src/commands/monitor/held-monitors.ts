@@ -1,4 +1,4 @@
-import { boundedMap } from '../../lib/bounded-map.ts';
+import { generationalMap } from '../../lib/bounded-map.ts';
 import type { CommandMeta } from '../meta.ts';
 import { decideMonitor, evolveMonitor, type MonitorCommand } from './decide.ts';
 import type { Monitor, MonitorEvent } from './types.ts';
@@ -31,8 +31,8 @@ export interface Stored {
   event: MonitorEvent;
 }
 
-/** Commands already stored that a retry can be answered from: enough for every request of the last minutes. */
-const REMEMBERED_ANSWERS = 200_000;
+/** Commands already stored that a retry can be answered from (at least this many, at most twice): enough for every request of the last minutes. */
+const REMEMBERED_ANSWERS = 100_000;
 
 /**
  * The monitors of one partition as its owner holds them, from the log: the latest
@@ -49,7 +49,7 @@ export class HeldMonitors {
   /** Monitor → the commit holding its latest event, when one does. */
   private readonly commitOf = new Map<string, number>();
   /** Event id → where it was stored: a request retried after its commit (the owner died before it answered) gets the same answer. */
-  private readonly answers = boundedMap<Stored>(REMEMBERED_ANSWERS);
+  private readonly answers = generationalMap<Stored>(REMEMBERED_ANSWERS);
 
   get size(): number {
     return this.byId.size;
