@@ -31,6 +31,12 @@ export interface Config {
   dispatchMode: 'queue' | 'owners';
   /** JETCRON_PARTITIONS: the task partitions the owners split the work into (fixed for a deployment). */
   partitions: number;
+  /**
+   * JETCRON_MONITOR_OWNERS=1 (default off, being built): monitor partition owners (as many
+   * partitions as JETCRON_PARTITIONS) decide every command on an existing monitor and
+   * store pings and goings down in group commits; every process of a deployment must agree.
+   */
+  monitorOwners: boolean;
   /** Test-only (JETCRON_EMBEDDED_PDEATHSIG=0): false lets the embedded servers outlive a killed service. */
   embeddedDieWithParent: boolean;
   /** A consumer failing on one item, or behind without moving, for this long makes /healthz answer 503. */
@@ -136,6 +142,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { roles?: string; proce
     dispatchConcurrency: num(env, 'JETCRON_DISPATCH_CONCURRENCY', 256, (n) => Number.isInteger(n) && n >= 1),
     dispatchMode: dispatchMode(env.JETCRON_DISPATCH),
     partitions: num(env, 'JETCRON_PARTITIONS', 8, (n) => Number.isInteger(n) && n >= 1 && n <= 256),
+    monitorOwners: env.JETCRON_MONITOR_OWNERS === '1',
     embeddedDieWithParent: env.JETCRON_EMBEDDED_PDEATHSIG !== '0',
     healthStuckMs: num(env, 'JETCRON_HEALTH_STUCK_MS', 30_000, (n) => Number.isInteger(n) && n >= 100),
     processes: parseProcesses(opts.processes ?? env.JETCRON_PROCESSES, roles, opts.cores ?? 1),

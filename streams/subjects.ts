@@ -23,6 +23,10 @@ export const SUBJECTS = {
   endpoint: (org: string, id: string) => `evt.${org}.endpoint.${id}`,
   /** Every monitor's subject: the deadline keeper reads the last of each, then follows them. */
   monitors: 'evt.*.monitor.*',
+  /** A monitor partition owner's claims and commits of pings and goings down, each guarded by the one before (fencing). */
+  monitorPartition: (partition: number) => `evt.monitor-partition.${partition}`,
+  /** Core NATS request: a monitor partition's commands (pings, pauses, changes), answered by its owner once stored. */
+  monitorOwner: (partition: number) => `jetcron.monitor-owner.${partition}`,
   /** A flow-control key's pause and resume (the key's SHA-256, so any text is a token). */
   flowKey: (org: string, keyHash: string) => `evt.${org}.flow.${keyHash}`,
   /** Every key's subject: an owner taking over reads the last of each (is it paused?). */

@@ -136,18 +136,24 @@ describe('the notifier state cache', () => {
     assert.equal(decider.settle(item(8, { type: 'TaskUpdated', id: 'e8', at, org_id: 'org_1', data: {} })), false, 'anything else: the chain decides');
   });
 
-  test('bounded: the oldest source is dropped and read again from the store', async () => {
+  test('bounded: the last `size` sources are kept, older ones dropped and read again from the store', async () => {
     const { calls, store, data } = kvLike();
     const c = cachedNotifyState(store, 2);
     data.set('org_1.a', failing);
+    for (const id of ['a', 'b', 'c', 'd']) await c.get('org_1', id);
+    assert.equal(calls.get, 4);
+    // a and b are still among the last four read (two generations of two).
     await c.get('org_1', 'a');
-    await c.get('org_1', 'b');
-    await c.get('org_1', 'c');
-    assert.equal(calls.get, 3);
+    assert.equal(calls.get, 4);
+    await c.get('org_1', 'e');
+    assert.equal(calls.get, 5);
+    // Past two more generations, a is gone: read again.
+    await c.get('org_1', 'f');
+    await c.get('org_1', 'g');
     assert.deepEqual(await c.get('org_1', 'a'), failing);
-    assert.equal(calls.get, 4);
-    await c.get('org_1', 'c');
-    assert.equal(calls.get, 4);
+    assert.equal(calls.get, 8);
+    await c.get('org_1', 'g');
+    assert.equal(calls.get, 8);
   });
 });
 

@@ -5,11 +5,14 @@ import { ApiError } from '../lib/errors.ts';
 import { newId } from '../lib/ids.ts';
 import { KeyedMutex } from '../lib/keyed-mutex.ts';
 import type { Heads } from './heads.ts';
+import type { MonitorOwners } from './monitor/owners.ts';
 import type { CommandMeta } from './meta.ts';
 
 export interface CommandDeps {
   store: EventStore;
   clock: Clock;
+  /** Set when monitor partition owners decide monitors' commands (`src/owners/monitor-owner.ts`). */
+  monitorOwners?: MonitorOwners;
 }
 
 /** `nowMs`: the moment decided at, when the caller has already read the clock for it. */

@@ -1,3 +1,4 @@
+import { generationalMap } from '../lib/bounded-map.ts';
 import { Kvm, type KV } from '@nats-io/kv';
 import { KV_BUCKETS } from '../../streams/definitions.ts';
 import { decodeJson, encodeJson } from '../lib/json.ts';
@@ -51,7 +52,7 @@ export interface NotifyStateStore {
   forget(orgId: string, sourceId: string): Promise<void>;
 }
 
-/** Sources the cache keeps; an evicted one costs one KV read when it next matters. */
+/** Sources the cache keeps at least (at most twice); an evicted one costs one KV read when it next matters. */
 export const STATE_CACHE_SIZE = 50_000;
 
 /**
@@ -71,12 +72,9 @@ export interface CachedNotifyState extends NotifyStateStore {
 }
 
 export function cachedNotifyState(store: NotifyStateStore, size = STATE_CACHE_SIZE): CachedNotifyState {
-  const cache = new Map<string, SourceState | null>();
-  const remember = (key: string, state: SourceState | null) => {
-    cache.delete(key);
-    cache.set(key, state);
-    if (cache.size > size) cache.delete(cache.keys().next().value!);
-  };
+  // Two generations, not an LRU of deletes and re-inserts: see `generationalMap`.
+  const cache = generationalMap<SourceState | null>(size);
+  const remember = (key: string, state: SourceState | null) => cache.set(key, state);
   return {
     async get(orgId, sourceId) {
       const key = stateKey(orgId, sourceId);

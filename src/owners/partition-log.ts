@@ -28,6 +28,8 @@ export interface PartitionLog {
   readonly partition: number;
   /** The sequence of this owner's claim. */
   readonly claimSeq: number;
+  /** The sequence of the subject's last message before the claim (0: the partition had never been claimed). */
+  readonly afterSeq: number;
   /**
    * Where the owner reads EVENTS from to hold everything the partition has not settled:
    * the lowest position the last owner's last commit (or claim) named.
@@ -69,9 +71,9 @@ interface Pending {
  */
 export async function claimPartition(
   deps: { nats: Nats; store: EventStore },
-  opts: { partition: number; owner: string; signal?: AbortSignal },
+  opts: { partition: number; owner: string; signal?: AbortSignal; subject?: string },
 ): Promise<PartitionLog> {
-  const subject = SUBJECTS.partition(opts.partition);
+  const subject = opts.subject ?? SUBJECTS.partition(opts.partition);
   for (;;) {
     if (opts.signal?.aborted) throw new Error(`partition ${opts.partition}: claim abandoned`);
     const last = await deps.nats.jsm.direct.getMessage(STREAMS.events.name, { last_by_subj: subject });
@@ -79,14 +81,15 @@ export async function claimPartition(
     const resumeFrom = last ? resumePoint(decodeJson<unknown>(last.data)) : 1;
     const claim: PartitionEvent = {
       type: 'PartitionClaimed',
-      id: `claim.${opts.partition}.${afterSeq}.${opts.owner}`,
+      // Another kind of partition (monitors) names its subject: one owner's first claims of both kinds must not share an id (`Nats-Msg-Id`).
+      id: opts.subject ? `claim.${subject}.${afterSeq}.${opts.owner}` : `claim.${opts.partition}.${afterSeq}.${opts.owner}`,
       at: new Date().toISOString(),
       org_id: SYSTEM_ORG,
       data: { partition: opts.partition, owner: opts.owner, after_seq: afterSeq, resume_from: resumeFrom },
     };
     try {
       const seq = await deps.store.append(subject, claim, afterSeq);
-      return openLog(deps.nats, opts.partition, subject, seq, resumeFrom, opts.signal);
+      return openLog(deps.nats, opts.partition, subject, seq, afterSeq, resumeFrom, opts.signal);
     } catch (err) {
       // Someone wrote in between (the old owner's last commits while it winds down, or a
       // rival's claim): decide again, after a pause so a busy old owner is not raced in a tight loop.
@@ -103,7 +106,7 @@ function resumePoint(message: unknown): number {
   return typeof at === 'number' && at >= 1 ? at : 1;
 }
 
-function openLog(nats: Nats, partition: number, subject: string, claimSeq: number, resumeFrom: number, signal?: AbortSignal): PartitionLog {
+function openLog(nats: Nats, partition: number, subject: string, claimSeq: number, afterSeq: number, resumeFrom: number, signal?: AbortSignal): PartitionLog {
   let tail = claimSeq;
   let fenced = false;
   let closed = false;
@@ -130,7 +133,8 @@ function openLog(nats: Nats, partition: number, subject: string, claimSeq: numbe
         queue = queue.slice(n);
         const id = `commit.${partition}.${claimSeq}.${counter++}`;
         const text = `{"type":"Commit","id":${JSON.stringify(id)},"at":${JSON.stringify(new Date().toISOString())},"from":${log.resumeFromNow()},"events":[${batch.flatMap((p) => p.texts).join(',')}]}`;
-        const data = new TextEncoder().encode(text);
+        // A Buffer from Node's pool: `TextEncoder.encode` allocates a fresh ArrayBuffer per call (see `encodeJson`).
+        const data = Buffer.from(text, 'utf8');
         for (;;) {
           try {
             // The same msg id on a retry: a first try that was stored after all answers as a duplicate, with its sequence.
@@ -162,6 +166,7 @@ function openLog(nats: Nats, partition: number, subject: string, claimSeq: numbe
   const log: PartitionLog = {
     partition,
     claimSeq,
+    afterSeq,
     resumeFrom,
     resumeFromNow: () => resumeFrom,
     get tail() {

@@ -44,6 +44,8 @@ const MAX_SLEEP_MS = 3_600_000;
 
 /** Every partition's log subject starts so (`evt.partition.<p>`). */
 const PARTITION_SUBJECTS = SUBJECTS.partition(0).slice(0, -1);
+/** Every monitor partition's log (`evt.monitor-partition.<p>`): pings and goings down, the monitor owners'. */
+const MONITOR_PARTITION_SUBJECTS = SUBJECTS.monitorPartition(0).slice(0, -1);
 
 const RESULT_EVENTS = new Set<JetcronEvent['type']>(['AttemptStarted', 'AttemptFinished', 'AttemptDeferred', 'ExecutionCancelled', 'CallbackAttempted']);
 
@@ -235,9 +237,9 @@ export async function ownTaskPartition(
   /**
    * Subjects whose messages are never this owner's, passed without a decode or a look at
    * each event (every owner of the process reads every message): another partition's
-   * claims and result commits, a monitor's events (the deadline keeper's).
+   * claims and result commits, a monitor's events and the monitor partitions' commits.
    */
-  const othersOnly = (subject: string) => subject !== own && (subject.startsWith(PARTITION_SUBJECTS) || isMonitorSubject(subject));
+  const othersOnly = (subject: string) => subject !== own && (subject.startsWith(PARTITION_SUBJECTS) || subject.startsWith(MONITOR_PARTITION_SUBJECTS) || isMonitorSubject(subject));
 
   const apply = (subject: string, seq: number, events: JetcronEvent[], traceparent: string | undefined) => {
     if (subject === own) {

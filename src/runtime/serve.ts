@@ -9,6 +9,8 @@ import { migrate } from '../db/migrations.ts';
 import { createEventStore } from '../nats/event-store.ts';
 import { startDispatcher } from '../dispatchers/dispatcher.ts';
 import { startTaskOwners } from '../owners/task-owners.ts';
+import { createMonitorOwnerClient } from '../owners/monitor-client.ts';
+import { startMonitorOwners } from '../owners/monitor-owner.ts';
 import type { AttemptResult } from '../commands/execution/types.ts';
 import { createOutboundClient } from '../dispatchers/outbound-client.ts';
 import { createRequestHandler } from '../http/app.ts';
@@ -180,7 +182,8 @@ async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () 
   // Partition owners hold their tasks' delayed executions in memory, where TIMERS would have held them.
   let ownersWaiting = () => 0;
   if (config.roles.has('scheduler')) {
-    const s = await startScheduler({ nats, store, clock, owner: instanceId, partitions: config.timerPartitions, log, supervisor, hooks, ownersHaveTasks: config.dispatchMode === 'owners' });
+    const s = await startScheduler({ nats, store, clock, owner: instanceId, partitions: config.timerPartitions, log, supervisor, hooks, ownersHaveTasks: config.dispatchMode === 'owners',
+      ...(config.monitorOwners ? { monitorPartitions: config.partitions } : {}) });
     stoppers.push(named('scheduler', () => s.stop()));
     metrics.timersPending.readFrom(() => s.timers().pending + ownersWaiting());
     metrics.timersOverdue.readFrom(() => s.timers().overdue);
@@ -250,7 +253,16 @@ async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () 
     stoppers.push(async () => health.close());
     const live = createLiveFeeds({ nats, watermark, log }, { perOrg: config.liveFeedsPerOrg, max: config.liveFeedsMax });
     metrics.liveFeeds.readFrom(() => live.count);
-    const app = createRequestHandler({ config, db, nats, store, clock, directory, reads, rateLimiter, metrics, endpoints, secrets, hooks, health, scripts, live }, log, () => root);
+    // Monitor partition owners live in the API processes: a ping reaching the process that
+    // owns its monitor is decided there, with no NATS round trip before its commit.
+    let monitorOwners = {};
+    if (config.monitorOwners) {
+      const owners = startMonitorOwners({ nats, store, clock, owner: instanceId, log, partitions: config.partitions });
+      stoppers.push(named('monitor partition owners', () => owners.stop()));
+      monitorDeadlines = () => owners.counts();
+      monitorOwners = { monitorOwners: createMonitorOwnerClient({ nats, partitions: config.partitions, local: owners.local }) };
+    }
+    const app = createRequestHandler({ config, db, nats, store, clock, directory, reads, rateLimiter, metrics, endpoints, secrets, hooks, health, scripts, live, ...monitorOwners }, log, () => root);
     // Inbound URLs skip express (and pings by token, in `app`): they are the hot path and need neither an API key nor JSON.
     const receiver = createInboundReceiver({ nats, endpoints, hooks, secrets, metrics, log });
     const server: Server = createServer((req, res) => {

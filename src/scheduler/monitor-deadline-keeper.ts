@@ -182,7 +182,7 @@ async function keep(
  * ended once it has delivered what was pending when it was made (messages past the end
  * are left to whoever reads on from it), or when `signal` aborts (the caller then stops).
  */
-async function lastOfEachMonitor(nats: Nats, signal: AbortSignal, take: (m: JsMsg) => void): Promise<number> {
+export async function lastOfEachMonitor(nats: Nats, signal: AbortSignal, take: (m: JsMsg) => void): Promise<number> {
   const end = (await nats.jsm.streams.info(STREAMS.events.name)).state.last_seq;
   const jsm = await quickManager(nats);
   // Ephemeral, in memory, gone a minute after it is last used should the delete below not happen.

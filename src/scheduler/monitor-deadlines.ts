@@ -1,10 +1,9 @@
-import { execute } from '../commands/execute.ts';
+import { execute, type CommandDeps } from '../commands/execute.ts';
 import { decideMonitor, evolveMonitor } from '../commands/monitor/decide.ts';
 import { monitorSubject } from '../commands/monitor/handlers.ts';
 import type { Monitor } from '../commands/monitor/types.ts';
 import type { DeadlineJob } from '../commands/execution/job.ts';
-import { ConcurrencyError, type EventStore } from '../events/store.ts';
-import type { Clock } from '../lib/clock.ts';
+import { ConcurrencyError } from '../events/store.ts';
 
 export function deadlineJob(m: Monitor): DeadlineJob {
   return {
@@ -24,7 +23,11 @@ export function deadlineJob(m: Monitor): DeadlineJob {
  * when the budget is spent: a ConcurrencyError (transient), so the timer is fired
  * again, never dropped.
  */
-export async function recordDeadline(deps: { store: EventStore; clock: Clock }, job: DeadlineJob): Promise<void> {
+export async function recordDeadline(deps: CommandDeps, job: DeadlineJob): Promise<void> {
+  if (deps.monitorOwners) {
+    await deps.monitorOwners.run(job.org_id, job.source.id, { type: 'CheckDeadline', deadlineAt: job.deadline_at });
+    return;
+  }
   const subject = monitorSubject(job.org_id, job.source.id);
   await execute(deps, subject, { type: 'CheckDeadline', deadlineAt: job.deadline_at }, decideMonitor, evolveMonitor, { contended: () => new ConcurrencyError(subject) });
 }

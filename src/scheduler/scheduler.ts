@@ -8,6 +8,7 @@ import { encodeJson } from '../lib/json.ts';
 import { createLanes } from './lanes.ts';
 import { recordDeadline } from './monitor-deadlines.ts';
 import { startMonitorDeadlines, type DeadlineCounts } from './monitor-deadline-keeper.ts';
+import { createMonitorOwnerClient } from '../owners/monitor-client.ts';
 import { recordTick } from './schedule-ticks.ts';
 import { timerPartition } from './timer-partition.ts';
 import { startConsumers } from '../nats/consumer-kit.ts';
@@ -30,14 +31,18 @@ export async function startScheduler(deps: {
   supervisor: Supervisor;
   hooks?: HooksFor;
   ownersHaveTasks?: boolean;
+  /** Monitor partition owners hold the monitors (JETCRON_MONITOR_OWNERS=1, in the API processes), in as many partitions as this: they keep the deadlines, no keeper. */
+  monitorPartitions?: number;
 }) {
   const timers = createTimerStore(deps.nats, deps.partitions);
+  // A deadline timer of before the keeper, fired now, is decided by the monitor's owner like any command of it.
+  const monitorOwners = deps.monitorPartitions ? createMonitorOwnerClient({ nats: deps.nats, partitions: deps.monitorPartitions }) : undefined;
   const lanes = await createLanes(deps.nats, deps.store);
   const start = async (job: Job) => {
     // A task's timer armed before the partition owners took tasks over: the owners hold that execution now.
     if (deps.ownersHaveTasks && (job.kind === 'attempt' || job.kind === 'callback') && job.source.type === 'task') return;
     if (job.kind === 'tick') return recordTick(deps, job);
-    if (job.kind === 'deadline') return recordDeadline(deps, job);
+    if (job.kind === 'deadline') return recordDeadline(monitorOwners ? { ...deps, monitorOwners } : deps, job);
     if (job.kind === 'attempt' && job.attempt === 1 && job.lane) return lanes.enqueue({ ...job, lane: job.lane });
     await deps.nats.publish(SUBJECTS.dispatch(job.org_id), encodeJson(job), { msgId: jobMsgId(job) });
   };
@@ -45,7 +50,8 @@ export async function startScheduler(deps: {
   const endpoints = createEndpointDirectory(deps.nats, deps.store, null);
   const router = startInboundRouter({ ...deps, endpoints, hooks: deps.hooks ?? noHooks });
   const owned = new Set<TimerHeap<Job>>();
-  const deadlines = startMonitorDeadlines(deps);
+  // With monitor owners (in the API processes) the deadlines are theirs: no keeper here.
+  const deadlines = deps.monitorPartitions ? { counts: (): DeadlineCounts | null => null, stop: async () => {} } : startMonitorDeadlines(deps);
   const partitions = startConsumers(deps, Array.from({ length: deps.partitions }, (_, p) =>
     timerPartition(p, { timers, start, log: deps.log, supervisor: deps.supervisor, nats: deps.nats, owned })));
   return {

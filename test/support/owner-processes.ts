@@ -20,15 +20,20 @@ export async function serviceWithOwnersApart(): Promise<{ svc: TestService; api:
       return p;
     },
     async stop() {
-      for (const p of procs) {
-        try {
-          process.kill(p.pid, 'SIGCONT');
-        } catch {
-          // gone already
-        }
-        await p.cleanup();
-      }
+      await endProcesses(procs);
       await svc.stop();
     },
   };
+}
+
+/** Resumes any frozen child (SIGCONT), then ends each and removes its data dir. */
+export async function endProcesses(procs: JetcronProcess[]): Promise<void> {
+  for (const p of procs) {
+    try {
+      process.kill(p.pid, 'SIGCONT');
+    } catch {
+      // gone already
+    }
+    await p.cleanup();
+  }
 }

@@ -1,4 +1,5 @@
-import { newId } from '../../lib/ids.ts';
+import { notFound } from '../../lib/errors.ts';
+import { ID_PATTERN, newId } from '../../lib/ids.ts';
 import type { CommandDeps, Decided } from '../execute.ts';
 import { createHeads } from '../heads.ts';
 import { orgAggregate } from '../org-aggregate.ts';
@@ -26,8 +27,11 @@ const monitors = orgAggregate({
   heads: createHeads<Monitor>(REMEMBERED_MONITORS),
 });
 
+/** A command on an existing monitor: decided by its partition's owner when owners hold the monitors, else here from the log. */
 export function runMonitor(deps: CommandDeps, orgId: string, id: string, command: MonitorCommand): Promise<Result> {
-  return monitors.run(deps, orgId, id, command);
+  if (!deps.monitorOwners) return monitors.run(deps, orgId, id, command);
+  if (!ID_PATTERN.test(id) || !id.startsWith('mon_')) throw notFound('Monitor not found');
+  return deps.monitorOwners.run(orgId, id, command);
 }
 
 const ownerOf = async (slugOwner: SlugOwner, orgId: string, slug: string | null | undefined) => (slug ? slugOwner(orgId, slug) : null);
@@ -40,7 +44,9 @@ export async function createMonitor(
   plan: PlanLimit,
   slugOwner: SlugOwner,
 ): Promise<Result> {
-  return monitors.create(deps, orgId, { type: 'CreateMonitor', orgId, input, slugOwner: await ownerOf(slugOwner, orgId, input.slug) }, plan);
+  const made = await monitors.create(deps, orgId, { type: 'CreateMonitor', orgId, input, slugOwner: await ownerOf(slugOwner, orgId, input.slug) }, plan);
+  if (made.events[0]) deps.monitorOwners?.created(orgId, made.events[0], made.seq);
+  return made;
 }
 
 export async function updateMonitor(deps: CommandDeps, orgId: string, id: string, input: MonitorInput, slugOwner: SlugOwner): Promise<Result> {

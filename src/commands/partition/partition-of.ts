@@ -31,3 +31,6 @@ export const flowKeyPartition = (orgId: string, key: string, partitions: number)
 
 /** An endpoint's deliveries, its pause and its lane or key: one partition. */
 export const endpointPartition = (orgId: string, endpointId: string, partitions: number): number => partitionOf(orgId, `endpoint ${endpointId}`, partitions);
+
+/** A monitor's pings, goings down and changes: one partition of the monitors' owners. */
+export const monitorPartition = (orgId: string, monitorId: string, partitions: number): number => partitionOf(orgId, `monitor ${monitorId}`, partitions);
