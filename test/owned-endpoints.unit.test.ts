@@ -76,6 +76,22 @@ test('a lane endpoint forwards one at a time in arrival order; one with use_lane
   assert.deepEqual(ids(t.take(T0)), more.flatMap(deliveryIds));
 });
 
+test('a delivery after the endpoint\'s key went idle (dropped with its limits) is taken at once, laned or not', () => {
+  for (const use_lane of [false, true]) {
+    const e = endpoint({ id: `ep_idle_${use_lane}`, use_lane });
+    const s = owner(e);
+    s.onEndpointEvent(endpointEvent('EndpointCreated', e), 1);
+    const first = received(e);
+    s.onInboundEvent(first, 2, 0);
+    const [sent] = s.take(T0);
+    s.onResult(finished(sent!.job));
+    assert.deepEqual(s.take(T0), [], 'nothing waits: the key is idle and dropped');
+    const next = received(e);
+    s.onInboundEvent(next, 3, 0);
+    assert.deepEqual(ids(s.take(T0)), deliveryIds(next), `use_lane ${use_lane}`);
+  }
+});
+
 test('paused: deliveries wait, in order; a resume sends them; a delete cancels what waits', () => {
   const e = endpoint();
   const s = owner(e);

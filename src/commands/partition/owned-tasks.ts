@@ -174,7 +174,12 @@ export class OwnedTasks {
     const endpointId = event.data.endpoint.id;
     if (endpointPartition(event.org_id, endpointId, this.partitions) !== this.partition) return;
     // Deleted: its deliveries went with it.
-    if (!this.endpoints.get(endpointId)) return;
+    const endpoint = this.endpoints.get(endpointId);
+    if (!endpoint) return;
+    // An idle key is dropped with its limits (see PartitionQueues.take): the endpoint as
+    // known gives them again, as a task's create does for its key.
+    const key = endpointKey(event.org_id, endpointId);
+    if (!this.queues.hasLimits(key)) this.queues.setLimits(key, endpointLimits(endpoint));
     forwardOrigins(event, seq).forEach((origin, sub) => {
       const id = origin.plan.execution_id;
       const held = this.executions.get(id);
@@ -193,7 +198,7 @@ export class OwnedTasks {
       let set = this.deliveries.get(endpointId);
       if (!set) this.deliveries.set(endpointId, (set = new Set()));
       set.add(id);
-      this.queues.enqueue(id, endpointKey(event.org_id, endpointId), Date.parse(origin.plan.scheduled_for), exec.order);
+      this.queues.enqueue(id, key, Date.parse(origin.plan.scheduled_for), exec.order);
     });
   }
 
