@@ -22,7 +22,10 @@ function memoryStore() {
       const last = [...messages].reverse().find((m) => m.subject === subject);
       if ((last?.seq ?? 0) !== expectedSeq) throw new ConcurrencyError(subject);
       // The texts a writer gives are its events' JSON, and make the same message.
-      if (texts) assert.equal(commitText(commitMessage('c', [...events]), texts), JSON.stringify(commitMessage('c', [...events])));
+      if (texts) {
+        const commit = commitMessage('c', [...events]);
+        assert.equal(commitText(commit, texts), JSON.stringify(commit));
+      }
       messages.push({ subject, events: [...events], seq: messages.length + 1 });
       return messages.length;
     },
