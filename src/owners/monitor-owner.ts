@@ -1,4 +1,5 @@
 import { isMonitorSubject, SUBJECTS } from '../../streams/subjects.ts';
+import { childAbort } from '../lib/child-abort.ts';
 import { appendEvents, commandMeta } from '../commands/execute.ts';
 import { committed, HeldMonitors } from '../commands/monitor/held-monitors.ts';
 import { monitorSubject } from '../commands/monitor/handlers.ts';
@@ -101,13 +102,10 @@ export async function ownMonitorPartition(
   signal: AbortSignal,
   exposed: Map<number, OwnedPartition>,
 ): Promise<void> {
-  const stop = new AbortController();
-  const onAbort = () => stop.abort();
-  signal.addEventListener('abort', onAbort, { once: true });
-  if (signal.aborted) stop.abort();
+  const { controller: stop, release } = childAbort(signal);
   const own = SUBJECTS.monitorPartition(partition);
   const log = await claimPartition({ nats: deps.nats, store: deps.store }, { partition, owner: deps.owner, signal: stop.signal, subject: own }).catch((err: unknown) => {
-    signal.removeEventListener('abort', onAbort);
+    release();
     throw err;
   });
   deps.log(`monitor owner of partition ${partition}: claimed at seq ${log.claimSeq}`);
@@ -362,7 +360,7 @@ export async function ownMonitorPartition(
   } finally {
     subscription?.unsubscribe();
     exposed.delete(partition);
-    signal.removeEventListener('abort', onAbort);
+    release();
     stop.abort();
     alarm.clear();
     // What is on its way may still be stored; its askers get their answers or ask again.

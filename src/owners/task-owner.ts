@@ -1,4 +1,5 @@
 import { isMonitorSubject, SUBJECTS } from '../../streams/subjects.ts';
+import { childAbort } from '../lib/child-abort.ts';
 import { planAttempt } from '../commands/execution/decide.ts';
 import type { AttemptResult, ExecutionEvent } from '../commands/execution/types.ts';
 import { OwnedTasks, type OwnedExecution } from '../commands/partition/owned-tasks.ts';
@@ -65,12 +66,9 @@ export async function ownTaskPartition(
   signal: AbortSignal,
   held: Map<number, OwnedTasks>,
 ): Promise<void> {
-  const stop = new AbortController();
-  const onAbort = () => stop.abort();
-  signal.addEventListener('abort', onAbort, { once: true });
-  if (signal.aborted) stop.abort();
+  const { controller: stop, release } = childAbort(signal);
   const log = await claimPartition({ nats: deps.nats, store: deps.store }, { partition, owner: deps.owner, signal: stop.signal }).catch((err: unknown) => {
-    signal.removeEventListener('abort', onAbort);
+    release();
     throw err;
   });
   const state = new OwnedTasks(partition, deps.partitions);
@@ -79,7 +77,7 @@ export async function ownTaskPartition(
     for (const e of await readFlowKeyStates(deps.nats)) state.onFlowKeyEvent(e);
   } catch (err) {
     log.close();
-    signal.removeEventListener('abort', onAbort);
+    release();
     throw err;
   }
   // One line per claim: a hand-off is rare and worth seeing in the log (a start, a lapsed lease, a takeover).
@@ -318,7 +316,7 @@ export async function ownTaskPartition(
     }
   } finally {
     held.delete(partition);
-    signal.removeEventListener('abort', onAbort);
+    release();
     stop.abort();
     clearTimeout(wake);
     await settle(log, inFlight);
