@@ -1,10 +1,9 @@
 import { trace } from '@opentelemetry/api';
 import { STREAMS } from '../../streams/definitions.ts';
-import { commitMessage, eventsOf } from '../events/commit.ts';
+import { commitMessage, commitText, eventsOf } from '../events/commit.ts';
 import type { Envelope, StoredEvent } from '../events/envelope.ts';
 import { ConcurrencyError, type EventStore } from '../events/store.ts';
 import { decodeJson, encodeJson } from '../lib/json.ts';
-import { commitText } from '../events/commit.ts';
 import { currentTraceparent, inSpan, SpanKind } from '../telemetry/tracing.ts';
 import type { Nats } from './connection.ts';
 import { isWrongLastSequence } from './jetstream-errors.ts';
@@ -51,12 +50,10 @@ export function createEventStore(nats: Nats): EventStore {
       const last = events[events.length - 1]!;
       // Each event keeps the trace of the one who appended it: the message's header can hold only one.
       const traceparent = currentTraceparent();
-      const traced = traceparent ? events.map((e) => (e.traceparent ? e : { ...e, traceparent })) : [...events];
-      const commit = commitMessage(last.id, traced);
-      // Events given as text and not re-traced here go in as that text: the same JSON as encoding the commit whole.
-      const data = texts && texts.length === events.length && traced.every((e, i) => e === events[i])
-        ? Buffer.from(commitText(commit, texts), 'utf8')
-        : encodeJson(commit);
+      const retrace = !!traceparent && events.some((e) => !e.traceparent);
+      const commit = commitMessage(last.id, retrace ? events.map((e) => (e.traceparent ? e : { ...e, traceparent })) : [...events]);
+      // Events given as text go in as that text unless traced here: the same JSON as encoding the commit whole.
+      const data = texts && texts.length === events.length && !retrace ? Buffer.from(commitText(commit, texts), 'utf8') : encodeJson(commit);
       return guarded(subject, data, last, [...new Set(events.map((e) => e.type))].join(','), expectedSeq);
     },
     traceparent: () => currentTraceparent(),
