@@ -254,7 +254,7 @@ export function startInboundRouter(deps: RouterDeps) {
           await checkpoint.advance(batch[batch.length - 1]!.seq);
         });
       } finally {
-        await checkpoint.flush().catch(() => {});
+        await checkpoint.close().catch(() => {});
       }
     },
   }]);
