@@ -158,7 +158,10 @@ export async function runLanes(s: Stack): Promise<LanesRun> {
 
   let batchesAnswered = 0;
   const t0 = hrMs();
-  const progress = pollProgress({ t0, goal: TASKS, pollMs: POLL_MS, count: () => successCount(s, 'ln'), sample: (t, pg) => ({ t, pg, batches: batchesAnswered }) });
+  const progress = pollProgress({
+    t0, goal: TASKS, pollMs: POLL_MS, count: () => successCount(s, 'ln'), sample: (t, pg) => ({ t, pg, batches: batchesAnswered }),
+    near: async () => (await s.target.stats()).unique >= TASKS,
+  });
   const arrivals = sampleTargetArrivals(s.target, t0);
 
   const seqBefore = await eventsLastSeq(s);
