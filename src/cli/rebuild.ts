@@ -14,8 +14,18 @@ import { tracingOn } from '../telemetry/tracing.ts';
 import type { Worker } from 'node:worker_threads';
 
 const LEASE_WAIT_MS = 30_000;
-/** Events per commit: a rebuild is behind by the whole log. */
+/**
+ * Events per commit: a rebuild is behind by the whole log. On one thread a batch is
+ * prepared in one turn of the event loop that also renews the lease: 10,000 events.
+ */
 const REBUILD_BATCH = 10_000;
+/**
+ * On two threads the lease's thread only writes, so a batch may be larger: more of a
+ * row's changes merge in memory (an execution created and finished in one batch is one
+ * COPY row, not a COPY and an UPDATE): less of Postgres's CPU (docs/benchmarks.md).
+ * The process's peak memory stays about what one thread's 10,000 took.
+ */
+const TWO_THREAD_BATCH = 40_000;
 /**
  * Drops every read model and replays EVENTS into fresh tables. It first takes the
  * projector lease, so no other projector writes while the tables are rebuilt: with
@@ -81,7 +91,7 @@ async function projectUntil(target: number, deps: {
   let projected = false;
   const projecting = (tracingOn()
     ? runProjection({ nats, db, log, supervisor }, run.signal, { pipelined: true, copyCreated: true, maxBatch: REBUILD_BATCH, through: target })
-    : projectOnTwoThreads({ nats, db, log, supervisor }, run.signal, { natsUrl: deps.natsUrl, through: target, maxBatch: REBUILD_BATCH, onThread: deps.onThread }))
+    : projectOnTwoThreads({ nats, db, log, supervisor }, run.signal, { natsUrl: deps.natsUrl, through: target, maxBatch: TWO_THREAD_BATCH, onThread: deps.onThread }))
     .finally(() => {
       projected = true;
       supervisor.close();
