@@ -11,7 +11,7 @@ import { KV_BUCKETS, STREAMS } from '../streams/definitions.ts';
 import { DeliverPolicy } from '@nats-io/jetstream';
 import { connectNats, type Nats } from '../src/nats/connection.ts';
 import { decodeStoredRequests } from '../src/inbound/stored-request.ts';
-import { sleep, startService, startTarget, type CpuReport } from './harness.ts';
+import { cpuPhase, sleep, startService, startTarget, type CpuReport } from './harness.ts';
 import { closedLoop, HttpClient, openLoop, Outcomes, type SendResult } from './load.ts';
 import { hrToWallOffset, stageTable, troubleNotes, withStack, type Benchmark, type Stack } from './stack.ts';
 import { fmt, summarize, type Summary } from './stats.ts';
@@ -102,12 +102,25 @@ async function saturate(
   return { warmOk: warm.count('200'), sent: run.started, ms, rate: ms.length / (run.elapsedMs / 1000), elapsedMs: run.elapsedMs, outcomes };
 }
 
-/** The same loop against a forked bare `node:http` server answering 200 `{"ok":true}`. */
-async function measureRawServer(): Promise<Saturation> {
+/** CPU ms per answered request of the bare server (or the service, nats-server and Postgres) and of the load generator. */
+interface CpuPerRequest {
+  server: number;
+  load: number;
+}
+
+/** The same loop against a forked bare `node:http` server answering 200 `{"ok":true}`; its CPU and the load generator's per request. */
+async function measureRawServer(): Promise<Saturation & { cpu: CpuPerRequest }> {
   const server = await startTarget({ plain: true });
   const client = new HttpClient(server.url, CONCURRENCY);
   try {
-    return await saturate(client, '/', isOk, { warmupMs: ACCEPT_WARMUP_MS });
+    let end: (() => CpuReport) | undefined;
+    const run = await saturate(client, '/', isOk, { warmupMs: ACCEPT_WARMUP_MS, onMeasure: () => (end = cpuPhase([
+      { name: 'server', pid: () => server.pid, withDescendants: false },
+      { name: 'load', pid: () => process.pid, withDescendants: false },
+    ])) });
+    const rows = end!().rows;
+    const per = (name: string) => (1000 * rows.find((r) => r.name === name)!.cpuSeconds) / Math.max(1, run.ms.length);
+    return { ...run, cpu: { server: per('server'), load: per('load') } };
   } finally {
     await client.close();
     await server.stop();
@@ -428,6 +441,13 @@ export const inbound: Benchmark = {
           const laneLat = summarize(lane.latency);
 
           const ratio = accept.rate / rawRate;
+          // CPU per answered request on each side, load generator included: on a shared machine other
+          // work slows the bare server (two single-threaded processes taking turns) far more than the
+          // service, so the fraction of rates alone overstates the service there; this ratio moves less.
+          const perAccepted = (pattern: RegExp) => (1000 * cpu.rows.filter((r) => !r.detail && pattern.test(r.name)).reduce((a, r) => a + r.cpuSeconds, 0)) / accept.ms.length;
+          const serviceCpu: CpuPerRequest = { server: perAccepted(/^(jetcron|nats-server|postgres)/), load: perAccepted(/^bench load generator/) };
+          const rawCpu: CpuPerRequest = { server: (raw.cpu.server + rawAfter.cpu.server) / 2, load: (raw.cpu.load + rawAfter.cpu.load) / 2 };
+          const cpuRatio = (rawCpu.server + rawCpu.load) / (serviceCpu.server + serviceCpu.load);
           const okRatio = ratio >= GOAL_RATIO;
           const durable = storedAfterAccept >= okAfterAccept && storedAfterOpen >= okAfterOpen;
           const exact = (f: ForwardRun) => f.lost === 0 && f.duplicates === 0 && f.executionIdRepeats === 0 && f.accepted > 0;
@@ -449,6 +469,10 @@ export const inbound: Benchmark = {
               { label: 'raw node:http server (forked, 200 {"ok":true}), before / after the service\'s run', value: `${fmt.rate(raw.rate)} / ${fmt.rate(rawAfter.rate)} (mean ${fmt.rate(rawRate)}), p50 / p99 ${p50p99(rawLat)}; ${raw.outcomes.describe()}` },
               { label: 'inbound accepted (collect-only endpoint, 200 "received")', value: `${fmt.rate(accept.rate)} (${fmt.int(accept.ms.length)} in ${fmt.s(accept.elapsedMs / 1000)})` },
               { label: 'fraction of the raw node:http server', value: fmt.frac(ratio), goal: `≥ ${GOAL_RATIO}`, ok: okRatio },
+              {
+                label: 'CPU ms per answered request (load generator apart): bare server / jetcron + nats-server + Postgres',
+                value: `${rawCpu.server.toFixed(3)} (+ ${rawCpu.load.toFixed(3)}) / ${serviceCpu.server.toFixed(3)} (+ ${serviceCpu.load.toFixed(3)}); the fraction they imply, (bare + load) / (service + load): ${fmt.frac(cpuRatio)}`,
+              },
               { label: 'fraction of the raw undici loop (reference)', value: ctx.rawRate ? fmt.frac(accept.rate / ctx.rawRate) : '–' },
               { label: 'inbound latency p50 / p99 / max', value: `${p50p99(acceptLat)} / ${fmt.ms(acceptLat.max)}` },
               { label: 'inbound outcomes', value: accept.outcomes.describe() },
