@@ -41,7 +41,8 @@ const STALL_MS = 30_000;
 /** The feed stops early when the machine has less memory available than this (/proc/meminfo MemAvailable). */
 const MIN_AVAILABLE_BYTES = 1024 * 2 ** 20;
 /** The duplicate window of EVENTS and DISPATCH (streams/definitions.ts): nats-server keeps each msg id that long. */
-const DEDUPE_WINDOW_MS = 10 * 60_000;
+/** EVENTS' duplicate window (the longest of the streams the tasks write): nats-server holds each msg id of it in memory. */
+const DEDUPE_WINDOW_MS = STREAMS.events.duplicate_window! / 1e6;
 
 function soakTasks(): number {
   const raw = process.env.JETCRON_SOAK_TASKS;
@@ -568,7 +569,7 @@ async function soakRun(ctx: BenchContext, s: Stack, n: number, heapFile: string,
       `reference: ${ref.how}. flat: the last checkpoint is at most ${FLAT_FACTOR} × the reference (+1 MiB, for quantities near zero such as the streams besides EVENTS); DISPATCH messages: at most the feed's bound (${fmt.int(MAX_OUTSTANDING)}). "per 100k executions": the change from the reference to the last checkpoint over the executions finished (success in Postgres) in between, × 100,000; the halves split that span at the checkpoint nearest its middle.`,
       `checkpoints before the last are taken when the target has received that many distinct requests (polled every ${POLL_MS} ms), the last once Postgres shows every created task's execution as success (or progress stalled ${STALL_MS / 1000} s); exec/s (interval) counts target arrivals between checkpoints.`,
       `jetcron RSS: VmRSS of the \`jetcron serve\` process and its descendants (run with JETCRON_PROCESSES=1), at the last checkpoint ${last.serviceParts.map((p) => `${p.comm} ${mib(p.rss)} MiB`).join(' + ')}. V8 heap: the service's main thread, written once a second by a module preloaded with NODE_OPTIONS --import (≤ 1 s old): used right after the last major GC (${last.heap?.majorGcs ?? 0} major GCs by the end), and used at that moment. nats dir: allocated blocks under the nats-server's data dir. other streams: TIMERS, LANES, NOTIFY, INBOUND, HELD and the KV buckets.`,
-      `nats-server keeps the msg id of every message published in the last 10 min (the duplicate window of EVENTS and DISPATCH) in memory, so its RSS is expected to grow until the run is 10 min old${ref.row.at < DEDUPE_WINDOW_MS ? `; the reference checkpoint came ${fmt.s(ref.row.at / 1000)} in${last.at < DEDUPE_WINDOW_MS ? ` and the last ${fmt.s(last.at / 1000)} in, so the windows were filling for the whole run` : ''}` : ''}.`,
+      `nats-server keeps the msg id of every message published in EVENTS' duplicate window (${DEDUPE_WINDOW_MS / 60_000} min) in memory, so its RSS is expected to grow until the run is that old${ref.row.at < DEDUPE_WINDOW_MS ? `; the reference checkpoint came ${fmt.s(ref.row.at / 1000)} in${last.at < DEDUPE_WINDOW_MS ? ` and the last ${fmt.s(last.at / 1000)} in, so the windows were filling for the whole run` : ''}` : ''}.`,
       ...s.api.outcomes.examples,
       ...troubleNotes(s.service),
     ];
