@@ -44,7 +44,7 @@ const IGNORED = [
   // completion callback's deliveries are not the execution's outcome.
   'AttemptStarted', 'AttemptDeferred', 'ExecutionCancelled', 'CallbackAttempted',
   // Monitor: only going down and the first ping after are transitions.
-  'MonitorUpdated', 'MonitorPaused', 'MonitorResumed',
+  'MonitorUpdated', 'MonitorPaused', 'MonitorResumed', 'MonitorRestated',
   // Endpoint, inbound event: an endpoint's outcomes are its deliveries' AttemptFinished.
   'EndpointUpdated', 'EndpointPaused', 'EndpointResumed', 'InboundEventReceived', 'InboundEventReplayed', 'InboundDebounceOpened',
   // Debounce, batch: their tasks arrive as TaskCreated (and TaskUpdated).
