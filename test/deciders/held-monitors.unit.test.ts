@@ -113,7 +113,7 @@ describe('held monitors: what a monitor partition owner holds', () => {
     const pingBusy = () => {
       const [e] = h.decide(ORG, BUSY, ping(`b${seq}`, later(2000 + seq)), at(`evt_b${seq}`, later(2000 + seq)));
       h.hold(BUSY, e!);
-      const due = h.restates({ now: later(2000 + seq) });
+      const due = h.restates(() => later(2000 + seq));
       seq++;
       h.stored(BUSY, e!, seq, 0);
       return due;
@@ -149,7 +149,7 @@ describe('held monitors: what a monitor partition owner holds', () => {
     const O = 'mon_o';
     const op = pinged(other.data.monitor as Monitor, 'evt_o', later(3000));
     for (let s = 7; s < 20; s++) h.read(O, s, 0, op, false);
-    assert.deepEqual(h.restates({ now: later(4000) }).map((e) => e.data.monitor.id), [], 'paused on its own subject: found there; the other\'s latest is recent');
+    assert.deepEqual(h.restates(() => later(4000)).map((e) => e.data.monitor.id), [], 'paused on its own subject: found there; the other\'s latest is recent');
     // A pinged monitor whose next ping is on its way is not restated: that ping is its newer event.
     const h2 = new HeldMonitors(3);
     h2.read(ID, 1, 0, create, true);
@@ -157,6 +157,6 @@ describe('held monitors: what a monitor partition owner holds', () => {
     for (let s = 7; s < 20; s++) h2.read(O, s, 0, op, false);
     const [next] = h2.decide(ORG, ID, ping('n', later(5000)), at('evt_n', later(5000)));
     h2.hold(ID, next!);
-    assert.deepEqual(h2.restates({ now: later(5000) }), []);
+    assert.deepEqual(h2.restates(() => later(5000)), []);
   });
 });

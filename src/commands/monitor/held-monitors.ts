@@ -161,8 +161,9 @@ export class HeldMonitors {
    * add at most half an event to each event otherwise written, and nothing while the
    * partition writes nothing. A monitor with a decision on its way, or deleted, is not
    * restated. The events are not held: the caller commits each (`hold`), as a ping's.
+   * Asked at every commit: `now` is read only when one is due.
    */
-  restates(meta: { now: string }): MonitorEvent[] {
+  restates(now: () => string): MonitorEvent[] {
     const bound = Math.max(this.restateAfter, 2 * this.byId.size);
     const out: MonitorEvent[] = [];
     while (this.ageHead < this.ageIds.length && this.ageOrdinals[this.ageHead]! < this.metInCommits - bound) {
@@ -175,7 +176,7 @@ export class HeldMonitors {
       out.push({
         type: 'MonitorRestated',
         id: `${id}.restated.${h.seq}.${h.index}`,
-        at: meta.now,
+        at: now(),
         org_id: h.state.org_id,
         data: { monitor: h.state, restated_seq: h.seq },
       });
