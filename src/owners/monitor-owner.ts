@@ -174,17 +174,20 @@ export async function ownMonitorPartition(
     monitors.hold(id, event);
     watch(id);
     const index = commitIndex++;
-    const stored = log.append([event]).then((seq) => {
+    const settled = () => {
+      if (commits.get(id) === stored) commits.delete(id);
+    };
+    // Every caller handles the rejection (an answer, a retried deadline, a logged restatement).
+    const stored: Promise<number> = log.append([event]).then((seq) => {
       monitors.stored(id, event, seq, index);
+      settled();
       return seq;
     }, (err: unknown) => {
+      settled();
       if (err instanceof Fenced) ending('another owner claimed the partition');
       throw err;
     });
     commits.set(id, stored);
-    void stored.catch(() => {}).finally(() => {
-      if (commits.get(id) === stored) commits.delete(id);
-    });
     return stored;
   };
 
@@ -266,7 +269,8 @@ export async function ownMonitorPartition(
       });
     }
     inFlight.set(r.request_id, reply);
-    void reply.catch(() => {}).finally(() => inFlight.delete(r.request_id));
+    const done = () => inFlight.delete(r.request_id);
+    void reply.then(done, done);
     return reply;
   };
 

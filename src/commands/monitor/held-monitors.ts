@@ -195,7 +195,10 @@ export class HeldMonitors {
 
   /** `ordinal` ≥ 0: the latest event is a commit event, met as the ordinal-th. */
   private place(id: string, state: Monitor | null, seq: number, index: number, ownSeq: number, ordinal: number): void {
-    this.byId.set(id, { state, seq, index, ownSeq, pending: null, ordinal });
+    const h = this.byId.get(id);
+    // In place: a monitor pinged all along is held by one object, not a new one per ping.
+    if (h) Object.assign(h, { state, seq, index, ownSeq, pending: null, ordinal });
+    else this.byId.set(id, { state, seq, index, ownSeq, pending: null, ordinal });
     this.inCommit(id, ordinal >= 0 ? seq : null);
     if (ordinal >= 0) this.aged(id, ordinal);
   }
