@@ -6,7 +6,6 @@ import { committed, HeldMonitors } from '../commands/monitor/held-monitors.ts';
 import { monitorSubject } from '../commands/monitor/handlers.ts';
 import { armedDeadline } from '../commands/monitor/runs.ts';
 import { MONITOR_EVENT_TYPES, type MonitorEvent } from '../commands/monitor/types.ts';
-import { monitorPartition } from '../commands/partition/partition-of.ts';
 import type { Envelope } from '../events/envelope.ts';
 import { ConcurrencyError, type EventStore } from '../events/store.ts';
 import type { Clock } from '../lib/clock.ts';
@@ -18,6 +17,7 @@ import { startConsumers } from '../nats/consumer-kit.ts';
 import { decodeEvents } from '../nats/event-reader.ts';
 import { followOrdered } from '../nats/follow.ts';
 import { lastOfEachMonitor } from '../scheduler/monitor-deadline-keeper.ts';
+import { shareMonitorSubjectsRead } from './monitor-subjects-read.ts';
 import { claimPartition, Fenced } from './partition-log.ts';
 import type { MonitorReplies, MonitorReply, MonitorRequest, MonitorRequests } from './monitor-wire.ts';
 
@@ -51,9 +51,10 @@ class NotOwner extends Error {}
  */
 export function startMonitorOwners(deps: MonitorOwnersDeps) {
   const owned = new Map<number, OwnedPartition>();
+  const subjects = shareMonitorSubjectsRead((signal, take) => lastOfEachMonitor(deps.nats, signal, take), deps.partitions);
   const owners = startConsumers(deps, Array.from({ length: deps.partitions }, (_, p) => ({
     lease: monitorOwnerLease(p),
-    term: (signal: AbortSignal, _opened: unknown, lease: { held(): boolean }) => ownMonitorPartition(deps, p, lease, signal, owned),
+    term: (signal: AbortSignal, _opened: unknown, lease: { held(): boolean }) => ownMonitorPartition(deps, p, lease, signal, owned, subjects.lastOfEach),
   })));
   return {
     /** The partitions owned live here now, to be asked without a NATS round trip (`createMonitorOwnerClient`). */
@@ -80,12 +81,6 @@ export interface OwnedPartition {
   created(event: MonitorEvent, seq: number): void;
 }
 
-/** `evt.<org>.monitor.<mon>` → its organization and monitor. */
-function monitorOfSubject(subject: string): { orgId: string; id: string } {
-  const dot = subject.indexOf('.', 4);
-  return { orgId: subject.slice(4, dot), id: subject.slice(dot + 9) };
-}
-
 const monitorIdOf = (e: MonitorEvent): string => e.data.monitor.id;
 
 /**
@@ -104,6 +99,7 @@ export async function ownMonitorPartition(
   lease: { held(): boolean },
   signal: AbortSignal,
   exposed: Map<number, OwnedPartition>,
+  lastOfEach: ReturnType<typeof shareMonitorSubjectsRead>['lastOfEach'],
 ): Promise<void> {
   const { controller: stop, release } = childAbort(signal);
   const own = SUBJECTS.monitorPartition(partition);
@@ -129,7 +125,6 @@ export async function ownMonitorPartition(
     deps.log(`monitor owner of partition ${partition}: ${why}; stopping`);
     stop.abort();
   };
-  const mine = (orgId: string, id: string) => monitorPartition(orgId, id, deps.partitions) === partition;
 
   const alarm = heapAlarm(deadlines, stop.signal, () => void tick());
   /** The monitor's deadline, as its held state says (none: nothing to watch). */
@@ -340,12 +335,10 @@ export async function ownMonitorPartition(
 
   try {
     // The claim came first, so the last event of each of the partition's monitors on its own
-    // subject, read now, is at least as new as the claim; then the partition's commits from
-    // where its last commit says (a partition never claimed before has none).
-    await lastOfEachMonitor(deps.nats, stop.signal, (m) => {
-      const { orgId, id } = monitorOfSubject(m.subject);
-      if (mine(orgId, id)) readMessage(m.seq, decoded(m), true);
-    });
+    // subject, read now (one read for the partitions of this process taken over together),
+    // is at least as new as the claim; then the partition's commits from where its last
+    // commit says (a partition never claimed before has none).
+    await lastOfEach(partition, stop.signal, (m) => readMessage(m.seq, decoded(m), true));
     if (stop.signal.aborted) return;
     const start = log.afterSeq === 0 ? log.claimSeq : Math.min(log.resumeFrom, log.claimSeq);
     // Every commit here is this owner's own once live: a takeover reads from the lowest commit
