@@ -2,6 +2,7 @@ import { STREAMS } from '../../streams/definitions.ts';
 import { SUBJECTS } from '../../streams/subjects.ts';
 import { childAbort } from '../lib/child-abort.ts';
 import { appendEvents, commandMeta } from '../commands/execute.ts';
+import { withEventId } from '../commands/meta.ts';
 import { committed, HeldMonitors } from '../commands/monitor/held-monitors.ts';
 import { monitorSubject } from '../commands/monitor/handlers.ts';
 import { armedDeadline } from '../commands/monitor/runs.ts';
@@ -198,7 +199,7 @@ export async function ownMonitorPartition(
   const decideCommitted = (r: MonitorRequest): Promise<MonitorReply> => {
     let events: MonitorEvent[];
     try {
-      events = monitors.decide(r.org_id, r.id, r.command, { ...commandMeta(deps.clock), eventId: r.request_id });
+      events = monitors.decide(r.org_id, r.id, r.command, withEventId(commandMeta(deps.clock), r.request_id));
     } catch (err) {
       return Promise.resolve(refusal(err));
     }
@@ -216,7 +217,7 @@ export async function ownMonitorPartition(
       if (stop.signal.aborted || !lease.held()) throw new NotOwner('not the owner');
       let events: MonitorEvent[];
       try {
-        events = monitors.decide(r.org_id, r.id, r.command, { ...commandMeta(deps.clock), eventId: r.request_id });
+        events = monitors.decide(r.org_id, r.id, r.command, withEventId(commandMeta(deps.clock), r.request_id));
       } catch (err) {
         return refusal(err);
       }
