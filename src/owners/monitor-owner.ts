@@ -157,7 +157,8 @@ export async function ownMonitorPartition(
   /** A decision bound for the partition's commit: held now, answered once stored; with it go the restatements due by then. */
   const commit = (id: string, event: MonitorEvent): Promise<number> => {
     const stored = place(id, event);
-    for (const restated of monitors.restates(() => new Date(deps.clock.now()).toISOString())) {
+    // A monitor with a change or a load under way (`chains`) waits: its own subject may be written meanwhile.
+    for (const restated of monitors.restates(() => new Date(deps.clock.now()).toISOString(), (id) => chains.has(id))) {
       place(monitorIdOf(restated), restated).catch((err: unknown) => {
         // Lost with its commit (a fence, a stop): the next owner reads back further, nothing more.
         if (!(err instanceof Fenced || stop.signal.aborted)) deps.log(`monitor owner of partition ${partition}: a restatement of ${monitorIdOf(restated)}: ${(err as Error).message}`);

@@ -159,4 +159,18 @@ describe('held monitors: what a monitor partition owner holds', () => {
     h2.hold(ID, next!);
     assert.deepEqual(h2.restates(() => later(5000)), []);
   });
+
+  test('the anchor waits for a monitor whose change is being written on its own subject (a restatement could land after the change), and restates it at a later commit if it is still due', () => {
+    const h = new HeldMonitors(3);
+    h.read(ID, 1, 0, create, true);
+    const p1 = pinged(fresh, 'evt_b1', later(1000));
+    h.read(ID, 5, 0, p1, false);
+    const op = pinged({ ...fresh, id: 'mon_o' }, 'evt_o', later(3000));
+    for (let s = 7; s < 20; s++) h.read('mon_o', s, 0, op, false);
+    assert.deepEqual(h.restates(() => later(4000), (id) => id === ID), [], 'busy: not now');
+    // Asked again behind the entries due after it: once those are (a bound's more commit events).
+    for (let s = 20; s < 30; s++) h.read('mon_o', s, 0, op, false);
+    assert.deepEqual(h.restates(() => later(4000), () => false).map((e) => e.data.monitor.id), [ID], 'then, still due: restated');
+    assert.deepEqual(h.restates(() => later(4000), () => false), [], 'once');
+  });
 });

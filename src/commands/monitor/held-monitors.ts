@@ -160,12 +160,14 @@ export class HeldMonitors {
    * silences. Each restatement follows at least that many other commit events, so they
    * add at most half an event to each event otherwise written, and nothing while the
    * partition writes nothing. A monitor with a decision on its way, or deleted, is not
-   * restated. The events are not held: the caller commits each (`hold`), as a ping's.
-   * Asked at every commit: `now` is read only when one is due.
+   * restated, nor yet one whose change is being written on its own subject (`busy`). The
+   * events are not held: the caller commits each (`hold`), as a ping's. Asked at every
+   * commit: `now` is read only when one is due.
    */
-  restates(now: () => string): MonitorEvent[] {
+  restates(now: () => string, busy: (id: string) => boolean = () => false): MonitorEvent[] {
     const bound = Math.max(this.restateAfter, 2 * this.byId.size);
     const out: MonitorEvent[] = [];
+    const later: number[] = [];
     while (this.ageHead < this.ageIds.length && this.ageOrdinals[this.ageHead]! < this.metInCommits - bound) {
       const id = this.ageIds[this.ageHead]!;
       const ordinal = this.ageOrdinals[this.ageHead]!;
@@ -173,6 +175,13 @@ export class HeldMonitors {
       const h = this.byId.get(id);
       // Passed over: a newer event since (its own entry is further on), on its way, on its own subject, or gone.
       if (!h || h.ordinal !== ordinal || h.pending !== null || !this.commitOf.has(id) || !h.state) continue;
+      // A change of it being written on its own subject: restated now, the restatement could
+      // land after the change and a takeover would hold the monitor as before it. Asked
+      // again at a later commit (the change, once stored, makes it needless).
+      if (busy(id)) {
+        later.push(this.ageHead - 1);
+        continue;
+      }
       out.push({
         type: 'MonitorRestated',
         id: `${id}.restated.${h.seq}.${h.index}`,
@@ -181,6 +190,7 @@ export class HeldMonitors {
         data: { monitor: h.state, restated_seq: h.seq },
       });
     }
+    for (const at of later) this.aged(this.ageIds[at]!, this.ageOrdinals[at]!);
     if (this.ageHead > 1024 && this.ageHead * 2 > this.ageIds.length) {
       this.ageIds = this.ageIds.slice(this.ageHead);
       this.ageOrdinals = this.ageOrdinals.slice(this.ageHead);
