@@ -54,7 +54,7 @@ export async function runDispatch(s: Stack, opts: { tag?: string; fields?: (i: n
   const warmOutcomes = s.api.outcomes.describe();
   s.api.outcomes.byKey.clear();
 
-  // Samplers: Postgres success count every 50 ms, target arrivals every 250 ms.
+  // Samplers: Postgres success count every second, every 50 ms once the target has every request; target arrivals every 250 ms.
   let created = 0;
   const t0 = hrMs();
   const progress = pollProgress({
@@ -63,6 +63,7 @@ export async function runDispatch(s: Stack, opts: { tag?: string; fields?: (i: n
     pollMs: POLL_MS,
     count: async () => (await countExecutions(s.db)) - baseline,
     sample: (t, pg) => ({ t, pg, created }),
+    near: async () => (await s.target.stats()).unique >= TASKS,
   });
   const arrivals = sampleTargetArrivals(s.target, t0);
 

@@ -343,6 +343,8 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
       JETCRON_RATE_LIMIT_FREE: '0',
       JETCRON_RATE_LIMIT_PRO: '0',
       JETCRON_ROLES: '',
+      // Node flags for the service alone (runtime experiments), not the load generator.
+      ...(process.env.BENCH_SERVICE_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_SERVICE_NODE_OPTIONS } : {}),
       ...opts.env,
     },
     stdio: ['ignore', fd, fd],

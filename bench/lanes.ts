@@ -11,7 +11,7 @@
 import { hrMs, sleep, sampleTargetArrivals } from './harness.ts';
 import { closedLoop } from './load.ts';
 import { endToEnd, pollProgress, type EndToEndRun } from './progress.ts';
-import { executionStatuses, executionTimes, hrToWallOffset, stageTable, troubleNotes, withStack, type Benchmark, type Metric, type Stack } from './stack.ts';
+import { eventsLastSeq, executionStatuses, executionTimes, hrToWallOffset, stageTable, troubleNotes, withStack, type Benchmark, type Metric, type Stack } from './stack.ts';
 import { fmt, summarize, type Table } from './stats.ts';
 import type { LaneRecord } from './target-server.ts';
 
@@ -116,6 +116,8 @@ export interface LanesRun extends EndToEndRun<{ t: number; pg: number; batches: 
   outcomes: Map<string, number>;
   failures: string[];
   tasksAccepted: number;
+  /** EVENTS messages stored from the first create to the last success. */
+  eventsMessages: number;
   answeredHr: number[];
   laneNames: string[];
   warm: { status: string[]; done: number; check: LaneCheck };
@@ -156,9 +158,13 @@ export async function runLanes(s: Stack): Promise<LanesRun> {
 
   let batchesAnswered = 0;
   const t0 = hrMs();
-  const progress = pollProgress({ t0, goal: TASKS, pollMs: POLL_MS, count: () => successCount(s, 'ln'), sample: (t, pg) => ({ t, pg, batches: batchesAnswered }) });
+  const progress = pollProgress({
+    t0, goal: TASKS, pollMs: POLL_MS, count: () => successCount(s, 'ln'), sample: (t, pg) => ({ t, pg, batches: batchesAnswered }),
+    near: async () => (await s.target.stats()).unique >= TASKS,
+  });
   const arrivals = sampleTargetArrivals(s.target, t0);
 
+  const seqBefore = await eventsLastSeq(s);
   const cpuEnd = s.startCpuPhase();
   const batchMs: number[] = [];
   const outcomes = new Map<string, number>();
@@ -189,6 +195,7 @@ export async function runLanes(s: Stack): Promise<LanesRun> {
   // Drain: until every accepted task's execution is success, or progress stalls, or the time bound.
   await progress.drain({ since: createEnd, enough: tasksAccepted, stallMs: STALL_MS, maxMs: DRAIN_MAX_MS });
   const cpu = cpuEnd();
+  const eventsMessages = (await eventsLastSeq(s)) - seqBefore;
   await Promise.all([progress.stop(), arrivals.stop()]);
   // Let any response still being written land before asking for the records.
   await sleep(200);
@@ -200,6 +207,7 @@ export async function runLanes(s: Stack): Promise<LanesRun> {
     outcomes,
     failures,
     tasksAccepted,
+    eventsMessages,
     answeredHr,
     laneNames,
     warm: { status: warmStatus, done: warmDone, check: warmCheck },
@@ -211,7 +219,7 @@ export const lanes: Benchmark = {
   title: `${LANES} lanes × ${PER_LANE} tasks (${TASKS.toLocaleString('en-US')}), one POST /api/v1/tasks/batch per lane (concurrency ${CREATE_CONCURRENCY}), until every execution is success; lane order and no overlap checked at the target`,
   run(ctx) {
     return withStack(ctx, this.name, async (s) => {
-      const { t0, createEnd, pgCompleteAt, samples, targetSamples, cpu, batchMs, outcomes, failures, tasksAccepted, answeredHr, laneNames, warm, finalSuccess, e2eSeconds, execRate } = await runLanes(s);
+      const { t0, createEnd, pgCompleteAt, samples, targetSamples, cpu, batchMs, outcomes, failures, tasksAccepted, eventsMessages, answeredHr, laneNames, warm, finalSuccess, e2eSeconds, execRate } = await runLanes(s);
       const statuses = await statusesOf(s, 'ln');
       const allStatuses = await executionStatuses(s.db);
       const execRows = await s.db.query<{ n: string; d: string }>("SELECT count(*) AS n, count(DISTINCT source_id) AS d FROM executions WHERE source_name LIKE 'ln%'");
@@ -246,6 +254,7 @@ export const lanes: Benchmark = {
         { label: 'last target arrival → all success in Postgres', value: pgCompleteAt ? fmt.ms(pgCompleteAt - lastArrival) : 'never (see statuses)' },
         { label: 'first create → all success in Postgres', value: complete ? fmt.s(e2eSeconds) : `not reached (${fmt.int(finalSuccess)} of ${fmt.int(tasksAccepted)})` },
         { label: 'executions/s (end to end)', value: fmt.rate(execRate) },
+        { label: 'EVENTS messages stored over the run (per execution)', value: `${fmt.int(eventsMessages)} (${(eventsMessages / Math.max(1, finalSuccess)).toFixed(3)})` },
         { label: 'fraction of raw undici loop', value: raw ? fmt.frac(execRate / raw) : '–' },
         { label: 'lane check (target records)', value: proof, ok: proofOk },
         { label: 'lanes complete (indices 0…99 once each)', value: `${check.lanesComplete} of ${LANES}; missing ${check.missing}, repeats ${check.repeats}, unanswered ${check.unanswered}` },

@@ -40,25 +40,44 @@ export interface Progress<S> {
 
 /**
  * Reads `count()` every `pollMs` from now on (a failed read keeps the last count),
- * recording `sample(t since t0, count)` each time.
+ * recording `sample(t since t0, count)` each time. With `near`, only every `slowPollMs`
+ * until `near()` first holds (checked every `pollMs`): a count is a query on the
+ * measured system's own store (jetcron's: a scan of `executions`, ~3 ms of Postgres CPU
+ * at 10,000 rows; pg-boss's: its job table), taken from the run it measures, 20 times a
+ * second, while BullMQ's (a ZCARD) costs nothing. Before every request has reached the
+ * target none of them can all be done, so the time of completion is read as exactly.
  */
-export function pollProgress<S>(opts: { t0: number; goal: number; pollMs: number; count: () => Promise<number>; sample: (t: number, done: number) => S }): Progress<S> {
+export function pollProgress<S>(opts: {
+  t0: number;
+  goal: number;
+  pollMs: number;
+  count: () => Promise<number>;
+  sample: (t: number, done: number) => S;
+  near?: () => Promise<boolean>;
+  slowPollMs?: number;
+}): Progress<S> {
   const samples: S[] = [];
   let done = 0;
   let completeAt: number | undefined;
   let lastAt = opts.t0;
   let polling = true;
+  let isNear = !opts.near;
+  let countedAt = -Infinity;
   const loop = (async () => {
     while (polling) {
       const at = hrMs();
-      try {
-        done = await opts.count();
-      } catch {
-        /* keep polling */
+      if (!isNear) isNear = await opts.near!().catch(() => false);
+      if (isNear || at - countedAt >= (opts.slowPollMs ?? 1_000)) {
+        countedAt = at;
+        try {
+          done = await opts.count();
+        } catch {
+          /* keep polling */
+        }
+        samples.push(opts.sample(at - opts.t0, done));
+        lastAt = at;
+        if (completeAt === undefined && done >= opts.goal) completeAt = at;
       }
-      samples.push(opts.sample(at - opts.t0, done));
-      lastAt = at;
-      if (completeAt === undefined && done >= opts.goal) completeAt = at;
       await sleep(Math.max(0, opts.pollMs - (hrMs() - at)));
     }
   })();

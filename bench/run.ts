@@ -147,7 +147,7 @@ function sourceVersion(): string {
 /** JETCRON_* variables of this process reach the service (for experiments); the run records them. JETCRON_SOAK_TASKS is the soak benchmark's, not the service's. */
 function inheritedSettings(): string {
   return Object.entries(process.env)
-    .filter(([k]) => k.startsWith('JETCRON_') && !['JETCRON_ALLOW_PRIVATE_TARGETS', 'JETCRON_RATE_LIMIT_FREE', 'JETCRON_RATE_LIMIT_PRO', 'JETCRON_ROLES', 'JETCRON_SOAK_TASKS'].includes(k))
+    .filter(([k]) => (k.startsWith('JETCRON_') || k === 'BENCH_SERVICE_NODE_OPTIONS') && !['JETCRON_ALLOW_PRIVATE_TARGETS', 'JETCRON_RATE_LIMIT_FREE', 'JETCRON_RATE_LIMIT_PRO', 'JETCRON_ROLES', 'JETCRON_SOAK_TASKS'].includes(k))
     .map(([k, v]) => `${k}=${v}`)
     .join(' ');
 }

@@ -1,4 +1,6 @@
 /** What every benchmark module gets, and the service stack most of them run against. */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import pg from 'pg';
 import { fmt, summarize, type Table } from './stats.ts';
 import {
@@ -15,6 +17,8 @@ import {
   type Target,
 } from './harness.ts';
 import { ApiClient } from './load.ts';
+import { STREAMS } from '../streams/definitions.ts';
+import { connectNats } from '../src/nats/connection.ts';
 
 export interface Metric {
   label: string;
@@ -107,10 +111,35 @@ export async function withStack<T>(
       stops.push(() => c.close());
       return c;
     };
-    return await fn({ nats, databaseUrl: database.url, target, service, api, orgId, db, cpuGroups, startCpuPhase: () => cpuPhase(cpuGroups), client });
+    let phaseMarked = false;
+    return await fn({ nats, databaseUrl: database.url, target, service, api, orgId, db, cpuGroups, startCpuPhase: () => {
+      const end = cpuPhase(cpuGroups);
+      if (!ctx.cpuProfDir || phaseMarked) return end;
+      phaseMarked = true;
+      // The first measured phase's span of the monotonic clock (V8's profile timestamps use it too), for
+      // `bench/profile-phase.ts`: the profiles cover the whole run, startup included. A benchmark may write its own after.
+      const fromUs = Number(process.hrtime.bigint() / 1000n);
+      return () => {
+        const report = end();
+        const dir = path.join(ctx.cpuProfDir!, name);
+        mkdirSync(dir, { recursive: true });
+        writeFileSync(path.join(dir, 'phase.json'), JSON.stringify({ fromUs, toUs: Number(process.hrtime.bigint() / 1000n) }));
+        return report;
+      };
+    }, client });
   } finally {
     // Service first (it drains), then what it used.
     for (const stop of stops.reverse()) await stop().catch((e: Error) => ctx.log(`${name}: teardown: ${e.message}`));
+  }
+}
+
+/** The last sequence of EVENTS: messages stored between two readings, for messages per execution. */
+export async function eventsLastSeq(s: Stack): Promise<number> {
+  const nats = await connectNats(s.nats.url, 'bench-events-seq');
+  try {
+    return (await nats.jsm.streams.info(STREAMS.events.name)).state.last_seq;
+  } finally {
+    await nats.close();
   }
 }
 

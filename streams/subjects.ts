@@ -9,6 +9,15 @@ export const SUBJECTS = {
   task: (org: string, id: string) => `evt.${org}.task.${id}`,
   /** A batch: one commit of its tasks' creates and its `BatchAccepted` (before 2026-11-26: the `BatchAccepted` alone). */
   batch: (org: string, batchId: string) => `evt.${org}.batch.${batchId}`,
+  /**
+   * Single creates' commits (one per organization and loop turn of an API process), on
+   * one of `CREATE_SHARDS` subjects per organization chosen by the commit's id: the
+   * subjects grow with organizations, not with commits (each subject costs nats-server
+   * memory for as long as its messages are kept). A task's id names its commit's id, and
+   * that id a sequence to read the shard on from (`withSeqHint`). Before 2026-11-26 such
+   * a commit had a subject of its own (`batch`).
+   */
+  creates: (org: string, commitId: string) => `evt.${org}.creates.${createShard(commitId)}`,
   execution: (org: string, id: string) => `evt.${org}.exec.${id}`,
   /** A partition owner's claims and result commits, each guarded by the one before (fencing). */
   partition: (partition: number) => `evt.partition.${partition}`,
@@ -57,4 +66,14 @@ export const SUBJECTS = {
 export function isMonitorSubject(subject: string): boolean {
   const dot = subject.indexOf('.', 4);
   return subject.startsWith('evt.') && subject.startsWith('monitor.', dot + 1) && subject.indexOf('.', dot + 9) === -1;
+}
+
+/** Subjects per organization for single creates' commits (`SUBJECTS.creates`). */
+export const CREATE_SHARDS = 16;
+
+/** FNV-1a of the commit id, folded to a shard: the same id always names the same subject. */
+function createShard(commitId: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < commitId.length; i++) h = Math.imul(h ^ commitId.charCodeAt(i), 0x01000193);
+  return (h >>> 0) % CREATE_SHARDS;
 }

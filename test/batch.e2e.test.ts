@@ -4,6 +4,7 @@ import { eventually, startTestService, type Api, type TestService } from './supp
 import { startTarget } from './support/target.ts';
 import { STREAMS } from '../streams/definitions.ts';
 import { connectNats } from '../src/nats/connection.ts';
+import { CREATE_SHARDS } from '../streams/subjects.ts';
 
 describe('batches', () => {
   let svc: TestService;
@@ -68,7 +69,8 @@ describe('batches', () => {
       assert.equal(res.status, 201, JSON.stringify(res.body));
       const after = await subjects();
       const added = Object.entries(after).filter(([subject, n]) => n !== (before[subject] ?? 0));
-      assert.deepEqual(added.map(([subject, n]) => [subject.split('.')[2], n - (before[subject] ?? 0)]), [['batch', 1]], 'the batch and its 50 tasks are one message on one subject');
+      assert.deepEqual(added.map(([subject, n]) => [subject.split('.')[2], n - (before[subject] ?? 0)]), [['creates', 1]], 'the batch and its 50 tasks are one message on one of the organization\'s create subjects');
+      assert.ok(Object.keys(after).filter((s) => s.split('.')[2] === 'creates').length <= CREATE_SHARDS, 'create subjects are a fixed few per organization');
       const listed = (await api('GET', '/tasks')).body.data.filter((t: { lane: string }) => t.lane === 'commit-1');
       assert.equal(listed.length, 50);
       const [a, b, c] = listed as Array<{ id: string; last_execution_id: string }>;

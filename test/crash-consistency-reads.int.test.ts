@@ -291,8 +291,12 @@ test('Postgres down for 30 s does not stop dispatch: creates answer 201, every t
     const allArrivedAt = Date.now();
     note(`all ${TASKS} reached the target ${allArrivedAt - downAt} ms into the outage`);
     assert.ok(!alive(postmaster) && !existsSync(`/proc/${postmaster}`), 'Postgres was still down');
-    // And their results are in the log: one AttemptFinished (success) each.
-    const events = await readExecutionEvents(admin, org.orgId);
+    // And their results are in the log: one AttemptFinished (success) each. A result is
+    // committed after its response arrives, so the last ones may still be on their way.
+    const finishedAll = (events: Awaited<ReturnType<typeof readExecutionEvents>>) =>
+      created.every((c) => events.some((e) => e.event.data.execution_id === c.exe && e.event.type === 'AttemptFinished'));
+    let events = await readExecutionEvents(admin, org.orgId);
+    await eventually(async () => finishedAll((events = await readExecutionEvents(admin, org.orgId))), 10_000, 100).catch(() => {});
     for (const c of created) {
       const finished = events.filter((e) => e.event.data.execution_id === c.exe && e.event.type === 'AttemptFinished');
       assert.equal(finished.length, 1, `${c.exe}: ${finished.length} AttemptFinished in the log`);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { SUBJECTS } from '../streams/subjects.ts';
+import { CREATE_SHARDS, SUBJECTS } from '../streams/subjects.ts';
 import { createCommits } from '../src/commands/task/create-commits.ts';
 import { decideTask } from '../src/commands/task/decide.ts';
 import type { TaskEvent } from '../src/commands/task/types.ts';
@@ -8,19 +8,21 @@ import { createdInBatch } from '../src/commands/task/load.ts';
 import type { Envelope } from '../src/events/envelope.ts';
 import { commitMessage, commitText } from '../src/events/commit.ts';
 import { ConcurrencyError, type EventStore } from '../src/events/store.ts';
-import { parentOf } from '../src/lib/ids.ts';
+import { ID_PATTERN, memberId, parentOf, seqHintOf, withSeqHint } from '../src/lib/ids.ts';
 import { meta } from './deciders/spec.ts';
 
 /** A store held in memory that records each message (a commit is one). */
 function memoryStore() {
   const messages: Array<{ subject: string; events: Envelope[]; seq: number }> = [];
+  /** What the store reports as known: the tests move it as other writers would. */
+  let known = 0;
   const store: EventStore = {
     async append() {
       throw new Error('not used');
     },
     async appendCommit(subject, events, expectedSeq, texts) {
       const last = [...messages].reverse().find((m) => m.subject === subject);
-      if ((last?.seq ?? 0) !== expectedSeq) throw new ConcurrencyError(subject);
+      if (expectedSeq !== undefined && (last?.seq ?? 0) !== expectedSeq) throw new ConcurrencyError(subject);
       // The texts a writer gives are its events' JSON, and make the same message.
       if (texts) {
         const commit = commitMessage('c', [...events]);
@@ -33,6 +35,11 @@ function memoryStore() {
       const last = [...messages].reverse().find((m) => m.subject === subject);
       return last ? { events: last.events as E[], seq: last.seq } : null;
     },
+    knownSeq: () => known,
+    async nextMessage<E extends Envelope>(subject: string, fromSeq: number) {
+      const next = messages.find((m) => m.subject === subject && m.seq >= fromSeq);
+      return next ? { events: next.events as E[], seq: next.seq } : null;
+    },
     async last() {
       return null;
     },
@@ -40,7 +47,7 @@ function memoryStore() {
       return null;
     },
   };
-  return { store, messages };
+  return { store, messages, know: (seq: number) => void (known = seq) };
 }
 
 const decide = (orgId: string, url: string) => (taskId: string) =>
@@ -62,7 +69,8 @@ test('the creates of one turn are one commit per organization, each task under a
   assert.equal(made[2]!.seq, a!.seq);
   assert.equal(made[1]!.seq, b!.seq);
   const id = (made[2]!.events[0] as TaskEvent).data.task.id;
-  assert.equal(a!.subject, SUBJECTS.batch('org_a', parentOf(id, 'cmd')!));
+  assert.equal(a!.subject, SUBJECTS.creates('org_a', parentOf(id, 'cmd')!));
+  assert.match(a!.subject, /^evt\.org_a\.creates\.\d+$/);
   assert.equal((await createdInBatch(store, 'org_a', id))?.data.task.url, 'https://a.example.com/2');
   assert.equal(await createdInBatch(store, 'org_b', id), null, 'another organization\'s subject does not hold it');
 
@@ -105,4 +113,52 @@ test('a commit written from its events\' texts is the commit encoded whole', () 
   const commit = commitMessage('c1', events);
   assert.equal(commitText(commit, events.map((e) => JSON.stringify(e))), JSON.stringify(commit));
   assert.deepEqual(JSON.parse(commitText({ ...commit, from: 7 }, events.map((e) => JSON.stringify(e)))), { ...commit, from: 7 });
+});
+
+test('creates share a few subjects per organization: each task is found from the sequence its id names, past other commits on its subject', async () => {
+  const { store, messages, know } = memoryStore();
+  const commits = createCommits(store);
+  const ids: string[] = [];
+  // 200 turns of one create each: 200 commits, on at most CREATE_SHARDS subjects.
+  for (let i = 0; i < 200; i++) {
+    know(messages.length);
+    const { events } = await commits.create('org_a', decide('org_a', `https://a.example.com/${i}`));
+    ids.push((events[0] as TaskEvent).data.task.id);
+  }
+  const subjects = new Set(messages.map((m) => m.subject));
+  assert.ok(subjects.size <= CREATE_SHARDS && subjects.size > 1, `${subjects.size} subjects for 200 commits`);
+  for (const [i, id] of ids.entries()) {
+    assert.equal(seqHintOf(parentOf(id, 'cmd')!), i, 'the id names the sequence its process knew');
+    assert.equal((await createdInBatch(store, 'org_a', id))?.data.task.url, `https://a.example.com/${i}`);
+  }
+  // A hint far behind (a process that knew little) still finds it, by reading on.
+  const late = await commits.create('org_a', decide('org_a', 'https://a.example.com/late'));
+  const lateId = (late.events[0] as TaskEvent).data.task.id;
+  assert.equal(seqHintOf(parentOf(lateId, 'cmd')!), 199);
+  assert.equal((await createdInBatch(store, 'org_a', lateId))?.data.task.url, 'https://a.example.com/late');
+  // An id naming a commit that holds no such task, or another organization's subject: none.
+  const forged = `${lateId.slice(0, -1)}z`;
+  assert.equal(await createdInBatch(store, 'org_a', forged), null);
+  assert.equal(await createdInBatch(store, 'org_b', ids[0]!), null);
+});
+
+test('sequence hints: written after the id, read back; ids without one have none', () => {
+  const id = withSeqHint('cmd_01m8bp7jdcqfek0824kbm8', 123_456_789);
+  assert.match(id, ID_PATTERN);
+  assert.equal(seqHintOf(id), 123_456_789);
+  assert.equal(seqHintOf(memberId('tsk', id, 5).replace(/u5$/, '')), 123_456_789);
+  assert.equal(parentOf(memberId('tsk', id, 5), 'cmd'), id);
+  assert.equal(seqHintOf('cmd_01m8bp7jdcqfek0824kbm8'), null);
+  assert.equal(seqHintOf('org_01m8bp7jdcqfek0824kbm8'), null, 'the o of a prefix is not a mark');
+  assert.equal(seqHintOf(withSeqHint('cmd_x', 0)), 0);
+});
+
+test('a task created before create subjects were shared is still read from its commit\'s own subject', async () => {
+  const { store } = memoryStore();
+  const commitId = 'cmd_01m8bp7jdcqfek0824kbm8';
+  const taskId = memberId('tsk', commitId, 3);
+  const created = decide('org_a', 'https://a.example.com/old')(taskId);
+  await store.appendCommit(SUBJECTS.batch('org_a', commitId), created, 0);
+  assert.equal(seqHintOf(commitId), null);
+  assert.equal((await createdInBatch(store, 'org_a', taskId))?.data.task.url, 'https://a.example.com/old');
 });

@@ -49,7 +49,7 @@ describe('poison events, failure records and /healthz', () => {
   /** The projector's record of a task's create: on its own subject, or (a create of a shared commit) its commit's. */
   const recordOf = async (taskId: string) => {
     const commit = parentOf(taskId, 'cmd');
-    return (await failures('projector')).find((f) => f.subject === SUBJECTS.task(orgId, taskId) || (commit !== null && f.subject === SUBJECTS.batch(orgId, commit)));
+    return (await failures('projector')).find((f) => f.subject === SUBJECTS.task(orgId, taskId) || (commit !== null && f.subject === SUBJECTS.creates(orgId, commit)));
   };
 
   before(async () => {
@@ -175,7 +175,7 @@ describe('poison events, failure records and /healthz', () => {
         // A batch is one commit: five TaskCreated, then BatchAccepted.
         const res = await api('POST', '/tasks/batch', { lane: 'poison-commit', delay: '1h', tasks: names.map((name) => ({ url: `${target.url}/pc`, name })) });
         assert.equal(res.status, 201, JSON.stringify(res.body));
-        record = await eventually(async () => (await failures('projector')).find((f) => f.subject.startsWith(`evt.${orgId}.batch.`)), 15_000, 300);
+        record = await eventually(async () => (await failures('projector')).find((f) => f.subject.startsWith(`evt.${orgId}.creates.`)), 15_000, 300);
         const stored = decodeEvents((await nats.jsm.streams.getMessage('EVENTS', { seq: record.seq }))!.data) as any[];
         assert.deepEqual(stored.map((e) => e.type), ['TaskCreated', 'TaskCreated', 'TaskCreated', 'TaskCreated', 'TaskCreated', 'BatchAccepted']);
         assert.equal(record.index, 2, 'the third event of the commit');
@@ -225,7 +225,9 @@ describe('poison events, failure records and /healthz', () => {
       const res = await api('POST', '/tasks/batch', { lane: 'old-record', delay: '1h', tasks: [{ url: `${target.url}/o/1` }, { url: `${target.url}/o/2` }] });
       assert.equal(res.status, 201);
       const [one] = (await api('GET', '/tasks')).body.data.filter((t: { lane: string }) => t.lane === 'old-record');
-      const last = await store.last(SUBJECTS.batch(orgId, parentOf(one.id, 'cmd')!));
+      // The batch's commit: the last message of its create subject (this file's tests run one at a time).
+      const last = await store.last(SUBJECTS.creates(orgId, parentOf(one.id, 'cmd')!));
+      assert.ok((await store.lastMessage<any>(last!.subject))!.events.some((e) => e.data?.task?.id === one.id), 'the subject\'s last message is the batch');
       // As an older version left it: the commit skipped whole, its record keyed by sequence alone.
       await db.query(`DELETE FROM executions WHERE source_id IN (SELECT id FROM tasks WHERE lane = 'old-record')`);
       await db.query(`DELETE FROM tasks WHERE lane = 'old-record'`);
@@ -257,7 +259,7 @@ describe('poison events, failure records and /healthz', () => {
       const seq = made[0]!.seq;
       const record = await eventually(async () => (await failures('projector')).find((f) => f.seq === seq), 15_000, 300);
       assert.equal(record.index, 2);
-      assert.equal(record.subject, SUBJECTS.batch(orgId, parentOf(made[2]!.state.id, 'cmd')!));
+      assert.equal(record.subject, SUBJECTS.creates(orgId, parentOf(made[2]!.state.id, 'cmd')!));
       assert.match(record.error, /poison_turn_test/);
       for (const [i, m] of made.entries()) {
         assert.equal((await api('GET', `/tasks/${m.state.id}`)).status, i === 2 ? 404 : 200, m.state.name);

@@ -50,7 +50,10 @@ export async function measureQueue(peer: QueuePeer, target: Target): Promise<Sys
 
   const cpuEnd = cpuPhase(peer.cpuGroups);
   const t0 = hrMs();
-  const progress = pollProgress({ t0, goal: JOBS, pollMs: POLL_MS, count: async () => (await peer.completed()) - baseline, sample: () => undefined });
+  const progress = pollProgress({
+    t0, goal: JOBS, pollMs: POLL_MS, count: async () => (await peer.completed()) - baseline, sample: () => undefined,
+    near: async () => (await target.stats()).unique >= JOBS,
+  });
   let added = 0;
   let addEnd: number;
   let cpu: CpuReport;

@@ -136,7 +136,7 @@ export async function appendEvents(store: EventStore, subject: string, events: r
 }
 
 /** {@link appendEvents} as one commit: all of them stored, or none. */
-export async function appendCommit(store: EventStore, subject: string, events: readonly Envelope[], expectedSeq: number): Promise<number> {
+export async function appendCommit(store: EventStore, subject: string, events: readonly Envelope[], expectedSeq: number | undefined): Promise<number> {
   distinctIds(subject, events);
   return store.appendCommit(subject, events, expectedSeq);
 }

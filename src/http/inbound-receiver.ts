@@ -14,6 +14,7 @@ import { presetVerifiers } from '../inbound/verification.ts';
 import { createRequestGroups } from '../inbound/request-groups.ts';
 import type { InboundRequestMeta } from '../inbound/stored-request.ts';
 import { inServerSpan } from '../telemetry/server-span.ts';
+import { bindActive } from '../telemetry/tracing.ts';
 import { sourceIp } from './source-ip.ts';
 
 /** The contract: an inbound body over 1 MiB is refused with 413 and nothing is stored. */
@@ -36,8 +37,9 @@ export interface InboundReceiverDeps {
  * taken here, not on 'finish': the receiver answers at the rate of a bare server, and
  * a header object, a listener and a closure per request showed in its profile.
  */
-function answer(res: ServerResponse, metrics: Metrics, t0: number, status: number, text: string, headers: readonly string[] = []): void {
-  res.writeHead(status, ['Content-Type', 'application/json; charset=utf-8', 'Content-Length', String(Buffer.byteLength(text)), ...headers]);
+function answer(res: ServerResponse, metrics: Metrics, t0: number, status: number, text: string, headers?: readonly string[]): void {
+  const head = ['Content-Type', 'application/json; charset=utf-8', 'Content-Length', String(Buffer.byteLength(text))];
+  res.writeHead(status, headers ? head.concat(headers) : head);
   res.end(text);
   metrics.inboundRequests.inc({ status });
   metrics.inboundRequestDuration.observe((performance.now() - t0) / 1000);
@@ -45,26 +47,34 @@ function answer(res: ServerResponse, metrics: Metrics, t0: number, status: numbe
 
 const nullableText = (text: string | null) => (text === null ? null : storableText(text));
 
-function readBody(req: IncomingMessage): Promise<Buffer | 'too_large'> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let over = false;
-    req.on('data', (chunk: Buffer) => {
-      if (over) return;
-      size += chunk.length;
-      if (size > MAX_INBOUND_BODY) {
-        over = true;
-        chunks.length = 0;
-        resolve('too_large');
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on('end', () => {
-      if (!over) resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
-    });
-    req.on('error', reject);
+/**
+ * Reads the body, then calls `done` with it (or 'too_large' once it passes the limit, the
+ * rest unread); `failed` on a stream error. Callbacks, not a promise: on the hot path a
+ * request that needs nothing else is answered from the group's one promise.
+ */
+function readBody(req: IncomingMessage, done: (body: Buffer | 'too_large') => void, failed: (err: unknown) => void): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  // Set once `done` ran: an error after it (a sender going away after its 413) changes nothing.
+  let over = false;
+  req.on('data', (chunk: Buffer) => {
+    if (over) return;
+    size += chunk.length;
+    if (size > MAX_INBOUND_BODY) {
+      over = true;
+      chunks.length = 0;
+      done('too_large');
+      return;
+    }
+    chunks.push(chunk);
+  });
+  req.on('end', () => {
+    if (over) return;
+    over = true;
+    done(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+  });
+  req.on('error', (err) => {
+    if (!over) failed(err);
   });
 }
 
@@ -82,22 +92,48 @@ export function createInboundReceiver(deps: InboundReceiverDeps) {
   const error = (res: ServerResponse, t0: number, status: number, message: string, headers?: readonly string[]) =>
     answer(res, deps.metrics, t0, status, JSON.stringify({ error: { message, field: null } }), headers);
 
-  async function receive(req: IncomingMessage, res: ServerResponse, slug: string, query: string, t0: number): Promise<void> {
+  /** Anything thrown past the answer's checks: a 500 (nothing was stored), or the connection dropped once answering began. */
+  function failed(res: ServerResponse, t0: number, err: unknown): void {
+    deps.log(`inbound: ${(err as Error).message}`);
+    if (!res.headersSent) error(res, t0, 500, 'The request could not be stored; retry');
+    else res.destroy();
+  }
+
+  /**
+   * The common case (the endpoint known here, no preset or script) waits for nothing
+   * but the body and the group's store: no await per stage.
+   */
+  function receive(req: IncomingMessage, res: ServerResponse, slug: string, query: string, t0: number): void {
     const method = req.method ?? 'GET';
     if (!METHODS.has(method)) return error(res, t0, 405, `method ${method} is not accepted; use GET, POST, PUT, PATCH or DELETE`, ['Allow', 'GET, POST, PUT, PATCH, DELETE']);
-    const endpoint = await deps.endpoints.bySlug(slug);
+    const known = deps.endpoints.known(slug);
+    if (known !== undefined) return withEndpoint(req, res, known, slug, query, method, t0);
+    deps.endpoints.bySlug(slug).then((endpoint) => withEndpoint(req, res, endpoint, slug, query, method, t0)).catch((err) => failed(res, t0, err));
+  }
+
+  function withEndpoint(req: IncomingMessage, res: ServerResponse, endpoint: Endpoint | null, slug: string, query: string, method: string, t0: number): void {
     if (!endpoint) return error(res, t0, 404, 'Not found');
     const span = trace.getActiveSpan();
     if (span?.isRecording()) span.setAttributes({ 'jetcron.org_id': endpoint.org_id, 'jetcron.endpoint_id': endpoint.id });
     if (!endpoint.enabled) return error(res, t0, 503, 'Endpoint disabled', ['Retry-After', '60']);
     const declared = Number(req.headers['content-length'] ?? 0);
     if (declared > MAX_INBOUND_BODY) return tooLarge(res, t0);
-    const body = await readBody(req);
-    if (body === 'too_large') return tooLarge(res, t0);
+    // Bound: the body's 'end' runs in the socket's context, and the request's span must stay the active one for its metadata's traceparent.
+    readBody(req, bindActive((body: Buffer | 'too_large') => {
+      try {
+        if (body === 'too_large') return tooLarge(res, t0);
+        received(req, res, endpoint, slug, query, method, body, t0);
+      } catch (err) {
+        failed(res, t0, err);
+      }
+    }), (err) => failed(res, t0, err));
+  }
 
+  function received(req: IncomingMessage, res: ServerResponse, endpoint: Endpoint, slug: string, query: string, method: string, body: Buffer, t0: number): void {
     const now = Date.now();
+    const raw = req.rawHeaders;
     const pairs: [string, string][] = [];
-    for (let i = 0; i < req.rawHeaders.length; i += 2) pairs.push([req.rawHeaders[i]!, req.rawHeaders[i + 1]!]);
+    for (let i = 0; i < raw.length; i += 2) pairs.push([raw[i]!, raw[i + 1]!]);
     const meta: InboundRequestMeta = {
       id: newId('evt', now),
       org_id: endpoint.org_id,
@@ -106,36 +142,40 @@ export function createInboundReceiver(deps: InboundReceiverDeps) {
       path: `/in/${slug}`,
       // These two reach the event log (the headers and body stay in INBOUND only). Node's
       // parser lets no NUL into a request line, but the forwarded address is any text.
-      query: storableText(query),
+      query: query && storableText(query),
       headers: pairs,
       source_ip: nullableText(sourceIp(req)),
       received_at: isoTime(now),
       body_size: body.length,
     };
-    if (!(await verify(endpoint, meta, body))) {
+    // The preset first, on the raw body: a request it refuses never reaches the script.
+    const preset = presets(endpoint)?.(meta.headers, body, Date.now());
+    if (preset && !preset.ok) meta.rejected = { status_code: 403, reason: preset.reason };
+    const hooks = meta.rejected ? null : deps.hooks(endpoint);
+    if (!hooks) return store(res, endpoint, meta, body, t0);
+    verify(endpoint, hooks, meta, body).then((verified) => {
       // Not a verdict: nothing is stored and the sender is told to come back.
-      return error(res, t0, 503, 'The endpoint script could not run now; retry', ['Retry-After', '1']);
-    }
-    await groups.store(SUBJECTS.inbound(endpoint.org_id, endpoint.id), { meta, body });
+      if (!verified) return error(res, t0, 503, 'The endpoint script could not run now; retry', ['Retry-After', '1']);
+      store(res, endpoint, meta, body, t0);
+    }).catch((err) => failed(res, t0, err));
+  }
+
+  function store(res: ServerResponse, endpoint: Endpoint, meta: InboundRequestMeta, body: Buffer, t0: number): void {
     // An id is [a-z0-9_]: the answer needs no JSON encoder.
-    const status = meta.rejected ? 'rejected' : endpoint.paused ? 'queued' : 'received';
-    answer(res, deps.metrics, t0, meta.rejected?.status_code ?? 200, `{"id":"${meta.id}","status":"${status}"}`);
+    const text = `{"id":"${meta.id}","status":"${meta.rejected ? 'rejected' : endpoint.paused ? 'queued' : 'received'}"}`;
+    const status = meta.rejected?.status_code ?? 200;
+    groups.store(SUBJECTS.inbound(endpoint.org_id, endpoint.id), { meta, body }).then(
+      () => answer(res, deps.metrics, t0, status, text),
+      (err) => failed(res, t0, err),
+    );
   }
 
   /**
-   * The script's `verify(req, secrets)`, before the sender is answered: a refusal, an
-   * error or a limit hit marks the request rejected (it is stored all the same), with
-   * the reason its event row shows.
+   * The script's `verify(req, secrets)` (after the preset, which passed), before the
+   * sender is answered: a refusal, an error or a limit hit marks the request rejected
+   * (it is stored all the same), with the reason its event row shows.
    */
-  async function verify(endpoint: Endpoint, meta: InboundRequestMeta, body: Buffer): Promise<boolean> {
-    // The preset first, on the raw body: a request it refuses never reaches the script.
-    const preset = presets(endpoint)?.(meta.headers, body, Date.now());
-    if (preset && !preset.ok) {
-      meta.rejected = { status_code: 403, reason: preset.reason };
-      return true;
-    }
-    const hooks = deps.hooks(endpoint);
-    if (!hooks) return true;
+  async function verify(endpoint: Endpoint, hooks: NonNullable<ReturnType<HooksFor>>, meta: InboundRequestMeta, body: Buffer): Promise<boolean> {
     let secrets: Record<string, string>;
     try {
       secrets = deps.secrets.open(endpoint.sealed_secrets);
@@ -172,11 +212,11 @@ export function createInboundReceiver(deps: InboundReceiverDeps) {
       }
       const slug = m[1]!;
       inServerSpan(req, res, () => ({ route: '/in/{slug}' }), () => {
-        receive(req, res, slug, m[2] ?? '', t0).catch((err) => {
-          deps.log(`inbound: ${(err as Error).message}`);
-          if (!res.headersSent) error(res, t0, 500, 'The request could not be stored; retry');
-          else res.destroy();
-        });
+        try {
+          receive(req, res, slug, m[2] ?? '', t0);
+        } catch (err) {
+          failed(res, t0, err);
+        }
       });
       return true;
     },

@@ -36,11 +36,16 @@ export function createEndpointDirectory(nats: Nats, store: EventStore, db: Db | 
     slugs.clear();
   });
 
+  /** The endpoint as this process knows it, without waiting (null: deleted, or not the organization's); undefined when not known yet (`get` reads it). */
+  function cachedEndpoint(orgId: string, id: string): Endpoint | null | undefined {
+    if (!byId.has(id)) return undefined;
+    const cached = byId.get(id)!;
+    return cached && cached.org_id === orgId ? cached : null;
+  }
+
   async function byEndpointId(orgId: string, id: string): Promise<Endpoint | null> {
-    if (byId.has(id)) {
-      const cached = byId.get(id)!;
-      return cached && cached.org_id === orgId ? cached : null;
-    }
+    const cached = cachedEndpoint(orgId, id);
+    if (cached !== undefined) return cached;
     const last = await store.last<EndpointEvent>(SUBJECTS.endpoint(orgId, id));
     const endpoint = last ? evolveEndpoint(null, last.event) : null;
     // The subscription may have delivered something newer while we read.
@@ -49,10 +54,22 @@ export function createEndpointDirectory(nats: Nats, store: EventStore, db: Db | 
   }
 
   return {
+    /**
+     * The endpoint of `slug` as this process knows it, without waiting: null when it
+     * cannot be one (not a slug, deleted, or another endpoint's slug now), undefined when
+     * it is not known here yet (`bySlug` finds it).
+     */
+    known(slug: string): Endpoint | null | undefined {
+      if (!SLUG_PATTERN.test(slug)) return null;
+      const where = slugs.get(slug);
+      const endpoint = where && cachedEndpoint(where.org_id, where.id);
+      return endpoint ? (endpoint.slug === slug ? endpoint : null) : endpoint;
+    },
     remember(endpoint: Endpoint | null, id: string): void {
       learn(id, endpoint);
     },
     get: byEndpointId,
+    cached: cachedEndpoint,
     async bySlug(slug: string): Promise<Endpoint | null> {
       if (!SLUG_PATTERN.test(slug)) return null;
       let where = slugs.get(slug);

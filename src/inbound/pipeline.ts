@@ -127,6 +127,25 @@ export interface RoutedDelivery {
 export const MAX_INBOUND_DEBOUNCE_MS = 30 * 86_400_000;
 
 /**
+ * The deliveries of a request no hook runs for (rejected by verify, or an endpoint
+ * without a script), decided at once; null when a hook must see the request
+ * (`planDelivery`). Synchronous: the router decides most requests without a promise.
+ */
+export function plannedWithoutHooks(opts: Omit<Parameters<typeof planDelivery>[0], 'request'>): RoutedDelivery | null {
+  const { endpoint, route: meta } = opts;
+  const logs = joinLogs(meta.verify_logs ?? []);
+  if (meta.rejected) {
+    return { outcome: 'rejected', executions: [], script_logs: logs, error_message: meta.rejected.reason ?? `rejected by verify with ${meta.rejected.status_code}`, debounce: null };
+  }
+  if (opts.hooks) return null;
+  if (!endpoint.forward_urls.length) return { outcome: 'collected', executions: [], script_logs: logs, error_message: null, debounce: null };
+  const executions = endpoint.forward_urls.map((url, i): ForwardPlan => ({
+    execution_id: opts.executionId(i), url, method: endpoint.forward_method, headers: endpoint.forward_headers, body: endpoint.forward_body, scheduled_for: opts.now,
+  }));
+  return { outcome: 'forwarding', executions, script_logs: logs, error_message: null, debounce: null };
+}
+
+/**
  * Filter, custom forwarding, transform and route: the deliveries one stored request
  * makes. Without hooks its route decides; `request` (its headers and body, read from
  * INBOUND) is asked for only when a hook runs.
@@ -154,8 +173,9 @@ export async function planDelivery(opts: {
     return endpoint.forward_urls.length ? done('forwarding', plans(endpoint.forward_urls, fields, error), error) : done('collected', [], error);
   };
 
-  if (meta.rejected) return done('rejected', [], meta.rejected.reason ?? `rejected by verify with ${meta.rejected.status_code}`);
-  if (!hooks) return endpoint.forward_urls.length ? done('forwarding', plans(endpoint.forward_urls, fields)) : done('collected', []);
+  const planned = plannedWithoutHooks(opts);
+  // Null only when there are hooks to run.
+  if (planned || !hooks) return planned!;
   const request = await opts.request();
   const req = hookRequest(request.meta, request.body);
 

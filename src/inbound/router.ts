@@ -1,6 +1,7 @@
 import { Kvm } from '@nats-io/kv';
 import { KV_BUCKETS, KV_CHECKPOINT_READERS, STREAMS } from '../../streams/definitions.ts';
 import { SUBJECTS } from '../../streams/subjects.ts';
+import type { Endpoint } from '../commands/endpoint/types.ts';
 import type { ForwardPlan, InboundDebounceWindow, InboundEventEvent } from '../commands/inbound-event/types.ts';
 import { ConcurrencyError, type EventStore } from '../events/store.ts';
 import type { Clock } from '../lib/clock.ts';
@@ -13,7 +14,7 @@ import { openCheckpoint } from '../nats/throttled-checkpoint.ts';
 import { startConsumers } from '../nats/consumer-kit.ts';
 import type { EndpointDirectory } from './endpoint-directory.ts';
 import { createDebounceWindows } from './debounce-windows.ts';
-import { endpointSnapshot, eventRecord, planDelivery, plannedExecutionId, type HooksFor, type RoutedDelivery } from './pipeline.ts';
+import { endpointSnapshot, eventRecord, planDelivery, plannedExecutionId, plannedWithoutHooks, type HooksFor, type RoutedDelivery } from './pipeline.ts';
 import { loadStoredMessage, routesOf, type RequestRoute, type StoredRequest } from './stored-request.ts';
 import { openSpan, SpanKind } from '../telemetry/tracing.ts';
 import type { Log } from '../lib/logger.ts';
@@ -82,31 +83,46 @@ export interface RouterDeps {
 export function startInboundRouter(deps: RouterDeps) {
   const windows = createDebounceWindows(deps.store);
 
-  /** The event recording one request's deliveries, or null when its endpoint is gone. */
-  async function decide(item: RequestItem): Promise<InboundEventEvent | null> {
+  /**
+   * The event recording one request's deliveries, or null when its endpoint is gone.
+   * Decided at once, without a promise, when the endpoint is known here and no hook
+   * runs (most requests); else once the endpoint is read and the hooks have run.
+   */
+  function decide(item: RequestItem): InboundEventEvent | null | Promise<InboundEventEvent | null> {
     const meta = item.route;
-    const endpoint = await deps.endpoints.get(meta.org_id, meta.endpoint_id);
+    const known = deps.endpoints.cached(meta.org_id, meta.endpoint_id);
+    if (known === undefined) return deps.endpoints.get(meta.org_id, meta.endpoint_id).then((endpoint) => decideFor(item, endpoint));
+    return decideFor(item, known);
+  }
+
+  function decideFor(item: RequestItem, endpoint: Endpoint | null): InboundEventEvent | null | Promise<InboundEventEvent | null> {
     if (!endpoint) return null; // deleted since: its events went with it
+    const meta = item.route;
     let receivedMs: number | undefined;
-    const delivery = await planDelivery({
+    const plan = {
       endpoint,
       route: meta,
-      request: item.request,
       hooks: deps.hooks(endpoint),
       now: meta.received_at,
-      executionId: (i) => plannedExecutionId(meta.id, (receivedMs ??= Date.parse(meta.received_at)), i),
+      executionId: (i: number) => plannedExecutionId(meta.id, (receivedMs ??= Date.parse(meta.received_at)), i),
+    };
+    const planned = plannedWithoutHooks(plan);
+    if (planned) return recorded(item, endpoint, planned, planned, isoTime(deps.clock.now()));
+    return planDelivery({ ...plan, request: item.request }).then(async (delivery) => {
+      const at = isoTime(deps.clock.now());
+      return recorded(item, endpoint, delivery, delivery.debounce && delivery.executions.length ? await debounced(meta, delivery, at) : delivery, at);
     });
-    const at = isoTime(deps.clock.now());
-    const { outcome, executions } = delivery.debounce && delivery.executions.length ? await debounced(meta, delivery, at) : delivery;
-    const record = eventRecord(meta, item.seq, outcome, delivery);
-    const event: InboundEventEvent = {
+  }
+
+  function recorded(item: RequestItem, endpoint: Endpoint, delivery: RoutedDelivery, { outcome, executions }: Pick<RoutedDelivery, 'outcome' | 'executions'>, at: string): InboundEventEvent {
+    const meta = item.route;
+    return {
       type: 'InboundEventReceived',
       id: `${meta.id}.received`,
       at,
       org_id: meta.org_id,
-      data: { event: record, endpoint: endpointSnapshot(endpoint), executions },
+      data: { event: eventRecord(meta, item.seq, outcome, delivery), endpoint: endpointSnapshot(endpoint), executions },
     };
-    return event;
   }
 
   /**
@@ -188,11 +204,10 @@ export function startInboundRouter(deps: RouterDeps) {
         attributes: () => ({ 'jetcron.org_id': meta.org_id, 'jetcron.endpoint_id': meta.endpoint_id, 'jetcron.inbound_event_id': meta.id }),
       });
       try {
-        const event = await scope.run(async () => {
-          const e = await decide(item);
-          const traceparent = deps.store.traceparent?.();
-          return e && traceparent ? { ...e, traceparent } : e;
-        });
+        const decision = scope.run(() => decide(item));
+        const e = decision instanceof Promise ? await decision : decision;
+        const traceparent = e ? scope.run(() => deps.store.traceparent?.()) : undefined;
+        const event = e && traceparent ? { ...e, traceparent } : e;
         deps.log.debug?.('inbound event routed', () => ({
           org_id: meta.org_id, endpoint_id: meta.endpoint_id, inbound_event_id: meta.id,
           outcome: event?.data.event.outcome ?? 'endpoint deleted', executions: event?.data.executions.map((x) => x.execution_id) ?? [],
@@ -254,7 +269,7 @@ export function startInboundRouter(deps: RouterDeps) {
           await checkpoint.advance(batch[batch.length - 1]!.seq);
         });
       } finally {
-        await checkpoint.flush().catch(() => {});
+        await checkpoint.close().catch(() => {});
       }
     },
   }]);

@@ -48,6 +48,32 @@ export function derivedId(prefix: IdPrefix, nowMs: number, seed: string, index: 
 
 export const ID_PATTERN = /^[a-z]{2,3}_[0-9a-z]{10,40}$/;
 
+/** Never in a generated id's body (not in ALPHABET): it marks where a commit id's sequence hint starts. */
+const HINT_MARK = 'o';
+
+/**
+ * `id` with `seq` written after it (`<id>o<seq in base32>`): a stream sequence at or below
+ * that of the message the id will name, so a reader finds that message on a subject many
+ * messages share by reading on from there (`seqHintOf`).
+ */
+export function withSeqHint(id: string, seq: number): string {
+  return `${id}${HINT_MARK}${base32(Math.max(0, Math.floor(seq)), 1)}`;
+}
+
+/** The sequence hint of an id made by `withSeqHint`, or null for an id without one. */
+export function seqHintOf(id: string): number | null {
+  const body = id.indexOf('_') + 1;
+  const mark = id.indexOf(HINT_MARK, body);
+  if (body === 0 || mark < 0) return null;
+  let seq = 0;
+  for (let i = mark + 1; i < id.length; i++) {
+    const digit = ALPHABET.indexOf(id[i]!);
+    if (digit < 0) return null;
+    seq = seq * 32 + digit;
+  }
+  return mark + 1 < id.length && Number.isSafeInteger(seq) ? seq : null;
+}
+
 /** Never in a generated id's body (not in ALPHABET): it marks a member id. */
 const MEMBER_MARK = 'u';
 

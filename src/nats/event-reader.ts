@@ -7,7 +7,7 @@ import { isTransient } from '../lib/transient.ts';
 import type { Nats } from './connection.ts';
 import { followEventBatches } from './events-tap.ts';
 import type { JsMsg } from '@nats-io/jetstream';
-import { followOrdered, traceparentOf } from './follow.ts';
+import { followOrdered, readerTraceparent } from './follow.ts';
 import { readRange } from './range-reader.ts';
 import { POISON_AFTER, type FailedEvent, type Supervisor, type Verdict } from './supervisor.ts';
 
@@ -103,7 +103,7 @@ export const failedEventOf = (e: { index?: number; event: { id: string; type: st
 
 /** An ordered consumer's messages as the batches a reader takes (one each). */
 async function* oneByOne(messages: AsyncIterable<JsMsg>): AsyncGenerator<RawItem[]> {
-  for await (const m of messages) yield [{ data: m.data, seq: m.seq, subject: m.subject, traceparent: traceparentOf(m), headers: m.headers }];
+  for await (const m of messages) yield [{ data: m.data, seq: m.seq, subject: m.subject, traceparent: readerTraceparent(m), headers: m.headers }];
 }
 
 /**

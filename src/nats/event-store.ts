@@ -1,5 +1,6 @@
 import { trace } from '@opentelemetry/api';
 import { STREAMS } from '../../streams/definitions.ts';
+import { SUBJECTS } from '../../streams/subjects.ts';
 import { commitMessage, commitText, eventsOf } from '../events/commit.ts';
 import type { Envelope, StoredEvent } from '../events/envelope.ts';
 import { ConcurrencyError, type EventStore } from '../events/store.ts';
@@ -14,14 +15,29 @@ function assertLiteral(subject: string): void {
   if (/[*>\s]/.test(subject) || subject.split('.').some((t) => t === '')) throw new Error(`invalid subject ${JSON.stringify(subject)}`);
 }
 
-export function createEventStore(nats: Nats): EventStore {
+export function createEventStore(nats: Nats): EventStore & { primeKnownSeq(): Promise<void> } {
+  /** The highest stream sequence seen: this store's own appends, and the sequences others report written or projected. */
+  let known = 0;
+  const saw = (seq: number) => {
+    if (seq > known) known = seq;
+    return seq;
+  };
+  let watching = false;
+  const watchSeqs = () => {
+    if (watching) return;
+    watching = true;
+    // `<org> <seq>` from API processes, `<seq>` from the projector: both name stored messages.
+    const onSeq = (_err: unknown, m: { string(): string }) => void saw(Number(m.string().split(' ').pop()) || 0);
+    nats.nc.subscribe(SUBJECTS.written, { callback: onSeq });
+    nats.nc.subscribe(SUBJECTS.projected, { callback: onSeq });
+  };
   /**
    * A guarded publish of one message (an event, or a commit named by `head`, its last
    * event): inside a recorded span it is a PRODUCER span of its own, whose context
    * travels in the message; a wrong last sequence is a ConcurrencyError.
    */
   const guarded = async (subject: string, data: Uint8Array, head: Envelope, types: string, expectedSeq: number | undefined): Promise<number> => {
-    const publish = () => nats.publish(subject, data, { msgId: head.id, ...(expectedSeq === undefined ? {} : { expectLastSubjectSeq: expectedSeq }) });
+    const publish = () => nats.publish(subject, data, { msgId: head.id, ...(expectedSeq === undefined ? {} : { expectLastSubjectSeq: expectedSeq }) }).then(saw);
     try {
       if (!trace.getActiveSpan()?.isRecording()) return await publish();
       return await inSpan(`append ${types}`, {
@@ -57,6 +73,20 @@ export function createEventStore(nats: Nats): EventStore {
       return guarded(subject, data, last, [...new Set(events.map((e) => e.type))].join(','), expectedSeq);
     },
     traceparent: () => currentTraceparent(),
+    knownSeq() {
+      watchSeqs();
+      return known;
+    },
+    /** Starts following the sequences others write from the stream's last one now (an API process, before it serves). */
+    async primeKnownSeq() {
+      watchSeqs();
+      saw((await nats.jsm.streams.info(STREAMS.events.name)).state.last_seq);
+    },
+    async nextMessage<E extends Envelope>(subject: string, fromSeq: number) {
+      assertLiteral(subject);
+      const msg = await nats.jsm.direct.getMessage(STREAMS.events.name, { next_by_subj: subject, seq: Math.max(1, fromSeq) });
+      return msg ? { events: eventsOf<E>(decodeJson<unknown>(msg.data)), seq: msg.seq } : null;
+    },
     lastMessage,
     async last<E extends Envelope>(subject: string) {
       const msg = await lastMessage<E>(subject);

@@ -1,6 +1,6 @@
 import { STREAMS } from '../../streams/definitions.ts';
 import type { Nats } from './connection.ts';
-import { followOrdered, traceparentOf } from './follow.ts';
+import { followOrdered, readerTraceparent } from './follow.ts';
 
 /** One message of EVENTS as the tap hands it to every reader of the process. */
 export interface TapItem {
@@ -131,7 +131,7 @@ export async function* followEventBatches(nats: Nats, opts: FollowEventsOptions)
         for await (const m of followOrdered(nats, { stream: STREAMS.events.name, startSeq: reader.next, maxMessages: opts.maxMessages, signal: own.signal, log: opts.log, name: opts.name })) {
           if (m.seq < reader.next) continue;
           reader.next = m.seq + 1;
-          yield [{ data: m.data, seq: m.seq, subject: m.subject, traceparent: traceparentOf(m) }];
+          yield [{ data: m.data, seq: m.seq, subject: m.subject, traceparent: readerTraceparent(m) }];
           if (join(nats, tap, reader)) break;
         }
       } finally {
@@ -186,7 +186,7 @@ function start(nats: Nats, tap: Tap, from: number): void {
   void (async () => {
     for await (const m of followOrdered(nats, { stream: STREAMS.events.name, startSeq: from, maxMessages: PULL_BATCH, signal: reading.signal, log: tap.log, name: 'events-tap' })) {
       if (reading.signal.aborted) break;
-      const item: TapItem = { data: m.data, seq: m.seq, subject: m.subject, traceparent: traceparentOf(m) };
+      const item: TapItem = { data: m.data, seq: m.seq, subject: m.subject, traceparent: readerTraceparent(m) };
       tap.next = m.seq + 1;
       // The ring keeps an item of its own, never decoded: the readers' shared decode would
       // otherwise live as long as the ring (thousands of messages, every event whole),

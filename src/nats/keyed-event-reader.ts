@@ -86,6 +86,6 @@ async function readKeyed<I extends { seq: number; subject: string; index?: numbe
     clearInterval(ticking);
     await pipeline.drain();
     await advance().catch(() => {});
-    await checkpoint.flush().catch(() => {});
+    await checkpoint.close().catch(() => {});
   }
 }

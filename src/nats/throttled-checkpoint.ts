@@ -3,7 +3,9 @@ import type { KV } from '@nats-io/kv';
 /**
  * A consumer position kept in KV, written at most every `everyMs` plus once after
  * activity stops: a restart replays at most that much, which keyed writes and the
- * streams' dedupe windows absorb.
+ * streams' dedupe windows absorb. One write is on its way at a time: a reader advances
+ * after every batch, and under load batches come faster than a put is answered (each
+ * advance made another put while one was waiting, and the reader waited for each).
  */
 export async function openCheckpoint(kv: KV, key: string, everyMs: number) {
   const entry = await kv.get(key);
@@ -11,29 +13,54 @@ export async function openCheckpoint(kv: KV, key: string, everyMs: number) {
   let saved = done;
   let savedAt = 0;
   let trailing: NodeJS.Timeout | undefined;
+  let writing: Promise<void> | undefined;
+  let closed = false;
 
-  const save = async () => {
-    if (done === saved) return;
+  const write = (): Promise<void> => {
+    if (writing) return writing;
+    if (done === saved) return Promise.resolve();
     const seq = done;
-    await kv.put(key, String(seq));
-    saved = seq;
-    savedAt = Date.now();
+    writing = kv.put(key, String(seq)).then(
+      () => {
+        saved = seq;
+        savedAt = Date.now();
+      },
+    ).finally(() => {
+      writing = undefined;
+      // What came while it was on its way goes in the next write, at the pace above.
+      if (done !== saved) schedule();
+    });
+    return writing;
   };
+
+  function schedule(): void {
+    if (trailing || writing || closed) return;
+    const wait = everyMs - (Date.now() - savedAt);
+    if (wait <= 0) void write().catch(() => {});
+    else trailing = setTimeout(() => {
+      trailing = undefined;
+      void write().catch(() => {});
+    }, wait);
+  }
 
   return {
     /** The last sequence recorded as processed. */
     get position() {
       return done;
     },
-    async advance(seq: number): Promise<void> {
+    /** Records `seq` as processed; stored at the pace above, never waited for here. */
+    advance(seq: number): Promise<void> {
       done = seq;
-      clearTimeout(trailing);
-      if (Date.now() - savedAt >= everyMs) await save();
-      else trailing = setTimeout(() => void save().catch(() => {}), everyMs);
+      schedule();
+      return Promise.resolve();
     },
-    async flush(): Promise<void> {
+    /** Stores the last position now (after any write on its way), the last write of this term. */
+    async close(): Promise<void> {
+      closed = true;
       clearTimeout(trailing);
-      await save();
+      trailing = undefined;
+      await writing?.catch(() => {});
+      await write();
     },
   };
 }

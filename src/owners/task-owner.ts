@@ -50,6 +50,23 @@ const MONITOR_PARTITION_SUBJECTS = SUBJECTS.monitorPartition(0).slice(0, -1);
 
 const RESULT_EVENTS = new Set<JetcronEvent['type']>(['AttemptStarted', 'AttemptFinished', 'AttemptDeferred', 'ExecutionCancelled', 'CallbackAttempted']);
 
+/** Per message read: whether it holds only inbound events that plan no delivery (collect-only, filtered, rejected). */
+const plansNothing = new WeakMap<TapItem, boolean>();
+
+/**
+ * A message no owner acts on: every owner of the process reads every message, and under
+ * inbound load most are commits of collect-only requests. Decided once per message for
+ * all of them; such a message changes no owner's state, so it needs no pump either.
+ */
+function nothingToOwn(item: TapItem, events: JetcronEvent[]): boolean {
+  let nothing = plansNothing.get(item);
+  if (nothing === undefined) {
+    nothing = events.length > 0 && events.every((e) => (e.type === 'InboundEventReceived' || e.type === 'InboundEventReplayed') && !e.data.executions.length);
+    plansNothing.set(item, nothing);
+  }
+  return nothing;
+}
+
 /**
  * Owns one partition of tasks while `lease` holds: claims the partition's log (which
  * fences every earlier owner), reads EVENTS from where the last owner's last commit
@@ -277,7 +294,9 @@ export async function ownTaskPartition(
     const wanted = new Map<string, { orgId: string; endpointId: string }>();
     for (const item of batch) {
       // A message that does not decode is logged once, by `read`.
-      for (const e of decoded(item, false)) {
+      const events = decoded(item, false);
+      if (nothingToOwn(item, events)) continue;
+      for (const e of events) {
         if ((e.type === 'InboundEventReceived' || e.type === 'InboundEventReplayed') && state.needsEndpoint(e)) {
           wanted.set(e.data.endpoint.id, { orgId: e.org_id, endpointId: e.data.endpoint.id });
         }
@@ -298,21 +317,32 @@ export async function ownTaskPartition(
     }
   };
 
-  const read = (item: TapItem) => {
-    if (!othersOnly(item.subject)) apply(item.subject, item.seq, decoded(item), item.traceparent);
+  /** Applies one message; true when it may have changed what the owner holds (or it has just gone live), so a pump is due. */
+  const read = (item: TapItem): boolean => {
+    let changed = false;
+    if (!othersOnly(item.subject)) {
+      const events = decoded(item);
+      if (!nothingToOwn(item, events)) {
+        apply(item.subject, item.seq, events, item.traceparent);
+        changed = true;
+      }
+    }
     position = item.seq + 1;
     if (!live && item.seq >= log.claimSeq) {
       live = true;
+      changed = true;
       deps.log.debug?.('owner live', () => ({ partition, from: log.resumeFrom, claim: log.claimSeq, executions: state.size }));
     }
+    return changed;
   };
 
   try {
     // In batches: every owner of the process reads every message, so a step per item would cost each of them.
     for await (const batch of followEventBatches(deps.nats, { startSeq: log.resumeFrom, signal: stop.signal, log: deps.log, name: `owner.${partition}`, maxMessages: 2_000 })) {
       await knowEndpoints(batch);
-      for (const item of batch) read(item);
-      schedulePump();
+      let changed = false;
+      for (const item of batch) if (read(item)) changed = true;
+      if (changed) schedulePump();
     }
   } finally {
     held.delete(partition);

@@ -2,7 +2,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { isUniqueViolation, updateRows, upsertRows, type ColumnTypes, type Parent, type Row } from './bulk-write.ts';
 import { ATTEMPT_ENDINGS } from './attempt-rows.ts';
-import { copyRows } from './copy-rows.ts';
+import { copyRows, type CopyIn } from './copy-rows.ts';
 
 /** One statement of a batch: SQL with its parameters, or a COPY with its rows. */
 export interface Statement {
@@ -50,24 +50,37 @@ const INBOUND_EVENT_TYPES: ColumnTypes = {
  * few, so that is one index probe each.
  */
 function inboundEventRows(rows: Row[]): Statement[] {
-  const copies = copyRows('inbound_events', rows, INBOUND_EVENT_TYPES);
   const endpoints = [...new Set(rows.map((r) => r.endpoint_id as string))];
-  const copyOrUpsert: Statement = {
-    async execute(db) {
-      await sql`SAVEPOINT inbound_rows`.execute(db);
-      try {
-        for (const copy of copies) await copy.execute(db);
-      } catch (err) {
-        if (!isUniqueViolation(err)) throw err;
-        await sql`ROLLBACK TO SAVEPOINT inbound_rows`.execute(db);
-        for (const upsert of upsertRows('inbound_events', 'id', rows, INBOUND_EVENT_TYPES)) await upsert.execute(db);
-      }
-      await sql`RELEASE SAVEPOINT inbound_rows`.execute(db);
-    },
-  };
   const orphans = sql`DELETE FROM inbound_events WHERE endpoint_id = ANY(ARRAY(
     SELECT e FROM unnest(${endpoints}::text[]) AS e WHERE NOT EXISTS (SELECT 1 FROM endpoints p WHERE p.id = e)))`;
-  return [copyOrUpsert, orphans];
+  const copies = copyRows('inbound_events', rows, INBOUND_EVENT_TYPES);
+  return [new CopyOrUpsert(copies, () => upsertRows('inbound_events', 'id', rows, INBOUND_EVENT_TYPES)), orphans];
+}
+
+/**
+ * Rows by COPY under a savepoint, or, when a key exists already, the same rows by
+ * upserts (encoded only then: it is rare).
+ */
+export class CopyOrUpsert implements Statement {
+  readonly copies: CopyIn[];
+  readonly upserts: () => Statement[];
+
+  constructor(copies: CopyIn[], upserts: () => Statement[]) {
+    this.copies = copies;
+    this.upserts = upserts;
+  }
+
+  async execute(db: Kysely<any>): Promise<void> {
+    await sql`SAVEPOINT copy_or_upsert`.execute(db);
+    try {
+      for (const copy of this.copies) await copy.execute(db);
+    } catch (err) {
+      if (!isUniqueViolation(err)) throw err;
+      await sql`ROLLBACK TO SAVEPOINT copy_or_upsert`.execute(db);
+      for (const upsert of this.upserts()) await upsert.execute(db);
+    }
+    await sql`RELEASE SAVEPOINT copy_or_upsert`.execute(db);
+  }
 }
 
 const ATTEMPT_TYPES: ColumnTypes = {

@@ -52,15 +52,16 @@ function copyValue(value: unknown, json: boolean): string {
  */
 export class CopyIn {
   readonly text: string;
-  private readonly data: Buffer;
+  /** The rows in COPY's text format. */
+  readonly bytes: Buffer;
 
-  constructor(text: string, data: Buffer) {
+  constructor(text: string, bytes: Buffer) {
     this.text = text;
-    this.data = data;
+    this.bytes = bytes;
   }
 
   async execute(db: Kysely<any>): Promise<void> {
-    const exchange = new CopyExchange(this.text, this.data);
+    const exchange = new CopyExchange(this.text, this.bytes);
     await db.executeQuery({ ...CompiledQuery.raw(this.text), sql: exchange as unknown as string });
   }
 }

@@ -58,12 +58,42 @@ export interface ProjectionOptions {
 
 
 /** Postgres no longer has commits this process made: it lost them (a crash while synchronous_commit was off). */
-class LostCommits extends Error {}
+export class LostCommits extends Error {}
 
-const writeCheckpoint = async (db: Db, seq: number) => {
+/** Moves the checkpoint to `seq` (never back). */
+export const writeCheckpoint = async (db: Db, seq: number) => {
   await sql`INSERT INTO projection_checkpoints (name, seq) VALUES (${PROJECTOR_NAME}, ${seq})
     ON CONFLICT (name) DO UPDATE SET seq = GREATEST(projection_checkpoints.seq, EXCLUDED.seq), updated_at = now()`.execute(db);
 };
+
+/**
+ * Commits one batch: its writes and the checkpoint `last` in one transaction, then says
+ * so on the projected subject. `committed` is what this process committed before: a
+ * checkpoint found lower means Postgres lost commits (LostCommits, nothing written).
+ */
+export function batchCommitter(deps: { db: Db; nats: Nats; log: (m: string) => void }) {
+  let prunedAt = 0;
+  return async (write: Write, last: number, committed: number): Promise<void> => {
+    await deps.db.transaction().execute(async (trx) => {
+      // The log is the source of truth: no fsync wait per commit. A commit Postgres
+      // loses in a crash is found missing here, and projected again.
+      const { rows } = await sql<{ seq: string | null }>`SELECT set_config('synchronous_commit', 'off', true),
+        (SELECT seq FROM projection_checkpoints WHERE name = ${PROJECTOR_NAME}) AS seq`.execute(trx);
+      if (Number(rows[0]?.seq ?? 0) < committed) {
+        deps.log(`projector: the read models lost commits past seq ${rows[0]?.seq ?? 0} (Postgres restarted?); projecting again from there`);
+        throw new LostCommits();
+      }
+      await write(trx);
+      // INBOUND forgets requests after 30 days (its max_age); their rows follow, at most hourly.
+      if (Date.now() - prunedAt > PRUNE_EVERY_MS) {
+        await sql`DELETE FROM inbound_events WHERE received_at < now() - interval '30 days'`.execute(trx);
+        prunedAt = Date.now();
+      }
+      await writeCheckpoint(trx, last);
+    });
+    deps.nats.nc.publish(SUBJECTS.projected, String(last));
+  };
+}
 
 function prepare(events: StoredEvent<JetcronEvent>[], opts?: StatementOptions) {
   const batch = new ProjectionBatch();
@@ -71,9 +101,9 @@ function prepare(events: StoredEvent<JetcronEvent>[], opts?: StatementOptions) {
   return batch.statements(opts);
 }
 
-type Write = (trx: Transaction<Database>) => Promise<void>;
+export type Write = (trx: Transaction<Database>) => Promise<void>;
 
-const writeAll = (statements: Statement[]): Write => async (trx) => {
+export const writeAll = (statements: Statement[]): Write => async (trx) => {
   for (const statement of statements) await statement.execute(trx);
 };
 
@@ -118,7 +148,7 @@ const endSpans = (spans: SpanScope[]) => {
 
 /** Projects from the checkpoint until `signal` aborts; the caller holds the projector lease. */
 export async function runProjection(deps: ProjectorDeps, signal: AbortSignal, opts: ProjectionOptions = {}): Promise<void> {
-  let prunedAt = 0;
+  const commitBatch = batchCommitter(deps);
   // Batches up to here go one commit at a time (a pipelined commit of theirs failed).
   let carefulThrough = 0;
   while (!signal.aborted) {
@@ -131,26 +161,11 @@ export async function runProjection(deps: ProjectorDeps, signal: AbortSignal, op
     // Aborted while the checkpoint was read: the listener came too late to fire.
     if (signal.aborted) round.abort();
     const commit = async (write: Write, last: number) => {
-      await deps.db.transaction().execute(async (trx) => {
-        // The log is the source of truth: no fsync wait per commit. A commit Postgres
-        // loses in a crash is found missing here, and projected again.
-        const { rows } = await sql<{ seq: string | null }>`SELECT set_config('synchronous_commit', 'off', true),
-          (SELECT seq FROM projection_checkpoints WHERE name = ${PROJECTOR_NAME}) AS seq`.execute(trx);
-        if (Number(rows[0]?.seq ?? 0) < committed) {
-          deps.log(`projector: the read models lost commits past seq ${rows[0]?.seq ?? 0} (Postgres restarted?); projecting again from there`);
-          round.abort();
-          throw new LostCommits();
-        }
-        await write(trx);
-        // INBOUND forgets requests after 30 days (its max_age); their rows follow, at most hourly.
-        if (Date.now() - prunedAt > PRUNE_EVERY_MS) {
-          await sql`DELETE FROM inbound_events WHERE received_at < now() - interval '30 days'`.execute(trx);
-          prunedAt = Date.now();
-        }
-        await writeCheckpoint(trx, last);
+      await commitBatch(write, last, committed).catch((err: unknown) => {
+        if (err instanceof LostCommits) round.abort();
+        throw err;
       });
       committed = Math.max(committed, last);
-      deps.nats.nc.publish(SUBJECTS.projected, String(last));
     };
     let writing: Promise<void> = Promise.resolve();
     let failed: { err: unknown; last: number } | undefined;

@@ -231,6 +231,8 @@ async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () 
 
   let url: string | undefined;
   if (config.roles.has('api')) {
+    // Creates name a stream sequence below their commit's from the first one on (`withSeqHint`).
+    await store.primeKnownSeq();
     const watermark = await createWatermark(nats, db);
     stoppers.push(async () => watermark.close());
     const reads = createReadYourWrites(nats, watermark);

@@ -91,6 +91,15 @@ const tracer = () => trace.getTracer('jetcron');
 /** Whether spans are recorded in this process at all (a cheap guard for instrumentation that builds things). */
 export const tracingOn = (): boolean => started?.enabled ?? false;
 
+/**
+ * `fn` bound to the context active now, for a callback an event emitter runs later (an
+ * `'end'` listener runs in the emitter's context; a promise's reaction keeps its own).
+ * Tracing off: `fn` itself.
+ */
+export function bindActive<F extends (...args: never[]) => unknown>(fn: F): F {
+  return started?.enabled ? context.bind(context.active(), fn) : fn;
+}
+
 /** Runs `fn` with `traceparent`'s context active, so what it publishes continues that trace. */
 export function withTraceparent<T>(traceparent: string | undefined | null, fn: () => T): T {
   return traceparent ? context.with(contextFrom(traceparent), fn) : fn();

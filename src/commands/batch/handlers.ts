@@ -1,7 +1,7 @@
 import { SUBJECTS } from '../../../streams/subjects.ts';
 import { ConcurrencyError } from '../../events/store.ts';
-import { newId } from '../../lib/ids.ts';
-import { execute, type CommandDeps } from '../execute.ts';
+import { newId, withSeqHint } from '../../lib/ids.ts';
+import { appendCommit, commandMeta, execute, fold, type CommandDeps } from '../execute.ts';
 import type { Plan } from '../organization/types.ts';
 import { decideBatch, evolveBatch, type BatchInput } from './decide.ts';
 import type { BatchEvent } from './types.ts';
@@ -24,13 +24,23 @@ export async function materializeBatch(deps: CommandDeps, batch: BatchEvent): Pr
 }
 
 /**
- * Decides every task of the batch and stores them with the batch in one commit on
- * the batch's subject: accepted all together or not at all. `onceBatchId` (derived
- * from an Idempotency-Key) makes it once-only: a batch already stored under that id —
- * the same request, run before a crash — is the answer, and nothing is appended.
+ * Decides every task of the batch and stores them with the batch in one commit:
+ * accepted all together or not at all. A batch under a fresh id goes on one of the
+ * organization's create subjects (`SUBJECTS.creates`; its id names a sequence to find it
+ * from, `withSeqHint`): a new id has no state to load. `onceBatchId` (derived from an
+ * Idempotency-Key) makes it once-only on a subject of its own: a batch already stored
+ * under that id — the same request, run before a crash — is the answer, and nothing is
+ * appended.
  */
 export async function createBatch(deps: CommandDeps, orgId: string, input: BatchInput, plan: Plan, onceBatchId?: string): Promise<{ event: BatchEvent; seq: number }> {
-  const batchId = onceBatchId ?? newId('cmd', deps.clock.now());
-  const { state, seq } = await execute(deps, SUBJECTS.batch(orgId, batchId), { type: 'AcceptBatch', orgId, plan, batchId, input }, decideBatch, evolveBatch, { commit: true });
+  const command = (batchId: string) => ({ type: 'AcceptBatch' as const, orgId, plan, batchId, input });
+  if (onceBatchId === undefined) {
+    const meta = commandMeta(deps.clock);
+    const batchId = withSeqHint(newId('cmd', meta.nowMs), deps.store.knownSeq?.() ?? 0);
+    const events = decideBatch(command(batchId), null, meta);
+    const seq = await appendCommit(deps.store, SUBJECTS.creates(orgId, batchId), events, undefined);
+    return { event: fold(evolveBatch, null, events)!, seq };
+  }
+  const { state, seq } = await execute(deps, SUBJECTS.batch(orgId, onceBatchId), command(onceBatchId), decideBatch, evolveBatch, { commit: true });
   return { event: state!, seq };
 }

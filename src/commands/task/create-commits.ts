@@ -1,6 +1,6 @@
 import { SUBJECTS } from '../../../streams/subjects.ts';
 import type { EventStore } from '../../events/store.ts';
-import { memberId, newId } from '../../lib/ids.ts';
+import { memberId, newId, withSeqHint } from '../../lib/ids.ts';
 import { createTurnGroups } from '../../lib/turn-groups.ts';
 import type { TaskEvent } from './types.ts';
 
@@ -10,17 +10,19 @@ const MAX_BYTES = 2 * 1024 * 1024;
 
 /**
  * The single creates of one turn of the event loop, per organization, in one commit on
- * a subject of its own (`evt.<org>.batch.<commit id>`, as a batch's), each task under an
- * id that names the commit (`memberId`): one stored message for the turn, where there
- * was one per task, and no subject per task until it changes (`createdInBatch` reads
- * it back). All of a commit's creates are stored, or none (each request then answers
- * the failure).
+ * one of the organization's create subjects (`SUBJECTS.creates`, chosen by the commit's
+ * id), each task under an id that names the commit (`memberId`), and the commit's id a
+ * stream sequence below its own (`withSeqHint`): one stored message for the turn, where
+ * there was one per task, and no subject per task or commit (`createdInBatch` reads it
+ * back). All of a commit's creates are stored, or none (each request then answers the
+ * failure).
  */
 export function createCommits(store: EventStore) {
   const groups = createTurnGroups<{ event: TaskEvent; text: string }>(
     { maxCount: MAX_EVENTS, maxBytes: MAX_BYTES },
-    () => newId('cmd'),
-    (g) => store.appendCommit(SUBJECTS.batch(g.key, g.id), g.items.map((i) => i.event), 0, g.items.map((i) => i.text)),
+    () => withSeqHint(newId('cmd'), store.knownSeq?.() ?? 0),
+    // Many commits share the subject: no expected last sequence (a retried publish is one message by its id).
+    (g) => store.appendCommit(SUBJECTS.creates(g.key, g.id), g.items.map((i) => i.event), undefined, g.items.map((i) => i.text)),
   );
 
   return {

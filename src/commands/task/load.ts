@@ -1,32 +1,57 @@
 import { SUBJECTS } from '../../../streams/subjects.ts';
 import type { EventStore } from '../../events/store.ts';
-import { parentOf } from '../../lib/ids.ts';
+import { parentOf, seqHintOf } from '../../lib/ids.ts';
 import type { TaskCreatedEvent } from '../batch/types.ts';
 import type { TaskEvent } from './types.ts';
 
 /**
- * A task created in a batch's commit that has not changed since: its `TaskCreated`, read
- * from the commit its id names (`memberId`); null for any other id, or one no batch holds.
+ * A task created in a commit of creates that has not changed since: its `TaskCreated`,
+ * read from the commit its id names (`memberId`); null for any other id, or one no
+ * commit holds. A batch's commit, and a turn's before 2026-11-26, is its subject's one
+ * message; a turn's since then is on one of the organization's create subjects, read on
+ * from the sequence its id names (`withSeqHint`) to the message that holds the task.
  */
 export async function createdInBatch(store: EventStore, orgId: string, taskId: string): Promise<TaskCreatedEvent | null> {
   const batchId = parentOf(taskId, 'cmd');
   if (!batchId) return null;
-  const subject = SUBJECTS.batch(orgId, batchId);
   const recent = recentBatches(store);
-  let creates = recent.get(subject);
+  // By organization too: another organization's subjects never hold it.
+  const key = `${orgId} ${batchId}`;
+  let creates = recent.get(key);
   if (creates) {
     // Most recently used last.
-    recent.delete(subject);
-    recent.set(subject, creates);
+    recent.delete(key);
+    recent.set(key, creates);
   } else {
-    const stored = await store.lastMessage<TaskEvent>(subject);
+    const hint = seqHintOf(batchId);
+    const stored = hint === null ? await store.lastMessage<TaskEvent>(SUBJECTS.batch(orgId, batchId)) : await findCommit(store, SUBJECTS.creates(orgId, batchId), hint, taskId);
     if (!stored) return null;
     creates = new Map();
     for (const e of stored.events) if (e.type === 'TaskCreated') creates.set(e.data.task.id, e as TaskCreatedEvent);
-    recent.set(subject, creates);
+    recent.set(key, creates);
     if (recent.size > RECENT_BATCHES) recent.delete(recent.keys().next().value!);
   }
   return creates.get(taskId) ?? null;
+}
+
+/**
+ * Messages read on a shared create subject at most, looking for one commit. Its hint is
+ * the highest sequence its API process knew of when it opened the commit, stale by at
+ * most the projector's lag, so the commit is a few messages on; the bound keeps an id
+ * that names no commit (or a made-up hint) from reading a whole subject.
+ */
+const MAX_SCAN = 2_000;
+
+async function findCommit(store: EventStore, subject: string, hint: number, taskId: string): Promise<{ events: TaskEvent[] } | null> {
+  if (!store.nextMessage) return null;
+  let from = hint + 1;
+  for (let scanned = 0; scanned < MAX_SCAN; scanned++) {
+    const msg = await store.nextMessage<TaskEvent>(subject, from);
+    if (!msg) return null;
+    if (msg.events.some((e) => e.type === 'TaskCreated' && e.data.task.id === taskId)) return msg;
+    from = msg.seq + 1;
+  }
+  return null;
 }
 
 /**
