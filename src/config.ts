@@ -1,3 +1,5 @@
+import { RESTATE_AFTER_EVENTS } from './commands/monitor/held-monitors.ts';
+
 export const ALL_ROLES = ['api', 'projector', 'scheduler', 'dispatcher', 'notifier'] as const;
 export type Role = (typeof ALL_ROLES)[number];
 
@@ -32,11 +34,18 @@ export interface Config {
   /** JETCRON_PARTITIONS: the task partitions the owners split the work into (fixed for a deployment). */
   partitions: number;
   /**
-   * JETCRON_MONITOR_OWNERS=1 (default off, being built): monitor partition owners (as many
-   * partitions as JETCRON_PARTITIONS) decide every command on an existing monitor and
+   * JETCRON_MONITOR_OWNERS (default on; `0` for the earlier path: a ping appended on its
+   * monitor's subject, deadlines in the scheduler's keeper): monitor partition owners (as
+   * many partitions as JETCRON_PARTITIONS) decide every command on an existing monitor and
    * store pings and goings down in group commits; every process of a deployment must agree.
    */
   monitorOwners: boolean;
+  /**
+   * JETCRON_MONITOR_RESTATE_AFTER (default 10,000): the least age, in a partition's commit
+   * events, at which a monitor owner restates a silent monitor so a takeover's read stays
+   * bounded (`HeldMonitors.restates`; the bound is also at least twice the monitors held).
+   */
+  monitorRestateAfter: number;
   /** Test-only (JETCRON_EMBEDDED_PDEATHSIG=0): false lets the embedded servers outlive a killed service. */
   embeddedDieWithParent: boolean;
   /** A consumer failing on one item, or behind without moving, for this long makes /healthz answer 503. */
@@ -142,7 +151,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { roles?: string; proce
     dispatchConcurrency: num(env, 'JETCRON_DISPATCH_CONCURRENCY', 256, (n) => Number.isInteger(n) && n >= 1),
     dispatchMode: dispatchMode(env.JETCRON_DISPATCH),
     partitions: num(env, 'JETCRON_PARTITIONS', 8, (n) => Number.isInteger(n) && n >= 1 && n <= 256),
-    monitorOwners: env.JETCRON_MONITOR_OWNERS === '1',
+    monitorOwners: env.JETCRON_MONITOR_OWNERS !== '0',
+    monitorRestateAfter: num(env, 'JETCRON_MONITOR_RESTATE_AFTER', RESTATE_AFTER_EVENTS, (n) => Number.isInteger(n) && n >= 1),
     embeddedDieWithParent: env.JETCRON_EMBEDDED_PDEATHSIG !== '0',
     healthStuckMs: num(env, 'JETCRON_HEALTH_STUCK_MS', 30_000, (n) => Number.isInteger(n) && n >= 100),
     processes: parseProcesses(opts.processes ?? env.JETCRON_PROCESSES, roles, opts.cores ?? 1),

@@ -148,3 +148,23 @@ test('the recent items are bounded by their memory too: large messages keep fewe
   assert.deepEqual(seqs(late.items), range(start, end));
   staying.abort.abort();
 });
+
+test('the recent items kept for readers that join are kept undecoded: a decode shared by the readers lives only as long as they hold it', async () => {
+  const nats = await connection();
+  const stored = await lastSeq(nats);
+  const end = stored + 20;
+  const a = reader(nats, stored + 1, () => end);
+  // Another reader keeps the tap reading (and its recent items kept) after the first is done.
+  const keep = reader(nats, stored + 1, () => Number.MAX_SAFE_INTEGER);
+  await publish(nats, 20);
+  await within(a.done, 'the first reader');
+  await eventuallyTrue(() => keep.items.at(-1)?.seq === end, 'the other reader at the end');
+  // The first reader decodes what it read, as readers do (shared with the readers of the same items).
+  for (const item of a.items) item.decoded ??= { decodedBy: 'a' };
+  // A reader that joins behind takes those messages from the tap's recent items.
+  const b = reader(nats, stored + 1, () => end);
+  await within(b.done, 'the reader that joined');
+  assert.deepEqual(seqs(b.items), range(stored + 1, end));
+  assert.ok(b.items.every((i) => i.decoded === undefined), 'no decode kept for it');
+  assert.ok(eventsTapRing(nats).items >= 20, 'it joined from the recent items');
+});

@@ -124,6 +124,24 @@ describe('live feeds of one process', () => {
     for (const leak of ['secret.example', 'sekrit', 'hash-of-a', 'pk_a']) assert.ok(!a.text().includes(leak) && !b.text().includes(leak), leak);
   });
 
+  test("a monitor partition's commit (many organizations' pings) reaches each feed with its own organization's pings; a restatement is no message", async () => {
+    const { feeds, publish } = await hub();
+    const a = sink();
+    await feeds.open('org_a', 'pk_org_a', a).ready;
+    const monitor = (org: string, id: string) => ({ id, org_id: org, status: 'up', down_reason: null, last_ping_at: null, next_expected_at: null });
+    const ping = { id: 'png_1', received_at: new Date().toISOString(), kind: 'success', exit_status: null, rid: null, duration_ms: null };
+    await publish('evt.monitor-partition.3', {
+      type: 'Commit', id: 'commit.3.1.0', at: new Date().toISOString(), from: 1, events: [
+        envelope('MonitorPinged', 'org_b', { monitor: monitor('org_b', 'mon_b'), ping, previous_status: 'up' }),
+        envelope('MonitorRestated', 'org_a', { monitor: monitor('org_a', 'mon_quiet'), restated_seq: 1 }),
+        envelope('MonitorPinged', 'org_a', { monitor: monitor('org_a', 'mon_a'), ping, previous_status: 'new' }),
+      ],
+    });
+    await publish(...taskCreated('org_a', 'tsk_after'));
+    await until(() => a.messages().some((m) => m.id === 'tsk_after'), 'the event after the commit');
+    assert.deepEqual(a.messages().map((m) => [m.event, m.type, m.id]), [['monitor', 'MonitorPinged', 'mon_a'], ['task', 'TaskCreated', 'tsk_after']]);
+  });
+
   test('a message waits until the read models include its event, then goes out; past the wait it goes out anyway', async () => {
     const watermark = testWatermark(0);
     const { feeds, publish } = await hub({ projectedWaitMs: 60_000 }, watermark);

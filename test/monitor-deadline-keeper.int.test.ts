@@ -17,20 +17,22 @@ import { eventually, startTestService, type Api, type TestService } from './supp
 
 // interval 60 s → 3 s.
 const SCALE = '0.05';
+/** The keeper is the path without monitor partition owners (the owners' kills: monitor-owner-processes.int). */
+const KEEPER_PATH = { JETCRON_MONITOR_OWNERS: '0' };
 let svc: TestService;
 let api: Api;
 let orgId: string;
 let nats: Nats;
 const procs: JetcronProcess[] = [];
 const spawn = async (roles: string, label: string) => {
-  const p = await spawnJetcron({ roles, natsUrl: svc.natsUrl, databaseUrl: svc.databaseUrl, label, env: { JETCRON_TIME_SCALE: SCALE } });
+  const p = await spawnJetcron({ roles, natsUrl: svc.natsUrl, databaseUrl: svc.databaseUrl, label, env: { JETCRON_TIME_SCALE: SCALE, ...KEEPER_PATH } });
   procs.push(p);
   return p;
 };
 
 before(async () => {
   // No scheduler here: the keeper runs only in the child processes the tests kill.
-  svc = await startTestService({ JETCRON_ROLES: 'api,projector,notifier', JETCRON_TIME_SCALE: SCALE });
+  svc = await startTestService({ JETCRON_ROLES: 'api,projector,notifier', JETCRON_TIME_SCALE: SCALE, ...KEEPER_PATH });
   ({ api, orgId } = await svc.createOrg('pro'));
   nats = await connectNats(svc.natsUrl, 'keeper test');
 });

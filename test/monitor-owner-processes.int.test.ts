@@ -1,5 +1,5 @@
 /**
- * Monitor partition owners across real processes (JETCRON_MONITOR_OWNERS=1): two API
+ * Monitor partition owners across real processes (JETCRON_MONITOR_OWNERS, on by default): two API
  * processes, both able to own the monitors' partitions, pinged over HTTP all along while
  * the one that owns them is killed (kill -9) or frozen past its lease (SIGSTOP, then
  * SIGCONT). Every ping answered 200 is in the log, and no ping is recorded twice: the

@@ -42,10 +42,10 @@ const connect = async (name: string) => {
   return { nats, store: createEventStore(nats), clock: createClock() };
 };
 /** A process holding monitor owners (the scheduler role's). */
-const ownerProcess = async (name: string) => {
+const ownerProcess = async (name: string, restateAfter?: number) => {
   const c = await connect(name);
   const lines: string[] = [];
-  const owners = startMonitorOwners({ ...c, owner: name, log: (m) => lines.push(m), partitions: PARTITIONS });
+  const owners = startMonitorOwners({ ...c, owner: name, log: (m) => lines.push(m), partitions: PARTITIONS, ...(restateAfter ? { restateAfter } : {}) });
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
@@ -53,7 +53,7 @@ const ownerProcess = async (name: string) => {
     await owners.stop();
   };
   stoppers.push(stop);
-  return { lines, stop };
+  return { lines, stop, owners };
 };
 /** An API process: its monitor commands go to the owners. */
 const apiProcess = async (name: string): Promise<CommandDeps & { nats: Nats }> => {
@@ -157,6 +157,51 @@ test('a request stored by an owner that could not answer (stopped right after it
   const log = await logOf(api.nats, orgId, id);
   assert.equal(log.filter((e) => e.event.id === request.request_id).length, 1, 'recorded once');
 });
+
+test('the anchor: a monitor pinged once, then many commits of another monitor later, a takeover reads back only a bounded part of the partition\'s commits and holds the silent monitor as it was (status, deadline)', async () => {
+  const RESTATE_AFTER = 40;
+  // The owners of the tests before stop: these own every partition.
+  for (const s of stoppers) await s();
+  const first = await ownerProcess('owner f', RESTATE_AFTER);
+  const api = await apiProcess('api f');
+  const silent = await newMonitor(api, 'silent');
+  const partition = monitorPartition(silent.orgId, silent.id, PARTITIONS);
+  let busy = await newMonitor(api, 'busy');
+  while (monitorPartition(busy.orgId, busy.id, PARTITIONS) !== partition) busy = await newMonitor(api, 'busy');
+  const once = await pingMonitor(api, silent.orgId, silent.id, { ...received(), suffix: null });
+  assert.equal(once.state?.status, 'up');
+  const deadline = once.state!.deadline_at!;
+
+  const PINGS = 600;
+  for (let i = 0; i < PINGS; i += 3) {
+    await Promise.all([0, 1, 2].map(() => pingMonitor(api, busy.orgId, busy.id, { ...received(), suffix: null })));
+  }
+  const log = await logOf(api.nats, silent.orgId, silent.id);
+  const restated = log.filter((e) => e.event.type === 'MonitorRestated');
+  assert.ok(restated.length >= 1, 'restated in the partition\'s commits');
+  assert.equal(log.filter((e) => e.event.type === 'MonitorPinged').length, 1, 'never a ping it did not get');
+  for (const r of restated) assert.deepEqual(r.event.data.monitor, once.state, 'the monitor as its ping left it');
+
+  await first.stop();
+  const next = await ownerProcess('owner g', RESTATE_AFTER);
+  const liveLine = await eventuallyLine(next.lines, new RegExp(`partition ${partition}: live`));
+  const events = Number(/\((\d+) events\)/.exec(liveLine)?.[1]);
+  // The bound: RESTATE_AFTER (or twice the monitors held) commit events, and the commits of a turn.
+  assert.ok(events < PINGS / 2, `read back ${events} events of the ${PINGS} pings since the silent monitor's: ${liveLine}`);
+  assert.equal(next.owners.local(partition)?.deadlines.dueOf(silent.id), Date.parse(deadline), 'its deadline held');
+  const logged = await pingMonitor(api, silent.orgId, silent.id, { ...received(), suffix: 'log' });
+  assert.deepEqual({ ...logged.state, updated_at: null }, { ...once.state, updated_at: null }, 'held as its one ping left it');
+  assert.equal(logged.state?.status, 'up');
+});
+
+async function eventuallyLine(lines: string[], pattern: RegExp): Promise<string> {
+  for (let i = 0; i < 300; i++) {
+    const line = lines.find((l) => pattern.test(l));
+    if (line) return line;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`no line ${pattern}: ${lines.join('\n')}`);
+}
 
 /** Asks until an owner answers other than "ask again" (a takeover under way). */
 async function eventuallyAnswered<T extends { retry?: string } | object>(ask: () => Promise<T[]>): Promise<T[]> {

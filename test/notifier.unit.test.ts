@@ -136,6 +136,24 @@ describe('the notifier state cache', () => {
     assert.equal(decider.settle(item(8, { type: 'TaskUpdated', id: 'e8', at, org_id: 'org_1', data: {} })), false, 'anything else: the chain decides');
   });
 
+  test('a monitor going down and recovering is told as its events carry it: no read of the monitor', async () => {
+    const { store } = kvLike();
+    const published: NotificationJob[] = [];
+    const decider = createNotifyDecider({
+      directory: { organization: async () => org } as never, clock: { now: () => Date.parse('2026-01-01T00:00:00Z') } as never,
+      resolvers: { monitor: async () => assert.fail('the monitor is read') }, emailEnabled: false, log: () => {},
+    }, cachedNotifyState(store), async (job) => void published.push(job));
+    const at = '2026-01-01T00:00:00.000Z';
+    const monitor = { id: 'mon_1', org_id: 'org_1', name: 'db-backup', status: 'down', notify_on_failure: null, notify_on_recovery: true, on_failure_url: 'https://example.com/down', on_recovery_url: null };
+    const item = (seq: number, event: unknown) => ({ seq, subject: 'evt.monitor-partition.0', event: event as JetcronEvent });
+    await decider.handle(item(1, { type: 'MonitorWentDown', id: 'mon_1.down.x', at, org_id: 'org_1', data: { monitor, reason: 'missed' } }));
+    await decider.handle(item(2, { type: 'MonitorPinged', id: 'evt_up', at, org_id: 'org_1', data: { monitor: { ...monitor, status: 'up' }, ping: {}, previous_status: 'down' } }));
+    const sent = published.map((j) => [j.event, j.target, j.source.name]);
+    assert.ok(sent.some(([event, target]) => event === 'monitor.down' && target === 'https://example.com/down'), JSON.stringify(sent));
+    assert.ok(sent.some(([event, target]) => event === 'monitor.recovered' && target === org.notification_webhook_url), JSON.stringify(sent));
+    assert.ok(sent.every(([, , name]) => name === 'db-backup'));
+  });
+
   test('bounded: the last `size` sources are kept, older ones dropped and read again from the store', async () => {
     const { calls, store, data } = kvLike();
     const c = cachedNotifyState(store, 2);

@@ -9,6 +9,8 @@ import type { OutboundResult } from '../src/commands/execution/exchange.ts';
 import { taskAttemptJob } from '../src/commands/execution/task-jobs.ts';
 import type { ExecutionEvent } from '../src/commands/execution/types.ts';
 import type { AttemptOutcome } from '../src/commands/execution/outcome.ts';
+import { decideMonitor, evolveMonitor } from '../src/commands/monitor/decide.ts';
+import type { MonitorEvent } from '../src/commands/monitor/types.ts';
 import { decideTask, evolveTask } from '../src/commands/task/decide.ts';
 import type { Task, TaskEvent } from '../src/commands/task/types.ts';
 import { connectDb, type Db } from '../src/db/connect.ts';
@@ -144,5 +146,24 @@ describe('projector specs: events in, rows out', () => {
     const tried = decideExecution({ type: 'RecordCallback', job: { kind: 'callback', org_id: ORG, execution_id: t.execution.id, source: { type: 'task', id: t.task.id, name: t.task.name }, url: 'https://example.com/cb', body: '{}', attempt: 1 }, result: answer }, null, meta())[0]!;
     await project(db, [tried]);
     assert.deepEqual(await execution(t.execution.id), before);
+  });
+
+  test('a monitor\'s restatement (an owner\'s anchor) changes no row and adds no ping, in the ping\'s batch or after it', async () => {
+    const rows = async (id: string) => ({
+      monitor: await db.selectFrom('monitors').selectAll().where('id', '=', id).executeTakeFirstOrThrow(),
+      pings: await db.selectFrom('pings').selectAll().where('monitor_id', '=', id).execute(),
+    });
+    for (const name of ['apart', 'together']) {
+      const created = decideMonitor({ type: 'CreateMonitor', orgId: ORG, input: { name, schedule_type: 'interval', interval_seconds: 60 } }, null, { ...meta(), newId: (p) => `${p}_${name}` })[0]!;
+      const pinged = decideMonitor({ type: 'Ping', ping: { id: `png_${name}`, received_at: new Date(NOW_MS + 1000).toISOString(), suffix: null, rid: null, method: 'GET', source_ip: null, user_agent: null, body: '' } }, evolveMonitor(null, created), { ...meta(new Date(NOW_MS + 1000).toISOString()), eventId: `evt_${name}` })[0]!;
+      const restated: MonitorEvent = { type: 'MonitorRestated', id: `x.restated.${name}`, at: new Date(NOW_MS + 9000).toISOString(), org_id: ORG, data: { monitor: pinged.data.monitor, restated_seq: 2 } };
+      const id = pinged.data.monitor.id;
+      await project(db, [created], [pinged]);
+      const before = await rows(id);
+      assert.equal(before.pings.length, 1);
+      if (name === 'apart') await project(db, [restated]);
+      else await project(db, [pinged, restated]);
+      assert.deepEqual(await rows(id), before);
+    }
   });
 });

@@ -113,10 +113,11 @@ export function createLiveFeeds(
 
   /**
    * `evt.<org>.…`; API key events (`evt.apikey.<pk>`) and partition owners' commits
-   * (`evt.partition.<p>`, many organizations each) name their organization only inside.
+   * (`evt.partition.<p>`, `evt.monitor-partition.<p>`, many organizations each) name
+   * their organization only inside.
    */
   const subjectOrg = (subject: string) => subject.split('.', 2)[1];
-  const sharedSubject = (token: string | undefined) => token === 'apikey' || token === 'partition';
+  const sharedSubject = (token: string | undefined) => token === 'apikey' || token === 'partition' || token === 'monitor-partition';
 
   const take = (item: TapItem) => {
     const fromSubject = subjectOrg(item.subject);

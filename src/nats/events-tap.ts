@@ -188,7 +188,11 @@ function start(nats: Nats, tap: Tap, from: number): void {
       if (reading.signal.aborted) break;
       const item: TapItem = { data: m.data, seq: m.seq, subject: m.subject, traceparent: readerTraceparent(m) };
       tap.next = m.seq + 1;
-      tap.ring.push(item);
+      // The ring keeps an item of its own, never decoded: the readers' shared decode would
+      // otherwise live as long as the ring (thousands of messages, every event whole),
+      // long enough to be promoted out of V8's young generation and cost its full
+      // collections. A reader that joins from the ring decodes those few again.
+      tap.ring.push({ data: item.data, seq: item.seq, subject: item.subject, traceparent: item.traceparent });
       tap.held += memoryOf(tap, item);
       // Trimmed once it holds twice its bounds, not at every item: a splice moves the
       // whole ring, and one per message made a replay of the log quadratic.

@@ -11,7 +11,7 @@ import type { Directory } from '../nats/org-directory.ts';
 import type { NotifySourceType } from '../commands/notification/types.ts';
 import { monitorDown, type ExecutionSummary, type NotifySource } from './message.ts';
 import { notificationIdFor, notifyMsgId, planNotifications, type NotificationJob } from './plan.ts';
-import type { SourceResolver } from './sources.ts';
+import { monitorSource, type SourceResolver } from './sources.ts';
 import { cachedNotifyState, nextState, openNotifyState, type CachedNotifyState, type NotifyStateStore, type Outcome } from './state.ts';
 import { isWrongLastSequence } from '../nats/jetstream-errors.ts';
 import type { Supervisor } from '../nats/supervisor.ts';
@@ -44,7 +44,7 @@ const IGNORED = [
   // completion callback's deliveries are not the execution's outcome.
   'AttemptStarted', 'AttemptDeferred', 'ExecutionCancelled', 'CallbackAttempted',
   // Monitor: only going down and the first ping after are transitions.
-  'MonitorUpdated', 'MonitorPaused', 'MonitorResumed',
+  'MonitorUpdated', 'MonitorPaused', 'MonitorResumed', 'MonitorRestated',
   // Endpoint, inbound event: an endpoint's outcomes are its deliveries' AttemptFinished.
   'EndpointUpdated', 'EndpointPaused', 'EndpointResumed', 'InboundEventReceived', 'InboundEventReplayed', 'InboundDebounceOpened',
   // Debounce, batch: their tasks arrive as TaskCreated (and TaskUpdated).
@@ -80,12 +80,14 @@ export function createNotifyDecider(
     execution: ExecutionSummary | null,
     notificationId: string,
     detail: Pick<NotifySource, 'down'> = {},
+    /** The source as the event carries it (a monitor's events do): no read. */
+    carried?: NotifySource,
   ): Promise<void> {
     const resolve = deps.resolvers[source.type];
     if (!resolve) return;
     const step = nextState(await states.get(orgId, source.id), outcome, { seq, time: at, executionId: execution?.id ?? null });
     if (!step) return;
-    const resolved = await resolve(orgId, source.id);
+    const resolved = carried ?? await resolve(orgId, source.id);
     // Gone (deleted or cancelled while its last run was in flight): nothing to tell, nothing to keep.
     if (!resolved) return;
     const org = await deps.directory.organization(orgId);
@@ -134,12 +136,12 @@ export function createNotifyDecider(
     // A monitor's failure is going down; its recovery is the first ping after.
     MonitorWentDown: async (e, seq) => {
       const m = e.data.monitor;
-      await onOutcome(e.org_id, seq, e.at, { type: 'monitor', id: m.id }, 'failure', null, notificationIdFor(e.id), { down: monitorDown(e.data) });
+      await onOutcome(e.org_id, seq, e.at, { type: 'monitor', id: m.id }, 'failure', null, notificationIdFor(e.id), { down: monitorDown(e.data) }, monitorSource(m));
     },
     MonitorPinged: async (e, seq) => {
       // A start or a log line on a down monitor leaves it down: not a recovery.
       if (e.data.previous_status !== 'down' || e.data.monitor.status !== 'up') return;
-      await onOutcome(e.org_id, seq, e.at, { type: 'monitor', id: e.data.monitor.id }, 'success', null, notificationIdFor(e.id));
+      await onOutcome(e.org_id, seq, e.at, { type: 'monitor', id: e.data.monitor.id }, 'success', null, notificationIdFor(e.id), {}, monitorSource(e.data.monitor));
     },
     TaskCreated: (e) => created(e.org_id, e.data.task.id),
     ScheduleCreated: (e) => created(e.org_id, e.data.schedule.id),

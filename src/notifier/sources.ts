@@ -6,6 +6,7 @@ import type { Envelope } from '../events/envelope.ts';
 import type { EventStore } from '../events/store.ts';
 import type { NotifySource } from './message.ts';
 import { evolveMonitor } from '../commands/monitor/decide.ts';
+import type { Monitor } from '../commands/monitor/types.ts';
 import { monitorSubject } from '../commands/monitor/handlers.ts';
 import { evolveSchedule } from '../commands/schedule/decide.ts';
 import { scheduleSubject } from '../commands/schedule/handlers.ts';
@@ -34,15 +35,26 @@ function resolverOf<E extends Envelope>(
   return async (orgId, id) => {
     const last = await lastEvent(orgId, id);
     const r = last ? evolve(null, last) : null;
-    if (!r) return null;
-    return {
-      type, id: r.id, org_id: r.org_id, name: r.name, url: opts.url ? r.url ?? null : null,
-      notify_on_failure: r.notify_on_failure, notify_on_recovery: r.notify_on_recovery,
-      // Schedules have no on_failure_url/on_recovery_url of their own (the spec gives them none).
-      on_failure_url: r.on_failure_url ?? null, on_recovery_url: r.on_recovery_url ?? null,
-    };
+    return r ? notifySource(type, r, opts) : null;
   };
 }
+
+/** What a notification says of a resource and how its owner wants to hear of it. */
+function notifySource(type: NotifySourceType, r: Notifiable, opts: { url: boolean }): NotifySource {
+  return {
+    type, id: r.id, org_id: r.org_id, name: r.name, url: opts.url ? r.url ?? null : null,
+    notify_on_failure: r.notify_on_failure, notify_on_recovery: r.notify_on_recovery,
+    // Schedules have no on_failure_url/on_recovery_url of their own (the spec gives them none).
+    on_failure_url: r.on_failure_url ?? null, on_recovery_url: r.on_recovery_url ?? null,
+  };
+}
+
+/**
+ * A monitor as the event that went down (or recovered) carries it: every monitor event
+ * carries the whole monitor after it, its settings included (a change is stored before
+ * any later decision of its owner), so its notification needs no read of the monitor.
+ */
+export const monitorSource = (m: Monitor): NotifySource => notifySource('monitor', m, { url: false });
 
 /**
  * The resource types that notify, each with how to load it. Schedules, monitors and

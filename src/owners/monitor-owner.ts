@@ -1,11 +1,12 @@
-import { isMonitorSubject, SUBJECTS } from '../../streams/subjects.ts';
+import { STREAMS } from '../../streams/definitions.ts';
+import { SUBJECTS } from '../../streams/subjects.ts';
 import { childAbort } from '../lib/child-abort.ts';
 import { appendEvents, commandMeta } from '../commands/execute.ts';
+import { withEventId } from '../commands/meta.ts';
 import { committed, HeldMonitors } from '../commands/monitor/held-monitors.ts';
 import { monitorSubject } from '../commands/monitor/handlers.ts';
 import { armedDeadline } from '../commands/monitor/runs.ts';
 import { MONITOR_EVENT_TYPES, type MonitorEvent } from '../commands/monitor/types.ts';
-import { monitorPartition } from '../commands/partition/partition-of.ts';
 import type { Envelope } from '../events/envelope.ts';
 import { ConcurrencyError, type EventStore } from '../events/store.ts';
 import type { Clock } from '../lib/clock.ts';
@@ -15,8 +16,9 @@ import { heapAlarm, TimerHeap } from '../lib/timer-heap.ts';
 import type { Nats } from '../nats/connection.ts';
 import { startConsumers } from '../nats/consumer-kit.ts';
 import { decodeEvents } from '../nats/event-reader.ts';
-import { followEventBatches, type TapItem } from '../nats/events-tap.ts';
+import { followOrdered } from '../nats/follow.ts';
 import { lastOfEachMonitor } from '../scheduler/monitor-deadline-keeper.ts';
+import { shareMonitorSubjectsRead } from './monitor-subjects-read.ts';
 import { claimPartition, Fenced } from './partition-log.ts';
 import type { MonitorReplies, MonitorReply, MonitorRequest, MonitorRequests } from './monitor-wire.ts';
 
@@ -27,6 +29,8 @@ export interface MonitorOwnersDeps {
   owner: string;
   log: (m: string) => void;
   partitions: number;
+  /** The least age, in commit events, at which an owner restates a monitor (`HeldMonitors.restates`); tests lower it. */
+  restateAfter?: number;
 }
 
 /** The lease of a monitor partition's owner. */
@@ -48,9 +52,10 @@ class NotOwner extends Error {}
  */
 export function startMonitorOwners(deps: MonitorOwnersDeps) {
   const owned = new Map<number, OwnedPartition>();
+  const subjects = shareMonitorSubjectsRead((signal, take) => lastOfEachMonitor(deps.nats, signal, take), deps.partitions);
   const owners = startConsumers(deps, Array.from({ length: deps.partitions }, (_, p) => ({
     lease: monitorOwnerLease(p),
-    term: (signal: AbortSignal, _opened: unknown, lease: { held(): boolean }) => ownMonitorPartition(deps, p, lease, signal, owned),
+    term: (signal: AbortSignal, _opened: unknown, lease: { held(): boolean }) => ownMonitorPartition(deps, p, lease, signal, owned, subjects.lastOfEach),
   })));
   return {
     /** The partitions owned live here now, to be asked without a NATS round trip (`createMonitorOwnerClient`). */
@@ -77,12 +82,6 @@ export interface OwnedPartition {
   created(event: MonitorEvent, seq: number): void;
 }
 
-/** `evt.<org>.monitor.<mon>` → its organization and monitor. */
-function monitorOfSubject(subject: string): { orgId: string; id: string } {
-  const dot = subject.indexOf('.', 4);
-  return { orgId: subject.slice(4, dot), id: subject.slice(dot + 9) };
-}
-
 const monitorIdOf = (e: MonitorEvent): string => e.data.monitor.id;
 
 /**
@@ -101,6 +100,7 @@ export async function ownMonitorPartition(
   lease: { held(): boolean },
   signal: AbortSignal,
   exposed: Map<number, OwnedPartition>,
+  lastOfEach: ReturnType<typeof shareMonitorSubjectsRead>['lastOfEach'],
 ): Promise<void> {
   const { controller: stop, release } = childAbort(signal);
   const own = SUBJECTS.monitorPartition(partition);
@@ -109,7 +109,7 @@ export async function ownMonitorPartition(
     throw err;
   });
   deps.log(`monitor owner of partition ${partition}: claimed at seq ${log.claimSeq}`);
-  const monitors = new HeldMonitors();
+  const monitors = new HeldMonitors(deps.restateAfter);
   const deadlines = new TimerHeap<string>();
   let version = 0;
   let live = false;
@@ -126,7 +126,6 @@ export async function ownMonitorPartition(
     deps.log(`monitor owner of partition ${partition}: ${why}; stopping`);
     stop.abort();
   };
-  const mine = (orgId: string, id: string) => monitorPartition(orgId, id, deps.partitions) === partition;
 
   const alarm = heapAlarm(deadlines, stop.signal, () => void tick());
   /** The monitor's deadline, as its held state says (none: nothing to watch). */
@@ -155,22 +154,37 @@ export async function ownMonitorPartition(
     }
   };
 
-  /** A decision bound for the partition's commit: held now, answered once stored. */
+  /** A decision bound for the partition's commit: held now, answered once stored; with it go the restatements due by then. */
   const commit = (id: string, event: MonitorEvent): Promise<number> => {
+    const stored = place(id, event);
+    // A monitor with a change or a load under way (`chains`) waits: its own subject may be written meanwhile.
+    for (const restated of monitors.restates(() => new Date(deps.clock.now()).toISOString(), (id) => chains.has(id))) {
+      place(monitorIdOf(restated), restated).catch((err: unknown) => {
+        // Lost with its commit (a fence, a stop): the next owner reads back further, nothing more.
+        if (!(err instanceof Fenced || stop.signal.aborted)) deps.log(`monitor owner of partition ${partition}: a restatement of ${monitorIdOf(restated)}: ${(err as Error).message}`);
+      });
+    }
+    return stored;
+  };
+
+  const place = (id: string, event: MonitorEvent): Promise<number> => {
     monitors.hold(id, event);
     watch(id);
     const index = commitIndex++;
-    const stored = log.append([event]).then((seq) => {
+    const settled = () => {
+      if (commits.get(id) === stored) commits.delete(id);
+    };
+    // Every caller handles the rejection (an answer, a retried deadline, a logged restatement).
+    const stored: Promise<number> = log.append([event]).then((seq) => {
       monitors.stored(id, event, seq, index);
+      settled();
       return seq;
     }, (err: unknown) => {
+      settled();
       if (err instanceof Fenced) ending('another owner claimed the partition');
       throw err;
     });
     commits.set(id, stored);
-    void stored.catch(() => {}).finally(() => {
-      if (commits.get(id) === stored) commits.delete(id);
-    });
     return stored;
   };
 
@@ -186,7 +200,7 @@ export async function ownMonitorPartition(
   const decideCommitted = (r: MonitorRequest): Promise<MonitorReply> => {
     let events: MonitorEvent[];
     try {
-      events = monitors.decide(r.org_id, r.id, r.command, { ...commandMeta(deps.clock), eventId: r.request_id });
+      events = monitors.decide(r.org_id, r.id, r.command, withEventId(commandMeta(deps.clock), r.request_id));
     } catch (err) {
       return Promise.resolve(refusal(err));
     }
@@ -204,7 +218,7 @@ export async function ownMonitorPartition(
       if (stop.signal.aborted || !lease.held()) throw new NotOwner('not the owner');
       let events: MonitorEvent[];
       try {
-        events = monitors.decide(r.org_id, r.id, r.command, { ...commandMeta(deps.clock), eventId: r.request_id });
+        events = monitors.decide(r.org_id, r.id, r.command, withEventId(commandMeta(deps.clock), r.request_id));
       } catch (err) {
         return refusal(err);
       }
@@ -252,7 +266,8 @@ export async function ownMonitorPartition(
       });
     }
     inFlight.set(r.request_id, reply);
-    void reply.catch(() => {}).finally(() => inFlight.delete(r.request_id));
+    const done = () => inFlight.delete(r.request_id);
+    void reply.then(done, done);
     return reply;
   };
 
@@ -300,7 +315,7 @@ export async function ownMonitorPartition(
   };
 
   let subscription: { unsubscribe(): void } | undefined;
-  const goLive = () => {
+  const goLive = (readBack: { commits: number; events: number; from: number }) => {
     live = true;
     exposed.set(partition, { deadlines, answer, created });
     subscription = deps.nats.nc.subscribe(SUBJECTS.monitorOwner(partition), {
@@ -317,44 +332,35 @@ export async function ownMonitorPartition(
       },
     });
     alarm.arm();
-    deps.log(`monitor owner of partition ${partition}: live with ${monitors.size} monitors, ${deadlines.size} deadlines`);
-  };
-
-  const read = (item: TapItem) => {
-    if (item.subject === own) {
-      // Past the claim, every commit here is this owner's own, held when it was decided.
-      if (item.seq < log.claimSeq) readMessage(item.seq, decoded(item), false);
-    } else if (isMonitorSubject(item.subject)) {
-      const { orgId, id } = monitorOfSubject(item.subject);
-      if (mine(orgId, id)) readMessage(item.seq, decoded(item), true);
-    }
-    if (!live && item.seq >= log.claimSeq) goLive();
+    deps.log(`monitor owner of partition ${partition}: live with ${monitors.size} monitors, ${deadlines.size} deadlines; read back ${readBack.commits} commits (${readBack.events} events) from seq ${readBack.from}`);
   };
 
   try {
-    // The last event of each of the partition's monitors on its own subject, then the log
-    // from where the partition's commits may still hold a monitor's latest event (a
-    // partition never claimed before has none: from the end).
-    const end = await lastOfEachMonitor(deps.nats, stop.signal, (m) => {
-      const { orgId, id } = monitorOfSubject(m.subject);
-      if (mine(orgId, id)) readMessage(m.seq, decoded(m), true);
-    });
+    // The claim came first, so the last event of each of the partition's monitors on its own
+    // subject, read now (one read for the partitions of this process taken over together),
+    // is at least as new as the claim; then the partition's commits from where its last
+    // commit says (a partition never claimed before has none).
+    await lastOfEach(partition, stop.signal, (m) => readMessage(m.seq, decoded(m), true));
     if (stop.signal.aborted) return;
-    const start = log.afterSeq === 0 ? end + 1 : Math.min(log.resumeFrom, end + 1);
+    const start = log.afterSeq === 0 ? log.claimSeq : Math.min(log.resumeFrom, log.claimSeq);
     // Every commit here is this owner's own once live: a takeover reads from the lowest commit
-    // holding a monitor's latest event, else from this owner's last one.
+    // holding a monitor's latest event (kept near the end by the restatements), else from this owner's last one.
     log.resumeFromNow = () => Math.min(monitors.lowestCommit() ?? log.tail, log.tail);
-    // Caught up to its claim, it stops reading the log: every later write of its monitors
-    // is its own (commands come to it), or a create, handed over by the API process that
-    // made it or loaded at the monitor's first command. (Reading on cost every API process
-    // a second delivery and decode of the whole log.)
-    if (start <= log.claimSeq) {
-      for await (const batch of followEventBatches(deps.nats, { startSeq: start, signal: stop.signal, log: deps.log, name: `monitor-owner.${partition}`, maxMessages: 2_000 })) {
-        for (const item of batch) read(item);
-        if (live) break;
+    const readBack = { commits: 0, events: 0, from: start };
+    // Only the partition's subject, read up to the claim: the server passes over the rest of
+    // the log. Past the claim, every commit is this owner's own, held when it was decided, and
+    // every later write of its monitors is its own too (commands come to it), or a create,
+    // handed over by the API process that made it or loaded at the monitor's first command.
+    if (start < log.claimSeq) {
+      for await (const m of followOrdered(deps.nats, { stream: STREAMS.events.name, startSeq: start, filter: own, signal: stop.signal, log: deps.log, name: `monitor-owner.${partition}`, maxMessages: 1_000 })) {
+        if (m.seq >= log.claimSeq) break;
+        const events = decoded({ seq: m.seq, data: m.data });
+        readMessage(m.seq, events, false);
+        readBack.commits++;
+        readBack.events += events.length;
       }
     }
-    if (!live && !stop.signal.aborted) goLive();
+    if (!stop.signal.aborted) goLive(readBack);
     // Owned until the lease is lost or the process stops (the consumer kit aborts `signal`), or a commit is fenced.
     await new Promise<void>((resolve) => (stop.signal.aborted ? resolve() : stop.signal.addEventListener('abort', () => resolve(), { once: true })));
   } finally {

@@ -262,6 +262,8 @@ const projections: EventHandlers<void, [ProjectionBatch]> = {
   ...forTypes(['FlowControlPaused', 'FlowControlResumed'], flowKey),
   // Plan-limit reservations (read back by the quota decider) and partition claims (by the owners).
   ...forTypes(['QuotaReserved', 'PartitionClaimed'], nothing),
+  // The monitor as its row already has it (an owner's anchor for takeovers): no row changes.
+  MonitorRestated: nothing,
 };
 
 export function applyEvent(batch: ProjectionBatch, event: JetcronEvent): void {

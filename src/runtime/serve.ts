@@ -38,7 +38,7 @@ import { createLiveFeeds } from '../live/feeds.ts';
 import { createReadYourWrites } from '../http/read-your-writes.ts';
 import { openProgressBoard, shareProgress } from '../nats/progress-board.ts';
 import { answerRollCall } from '../nats/roll-call.ts';
-import { guardDispatchMode } from './dispatch-mode-guard.ts';
+import { guardModes } from './mode-guards.ts';
 import { startScheduler } from '../scheduler/scheduler.ts';
 import { bootstrapFirstOrganization } from './first-organization.ts';
 import { startEmbeddedNats } from './embedded-nats.ts';
@@ -124,10 +124,10 @@ async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () 
   stoppers.push(named('NATS connection', () => nats.close()));
   await untilStarted('applying the stream definitions', () => applyStreams(nats, config.streamReplicas), log);
   // Asked before this process answers roll calls itself.
-  await guardDispatchMode(nats, config);
+  await guardModes(nats, config);
   // The scheduler, once started, tells what deadlines it keeps.
   let monitorDeadlines: () => { armed: number; overdue: number } | null = () => null;
-  const stopAnswering = answerRollCall(nats, { instance: instanceId, roles: [...config.roles], group: config.processGroup, dispatch: config.dispatchMode, monitorDeadlines: () => monitorDeadlines() });
+  const stopAnswering = answerRollCall(nats, { instance: instanceId, roles: [...config.roles], group: config.processGroup, dispatch: config.dispatchMode, monitors: config.monitorOwners ? 'owners' : 'subjects', monitorDeadlines: () => monitorDeadlines() });
   stoppers.push(async () => stopAnswering());
 
   const { db } = connectDb(databaseUrl, 20);
@@ -259,7 +259,7 @@ async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () 
     // owns its monitor is decided there, with no NATS round trip before its commit.
     let monitorOwners = {};
     if (config.monitorOwners) {
-      const owners = startMonitorOwners({ nats, store, clock, owner: instanceId, log, partitions: config.partitions });
+      const owners = startMonitorOwners({ nats, store, clock, owner: instanceId, log, partitions: config.partitions, restateAfter: config.monitorRestateAfter });
       stoppers.push(named('monitor partition owners', () => owners.stop()));
       monitorDeadlines = () => owners.counts();
       monitorOwners = { monitorOwners: createMonitorOwnerClient({ nats, partitions: config.partitions, local: owners.local }) };

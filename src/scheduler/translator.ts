@@ -280,7 +280,7 @@ export function createTranslator(deps: TranslatorDeps) {
     // A monitor's deadline is kept in memory by the deadline keeper (monitor-deadline-keeper.ts),
     // from the monitor's own events (the reader skips them before they get here); a
     // deadline timer in TIMERS from before still fires once.
-    ...forTypes(['MonitorCreated', 'MonitorUpdated', 'MonitorPinged', 'MonitorResumed', 'MonitorPaused', 'MonitorWentDown', 'MonitorDeleted'], nothing),
+    ...forTypes(['MonitorCreated', 'MonitorUpdated', 'MonitorPinged', 'MonitorResumed', 'MonitorPaused', 'MonitorWentDown', 'MonitorDeleted', 'MonitorRestated'], nothing),
     BatchAccepted: async (e) => {
       // A batch in one commit holds its tasks' creates (read before it). One written
       // before carries them, and the API appended them right after; if it died

@@ -21,6 +21,8 @@ const ping = (id: string, receivedAt: string, suffix: string | null = null): Mon
 });
 const pinged = (state: Monitor, id: string, now: string) => decideMonitor(ping(id, now), state, at(id, now))[0]!;
 const statusOf = (h: HeldMonitors) => h.stateOf(ORG, ID)?.status;
+/** A second monitor of the organization (the spec's ids are made in order: the first create's again). */
+const another = (id: string): MonitorEvent => ({ ...create, id: `evt_create_${id}`, data: { monitor: { ...fresh, id, name: id } } }) as MonitorEvent;
 
 describe('held monitors: what a monitor partition owner holds', () => {
   test('which commands go in the partition\'s commits: pings and goings down; changes of the monitor on its own subject', () => {
@@ -96,5 +98,79 @@ describe('held monitors: what a monitor partition owner holds', () => {
     h.read(ID, 2, 0, del, true);
     assert.equal(h.stateOf(ORG, ID), null);
     assert.throws(() => h.decide(ORG, ID, ping('x', later(2000)), at('evt_x', later(2000))), /not found/i);
+  });
+
+  test('the anchor: a monitor silent for more than the bound of commit events is restated (no ping, its state unchanged), once per bound, so the lowest commit a takeover reads from stays near the end', () => {
+    const other = another('mon_busy');
+    const BUSY = 'mon_busy';
+    const h = new HeldMonitors(10);
+    h.read(ID, 1, 0, create, true);
+    h.read(BUSY, 2, 0, other, true);
+    const silent = pinged(fresh, 'evt_once', later(1000));
+    h.read(ID, 5, 0, silent, false);
+    let seq = 5;
+    /** One ping of the busy monitor, held and stored in a commit of its own; returns the restatements due with it. */
+    const pingBusy = () => {
+      const [e] = h.decide(ORG, BUSY, ping(`b${seq}`, later(2000 + seq)), at(`evt_b${seq}`, later(2000 + seq)));
+      h.hold(BUSY, e!);
+      const due = h.restates(() => later(2000 + seq));
+      seq++;
+      h.stored(BUSY, e!, seq, 0);
+      return due;
+    };
+    for (let i = 0; i < 9; i++) assert.deepEqual(pingBusy(), [], `${i + 2} commit events: within the bound`);
+    assert.equal(h.lowestCommit(), 5, 'the silent monitor holds the takeover back');
+    const [restated, ...more] = pingBusy();
+    assert.equal(more.length, 0);
+    assert.equal(restated!.type, 'MonitorRestated');
+    assert.equal(restated!.id, `${ID}.restated.5.0`, 'named after the event it repeats: a restatement decided twice is one');
+    assert.deepEqual(restated!.data.monitor, h.stateOf(ORG, ID), 'the monitor unchanged');
+    assert.equal((restated as Extract<MonitorEvent, { type: 'MonitorRestated' }>).data.restated_seq, 5);
+    assert.equal('ping' in restated!.data, false, 'not a ping');
+    // Committed like a ping: held now, placed once stored.
+    h.hold(ID, restated!);
+    h.stored(ID, restated!, ++seq, 1);
+    assert.deepEqual(h.stateOf(ORG, ID), silent.data.monitor, 'held as it was');
+    assert.equal(h.lowestCommit(), seq - 1, 'the busy monitor\'s commit is the lowest now');
+    const restatedAt = seq;
+    for (let i = 0; i < 9; i++) assert.deepEqual(pingBusy(), [], 'not again before another bound');
+    assert.equal(pingBusy()[0]?.id, `${ID}.restated.${restatedAt}.1`, 'and again after it');
+  });
+
+  test('the anchor passes over a monitor whose latest event left the commits (a pause on its own subject), one deleted, and one with a decision on its way', () => {
+    const h = new HeldMonitors(3);
+    h.read(ID, 1, 0, create, true);
+    const p1 = pinged(fresh, 'evt_a1', later(1000));
+    h.read(ID, 5, 0, p1, false);
+    const pause = decideMonitor({ type: 'PauseMonitor' }, p1.data.monitor as Monitor, at('evt_pause', later(2000)))[0]!;
+    h.read(ID, 6, 0, pause, true);
+    // Other commit events go by (read back: a takeover's count too).
+    const other = another('mon_o');
+    const O = 'mon_o';
+    const op = pinged(other.data.monitor as Monitor, 'evt_o', later(3000));
+    for (let s = 7; s < 20; s++) h.read(O, s, 0, op, false);
+    assert.deepEqual(h.restates(() => later(4000)).map((e) => e.data.monitor.id), [], 'paused on its own subject: found there; the other\'s latest is recent');
+    // A pinged monitor whose next ping is on its way is not restated: that ping is its newer event.
+    const h2 = new HeldMonitors(3);
+    h2.read(ID, 1, 0, create, true);
+    h2.read(ID, 5, 0, p1, false);
+    for (let s = 7; s < 20; s++) h2.read(O, s, 0, op, false);
+    const [next] = h2.decide(ORG, ID, ping('n', later(5000)), at('evt_n', later(5000)));
+    h2.hold(ID, next!);
+    assert.deepEqual(h2.restates(() => later(5000)), []);
+  });
+
+  test('the anchor waits for a monitor whose change is being written on its own subject (a restatement could land after the change), and restates it at a later commit if it is still due', () => {
+    const h = new HeldMonitors(3);
+    h.read(ID, 1, 0, create, true);
+    const p1 = pinged(fresh, 'evt_b1', later(1000));
+    h.read(ID, 5, 0, p1, false);
+    const op = pinged({ ...fresh, id: 'mon_o' }, 'evt_o', later(3000));
+    for (let s = 7; s < 20; s++) h.read('mon_o', s, 0, op, false);
+    assert.deepEqual(h.restates(() => later(4000), (id) => id === ID), [], 'busy: not now');
+    // Asked again behind the entries due after it: once those are (a bound's more commit events).
+    for (let s = 20; s < 30; s++) h.read('mon_o', s, 0, op, false);
+    assert.deepEqual(h.restates(() => later(4000), () => false).map((e) => e.data.monitor.id), [ID], 'then, still due: restated');
+    assert.deepEqual(h.restates(() => later(4000), () => false), [], 'once');
   });
 });

@@ -46,14 +46,14 @@ export interface TestServiceOptions {
 export function dispatchModeEnv(): Record<string, string> {
   return {
     ...(process.env.JETCRON_DISPATCH ? { JETCRON_DISPATCH: process.env.JETCRON_DISPATCH } : {}),
-    // The monitors' mode too (JETCRON_MONITOR_OWNERS=1: monitor partition owners), shared the same way.
+    // The monitors' mode too (JETCRON_MONITOR_OWNERS=0: the earlier path, no monitor partition owners), shared the same way.
     ...(process.env.JETCRON_MONITOR_OWNERS ? { JETCRON_MONITOR_OWNERS: process.env.JETCRON_MONITOR_OWNERS } : {}),
   };
 }
 
-/** Whether the suite runs with monitor partition owners (JETCRON_MONITOR_OWNERS=1; default off): leases `monitor-owner.<p>`, no deadline keeper. */
+/** Whether the suite runs with monitor partition owners (the default; JETCRON_MONITOR_OWNERS=0: off): leases `monitor-owner.<p>`, no deadline keeper. */
 export function monitorOwnersOn(): boolean {
-  return process.env.JETCRON_MONITOR_OWNERS === '1';
+  return process.env.JETCRON_MONITOR_OWNERS !== '0';
 }
 
 /** Whether the suite runs with partition owners sending tasks (the default) rather than DISPATCH (JETCRON_DISPATCH=queue). */

@@ -53,6 +53,7 @@ export function evolveMonitor(_state: Monitor | null, event: MonitorEvent): Moni
     case 'MonitorPaused':
     case 'MonitorResumed':
     case 'MonitorPinged':
+    case 'MonitorRestated':
       return upcastMonitor(event.data.monitor);
     case 'MonitorWentDown':
       return upcastMonitor(event.data.monitor, event.data.reason);

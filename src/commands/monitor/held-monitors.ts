@@ -23,6 +23,8 @@ export interface Held {
   ownSeq: number;
   /** The id of a decided event whose commit is not stored yet (its position is then unknown). */
   pending: string | null;
+  /** How many commit events were met before the latest one, when the latest is in a commit (-1: it is not): its age. */
+  ordinal: number;
 }
 
 /** What answers a command that was already stored (a retry of the same request): its event and where it is. */
@@ -33,6 +35,12 @@ export interface Stored {
 
 /** Commands already stored that a retry can be answered from (at least this many, at most twice): enough for every request of the last minutes. */
 const REMEMBERED_ANSWERS = 100_000;
+
+/**
+ * A monitor whose latest event sits this many commit events (read back or written)
+ * behind the newest is restated, at the least; see `restates`.
+ */
+export const RESTATE_AFTER_EVENTS = 10_000;
 
 /**
  * The monitors of one partition as its owner holds them, from the log: the latest
@@ -50,6 +58,22 @@ export class HeldMonitors {
   private readonly commitOf = new Map<string, number>();
   /** Event id → where it was stored: a request retried after its commit (the owner died before it answered) gets the same answer. */
   private readonly answers = generationalMap<Stored>(REMEMBERED_ANSWERS);
+  /** Commit events met so far (read back from the partition's commits, or held to be written). */
+  private metInCommits = 0;
+  /**
+   * Monitors by the ordinal of a commit event of theirs, oldest first (parallel arrays,
+   * read from `head`): an entry whose monitor has a newer event since is passed over.
+   */
+  private ageIds: string[] = [];
+  private ageOrdinals: number[] = [];
+  private ageHead = 0;
+
+  private readonly restateAfter: number;
+
+  /** @param restateAfter the least age, in commit events, at which a monitor is restated (`restates`). */
+  constructor(restateAfter = RESTATE_AFTER_EVENTS) {
+    this.restateAfter = restateAfter;
+  }
 
   get size(): number {
     return this.byId.size;
@@ -71,10 +95,12 @@ export class HeldMonitors {
    */
   read(id: string, seq: number, index: number, event: MonitorEvent, own: boolean): boolean {
     this.answers.set(event.id, { seq, event });
+    // Counted whether it wins or not: what a takeover reads back is every commit event.
+    const ordinal = own ? -1 : this.metInCommits++;
     const h = this.byId.get(id);
     if (h && own && seq > h.ownSeq) h.ownSeq = seq;
     if (h && (h.pending !== null || seq < h.seq || (seq === h.seq && index <= h.index))) return false;
-    this.place(id, evolveMonitor(null, event), seq, index, own ? seq : h?.ownSeq ?? 0, !own);
+    this.place(id, evolveMonitor(null, event), seq, index, own ? seq : h?.ownSeq ?? 0, ordinal);
     return true;
   }
 
@@ -92,9 +118,13 @@ export class HeldMonitors {
   /** A decision bound for a commit, held at once: its monitor is as it says from now on, its position set once stored. */
   hold(id: string, event: MonitorEvent): void {
     const h = this.byId.get(id);
+    const ordinal = this.metInCommits++;
     // Out of the commits' count until stored: its commit's position is not known yet, and comes after every other.
-    this.place(id, evolveMonitor(h?.state ?? null, event), h?.seq ?? 0, h?.index ?? 0, h?.ownSeq ?? 0, false);
-    this.byId.get(id)!.pending = event.id;
+    this.place(id, evolveMonitor(h?.state ?? null, event), h?.seq ?? 0, h?.index ?? 0, h?.ownSeq ?? 0, -1);
+    const held = this.byId.get(id)!;
+    held.pending = event.id;
+    held.ordinal = ordinal;
+    this.aged(id, ordinal);
   }
 
   /** The commit holding a held decision is stored at `seq`. */
@@ -121,13 +151,71 @@ export class HeldMonitors {
     return this.inCommits.lowest();
   }
 
+  /**
+   * The anchor of a takeover's read: a restatement, in the next commit, of each monitor
+   * whose latest event is a commit event more than `max(restateAfter, 2 × monitors held)`
+   * commit events old (a monitor pinged once and never since, one down and left so). So a
+   * takeover, which reads the commits back from the oldest one holding some monitor's
+   * latest event, reads at most that many events (and a turn's) whatever the monitors'
+   * silences. Each restatement follows at least that many other commit events, so they
+   * add at most half an event to each event otherwise written, and nothing while the
+   * partition writes nothing. A monitor with a decision on its way, or deleted, is not
+   * restated, nor yet one whose change is being written on its own subject (`busy`). The
+   * events are not held: the caller commits each (`hold`), as a ping's. Asked at every
+   * commit: `now` is read only when one is due.
+   */
+  restates(now: () => string, busy: (id: string) => boolean = () => false): MonitorEvent[] {
+    const bound = Math.max(this.restateAfter, 2 * this.byId.size);
+    const out: MonitorEvent[] = [];
+    const later: number[] = [];
+    while (this.ageHead < this.ageIds.length && this.ageOrdinals[this.ageHead]! < this.metInCommits - bound) {
+      const id = this.ageIds[this.ageHead]!;
+      const ordinal = this.ageOrdinals[this.ageHead]!;
+      this.ageHead++;
+      const h = this.byId.get(id);
+      // Passed over: a newer event since (its own entry is further on), on its way, on its own subject, or gone.
+      if (!h || h.ordinal !== ordinal || h.pending !== null || !this.commitOf.has(id) || !h.state) continue;
+      // A change of it being written on its own subject: restated now, the restatement could
+      // land after the change and a takeover would hold the monitor as before it. Asked
+      // again at a later commit (the change, once stored, makes it needless).
+      if (busy(id)) {
+        later.push(this.ageHead - 1);
+        continue;
+      }
+      out.push({
+        type: 'MonitorRestated',
+        id: `${id}.restated.${h.seq}.${h.index}`,
+        at: now(),
+        org_id: h.state.org_id,
+        data: { monitor: h.state, restated_seq: h.seq },
+      });
+    }
+    for (const at of later) this.aged(this.ageIds[at]!, this.ageOrdinals[at]!);
+    if (this.ageHead > 1024 && this.ageHead * 2 > this.ageIds.length) {
+      this.ageIds = this.ageIds.slice(this.ageHead);
+      this.ageOrdinals = this.ageOrdinals.slice(this.ageHead);
+      this.ageHead = 0;
+    }
+    return out;
+  }
+
   *monitors(): IterableIterator<[string, Held]> {
     yield* this.byId;
   }
 
-  private place(id: string, state: Monitor | null, seq: number, index: number, ownSeq: number, inCommit: boolean): void {
-    this.byId.set(id, { state, seq, index, ownSeq, pending: null });
-    this.inCommit(id, inCommit ? seq : null);
+  /** `ordinal` ≥ 0: the latest event is a commit event, met as the ordinal-th. */
+  private place(id: string, state: Monitor | null, seq: number, index: number, ownSeq: number, ordinal: number): void {
+    const h = this.byId.get(id);
+    // In place: a monitor pinged all along is held by one object, not a new one per ping.
+    if (h) Object.assign(h, { state, seq, index, ownSeq, pending: null, ordinal });
+    else this.byId.set(id, { state, seq, index, ownSeq, pending: null, ordinal });
+    this.inCommit(id, ordinal >= 0 ? seq : null);
+    if (ordinal >= 0) this.aged(id, ordinal);
+  }
+
+  private aged(id: string, ordinal: number): void {
+    this.ageIds.push(id);
+    this.ageOrdinals.push(ordinal);
   }
 
   private inCommit(id: string, seq: number | null): void {

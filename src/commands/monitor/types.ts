@@ -102,10 +102,17 @@ export type MonitorEvent =
   /** A ping that did not take the monitor down: a success, a start, a log line. */
   | Envelope<'MonitorPinged', { monitor: Monitor; ping: PingRecord; previous_status: MonitorStatus }>
   /** A failing ping (`ping`), a missed deadline or a run too long (`run`: the run that was). */
-  | Envelope<'MonitorWentDown', { monitor: Monitor; reason: WentDownReason; ping?: PingRecord; run?: OpenRun }>;
+  | Envelope<'MonitorWentDown', { monitor: Monitor; reason: WentDownReason; ping?: PingRecord; run?: OpenRun }>
+  /**
+   * The monitor unchanged, as its latest event left it, written again by its partition's
+   * owner in a newer commit: no ping, no change, nothing for a read model or a
+   * notification. It exists so a takeover reads the partition's commits back only a
+   * bounded way (`HeldMonitors.restates`); `restated_seq` is where the event it repeats is.
+   */
+  | Envelope<'MonitorRestated', { monitor: Monitor; restated_seq: number }>;
 
 export const MONITOR_EVENT_TYPES: ReadonlySet<string> = new Set<MonitorEvent['type']>([
-  'MonitorCreated', 'MonitorUpdated', 'MonitorDeleted', 'MonitorPaused', 'MonitorResumed', 'MonitorPinged', 'MonitorWentDown',
+  'MonitorCreated', 'MonitorUpdated', 'MonitorDeleted', 'MonitorPaused', 'MonitorResumed', 'MonitorPinged', 'MonitorWentDown', 'MonitorRestated',
 ]);
 
 export type MonitorInput = Partial<MonitorSpec>;
