@@ -12,7 +12,7 @@ export type PortableStatement =
   | { copy: string; data: Uint8Array };
 
 /** Compiles kysely's SQL without a database: the writing thread runs the compiled text as it is. */
-const compiler = new Kysely<any>({
+export const compiler = new Kysely<any>({
   dialect: {
     createAdapter: () => new PostgresAdapter(),
     createDriver: () => new DummyDriver(),
