@@ -35,7 +35,7 @@ export interface InboundReceiverDeps {
   /**
    * Given, the receiver records the requests no hook touches itself (their
    * `InboundEventReceived` commit, no router hop: `request-groups.ts`); absent, the
-   * router routes every request (`JETCRON_INBOUND_RECORD=0`).
+   * router routes every request (the default; `JETCRON_INBOUND_RECORD=1` gives the store).
    */
   store?: EventStore | undefined;
 }
