@@ -119,9 +119,10 @@ export function createRequestGroups(deps: RequestGroupsDeps) {
       const head = routeSizeOf(request.meta) + (traceparent ? traceparent.length + 16 : 0);
       const meta = traceparent ? { ...request.meta, traceparent } : request.meta;
       if (recorded && endpoint && recordedAtReceipt(endpoint)) {
-        const group = recorded.join(subject, size, head);
+        // Written whole in its payload: no routes header to bound.
+        const group = recorded.join(subject, size);
         group.items.push({ meta, body: request.body, endpoint });
-        return joined(group, size, head);
+        return joined(group, size, 0);
       }
       const group = routed.join(subject, size, head);
       group.items.push(traceparent ? { meta, body: request.body } : request);
