@@ -23,6 +23,8 @@ export interface EmbeddedNatsOptions {
   notice?: (line: string) => void;
   /** false: the server outlives this process if it is killed (test-only, to leave a leftover behind). */
   dieWithParent?: boolean;
+  /** Added to this process's environment for the server (the soak bench sets GODEBUG=gctrace=1). */
+  env?: Record<string, string>;
 }
 
 const READY_TIMEOUT_MS = 15_000;
@@ -57,7 +59,7 @@ export async function startEmbeddedNats(opts: EmbeddedNatsOptions): Promise<Embe
   let port = await pickPort(host, opts.preferredPort ?? 4222);
   for (let attempt = 1; ; attempt++) {
     try {
-      return await launch(binary, dataDir, host, port, opts.log ?? (() => {}), opts.dieWithParent ?? true);
+      return await launch(binary, dataDir, host, port, opts.log ?? (() => {}), opts.dieWithParent ?? true, opts.env);
     } catch (err) {
       // The probed port can be taken by someone else before nats-server binds it.
       if (attempt >= START_ATTEMPTS || !(err instanceof PortInUseError)) throw err;
@@ -68,12 +70,12 @@ export async function startEmbeddedNats(opts: EmbeddedNatsOptions): Promise<Embe
 
 class PortInUseError extends Error {}
 
-async function launch(binary: string, dataDir: string, host: string, port: number, log: (line: string) => void, withParent: boolean): Promise<EmbeddedNats> {
+async function launch(binary: string, dataDir: string, host: string, port: number, log: (line: string) => void, withParent: boolean, env: Record<string, string> | undefined): Promise<EmbeddedNats> {
   const configFile = path.join(dataDir, 'nats-server.conf');
   await writeFile(configFile, renderConfig(dataDir, host, port));
 
   const command = withParent ? dieWithParent(binary, ['-c', configFile], 'SIGTERM') : { file: binary, args: ['-c', configFile] };
-  const child = spawn(command.file, command.args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(command.file, command.args, { stdio: ['ignore', 'pipe', 'pipe'], env: env ? { ...process.env, ...env } : process.env });
   const tail: string[] = [];
   const onOutput = (chunk: Buffer): void => {
     for (const line of chunk.toString('utf8').split('\n')) {
