@@ -15,12 +15,12 @@
  *
  * Opt-in (`npm run bench -- soak`): not part of the default run, it takes ~10 minutes at 1M.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { connectNats, type Nats } from '../src/nats/connection.ts';
 import { CONSUMERS, STREAMS } from '../streams/definitions.ts';
-import { hrMs, onCleanup, sleep } from './harness.ts';
+import { hrMs, onCleanup, RESULTS_DIR, sleep } from './harness.ts';
 import { closedLoop } from './load.ts';
 import { countExecutions, executionStatuses, troubleNotes, withStack, type BenchContext, type BenchResult, type Benchmark, type Metric, type Stack } from './stack.ts';
 import { fmt, type Table } from './stats.ts';
@@ -319,12 +319,15 @@ interface GoHeap {
  * after; the goal. The live heap tells memory the server holds from memory its GC has not
  * handed back to the OS yet, which RSS mixes.
  */
-function goHeapTracer() {
+function goHeapTracer(logFile: string) {
   const recent: { live: number; goal: number }[] = [];
   let gcs = 0;
+  writeFileSync(logFile, '');
   return {
     env: { GODEBUG: 'gctrace=1' },
     line(line: string) {
+      // Every line, stamped with the wall clock, for reading the Go heap against the checkpoints.
+      appendFileSync(logFile, `${new Date().toISOString()} ${line}\n`);
       const m = /^gc \d+ @.*?(\d+)->(\d+)->(\d+) MB, (\d+) MB goal/.exec(line);
       if (!m) return;
       gcs++;
@@ -615,7 +618,9 @@ export const soak: Benchmark = {
     const heapFile = path.join(heapDir, 'heap.json');
     writeFileSync(heapFile, '');
     const nodeOptions = [process.env.NODE_OPTIONS, heapReporter(heapFile)].filter(Boolean).join(' ');
-    const go = goHeapTracer();
+    const logDir = path.join(RESULTS_DIR, 'logs');
+    mkdirSync(logDir, { recursive: true });
+    const go = goHeapTracer(path.join(logDir, 'soak.nats.log'));
     try {
       return await withStack(ctx, this.name, (s) => soakRun(ctx, s, n, { heapFile, go }, this.title), {
         env: { JETCRON_PROCESSES: '1', NODE_OPTIONS: nodeOptions },
@@ -651,7 +656,7 @@ async function soakRun(ctx: BenchContext, s: Stack, n: number, traces: { heapFil
     const cpuEnd = s.startCpuPhase();
     const logRow = (r: Snapshot) =>
       ctx.log(
-        `soak: ${markLabel(r.mark)}: ${fmt.int(r.success)} success at ${fmt.s(r.at / 1000)}; jetcron RSS ${range(r.serviceRss)} MiB, heap after GC ${mib(r.heap?.afterMajorGc)} MiB, nats RSS ${range(r.natsRss)} MiB, Go heap ${mib(r.goHeap?.live)} / ${mib(r.goHeap?.goal)} MiB, EVENTS ${mib(r.events.bytes)} MiB / ${r.events.subjects} subjects, PG ${mib(r.pgDbBytes)} MiB`,
+        `soak: ${markLabel(r.mark)} (${new Date().toISOString().slice(11, 19)}): ${fmt.int(r.success)} success at ${fmt.s(r.at / 1000)}; jetcron RSS ${range(r.serviceRss)} MiB, heap after GC ${mib(r.heap?.afterMajorGc)} MiB, nats RSS ${range(r.natsRss)} MiB, Go heap ${mib(r.goHeap?.live)} / ${mib(r.goHeap?.goal)} MiB, EVENTS ${mib(r.events.bytes)} MiB / ${r.events.subjects} subjects, PG ${mib(r.pgDbBytes)} MiB`,
       );
 
     // The target's distinct count every 250 ms: the feed's bound, and the checkpoints before the last.
