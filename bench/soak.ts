@@ -42,6 +42,8 @@ const FIXED_MARKS = [100_000, 200_000, 500_000, 1_000_000];
 /** RSS is sampled this often; a checkpoint's RSS is the median of the last RSS_SAMPLES samples. */
 const RSS_SAMPLE_MS = 200;
 const RSS_SAMPLES = 5;
+/** A checkpoint's recent rate is over this long: nats-server's heap follows the rate of the moment. */
+const RECENT_RATE_MS = 10_000;
 /** GCs of nats-server whose live heap a checkpoint takes the median of. */
 const GO_GCS = 5;
 /** Bounds: the whole run stops at 30 min (run.ts); 1M at ~1,800/s takes ~9–10 min. */
@@ -91,6 +93,8 @@ interface Snapshot {
   at: number;
   /** Distinct requests at the target. */
   arrived: number;
+  /** Arrivals per second over the RECENT_RATE_MS before the checkpoint (NaN at start and at the last, after the drain). */
+  recentRate: number;
   /** Executions `success` in Postgres. */
   success: number;
   /** The median of the last RSS_SAMPLES samples (the last second), with their range. */
@@ -380,6 +384,7 @@ async function snapshot(s: Stack, nats: Nats, probes: { heapFile: string; natsDi
     mark,
     at,
     arrived: target.unique,
+    recentRate: NaN,
     success: Number(pgRow.rows[0]?.n ?? 0),
     serviceRss: probes.rss.service(),
     serviceProcs: tree.length,
@@ -414,7 +419,7 @@ function checkpointTable(rows: Snapshot[]): Table {
       'checkpoint',
       'elapsed',
       'success (PG)',
-      'exec/s (interval)',
+      'exec/s (interval / last 10 s)',
       'jetcron RSS MiB, median (range)',
       'V8 heap MiB (after GC / now)',
       'nats RSS MiB, median (range)',
@@ -436,7 +441,7 @@ function checkpointTable(rows: Snapshot[]): Table {
         markLabel(r.mark),
         r.mark === 'start' ? '–' : fmt.s(r.at / 1000),
         fmt.int(r.success),
-        fmt.rate(rate),
+        `${fmt.rate(rate)} / ${fmt.rate(r.recentRate)}`,
         range(r.serviceRss),
         `${mib(r.heap?.afterMajorGc)} / ${mib(r.heap?.heapUsed)}`,
         range(r.natsRss),
@@ -542,6 +547,20 @@ function slope(points: [number, number][]): number {
   return sxx === 0 ? 0 : points.reduce((a, [x, y]) => a + (x - mx) * (y - my), 0) / sxx;
 }
 
+/**
+ * Least squares of y = b0 + b1·x1 + b2·x2 (the normal equations, centred, by Cramer's rule);
+ * undefined when x1 and x2 are collinear.
+ */
+function fitTwo(points: [number, number, number][]): { b1: number; b2: number } | undefined {
+  const n = points.length;
+  const m = [0, 1, 2].map((k) => points.reduce((a, p) => a + p[k]!, 0) / n);
+  const s = (i: number, j: number) => points.reduce((a, p) => a + (p[i]! - m[i]!) * (p[j]! - m[j]!), 0);
+  const [s11, s22, s12, s1y, s2y] = [s(0, 0), s(1, 1), s(0, 1), s(0, 2), s(1, 2)];
+  const det = s11 * s22 - s12 * s12;
+  if (!(Math.abs(det) > 1e-9 * s11 * s22)) return undefined;
+  return { b1: (s1y * s22 - s2y * s12) / det, b2: (s11 * s2y - s12 * s1y) / det };
+}
+
 const inUnit = (q: Quantity, v: number, signed = false) => {
   const sign = signed && v >= 0 ? '+' : '';
   if (q.unit === 'MiB') return `${sign}${mib(v)} MiB`;
@@ -558,6 +577,8 @@ interface Verdict {
   peak: number;
   /** Least-squares slope over the checkpoints from the reference on, per 100k executions. */
   trend: number;
+  /** The same with the recent rate as a second variable: growth per 100k at a constant rate, and per 1,000/s. */
+  atConstantRate: { per100k: number; per1000PerS: number } | undefined;
   verdict: string;
   ok: boolean | undefined;
 }
@@ -573,7 +594,10 @@ function verdictOf(q: Quantity, ref: Reference, rows: Snapshot[]): Verdict | und
   const mid = span.reduce((best, r) => (Math.abs(r.success - midCount) < Math.abs(best.success - midCount) ? r : best), span[0]!);
   const peak = Math.max(...span.map((r) => q.pick(r) ?? 0));
   const trend = slope(span.filter((r) => q.pick(r) != null).map((r) => [r.success, q.pick(r)!])) * 100_000;
-  const base = { q, ref: a, last: b, per100k: per100k(ref.row, last), halves: mid !== ref.row && mid !== last ? ([per100k(ref.row, mid), per100k(mid, last)] as [number, number]) : undefined, peak, trend };
+  const withRate = span.filter((r) => q.pick(r) != null && Number.isFinite(r.recentRate));
+  const fit = withRate.length >= 4 ? fitTwo(withRate.map((r) => [r.success, r.recentRate, q.pick(r)!])) : undefined;
+  const atConstantRate = fit && { per100k: fit.b1 * 100_000, per1000PerS: fit.b2 * 1000 };
+  const base = { q, ref: a, last: b, per100k: per100k(ref.row, last), halves: mid !== ref.row && mid !== last ? ([per100k(ref.row, mid), per100k(mid, last)] as [number, number]) : undefined, peak, trend, atConstantRate };
   if (q.kind === 'flat') {
     const ok = b <= (q.factor ?? FLAT_FACTOR) * a + (q.unit === 'MiB' ? MiB : 0);
     const windows = q.name.startsWith('nats-server') && ref.row.at < DEDUPE_WINDOW_MS ? ' (duplicate windows still filling at the reference; see notes)' : '';
@@ -589,7 +613,7 @@ function verdictOf(q: Quantity, ref: Reference, rows: Snapshot[]): Verdict | und
 
 function verdictTable(ref: Reference, last: Snapshot, vs: Verdict[]): Table {
   return {
-    headers: ['quantity', `at ${markLabel(ref.row.mark)} (reference)`, `at ${markLabel(last.mark)}`, 'change', 'per 100k executions', 'first / second half, per 100k', 'trend per 100k (least squares)', 'peak since reference', 'verdict'],
+    headers: ['quantity', `at ${markLabel(ref.row.mark)} (reference)`, `at ${markLabel(last.mark)}`, 'change', 'per 100k executions', 'first / second half, per 100k', 'trend per 100k (least squares)', 'per 100k at a constant rate / per 1,000 exec/s (fit with the last 10 s\'s rate)', 'peak since reference', 'verdict'],
     rows: vs.map((v) => [
       v.q.name,
       inUnit(v.q, v.ref),
@@ -599,6 +623,7 @@ function verdictTable(ref: Reference, last: Snapshot, vs: Verdict[]): Table {
       v.q.kind === 'queue' ? '–' : inUnit(v.q, v.per100k, true),
       v.halves && v.q.kind !== 'queue' ? `${inUnit(v.q, v.halves[0], true)} / ${inUnit(v.q, v.halves[1], true)}` : '–',
       v.q.kind === 'queue' ? '–' : inUnit(v.q, v.trend, true),
+      v.q.kind === 'flat' && v.atConstantRate ? `${inUnit(v.q, v.atConstantRate.per100k, true)} / ${inUnit(v.q, v.atConstantRate.per1000PerS, true)}` : '–',
       inUnit(v.q, v.peak),
       v.verdict,
     ]),
@@ -656,16 +681,25 @@ async function soakRun(ctx: BenchContext, s: Stack, n: number, traces: { heapFil
     const cpuEnd = s.startCpuPhase();
     const logRow = (r: Snapshot) =>
       ctx.log(
-        `soak: ${markLabel(r.mark)} (${new Date().toISOString().slice(11, 19)}): ${fmt.int(r.success)} success at ${fmt.s(r.at / 1000)}; jetcron RSS ${range(r.serviceRss)} MiB, heap after GC ${mib(r.heap?.afterMajorGc)} MiB, nats RSS ${range(r.natsRss)} MiB, Go heap ${mib(r.goHeap?.live)} / ${mib(r.goHeap?.goal)} MiB, EVENTS ${mib(r.events.bytes)} MiB / ${r.events.subjects} subjects, PG ${mib(r.pgDbBytes)} MiB`,
+        `soak: ${markLabel(r.mark)} (${new Date().toISOString().slice(11, 19)}): ${fmt.int(r.success)} success at ${fmt.s(r.at / 1000)}, ${fmt.rate(r.recentRate)} over the last 10 s; jetcron RSS ${range(r.serviceRss)} MiB, heap after GC ${mib(r.heap?.afterMajorGc)} MiB, nats RSS ${range(r.natsRss)} MiB, Go heap ${mib(r.goHeap?.live)} / ${mib(r.goHeap?.goal)} MiB, EVENTS ${mib(r.events.bytes)} MiB / ${r.events.subjects} subjects, PG ${mib(r.pgDbBytes)} MiB`,
       );
 
     // The target's distinct count every 250 ms: the feed's bound, and the checkpoints before the last.
     let polling = true;
     let nextMark = 0;
+    /** (time, arrived) of the polls of the last RECENT_RATE_MS, and one before. */
+    const recent: [number, number][] = [];
+    const recentRate = () => {
+      const [t0r, a0] = recent[0]!;
+      const [t1r, a1] = recent.at(-1)!;
+      return t1r > t0r ? ((a1 - a0) * 1000) / (t1r - t0r) : NaN;
+    };
     const poller = (async () => {
       while (polling) {
         const st = await s.target.stats().catch(() => undefined);
         if (st) arrived = st.unique;
+        recent.push([hrMs(), arrived]);
+        while (recent.length > 2 && recent[1]![0] <= hrMs() - RECENT_RATE_MS) recent.shift();
         const outstanding = startedCount - arrived;
         polls++;
         if (outstanding > maxOutstanding) maxOutstanding = outstanding;
@@ -680,6 +714,7 @@ async function soakRun(ctx: BenchContext, s: Stack, n: number, traces: { heapFil
           while (nextMark < marks.length - 1 && arrived >= marks[nextMark]!) mark = marks[nextMark++]!;
           const r = await take(mark, hrMs() - t0).catch((e: Error) => (ctx.log(`soak: checkpoint ${mark} failed: ${e.message}`), undefined));
           if (r) {
+            r.recentRate = recentRate();
             rows.push(r);
             logRow(r);
           }
@@ -767,7 +802,7 @@ async function soakRun(ctx: BenchContext, s: Stack, n: number, traces: { heapFil
       { label: 'EVENTS per execution', value: `${(last.events.messages / Math.max(1, last.success)).toFixed(2)} msgs, ${fmt.int(last.events.bytes / Math.max(1, last.success))} B; ${fmt.int(last.events.subjects)} subjects` },
     ];
     const notes = [
-      `reference: ${ref.how}. flat: the last checkpoint is at most ${RSS_FLAT_FACTOR} × the reference for RSS (issue 21, aim 9), ${FLAT_FACTOR} × for the heaps and the small streams (+1 MiB, for quantities near zero such as the streams besides EVENTS); DISPATCH messages: at most the feed's bound (${fmt.int(MAX_OUTSTANDING)}). "per 100k executions": the change from the reference to the last checkpoint over the executions finished (success in Postgres) in between, × 100,000; the halves split that span at the checkpoint nearest its middle; the trend is the least-squares slope over every checkpoint from the reference on.`,
+      `reference: ${ref.how}. flat: the last checkpoint is at most ${RSS_FLAT_FACTOR} × the reference for RSS (issue 21, aim 9), ${FLAT_FACTOR} × for the heaps and the small streams (+1 MiB, for quantities near zero such as the streams besides EVENTS); DISPATCH messages: at most the feed's bound (${fmt.int(MAX_OUTSTANDING)}). "per 100k executions": the change from the reference to the last checkpoint over the executions finished (success in Postgres) in between, × 100,000; the halves split that span at the checkpoint nearest its middle; the trend is the least-squares slope over every checkpoint from the reference on; "at a constant rate" fits the same checkpoints (the last, after the drain, left out) to executions and the rate of the ${RECENT_RATE_MS / 1000} s before each (target arrivals), since a process's heap follows the work in flight and the machine's other load moves the rate: its first figure is the growth with the log alone.`,
       `RSS: each checkpoint's is the median of the last ${RSS_SAMPLES} samples of VmRSS, one every ${RSS_SAMPLE_MS} ms (the range in brackets), since a single reading of nats-server swings ±20% with its GC cycle. nats-server Go heap: from the lines GODEBUG=gctrace=1 makes it write at each GC, the median of the last ${GO_GCS} GCs (${last.goHeap?.gcs ?? 0} GCs by the end): the live heap after a GC and the goal the next starts at (GOGC=100: twice the live heap); RSS over the goal is memory the Go runtime has not handed back to the OS yet.`,
       `checkpoints before the last are taken when the target has received that many distinct requests (polled every ${POLL_MS} ms), the last once Postgres shows every created task's execution as success (or progress stalled ${STALL_MS / 1000} s); exec/s (interval) counts target arrivals between checkpoints.`,
       `jetcron RSS: VmRSS of the \`jetcron serve\` process and its descendants (run with JETCRON_PROCESSES=1), at the last checkpoint ${last.serviceParts.map((p) => `${p.comm} ${mib(p.rss)} MiB`).join(' + ')}. V8 heap: the service's main thread, written once a second by a module preloaded with NODE_OPTIONS --import (≤ 1 s old): used right after the last major GC (${last.heap?.majorGcs ?? 0} major GCs by the end), and used at that moment. nats dir: allocated blocks under the nats-server's data dir. other streams: TIMERS, LANES, NOTIFY, INBOUND, HELD and the KV buckets.`,
