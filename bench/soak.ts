@@ -20,7 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { connectNats, type Nats } from '../src/nats/connection.ts';
 import { CONSUMERS, STREAMS } from '../streams/definitions.ts';
-import { hrMs, onCleanup, RESULTS_DIR, sleep } from './harness.ts';
+import { freePort, hrMs, onCleanup, RESULTS_DIR, sleep } from './harness.ts';
 import { closedLoop } from './load.ts';
 import { countExecutions, executionStatuses, troubleNotes, withStack, type BenchContext, type BenchResult, type Benchmark, type Metric, type Stack } from './stack.ts';
 import { fmt, type Table } from './stats.ts';
@@ -345,6 +345,22 @@ function goHeapTracer(logFile: string) {
   };
 }
 
+/**
+ * nats-server's heap profile (Go's pprof, text form: in-use bytes by allocation site, then
+ * runtime.MemStats) written at each checkpoint to bench/results/logs/soak.nats-heap.<mark>.txt,
+ * so that what grows can be named by the function that allocated it.
+ */
+function natsHeapProfiles(port: number, dir: string) {
+  return async (label: string): Promise<void> => {
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/debug/pprof/heap?debug=1`);
+      writeFileSync(path.join(dir, `soak.nats-heap.${label}.txt`), await res.text());
+    } catch {
+      /* a missed profile leaves a gap, not a failed run */
+    }
+  };
+}
+
 type Rss = ReturnType<typeof rssSampler>;
 type GoTrace = ReturnType<typeof goHeapTracer>;
 
@@ -646,10 +662,11 @@ export const soak: Benchmark = {
     const logDir = path.join(RESULTS_DIR, 'logs');
     mkdirSync(logDir, { recursive: true });
     const go = goHeapTracer(path.join(logDir, 'soak.nats.log'));
+    const profPort = await freePort();
     try {
-      return await withStack(ctx, this.name, (s) => soakRun(ctx, s, n, { heapFile, go }, this.title), {
+      return await withStack(ctx, this.name, (s) => soakRun(ctx, s, n, { heapFile, go, natsProfile: natsHeapProfiles(profPort, logDir) }, this.title), {
         env: { JETCRON_PROCESSES: '1', NODE_OPTIONS: nodeOptions },
-        nats: { env: go.env, log: go.line },
+        nats: { env: go.env, log: go.line, profPort },
       });
     } finally {
       await removeHeapDir();
@@ -657,13 +674,16 @@ export const soak: Benchmark = {
   },
 };
 
-async function soakRun(ctx: BenchContext, s: Stack, n: number, traces: { heapFile: string; go: GoTrace }, title: string): Promise<BenchResult> {
+async function soakRun(ctx: BenchContext, s: Stack, n: number, traces: { heapFile: string; go: GoTrace; natsProfile: (label: string) => Promise<void> }, title: string): Promise<BenchResult> {
   const nats = await connectNats(s.nats.url, 'bench-soak');
   const rss = rssSampler(s.service.pid, () => s.nats.pid());
   try {
     const probes = { ...traces, natsDir: natsDataDir(s.nats.pid()), rss };
     const marks = checkpointMarks(n);
-    const take = (mark: Snapshot['mark'], at: number) => snapshot(s, nats, probes, mark, at);
+    const take = async (mark: Snapshot['mark'], at: number) => {
+      const [r] = await Promise.all([snapshot(s, nats, probes, mark, at), traces.natsProfile(mark === 'start' ? 'start' : markLabel(mark))]);
+      return r;
+    };
     const rows: Snapshot[] = [];
     // The idle service, a moment after the org exists (the heap file has been written).
     await sleep(1500);
