@@ -107,6 +107,8 @@ interface Snapshot {
   natsRss: Sampled;
   /** nats-server's Go heap from its gctrace lines: median of the last GO_GCS GCs; undefined before any. */
   goHeap: GoHeap | undefined;
+  /** nats-server's Go runtime: memory taken from the OS, and handed back (its heap profile's MemStats). */
+  goMem: GoMemStats | undefined;
   events: { messages: number; bytes: number; subjects: number };
   dispatch: { messages: number; bytes: number };
   /** The `dispatchers` consumer: delivered and not yet acked, not yet delivered, redeliveries. */
@@ -351,14 +353,33 @@ function goHeapTracer(logFile: string) {
  * so that what grows can be named by the function that allocated it.
  */
 function natsHeapProfiles(port: number, dir: string) {
-  return async (label: string): Promise<void> => {
+  return async (label: string): Promise<GoMemStats | undefined> => {
     try {
       const res = await fetch(`http://127.0.0.1:${port}/debug/pprof/heap?debug=1`);
-      writeFileSync(path.join(dir, `soak.nats-heap.${label}.txt`), await res.text());
+      const text = await res.text();
+      writeFileSync(path.join(dir, `soak.nats-heap.${label}.txt`), text);
+      return goMemStats(text);
     } catch {
-      /* a missed profile leaves a gap, not a failed run */
+      return undefined; // a missed profile leaves a gap, not a failed run
     }
   };
+}
+
+/**
+ * From runtime.MemStats at the end of a text heap profile: Sys, all the memory the Go
+ * runtime has taken from the OS (it only grows: a high-water mark), and HeapReleased, the
+ * part of it handed back since. RSS ≈ Sys − HeapReleased, so an RSS that moves while Sys
+ * stays put is the scavenger's timing, not memory the server holds on to.
+ */
+interface GoMemStats {
+  sys: number;
+  heapReleased: number;
+}
+
+function goMemStats(text: string): GoMemStats | undefined {
+  const field = (name: string) => Number(new RegExp(`^# ${name} = (\\d+)$`, 'm').exec(text)?.[1] ?? NaN);
+  const stats = { sys: field('Sys'), heapReleased: field('HeapReleased') };
+  return Number.isFinite(stats.sys) && Number.isFinite(stats.heapReleased) ? stats : undefined;
 }
 
 type Rss = ReturnType<typeof rssSampler>;
@@ -408,6 +429,7 @@ async function snapshot(s: Stack, nats: Nats, probes: { heapFile: string; natsDi
     serviceParts: parts,
     natsRss: probes.rss.nats(),
     goHeap: probes.go.heap(),
+    goMem: undefined,
     events: { messages: ev?.messages ?? 0, bytes: ev?.bytes ?? 0, subjects: ev?.subjects ?? 0 },
     dispatch: { messages: dq?.messages ?? 0, bytes: dq?.bytes ?? 0 },
     dispatchers: dispatchers && { ackPending: dispatchers.num_ack_pending, pending: dispatchers.num_pending, redelivered: dispatchers.num_redelivered },
@@ -440,6 +462,7 @@ function checkpointTable(rows: Snapshot[]): Table {
       'V8 heap MiB (after GC / now)',
       'nats RSS MiB, median (range)',
       'nats Go heap MiB (live / goal)',
+      'nats Go MiB from the OS / released',
       'EVENTS msgs',
       'EVENTS MiB',
       'EVENTS subjects',
@@ -462,6 +485,7 @@ function checkpointTable(rows: Snapshot[]): Table {
         `${mib(r.heap?.afterMajorGc)} / ${mib(r.heap?.heapUsed)}`,
         range(r.natsRss),
         r.goHeap ? `${mib(r.goHeap.live)} / ${mib(r.goHeap.goal)}` : '–',
+        r.goMem ? `${mib(r.goMem.sys)} / ${mib(r.goMem.heapReleased)}` : '–',
         fmt.int(r.events.messages),
         mib(r.events.bytes),
         fmt.int(r.events.subjects),
@@ -544,6 +568,7 @@ const QUANTITIES: Quantity[] = [
   { name: 'jetcron V8 heap after major GC', unit: 'MiB', kind: 'flat', expected: 'bounded caches only', pick: (r) => r.heap?.afterMajorGc },
   { name: 'nats-server RSS', unit: 'MiB', kind: 'flat', factor: RSS_FLAT_FACTOR, expected: 'flat once the duplicate windows are full', pick: (r) => r.natsRss.median },
   { name: 'nats-server Go heap, live', unit: 'MiB', kind: 'flat', expected: 'flat once the duplicate windows are full', pick: (r) => r.goHeap?.live },
+  { name: 'nats-server memory from the OS (Go Sys)', unit: 'MiB', kind: 'flat', factor: RSS_FLAT_FACTOR, expected: 'a high-water mark: flat once the busiest moment has passed', pick: (r) => r.goMem?.sys },
   { name: 'EVENTS messages', unit: 'msgs', kind: 'log', expected: 'EVENTS keeps everything', pick: (r) => r.events.messages },
   { name: 'EVENTS bytes', unit: 'MiB', kind: 'log', expected: 'EVENTS keeps everything', pick: (r) => r.events.bytes },
   { name: 'DISPATCH messages', unit: 'msgs', kind: 'queue', expected: 'a work queue: acked jobs are removed', pick: (r) => r.dispatch.messages },
@@ -674,15 +699,15 @@ export const soak: Benchmark = {
   },
 };
 
-async function soakRun(ctx: BenchContext, s: Stack, n: number, traces: { heapFile: string; go: GoTrace; natsProfile: (label: string) => Promise<void> }, title: string): Promise<BenchResult> {
+async function soakRun(ctx: BenchContext, s: Stack, n: number, traces: { heapFile: string; go: GoTrace; natsProfile: (label: string) => Promise<GoMemStats | undefined> }, title: string): Promise<BenchResult> {
   const nats = await connectNats(s.nats.url, 'bench-soak');
   const rss = rssSampler(s.service.pid, () => s.nats.pid());
   try {
     const probes = { ...traces, natsDir: natsDataDir(s.nats.pid()), rss };
     const marks = checkpointMarks(n);
     const take = async (mark: Snapshot['mark'], at: number) => {
-      const [r] = await Promise.all([snapshot(s, nats, probes, mark, at), traces.natsProfile(mark === 'start' ? 'start' : markLabel(mark))]);
-      return r;
+      const [r, goMem] = await Promise.all([snapshot(s, nats, probes, mark, at), traces.natsProfile(mark === 'start' ? 'start' : markLabel(mark))]);
+      return { ...r, goMem };
     };
     const rows: Snapshot[] = [];
     // The idle service, a moment after the org exists (the heap file has been written).
@@ -701,7 +726,7 @@ async function soakRun(ctx: BenchContext, s: Stack, n: number, traces: { heapFil
     const cpuEnd = s.startCpuPhase();
     const logRow = (r: Snapshot) =>
       ctx.log(
-        `soak: ${markLabel(r.mark)} (${new Date().toISOString().slice(11, 19)}): ${fmt.int(r.success)} success at ${fmt.s(r.at / 1000)}, ${fmt.rate(r.recentRate)} over the last 10 s; jetcron RSS ${range(r.serviceRss)} MiB, heap after GC ${mib(r.heap?.afterMajorGc)} MiB, nats RSS ${range(r.natsRss)} MiB, Go heap ${mib(r.goHeap?.live)} / ${mib(r.goHeap?.goal)} MiB, EVENTS ${mib(r.events.bytes)} MiB / ${r.events.subjects} subjects, PG ${mib(r.pgDbBytes)} MiB`,
+        `soak: ${markLabel(r.mark)} (${new Date().toISOString().slice(11, 19)}): ${fmt.int(r.success)} success at ${fmt.s(r.at / 1000)}, ${fmt.rate(r.recentRate)} over the last 10 s; jetcron RSS ${range(r.serviceRss)} MiB, heap after GC ${mib(r.heap?.afterMajorGc)} MiB, nats RSS ${range(r.natsRss)} MiB, Go heap ${mib(r.goHeap?.live)} / ${mib(r.goHeap?.goal)} MiB, Go from the OS ${mib(r.goMem?.sys)} MiB, EVENTS ${mib(r.events.bytes)} MiB / ${r.events.subjects} subjects, PG ${mib(r.pgDbBytes)} MiB`,
       );
 
     // The target's distinct count every 250 ms: the feed's bound, and the checkpoints before the last.
@@ -802,6 +827,7 @@ async function soakRun(ctx: BenchContext, s: Stack, n: number, traces: { heapFil
     const heapVerdict = short('jetcron V8 heap after major GC');
     const natsVerdict = short('nats-server RSS');
     const goVerdict = short('nats-server Go heap, live');
+    const goSysVerdict = short('nats-server memory from the OS (Go Sys)');
     // The aim's own words, "from 200k to 1M", next to the reference after the windows.
     const at200k = loadRows.find((r) => r.mark === REFERENCE_AT);
     const fromAim = (pick: (r: Snapshot) => number) => (at200k && at200k !== last ? `${mib(pick(at200k))} → ${mib(pick(last))} MiB (${signedPct((100 * (pick(last) - pick(at200k))) / pick(at200k))})` : '–');
@@ -818,12 +844,13 @@ async function soakRun(ctx: BenchContext, s: Stack, n: number, traces: { heapFil
       heapVerdict,
       natsVerdict,
       goVerdict,
+      goSysVerdict,
       { label: `RSS medians from the ${markLabel(REFERENCE_AT)} checkpoint (${at200k ? fmt.s(at200k.at / 1000) : '–'} in), jetcron / nats-server`, value: `${fromAim((r) => r.serviceRss.median)} / ${fromAim((r) => r.natsRss.median)}` },
       { label: 'EVENTS per execution', value: `${(last.events.messages / Math.max(1, last.success)).toFixed(2)} msgs, ${fmt.int(last.events.bytes / Math.max(1, last.success))} B; ${fmt.int(last.events.subjects)} subjects` },
     ];
     const notes = [
       `reference: ${ref.how}. flat: the last checkpoint is at most ${RSS_FLAT_FACTOR} × the reference for RSS (issue 21, aim 9), ${FLAT_FACTOR} × for the heaps and the small streams (+1 MiB, for quantities near zero such as the streams besides EVENTS); DISPATCH messages: at most the feed's bound (${fmt.int(MAX_OUTSTANDING)}). "per 100k executions": the change from the reference to the last checkpoint over the executions finished (success in Postgres) in between, × 100,000; the halves split that span at the checkpoint nearest its middle; the trend is the least-squares slope over every checkpoint from the reference on; "at a constant rate" fits the same checkpoints (the last, after the drain, left out) to executions and the rate of the ${RECENT_RATE_MS / 1000} s before each (target arrivals), since a process's heap follows the work in flight and the machine's other load moves the rate: its first figure is the growth with the log alone.`,
-      `RSS: each checkpoint's is the median of the last ${RSS_SAMPLES} samples of VmRSS, one every ${RSS_SAMPLE_MS} ms (the range in brackets), since a single reading of nats-server swings ±20% with its GC cycle. nats-server Go heap: from the lines GODEBUG=gctrace=1 makes it write at each GC, the median of the last ${GO_GCS} GCs (${last.goHeap?.gcs ?? 0} GCs by the end): the live heap after a GC and the goal the next starts at (GOGC=100: twice the live heap); RSS over the goal is memory the Go runtime has not handed back to the OS yet.`,
+      `RSS: each checkpoint's is the median of the last ${RSS_SAMPLES} samples of VmRSS, one every ${RSS_SAMPLE_MS} ms (the range in brackets), since a single reading of nats-server swings ±20% with its GC cycle. nats-server Go heap: from the lines GODEBUG=gctrace=1 makes it write at each GC, the median of the last ${GO_GCS} GCs (${last.goHeap?.gcs ?? 0} GCs by the end): the live heap after a GC and the goal the next starts at (GOGC=100: twice the live heap); RSS over the goal is memory the Go runtime has not handed back to the OS yet. Go from the OS / released: runtime.MemStats Sys and HeapReleased from nats-server's heap profile (pprof on a \`prof_port\`, written whole to bench/results/logs/soak.nats-heap.<checkpoint>.txt with the in-use bytes by allocation site): Sys never falls, so it is flat exactly when the server stopped taking memory; RSS ≈ Sys − released.`,
       `checkpoints before the last are taken when the target has received that many distinct requests (polled every ${POLL_MS} ms), the last once Postgres shows every created task's execution as success (or progress stalled ${STALL_MS / 1000} s); exec/s (interval) counts target arrivals between checkpoints.`,
       `jetcron RSS: VmRSS of the \`jetcron serve\` process and its descendants (run with JETCRON_PROCESSES=1), at the last checkpoint ${last.serviceParts.map((p) => `${p.comm} ${mib(p.rss)} MiB`).join(' + ')}. V8 heap: the service's main thread, written once a second by a module preloaded with NODE_OPTIONS --import (≤ 1 s old): used right after the last major GC (${last.heap?.majorGcs ?? 0} major GCs by the end), and used at that moment. nats dir: allocated blocks under the nats-server's data dir. other streams: TIMERS, LANES, NOTIFY, INBOUND, HELD and the KV buckets.`,
       `nats-server keeps the msg id of every message published in EVENTS' and DISPATCH's duplicate window (${DEDUPE_WINDOW_MS / 60_000} min) in memory, so its RSS is expected to grow until the run is that old${ref.row.at < DEDUPE_WINDOW_MS ? `; the reference checkpoint came ${fmt.s(ref.row.at / 1000)} in${last.at < DEDUPE_WINDOW_MS ? ` and the last ${fmt.s(last.at / 1000)} in, so the windows were filling for the whole run` : ''}` : ''}.`,
