@@ -871,6 +871,7 @@ async function soakRun(ctx: BenchContext, s: Stack, n: number, traces: { heapFil
         { label: 'soak correct (target + Postgres)', value: `${fmt.int(st.unique)} arrived, ${fmt.int(last.success)} success of ${fmt.int(n)}`, ok: allArrived && allSuccess && st.duplicates === 0 },
         { ...rssVerdict, label: 'soak jetcron RSS' },
         { ...natsVerdict, label: 'soak nats-server RSS' },
+        { ...goSysVerdict, label: 'soak nats-server memory from the OS (Go Sys)' },
       ],
       tables: [
         { title: 'Checkpoints (sizes at that moment; exec/s over the interval since the previous row)', table: checkpointTable(rows) },
