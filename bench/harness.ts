@@ -172,9 +172,10 @@ export interface BenchNats {
   stop(): Promise<void>;
 }
 
-export async function startNats(): Promise<BenchNats> {
+/** env: added to the server's environment; log: each line it writes; profPort: Go's pprof served there. */
+export async function startNats(opts: { env?: Record<string, string>; log?: (line: string) => void; profPort?: number } = {}): Promise<BenchNats> {
   const { dir, remove } = tempDir('nats');
-  const n = await startEmbeddedNats({ dataDir: dir, preferredPort: 0 });
+  const n = await startEmbeddedNats({ dataDir: dir, preferredPort: 0, env: opts.env, log: opts.log, profPort: opts.profPort });
   const pidFile = path.join(dir, 'nats.pid');
   const stop = onCleanup('nats-server', async () => {
     await n.stop();

@@ -76,13 +76,13 @@ export async function withStack<T>(
   ctx: BenchContext,
   name: string,
   fn: (s: Stack) => Promise<T>,
-  opts: { env?: Record<string, string>; plan?: 'free' | 'pro'; node?: string } = {},
+  opts: { env?: Record<string, string>; plan?: 'free' | 'pro'; node?: string; nats?: Parameters<typeof startNats>[0] } = {},
 ): Promise<T> {
   const postgres = await ctx.postgres();
   const stops: (() => Promise<void>)[] = [];
   try {
     ctx.log(`${name}: starting nats-server, database, target and jetcron serve`);
-    const nats = await startNats();
+    const nats = await startNats(opts.nats);
     stops.push(nats.stop);
     const database = await postgres.createDatabase(name);
     stops.push(database.drop);

@@ -44,6 +44,24 @@ function portOf(server: net.Server): number {
   return address.port;
 }
 
+test('startEmbeddedNats passes env to the server and serves Go\'s pprof on profPort when asked', async (t) => {
+  const defer = cleanups(t);
+  const dataDir = await tempDir(defer);
+  // A free port for pprof: bound, read, released.
+  const probe = await listen(0);
+  const profPort = portOf(probe);
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  const lines: string[] = [];
+  const nats = await startEmbeddedNats({ dataDir, preferredPort: 0, env: { GODEBUG: 'gctrace=1' }, profPort, log: (line) => lines.push(line) });
+  defer(() => nats.stop());
+
+  // gc=1 makes the server collect before it answers: with GODEBUG=gctrace=1 that GC writes its line.
+  const res = await fetch(`http://127.0.0.1:${profPort}/debug/pprof/heap?debug=1&gc=1`);
+  assert.equal(res.status, 200);
+  assert.match(await res.text(), /^heap profile: /);
+  while (!lines.some((l) => /^gc \d+ @/.test(l))) await new Promise((r) => setTimeout(r, 20));
+});
+
 test('startEmbeddedNats records its URL, serves NATS, and is gone after stop', async (t) => {
   const defer = cleanups(t);
   const dataDir = await tempDir(defer);

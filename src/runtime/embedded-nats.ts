@@ -23,6 +23,10 @@ export interface EmbeddedNatsOptions {
   notice?: (line: string) => void;
   /** false: the server outlives this process if it is killed (test-only, to leave a leftover behind). */
   dieWithParent?: boolean;
+  /** Added to this process's environment for the server (the soak bench sets GODEBUG=gctrace=1). */
+  env?: Record<string, string>;
+  /** Serve Go's pprof on this port of 127.0.0.1 (`prof_port`; the soak bench reads heap profiles from it). */
+  profPort?: number;
 }
 
 const READY_TIMEOUT_MS = 15_000;
@@ -57,7 +61,7 @@ export async function startEmbeddedNats(opts: EmbeddedNatsOptions): Promise<Embe
   let port = await pickPort(host, opts.preferredPort ?? 4222);
   for (let attempt = 1; ; attempt++) {
     try {
-      return await launch(binary, dataDir, host, port, opts.log ?? (() => {}), opts.dieWithParent ?? true);
+      return await launch(binary, dataDir, host, port, opts.log ?? (() => {}), opts.dieWithParent ?? true, opts.env, opts.profPort);
     } catch (err) {
       // The probed port can be taken by someone else before nats-server binds it.
       if (attempt >= START_ATTEMPTS || !(err instanceof PortInUseError)) throw err;
@@ -68,12 +72,12 @@ export async function startEmbeddedNats(opts: EmbeddedNatsOptions): Promise<Embe
 
 class PortInUseError extends Error {}
 
-async function launch(binary: string, dataDir: string, host: string, port: number, log: (line: string) => void, withParent: boolean): Promise<EmbeddedNats> {
+async function launch(binary: string, dataDir: string, host: string, port: number, log: (line: string) => void, withParent: boolean, env: Record<string, string> | undefined, profPort: number | undefined): Promise<EmbeddedNats> {
   const configFile = path.join(dataDir, 'nats-server.conf');
-  await writeFile(configFile, renderConfig(dataDir, host, port));
+  await writeFile(configFile, renderConfig(dataDir, host, port, profPort));
 
   const command = withParent ? dieWithParent(binary, ['-c', configFile], 'SIGTERM') : { file: binary, args: ['-c', configFile] };
-  const child = spawn(command.file, command.args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(command.file, command.args, { stdio: ['ignore', 'pipe', 'pipe'], env: env ? { ...process.env, ...env } : process.env });
   const tail: string[] = [];
   const onOutput = (chunk: Buffer): void => {
     for (const line of chunk.toString('utf8').split('\n')) {
@@ -130,10 +134,11 @@ async function launch(binary: string, dataDir: string, host: string, port: numbe
   };
 }
 
-function renderConfig(dataDir: string, host: string, port: number): string {
+function renderConfig(dataDir: string, host: string, port: number, profPort: number | undefined): string {
   return [
     `host: ${JSON.stringify(host)}`,
     `port: ${port}`,
+    ...(profPort === undefined ? [] : [`prof_port: ${profPort}`]),
     'max_payload: 8MB',
     `pid_file: ${JSON.stringify(path.join(dataDir, 'nats.pid'))}`,
     'jetstream {',
