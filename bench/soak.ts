@@ -68,6 +68,19 @@ function soakTasks(): number {
   return n;
 }
 
+/**
+ * JETCRON_SOAK_RATE: creates at this steady rate (tasks/s) instead of as fast as the
+ * service takes them. nats-server's memory follows the rate it is written at (its block
+ * buffers), so checkpoints compare like with like only when the rate is the same at each.
+ */
+function soakRate(): number | undefined {
+  const raw = process.env.JETCRON_SOAK_RATE;
+  if (raw === undefined || raw.trim() === '') return undefined;
+  const r = Number(raw);
+  if (!Number.isFinite(r) || r <= 0) throw new Error(`JETCRON_SOAK_RATE=${raw}: give a rate in tasks per second`);
+  return r;
+}
+
 const TITLE_N = (() => {
   try {
     return soakTasks();
@@ -768,11 +781,17 @@ async function soakRun(ctx: BenchContext, s: Stack, n: number, traces: { heapFil
       }
     })();
 
+    const rate = soakRate();
     const load = await closedLoop({
       concurrency: CONCURRENCY,
       maxCount: n,
       maxMs: CREATE_MAX_MS,
       fn: async (i) => {
+        // Paced: each index waits for its place on the plan (the workers take indexes in order).
+        if (rate !== undefined) {
+          const wait = t0 + (i * 1000) / rate - hrMs();
+          if (wait > 0) await sleep(wait);
+        }
         while (i - arrived >= MAX_OUTSTANDING && hrMs() - t0 < CREATE_MAX_MS && stoppedEarly === undefined) await sleep(50);
         if (stoppedEarly !== undefined) return;
         startedCount++;
@@ -834,6 +853,7 @@ async function soakRun(ctx: BenchContext, s: Stack, n: number, traces: { heapFil
 
     const metrics: Metric[] = [
       { label: 'executions asked for', value: `${fmt.int(n)}${process.env.JETCRON_SOAK_TASKS ? ' (JETCRON_SOAK_TASKS)' : ''}` },
+      { label: 'create rate', value: rate === undefined ? 'as fast as the service answers (closed loop)' : `${fmt.int(rate)}/s steady (JETCRON_SOAK_RATE)` },
       { label: 'tasks created (201)', value: `${fmt.int(createdOk)} of ${fmt.int(startedCount)} sent; ${s.api.outcomes.describe()}` },
       { label: 'target received (distinct / duplicates)', value: `${fmt.int(st.unique)} / ${fmt.int(st.duplicates)}`, goal: `${fmt.int(n)} / 0`, ok: allArrived && st.duplicates === 0 },
       { label: 'executions success in Postgres', value: fmt.int(last.success), goal: fmt.int(n), ok: allSuccess },
