@@ -44,6 +44,14 @@ export const SUBJECTS = {
   flowStats: 'jetcron.flow-control.stats',
   /** One inbound event's forwarding records (`InboundEventReceived`, `InboundEventReplayed`). */
   inboundEvent: (org: string, eventId: string) => `evt.${org}.inbound.${eventId}`,
+  /**
+   * The `InboundEventReceived` commits the receiver appends itself (since 2026-11-26,
+   * requests no hook touches: no router hop), one per INBOUND group, on one of
+   * `CREATE_SHARDS` subjects per organization chosen by the group's id: subjects grow
+   * with organizations, not with requests. msg id = the commit's last event id, so a
+   * retried append is one message.
+   */
+  inboundReceived: (org: string, commitId: string) => `evt.${org}.inbound-received.${createShard(commitId)}`,
   /** An endpoint's debounce window for one transform() `debounce_key` (its SHA-256, so any text is a token). */
   inboundDebounce: (org: string, endpointId: string, keyHash: string) => `evt.${org}.inbound-debounce.${endpointId}.${keyHash}`,
   /** An inbound request as received (INBOUND stream). */

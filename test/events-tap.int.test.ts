@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, test } from 'node:test';
 import type { Nats } from '../src/nats/connection.ts';
-import { eventsTapRing, followEvents, tuneEventsTap, type TapItem } from '../src/nats/events-tap.ts';
+import { eventsTapRing, followEvents, forgetWriting, tuneEventsTap, writingCommit, type TapItem } from '../src/nats/events-tap.ts';
+import { decodeEvents } from '../src/nats/event-reader.ts';
 import { startNatsWithStreams } from './support/nats.ts';
 import { eventually } from './support/wait.ts';
 
@@ -167,4 +168,25 @@ test('the recent items kept for readers that join are kept undecoded: a decode s
   assert.deepEqual(seqs(b.items), range(stored + 1, end));
   assert.ok(b.items.every((i) => i.decoded === undefined), 'no decode kept for it');
   assert.ok(eventsTapRing(nats).items >= 20, 'it joined from the recent items');
+});
+
+test('a commit this process wrote reaches its readers as the events it wrote, not decoded again; other bytes on that subject are decoded', async () => {
+  const nats = await connection();
+  const start = (await lastSeq(nats)) + 1;
+  const subject = 'evt.partition.tap-own';
+  const events = [{ type: 'AttemptStarted', id: 'e1', at: '2026-11-26T00:00:00.000Z', org_id: 'org_tap', data: { execution_id: 'exe_1' } }];
+  const data = Buffer.from(JSON.stringify({ type: 'Commit', id: 'c1', at: events[0]!.at, events }));
+  const r = reader(nats, start, () => start + 1);
+  writingCommit(nats, subject, data, events);
+  await nats.publish(subject, data);
+  // Same subject, other bytes (a rival's commit after a takeover): read from the log as usual.
+  const rival = Buffer.from(JSON.stringify({ type: 'Commit', id: 'c2', at: events[0]!.at, events: [{ ...events[0], id: 'e2' }] }));
+  writingCommit(nats, subject, data, events);
+  await nats.publish(subject, rival);
+  await within(r.done, 'reader of two commits');
+  assert.deepEqual(seqs(r.items), [start, start + 1]);
+  assert.equal(r.items[0]!.decoded, events, 'the written events themselves');
+  assert.equal(r.items[1]!.decoded, undefined, 'not taken for the written commit');
+  assert.deepEqual(decodeEvents(r.items[1]!.data).map((e) => e.id), ['e2']);
+  forgetWriting(nats, subject);
 });

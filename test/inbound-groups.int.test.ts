@@ -32,14 +32,14 @@ async function storedRequests(nats: Nats): Promise<Array<StoredRequest & { seq: 
   return out;
 }
 
-test('kill -9 of the API right after 200 answers loses no request: every answered id is stored, once, and routed after a restart', async () => {
+for (const record of ['0', '1']) test(`kill -9 of the API right after 200 answers loses no request: every answered id is stored, once, and recorded (${record === '1' ? 'by the receiver' : 'by the router after a restart'})`, async () => {
   const natsServer = await startTestNats();
   const db = await createTestDatabase();
   const procs: JetcronProcess[] = [];
   let nats: Nats | undefined;
   try {
     // api + projector (the API key and the endpoint's slug are read from the read models); no router.
-    const first = await spawnJetcron({ roles: 'api,projector', natsUrl: natsServer.url, databaseUrl: db.url, label: 'api' });
+    const first = await spawnJetcron({ roles: 'api,projector', natsUrl: natsServer.url, databaseUrl: db.url, label: 'api', env: { JETCRON_INBOUND_RECORD: record } });
     procs.push(first);
     const org = await createOrgWithKey(natsServer.url);
     const api = apiClient(() => first.url!, org.apiKey);
@@ -82,19 +82,28 @@ test('kill -9 of the API right after 200 answers loses no request: every answere
     const messages = new Set(stored.map((r) => r.seq)).size;
     assert.ok(messages <= stored.length);
 
-    // A new process with the router routes every stored request: one inbound_events row each.
-    procs.push(await spawnJetcron({ roles: 'api,projector,scheduler', natsUrl: natsServer.url, databaseUrl: db.url, label: 'after' }));
+    // A new process with the router routes every stored request the killed receiver had
+    // not recorded itself: one inbound_events row for each answered request. A group the
+    // receiver stored and was killed before recording was answered to no one: it may stay
+    // unrecorded (the router passes over a group marked as the receiver's), never twice.
+    procs.push(await spawnJetcron({ roles: 'api,projector,scheduler', natsUrl: natsServer.url, databaseUrl: db.url, label: 'after', env: { JETCRON_INBOUND_RECORD: record } }));
     const client = new pg.Client({ connectionString: db.url });
     await client.connect();
     try {
+      // The router's way records every stored request, answered or not.
+      const awaited = record === '0' ? storedIds : [...answered];
       await eventually(async () => {
-        const r = await client.query<{ n: string }>('SELECT count(*) AS n FROM inbound_events WHERE id = ANY($1)', [storedIds]);
-        return Number(r.rows[0]!.n) === storedIds.length;
+        const r = await client.query<{ n: string }>('SELECT count(*) AS n FROM inbound_events WHERE id = ANY($1)', [awaited]);
+        return Number(r.rows[0]!.n) === awaited.length;
       }, 60_000, 200);
       const rows = await client.query<{ id: string; inbound_seq: string }>('SELECT id, inbound_seq FROM inbound_events');
-      assert.equal(rows.rows.length, storedIds.length, 'one row per stored request, none twice');
+      const rowIds = rows.rows.map((r) => r.id);
+      assert.equal(new Set(rowIds).size, rowIds.length, 'no request recorded twice');
       const seqOf = new Map(stored.map((r) => [r.meta.id, r.seq]));
       for (const row of rows.rows) assert.equal(Number(row.inbound_seq), seqOf.get(row.id), `${row.id}: the sequence of the message holding it`);
+      const unrecorded = storedIds.filter((id) => !rowIds.includes(id));
+      assert.deepEqual(unrecorded.filter((id) => answered.has(id)), [], 'every answered request recorded');
+      if (record === '0') assert.deepEqual(unrecorded, [], 'every stored request routed');
     } finally {
       await client.end();
     }
@@ -107,8 +116,9 @@ test('kill -9 of the API right after 200 answers loses no request: every answere
 });
 
 test('a log of single-request INBOUND messages, whole groups and groups with their routes in a header routes all: every request forwarded once, in arrival order, its stored request readable and replayed alike', async () => {
-  // No scheduler (so no router) until the log is written.
-  const svc = await startTestService({ JETCRON_ROLES: 'api,projector' });
+  // No scheduler (so no router) until the log is written; the receiver as it was before it
+  // recorded requests itself (every request the router's).
+  const svc = await startTestService({ JETCRON_ROLES: 'api,projector', JETCRON_INBOUND_RECORD: '0' });
   const target = await startTarget(() => ({ status: 200 }));
   let nats: Nats | undefined;
   try {
@@ -197,6 +207,88 @@ test('a log of single-request INBOUND messages, whole groups and groups with the
       assert.equal(again.headers['x-seq'], first!.headers['x-seq']);
       assert.equal(again.path, first!.path);
     }
+  } finally {
+    await nats?.close();
+    await target.close();
+    await svc.stop();
+  }
+});
+
+test('requests no hook touches are recorded by the receiver, no router: forwarded and listed with no scheduler running, one commit per group on a shared subject; a scripted endpoint\'s requests wait for the router', async () => {
+  // No scheduler role: no router in the deployment until the restart.
+  const svc = await startTestService({ JETCRON_ROLES: 'api,projector,dispatcher,notifier', JETCRON_INBOUND_RECORD: '1' });
+  const target = await startTarget(() => ({ status: 200 }));
+  let nats: Nats | undefined;
+  try {
+    const { orgId, api } = await svc.createOrg('pro');
+    const plain = (await api('POST', '/endpoints', { name: 'plain', forward_urls: [`${target.url}/plain`, `${target.url}/plain-2`], use_lane: false })).body.data as { id: string; slug: string };
+    const scripted = (await api('POST', '/endpoints', {
+      name: 'scripted', forward_urls: [`${target.url}/scripted`], use_lane: false,
+      script: 'function filter(req)\n  return true\nend',
+    })).body.data as { id: string; slug: string };
+    const send = async (slug: string, i: number) => {
+      const res = await fetch(`${svc.url}/in/${slug}`, { method: 'POST', body: JSON.stringify({ i }), headers: { 'Content-Type': 'application/json' } });
+      assert.equal(res.status, 200);
+      return ((await res.json()) as { id: string }).id;
+    };
+    // At once, so the receiver groups them.
+    const ids = await Promise.all(Array.from({ length: 20 }, (_, i) => send(plain.slug, i)));
+    await eventually(async () => target.received.filter((r) => r.path.startsWith('/plain')).length >= 40, 30_000, 50);
+    // After the plain groups in INBOUND: the router, once it runs, reads them first.
+    const waiting = await send(scripted.slug, -1);
+    const forwarded = target.received.filter((r) => r.path.startsWith('/plain'));
+    assert.equal(forwarded.length, 40, 'each request to each of the two URLs, once');
+    assert.deepEqual(new Set(forwarded.map((r) => String(r.headers['x-jetcron-event-id']))), new Set(ids));
+    const listed = await eventually(async () => {
+      const res = await api('GET', `/endpoints/${plain.id}/events?limit=100`);
+      return res.body.data.length === 20 ? res.body.data as Array<{ id: string; execution_status: string }> : undefined;
+    });
+    assert.deepEqual(new Set(listed.map((e) => e.id)), new Set(ids));
+
+    // EVENTS: the receiver's commits on the organization's shared subjects, no subject per request.
+    nats = await connectNats(svc.natsUrl, 'test reader');
+    const evt = await nats.jsm.streams.info(STREAMS.events.name, { subjects_filter: `evt.${orgId}.>` });
+    const subjects = Object.keys(evt.state.subjects ?? {});
+    assert.ok(!subjects.some((s) => s.startsWith(`evt.${orgId}.inbound.`)), `no per-request subject: ${subjects.join(', ')}`);
+    const commits = subjects.filter((s) => s.startsWith(`evt.${orgId}.inbound-received.`));
+    const recorded: string[] = [];
+    for (const subject of commits) {
+      for (let seq = 0; ;) {
+        const msg = await nats.jsm.direct.getMessage(STREAMS.events.name, { next_by_subj: subject, seq: seq + 1 }).catch(() => null);
+        if (!msg) break;
+        seq = msg.seq;
+        const body = JSON.parse(new TextDecoder().decode(msg.data)) as { events?: Array<{ type: string; id: string }> } & { type?: string; id?: string };
+        for (const e of body.events ?? [body as { type: string; id: string }]) {
+          assert.equal(e.type, 'InboundEventReceived');
+          recorded.push(e.id);
+        }
+      }
+    }
+    assert.deepEqual(recorded.sort(), ids.map((id) => `${id}.received`).sort(), 'one InboundEventReceived per request, none twice');
+    // INBOUND: the plain endpoint's groups are marked as recorded; the scripted one's is the router's.
+    const inboundSubjects = [SUBJECTS.inbound(orgId, plain.id), SUBJECTS.inbound(orgId, scripted.id)];
+    const marked = new Map<string, number>();
+    const last = (await nats.jsm.streams.info(STREAMS.inbound.name)).state.last_seq;
+    for (let seq = 1; seq <= last; seq++) {
+      const msg = await nats.jsm.streams.getMessage(STREAMS.inbound.name, { seq }).catch(() => null);
+      if (!msg || !inboundSubjects.includes(msg.subject)) continue;
+      const key = `${msg.subject === inboundSubjects[0] ? 'plain' : 'scripted'} ${msg.header?.get('Jetcron-Routed') ? 'recorded' : 'to route'}`;
+      marked.set(key, (marked.get(key) ?? 0) + decodeStoredRequests(msg.data, msg.header).length);
+    }
+    assert.deepEqual(Object.fromEntries(marked), { 'plain recorded': 20, 'scripted to route': 1 });
+    assert.ok(!target.received.some((r) => r.path === '/scripted'), 'no router, so the scripted endpoint\'s request is not forwarded yet');
+
+    // The router, once it runs, routes the scripted endpoint's request and passes the recorded groups over.
+    await svc.restart({ JETCRON_ROLES: 'api,projector,scheduler,dispatcher,notifier' });
+    await eventually(async () => target.received.some((r) => r.path === '/scripted'), 30_000, 50);
+    const scriptedRow = await eventually(async () => {
+      const res = await api('GET', `/endpoints/${scripted.id}/events`);
+      return res.body.data.length === 1 ? res.body.data[0] as { id: string } : undefined;
+    });
+    assert.equal(scriptedRow.id, waiting);
+    const after = (await api('GET', `/endpoints/${plain.id}/events?limit=100`)).body.data as unknown[];
+    assert.equal(after.length, 20, 'the recorded requests are not routed again');
+    assert.equal(target.received.filter((r) => r.path.startsWith('/plain')).length, 40, 'nor forwarded again');
   } finally {
     await nats?.close();
     await target.close();

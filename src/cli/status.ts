@@ -163,7 +163,8 @@ async function readMonitors(db: Db): Promise<Omit<MonitorStatusCounts, 'deadline
   return out;
 }
 
-async function readLeases(kv: KV, now: number): Promise<Array<Omit<LeaseStatus, 'holder_pid'>>> {
+/** `clock`: the time each entry is read at; a lease renewed after the report began is measured from then, never past its TTL. */
+async function readLeases(kv: KV, clock: () => number): Promise<Array<Omit<LeaseStatus, 'holder_pid'>>> {
   const out = [];
   // A key renewed while it is listed can come twice: each lease once.
   const keys = new Set<string>();
@@ -172,7 +173,7 @@ async function readLeases(kv: KV, now: number): Promise<Array<Omit<LeaseStatus, 
     const e = await kv.get(key);
     if (!e || e.operation !== 'PUT') continue;
     const expires = e.created.getTime() + KV_BUCKETS.leases.ttlMs;
-    out.push({ name: key, holder: e.string(), expires_at: iso(expires), expires_in_seconds: Math.max(0, Math.round((expires - now) / 100) / 10) });
+    out.push({ name: key, holder: e.string(), expires_at: iso(expires), expires_in_seconds: Math.max(0, Math.round((expires - clock()) / 100) / 10) });
   }
   // The projector first, then the readers, then partitions in number order.
   const rank = (n: string) => (n === PROJECTOR_LEASE ? 0 : n.startsWith('timers.') ? 2 : 1);
@@ -258,7 +259,7 @@ export async function readStatus(deps: {
       ? part('projections', () => Promise.reject(new Error(db.missing)), null)
       : part('projections', () => withTimeout(readProjections(db), PG_TIMEOUT_MS, 'Postgres'), null),
     'missing' in db ? null : part('monitors', () => withTimeout(readMonitors(db), PG_TIMEOUT_MS, 'Postgres'), null),
-    part('leases', async () => readLeases(await kvm.open(KV_BUCKETS.leases.name), now), []),
+    part('leases', async () => readLeases(await kvm.open(KV_BUCKETS.leases.name), deps.now ?? Date.now), []),
     part('processes', () => rollCall(deps.nats, deps.rollCallMs), []),
     'missing' in db ? null : part('flow control', () => withTimeout(readFlowKeys(db), PG_TIMEOUT_MS, 'Postgres'), null),
     part('flow control owners', async () => [...(await askFlowStats(deps.nats, null)).keys.values()], null),

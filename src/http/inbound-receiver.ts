@@ -5,7 +5,9 @@ import type { Endpoint } from '../commands/endpoint/types.ts';
 import { newId } from '../lib/ids.ts';
 import { isoTime } from '../lib/iso-time.ts';
 import { storableText } from '../lib/input-checks.ts';
+import type { Log } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
+import type { EventStore } from '../events/store.ts';
 import type { SecretBox } from '../lib/secret-box.ts';
 import type { Nats } from '../nats/connection.ts';
 import type { EndpointDirectory } from '../inbound/endpoint-directory.ts';
@@ -29,7 +31,13 @@ export interface InboundReceiverDeps {
   /** Opens the endpoint's secrets for `verify`, the only hook that sees them. */
   secrets: SecretBox;
   metrics: Metrics;
-  log: (m: string) => void;
+  log: Log;
+  /**
+   * Given, the receiver records the requests no hook touches itself (their
+   * `InboundEventReceived` commit, no router hop: `request-groups.ts`); absent, the
+   * router routes every request (the default; `JETCRON_INBOUND_RECORD=1` gives the store).
+   */
+  store?: EventStore | undefined;
 }
 
 /**
@@ -83,11 +91,11 @@ function readBody(req: IncomingMessage, done: (body: Buffer | 'too_large') => vo
  * express because this is the hot path (no API key, no JSON parsing). The request
  * is answered only after JetStream has stored it in INBOUND (with the other requests
  * to its endpoint of the same loop turn, `request-groups.ts`); the router takes it
- * from there.
+ * from there, unless no hook touches it (then its event is recorded here too).
  */
 export function createInboundReceiver(deps: InboundReceiverDeps) {
   const presets = presetVerifiers(deps.secrets);
-  const groups = createRequestGroups(deps.nats);
+  const groups = createRequestGroups({ nats: deps.nats, store: deps.store, log: deps.log });
 
   const error = (res: ServerResponse, t0: number, status: number, message: string, headers?: readonly string[]) =>
     answer(res, deps.metrics, t0, status, JSON.stringify({ error: { message, field: null } }), headers);
@@ -164,7 +172,7 @@ export function createInboundReceiver(deps: InboundReceiverDeps) {
     // An id is [a-z0-9_]: the answer needs no JSON encoder.
     const text = `{"id":"${meta.id}","status":"${meta.rejected ? 'rejected' : endpoint.paused ? 'queued' : 'received'}"}`;
     const status = meta.rejected?.status_code ?? 200;
-    groups.store(SUBJECTS.inbound(endpoint.org_id, endpoint.id), { meta, body }).then(
+    groups.store(SUBJECTS.inbound(endpoint.org_id, endpoint.id), { meta, body }, endpoint).then(
       () => answer(res, deps.metrics, t0, status, text),
       (err) => failed(res, t0, err),
     );

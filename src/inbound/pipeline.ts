@@ -1,6 +1,6 @@
 import { derivedId } from '../lib/ids.ts';
 import type { Endpoint } from '../commands/endpoint/types.ts';
-import type { ForwardPlan, InboundEventRecord, InboundOutcome } from '../commands/inbound-event/types.ts';
+import type { ForwardPlan, InboundEventEvent, InboundEventRecord, InboundOutcome } from '../commands/inbound-event/types.ts';
 import { parseDuration } from '../lib/duration.ts';
 import { ApiError } from '../lib/errors.ts';
 import type { ScriptEngine } from '../scripts/engine.ts';
@@ -97,6 +97,47 @@ export function eventRecord(
 
 /** The endpoint as its deliveries need it later. */
 export const endpointSnapshot = (e: Endpoint) => ({ id: e.id, name: e.name, use_lane: e.use_lane, retry_attempts: e.retry_attempts });
+
+/**
+ * The event recording one stored request's deliveries (`delivery` decided them;
+ * `planned` is what is recorded: a debounce may have moved them into a window).
+ * The router's and, for requests no hook touches, the receiver's: the same event
+ * under the same id (`<request id>.received`) whichever writes it.
+ */
+export function receivedEvent(
+  meta: RequestRoute,
+  inboundSeq: number,
+  endpoint: Endpoint,
+  delivery: RoutedDelivery,
+  planned: Pick<RoutedDelivery, 'outcome' | 'executions'>,
+  at: string,
+): InboundEventEvent {
+  return {
+    type: 'InboundEventReceived',
+    id: `${meta.id}.received`,
+    at,
+    org_id: meta.org_id,
+    data: { event: eventRecord(meta, inboundSeq, planned.outcome, delivery), endpoint: endpointSnapshot(endpoint), executions: planned.executions },
+  };
+}
+
+/** Whether the receiver records its endpoint's requests itself (`plannedAtReceipt`). */
+export const recordedAtReceipt = (endpoint: Endpoint): boolean => !endpoint.script;
+
+/**
+ * A request's deliveries when no hook can touch them (an endpoint without a script),
+ * decided where it arrives: null when the router must decide (the endpoint has a
+ * script: all its requests go the router's way, so they keep one order). The
+ * execution ids are the ones the router would plan.
+ */
+export function plannedAtReceipt(endpoint: Endpoint, meta: RequestRoute): RoutedDelivery | null {
+  if (!recordedAtReceipt(endpoint)) return null;
+  let receivedMs: number | undefined;
+  return plannedWithoutHooks({
+    endpoint, route: meta, hooks: null, now: meta.received_at,
+    executionId: (i) => plannedExecutionId(meta.id, (receivedMs ??= Date.parse(meta.received_at)), i),
+  });
+}
 
 /**
  * The script engine could not run a hook (busy, stopping): plan the event again later.

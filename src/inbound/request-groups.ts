@@ -1,8 +1,15 @@
+import { SUBJECTS } from '../../streams/subjects.ts';
+import type { Endpoint } from '../commands/endpoint/types.ts';
+import type { InboundEventEvent } from '../commands/inbound-event/types.ts';
+import type { EventStore } from '../events/store.ts';
 import { newId } from '../lib/ids.ts';
-import { createTurnGroups } from '../lib/turn-groups.ts';
+import { isoTime } from '../lib/iso-time.ts';
+import type { Log } from '../lib/logger.ts';
+import { createTurnGroups, type TurnGroup } from '../lib/turn-groups.ts';
 import type { Nats } from '../nats/connection.ts';
-import { currentTraceparent } from '../telemetry/tracing.ts';
-import { encodeStoredGroup, type InboundRequestMeta, type StoredRequest } from './stored-request.ts';
+import { currentTraceparent, openSpan, SpanKind, type SpanScope } from '../telemetry/tracing.ts';
+import { plannedAtReceipt, receivedEvent, recordedAtReceipt } from './pipeline.ts';
+import { encodeStoredGroup, encodeWholeGroup, ROUTED_HEADER, type InboundRequestMeta, type StoredRequest } from './stored-request.ts';
 
 /**
  * A group closes at this many requests, bytes (INBOUND's max_msg_size is 2 MiB) or bytes
@@ -25,6 +32,21 @@ function routeSizeOf(meta: InboundRequestMeta): number {
   return n;
 }
 
+/** A request the receiver records itself: the endpoint it was received for decides its deliveries. */
+type RecordedRequest = StoredRequest & { endpoint: Endpoint };
+
+export interface RequestGroupsDeps {
+  nats: Nats;
+  /**
+   * Given, requests no hook touches (`plannedAtReceipt`) are recorded here: after their
+   * group is stored, its `InboundEventReceived` commit is appended to EVENTS before
+   * any of them is answered, and the router passes the group over. Absent, every
+   * request goes the router's way.
+   */
+  store?: EventStore | undefined;
+  log?: Log | undefined;
+}
+
 /**
  * The inbound requests of one turn of the event loop, per endpoint (INBOUND subject), in
  * one INBOUND message, in arrival order: one stored message and one ack for the turn,
@@ -32,9 +54,11 @@ function routeSizeOf(meta: InboundRequestMeta): number {
  * still means stored; a group is stored whole or not at all (each of its requests then
  * answers the failure).
  */
-export function createRequestGroups(nats: Nats) {
-  const groups = createTurnGroups<StoredRequest>(
-    { maxCount: MAX_REQUESTS, maxBytes: MAX_BYTES, maxHead: MAX_ROUTES },
+export function createRequestGroups(deps: RequestGroupsDeps) {
+  const { nats, store } = deps;
+  const limits = { maxCount: MAX_REQUESTS, maxBytes: MAX_BYTES, maxHead: MAX_ROUTES };
+  const routed = createTurnGroups<StoredRequest>(
+    limits,
     () => newId('cmd'),
     // The group's id as msg id: it is published once, so this only names it; no header
     // traceparent: each request carries its own in its metadata.
@@ -43,19 +67,73 @@ export function createRequestGroups(nats: Nats) {
       return nats.publish(g.key, data, { msgId: g.id, traceparent: undefined, headers });
     },
   );
+  const recorded = store ? createTurnGroups<RecordedRequest>(limits, () => newId('cmd'), (g) => storeAndRecord(store, g)) : null;
+
+  /**
+   * Stores a group no hook touches, then appends its events as one commit on one of the
+   * organization's shared subjects, expecting nothing of the subject (a retried append
+   * is one message by its msg id). Its requests are answered after both: a kill -9
+   * between them leaves a stored group that nothing answered 2xx and nothing routes.
+   */
+  async function storeAndRecord(store: EventStore, g: TurnGroup<RecordedRequest>): Promise<number> {
+    const orgId = g.items[0]!.meta.org_id;
+    const subject = SUBJECTS.inboundReceived(orgId, g.id);
+    const seq = await nats.publish(g.key, encodeWholeGroup(g.items), { msgId: g.id, traceparent: undefined, headers: { [ROUTED_HEADER]: subject } });
+    const at = isoTime(Date.now());
+    const scopes: SpanScope[] = [];
+    const events: InboundEventEvent[] = [];
+    for (const { meta, endpoint } of g.items) {
+      const delivery = plannedAtReceipt(endpoint, meta)!;
+      // A span per request continuing the receiver's trace, as the router opens: the event carries it on.
+      const scope = openSpan('route inbound', {
+        kind: SpanKind.CONSUMER, traceparent: meta.traceparent, continueOnly: true,
+        attributes: () => ({ 'jetcron.org_id': meta.org_id, 'jetcron.endpoint_id': meta.endpoint_id, 'jetcron.inbound_event_id': meta.id }),
+      });
+      const event = receivedEvent(meta, seq, endpoint, delivery, delivery, at);
+      const traceparent = scope.run(() => store.traceparent?.());
+      events.push(traceparent ? { ...event, traceparent } : event);
+      scopes.push(scope);
+      deps.log?.debug?.('inbound event routed', () => ({
+        org_id: meta.org_id, endpoint_id: meta.endpoint_id, inbound_event_id: meta.id, outcome: delivery.outcome, executions: delivery.executions.map((x) => x.execution_id),
+      }));
+    }
+    // One request's commit is appended in its span (a group's outside the spans, as the router does).
+    const append = () => (events.length === 1 ? scopes[0]!.run(() => store.appendCommit(subject, events, undefined)) : store.appendCommit(subject, events, undefined));
+    try {
+      // Once more on a failure: the msg id makes a first append that was stored after all count once.
+      await append().catch(append);
+    } finally {
+      for (const s of scopes) s.end();
+    }
+    return seq;
+  }
 
   return {
-    /** Resolves with the INBOUND sequence of the message holding `request` once it is stored. */
-    store(subject: string, request: StoredRequest): Promise<number> {
+    /**
+     * Resolves with the INBOUND sequence of the message holding `request` once it is
+     * stored (and, given `endpoint` and a store, recorded: see `RequestGroupsDeps.store`).
+     */
+    store(subject: string, request: StoredRequest, endpoint?: Endpoint): Promise<number> {
       const size = sizeOf(request);
       const traceparent = currentTraceparent();
       const head = routeSizeOf(request.meta) + (traceparent ? traceparent.length + 16 : 0);
-      const group = groups.join(subject, size, head);
-      group.items.push(traceparent ? { meta: { ...request.meta, traceparent }, body: request.body } : request);
-      group.count++;
-      group.bytes += size;
-      group.head += head;
-      return group.stored;
+      const meta = traceparent ? { ...request.meta, traceparent } : request.meta;
+      if (recorded && endpoint && recordedAtReceipt(endpoint)) {
+        // Written whole in its payload: no routes header to bound.
+        const group = recorded.join(subject, size);
+        group.items.push({ meta, body: request.body, endpoint });
+        return joined(group, size, 0);
+      }
+      const group = routed.join(subject, size, head);
+      group.items.push(traceparent ? { meta, body: request.body } : request);
+      return joined(group, size, head);
     },
   };
+}
+
+function joined(group: TurnGroup<unknown>, size: number, head: number): Promise<number> {
+  group.count++;
+  group.bytes += size;
+  group.head += head;
+  return group.stored;
 }

@@ -14,8 +14,8 @@ import { openCheckpoint } from '../nats/throttled-checkpoint.ts';
 import { startConsumers } from '../nats/consumer-kit.ts';
 import type { EndpointDirectory } from './endpoint-directory.ts';
 import { createDebounceWindows } from './debounce-windows.ts';
-import { endpointSnapshot, eventRecord, planDelivery, plannedExecutionId, plannedWithoutHooks, type HooksFor, type RoutedDelivery } from './pipeline.ts';
-import { loadStoredMessage, routesOf, type RequestRoute, type StoredRequest } from './stored-request.ts';
+import { planDelivery, plannedExecutionId, plannedWithoutHooks, receivedEvent, type HooksFor, type RoutedDelivery } from './pipeline.ts';
+import { loadStoredMessage, ROUTED_HEADER, routesOf, type RequestRoute, type StoredRequest } from './stored-request.ts';
 import { openSpan, SpanKind } from '../telemetry/tracing.ts';
 import type { Log } from '../lib/logger.ts';
 
@@ -114,15 +114,8 @@ export function startInboundRouter(deps: RouterDeps) {
     });
   }
 
-  function recorded(item: RequestItem, endpoint: Endpoint, delivery: RoutedDelivery, { outcome, executions }: Pick<RoutedDelivery, 'outcome' | 'executions'>, at: string): InboundEventEvent {
-    const meta = item.route;
-    return {
-      type: 'InboundEventReceived',
-      id: `${meta.id}.received`,
-      at,
-      org_id: meta.org_id,
-      data: { event: eventRecord(meta, item.seq, outcome, delivery), endpoint: endpointSnapshot(endpoint), executions },
-    };
+  function recorded(item: RequestItem, endpoint: Endpoint, delivery: RoutedDelivery, planned: Pick<RoutedDelivery, 'outcome' | 'executions'>, at: string): InboundEventEvent {
+    return receivedEvent(item.route, item.seq, endpoint, delivery, planned, at);
   }
 
   /**
@@ -242,7 +235,8 @@ export function startInboundRouter(deps: RouterDeps) {
         const read = {
           stream: STREAMS.inbound.name, startSeq: checkpoint.position + 1, maxBatch: 500, signal, log: deps.log,
           // The routes alone (a header): the bodies stay in nats-server unless a hook reads them.
-          headersOnly: true, decode: (_data: Uint8Array, headers: MessageHeaders | undefined) => routesOf(headers),
+          // A group the receiver recorded itself (no hook touches it) has nothing left to route.
+          headersOnly: true, decode: (_data: Uint8Array, headers: MessageHeaders | undefined) => (headers?.get(ROUTED_HEADER) ? [] : routesOf(headers)),
           name: CHECKPOINT_KEY, supervisor: deps.supervisor,
           onSkip: ({ seq }: { seq: number }) => checkpoint.advance(seq),
           reapply: async (item: StreamItem<RequestRoute[] | null>, index: number | undefined) =>

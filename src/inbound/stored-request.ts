@@ -40,6 +40,13 @@ export type RequestRoute = Omit<InboundRequestMeta, 'headers'>;
  * requests' headers stay in nats-server unless a hook needs them.
  */
 export const ROUTES_HEADER = 'Jetcron-Requests';
+/**
+ * The NATS header of a group the receiver recorded itself (since 2026-11-26: requests no
+ * hook touches): the EVENTS subject of its `InboundEventReceived` commit. The router
+ * passes such a message over; its payload is the whole group (`encodeWholeGroup`), as
+ * it has no routes for the router.
+ */
+export const ROUTED_HEADER = 'Jetcron-Routed';
 /** JetStream refuses a message whose headers pass 64 KiB: a group with longer routes is written whole in its payload. */
 const MAX_ROUTES_HEADER = 62 * 1024;
 

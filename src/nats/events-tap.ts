@@ -52,6 +52,39 @@ interface Tap {
 
 const taps = new WeakMap<Nats, Tap>();
 
+/**
+ * Commits this process is writing, by subject (a partition owner's: one at a time on
+ * its subject). When the tap reads one back, byte for byte what was written, its
+ * readers get the events as they were written instead of decoding them again: the
+ * owner's results are most of what the worker process reads, and each was just encoded.
+ */
+interface Written {
+  data: Uint8Array;
+  events: readonly unknown[];
+}
+const writing = new WeakMap<Nats, Map<string, Written>>();
+
+/** The commit `data` about to be published on `subject`, holding `events` (which no one changes after). */
+export function writingCommit(nats: Nats, subject: string, data: Uint8Array, events: readonly unknown[]): void {
+  let bySubject = writing.get(nats);
+  if (!bySubject) writing.set(nats, (bySubject = new Map()));
+  bySubject.set(subject, { data, events });
+}
+
+/** Whatever `subject`'s writer had on its way is no longer expected (its log closed). */
+export function forgetWriting(nats: Nats, subject: string): void {
+  writing.get(nats)?.delete(subject);
+}
+
+/** The events of `data` on `subject` when this process wrote exactly these bytes there. */
+function writtenEvents(nats: Nats, subject: string, data: Uint8Array): readonly unknown[] | undefined {
+  const bySubject = writing.get(nats);
+  const w = bySubject?.get(subject);
+  if (!w || w.data.byteLength !== data.byteLength || !Buffer.from(w.data.buffer, w.data.byteOffset, w.data.byteLength).equals(data)) return undefined;
+  bySubject!.delete(subject);
+  return w.events;
+}
+
 /** Smaller bounds for tests (before the connection's first reader starts). */
 export function tuneEventsTap(nats: Nats, bounds: { ringSize: number; lagLimit: number; ringBytes?: number }): void {
   taps.set(nats, { readers: new Set(), ring: [], next: 0, log: () => {}, held: 0, ringBytes: RING_BYTES, ...bounds });
@@ -187,6 +220,8 @@ function start(nats: Nats, tap: Tap, from: number): void {
     for await (const m of followOrdered(nats, { stream: STREAMS.events.name, startSeq: from, maxMessages: PULL_BATCH, signal: reading.signal, log: tap.log, name: 'events-tap' })) {
       if (reading.signal.aborted) break;
       const item: TapItem = { data: m.data, seq: m.seq, subject: m.subject, traceparent: readerTraceparent(m) };
+      const events = writtenEvents(nats, m.subject, m.data);
+      if (events) item.decoded = events;
       tap.next = m.seq + 1;
       // The ring keeps an item of its own, never decoded: the readers' shared decode would
       // otherwise live as long as the ring (thousands of messages, every event whole),

@@ -6,6 +6,7 @@ import { isWrongLastSequence } from '../nats/jetstream-errors.ts';
 import { SUBJECTS } from '../../streams/subjects.ts';
 import { STREAMS } from '../../streams/definitions.ts';
 import { decodeJson } from '../lib/json.ts';
+import { forgetWriting, writingCommit } from '../nats/events-tap.ts';
 import { trace } from '@opentelemetry/api';
 import { currentTraceparent, inSpan, SpanKind } from '../telemetry/tracing.ts';
 
@@ -59,6 +60,8 @@ export interface PartitionLog {
 }
 
 interface Pending {
+  /** The events as stored (with the appender's trace context), and their JSON texts. */
+  events: Envelope[];
   texts: string[];
   bytes: number;
   resolve: (seq: number) => void;
@@ -156,6 +159,7 @@ function openLog(nats: Nats, partition: number, subject: string, claimSeq: numbe
         const text = `{"type":"Commit","id":${JSON.stringify(id)},"at":${JSON.stringify(new Date().toISOString())},"from":${log.resumeFromNow()},"events":[${batch.flatMap((p) => p.texts).join(',')}]}`;
         // A Buffer from Node's pool: `TextEncoder.encode` allocates a fresh ArrayBuffer per call (see `encodeJson`).
         const data = Buffer.from(text, 'utf8');
+        writingCommit(nats, subject, data, batch.flatMap((p) => p.events));
         for (;;) {
           try {
             // The same msg id on a retry: a first try that was stored after all answers as a duplicate, with its sequence.
@@ -210,6 +214,7 @@ function openLog(nats: Nats, partition: number, subject: string, claimSeq: numbe
       closed = true;
       if (timer) clearTimeout(timer);
       timer = undefined;
+      forgetWriting(nats, subject);
       failAll(new Error(`partition ${partition}: log closed`));
     },
   };
@@ -217,10 +222,11 @@ function openLog(nats: Nats, partition: number, subject: string, claimSeq: numbe
   function enqueue(events: Envelope[], withinMs: number): Promise<number> {
     // Each event keeps the trace of the one who appended it: the commit's header can hold only one.
     const traceparent = currentTraceparent();
-    const texts = events.map((e) => JSON.stringify(traceparent && !e.traceparent ? { ...e, traceparent } : e));
+    const stored = traceparent ? events.map((e) => (e.traceparent ? e : { ...e, traceparent })) : events;
+    const texts = stored.map((e) => JSON.stringify(e));
     const bytes = texts.reduce((t, s) => t + s.length + 1, 0);
     return new Promise<number>((resolve, reject) => {
-      queue.push({ texts, bytes, resolve, reject });
+      queue.push({ events: stored, texts, bytes, resolve, reject });
       // What the rest of this turn appends joins the same commit.
       schedule(withinMs);
     });

@@ -320,7 +320,8 @@ export async function ownTaskPartition(
   /** Applies one message; true when it may have changed what the owner holds (or it has just gone live), so a pump is due. */
   const read = (item: TapItem): boolean => {
     let changed = false;
-    if (!othersOnly(item.subject)) {
+    // Past the claim, this owner's own subject holds only its own commits, applied when stored.
+    if (!othersOnly(item.subject) && !(item.subject === own && item.seq >= log.claimSeq)) {
       const events = decoded(item);
       if (!nothingToOwn(item, events)) {
         apply(item.subject, item.seq, events, item.traceparent);

@@ -139,15 +139,17 @@ export class ProjectionBatch {
   readonly flowKeys = new Map<string, Row>();
   size = 0;
 
+  /** Merges `row` into the row kept for `id`; the batch owns the rows it keeps (each made for it), so in place. */
   patch(map: Map<string, Row>, id: string, row: Row): void {
     const existing = map.get(id);
-    map.set(id, existing ? { ...existing, ...row } : row);
+    if (existing) Object.assign(existing, row);
+    else map.set(id, row);
   }
 
   patchExecution(id: string, row: Row): void {
-    const created = this.newExecutions.get(id);
-    if (created) Object.assign(created, row);
-    else this.patch(this.executionPatches, id, { id, ...row });
+    const existing = this.newExecutions.get(id) ?? this.executionPatches.get(id);
+    if (existing) Object.assign(existing, row);
+    else this.executionPatches.set(id, { id, ...row });
   }
 
   /**

@@ -8,7 +8,7 @@ import { byColumns, jsonText, type ColumnTypes, type Row } from './bulk-write.ts
  */
 const SPECIAL_OR_UNSTORABLE = /[\\\n\r\t\u0000\ud800-\udfff]/;
 const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' };
-/** CopyData messages of at most this many bytes (pg copies each into its write buffer). */
+/** CopyData messages of at most this many bytes (Postgres reads each whole into its memory). */
 const CHUNK = 1 << 20;
 const NULL = '\\N';
 
@@ -68,8 +68,25 @@ export class CopyIn {
 
 interface PgConnection {
   query(text: string): void;
-  sendCopyFromChunk(chunk: Buffer): void;
   endCopyFrom(): void;
+  /** The socket pg writes its messages to. */
+  stream: { writable: boolean; write(data: Buffer): boolean; cork(): void; uncork(): void };
+}
+
+/** CopyData's type byte. */
+const COPY_DATA = 0x64;
+
+/**
+ * A CopyData message's header (its type and length) for `length` bytes of rows. The
+ * rows follow it as they are: pg's `sendCopyFromChunk` would copy each chunk into a
+ * fresh buffer first, as much again as the rows (a rebuild's ~170 MB), and the main
+ * thread collects the garbage.
+ */
+function copyDataHeader(length: number): Buffer {
+  const header = Buffer.allocUnsafe(5);
+  header[0] = COPY_DATA;
+  header.writeInt32BE(length + 4, 1);
+  return header;
 }
 
 /** The protocol side of one COPY FROM STDIN, as pg's client drives an active query. */
@@ -102,8 +119,17 @@ class CopyExchange {
   }
 
   handleCopyInResponse(connection: PgConnection): void {
-    for (let at = 0; at < this.data.length; at += CHUNK) connection.sendCopyFromChunk(this.data.subarray(at, at + CHUNK));
+    const socket = connection.stream;
+    // The headers and rows go out together (one writev), not a system call each.
+    socket.cork();
+    // As pg's own sends: nothing goes to a socket that is closing (its error ends the query).
+    for (let at = 0; at < this.data.length && socket.writable; at += CHUNK) {
+      const chunk = this.data.subarray(at, at + CHUNK);
+      socket.write(copyDataHeader(chunk.length));
+      socket.write(chunk);
+    }
     connection.endCopyFrom();
+    socket.uncork();
   }
 
   handleCommandComplete(msg: { text?: string }): void {

@@ -11,10 +11,13 @@ import { connectNats } from '../nats/connection.ts';
 import { readRange } from '../nats/range-reader.ts';
 import { applyEvent } from './apply-event.ts';
 import { ProjectionBatch } from './batch.ts';
+import { batchLimit } from './batch-limit.ts';
 import { toPortable } from './portable-statements.ts';
 import { BATCHES_AHEAD, type PrepareThreadConfig, type PreparedMessage, type WrittenMessage } from './prepare-protocol.ts';
 
 const config = workerData as PrepareThreadConfig;
+/** The first batch, and the last ones, are this small (batch-limit.ts): a thread waits for the other at the ends. */
+const FIRST_BATCH = 5_000;
 const port = parentPort!;
 const send = (m: PreparedMessage, transfer: ArrayBuffer[] = []) => port.postMessage(m, transfer);
 
@@ -34,11 +37,15 @@ async function main(): Promise<void> {
     let batch = new ProjectionBatch();
     let first = 0;
     let last = 0;
+    let shipped = 0;
+    let eventsRead = 0;
+    let messagesRead = 0;
     const ship = async () => {
       const { statements, transfer } = toPortable(batch.statements({ copyCreated: true }));
       send({ type: 'batch', first, last, events: batch.size, statements }, transfer);
       batch = new ProjectionBatch();
       first = 0;
+      shipped++;
       if (++ahead >= BATCHES_AHEAD) await new Promise<void>((r) => (room = r));
     };
     const range = readRange(nats, {
@@ -48,7 +55,9 @@ async function main(): Promise<void> {
     for await (const items of range) {
       for (const item of items) {
         try {
-          for (const e of decodeEvents(item.data)) applyEvent(batch, e);
+          const events = decodeEvents(item.data);
+          for (const e of events) applyEvent(batch, e);
+          eventsRead += events.length;
         } catch (err) {
           // The batch may hold part of this message now: it is dropped, the careful path takes its messages.
           send({ type: 'cannot-prepare', seq: item.seq, reason: (err as Error).message });
@@ -56,7 +65,9 @@ async function main(): Promise<void> {
         }
         first ||= item.seq;
         last = item.seq;
-        if (batch.size >= config.maxBatch) await ship();
+        messagesRead++;
+        const limit = batchLimit({ max: config.maxBatch, first: FIRST_BATCH, shipped, eventsRead, messagesRead, messagesLeft: config.through - item.seq });
+        if (batch.size >= limit) await ship();
       }
     }
     if (batch.size) await ship();
