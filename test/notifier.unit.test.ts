@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import type { Organization } from '../src/commands/organization/types.ts';
 import { parseSmtpUrl } from '../src/notifier/mailer.ts';
 import { emailMessage, summaryLine, webhookPayload, type ExecutionSummary, type NotifySource } from '../src/notifier/message.ts';
-import { notificationIdFor, planNotifications, type NotificationJob } from '../src/notifier/plan.ts';
+import { notificationIdFor, notifies, planNotifications, type NotificationJob } from '../src/notifier/plan.ts';
 import { createNotifyDecider } from '../src/notifier/reader.ts';
 import type { JetcronEvent } from '../src/events/types.ts';
 import { cachedNotifyState, nextState, type NotifyStateStore, type Outcome, type SourceState } from '../src/notifier/state.ts';
@@ -176,8 +176,12 @@ describe('the notifier state cache', () => {
 });
 
 describe('planning deliveries', () => {
-  const plan = (source: NotifySource, o: Organization, transition: 'failed' | 'recovered', emailEnabled = true) =>
-    planNotifications({ id: 'ntf_abc', transition, source, org: o, execution: failedExe, emailEnabled, now: 0 }).map((j) => j.channel).sort();
+  // Every case also holds `notifies` (the reader's check before planning) to what the plan makes.
+  const plan = (source: NotifySource, o: Organization, transition: 'failed' | 'recovered', emailEnabled = true) => {
+    const channels = planNotifications({ id: 'ntf_abc', transition, source, org: o, execution: failedExe, emailEnabled, now: 0 }).map((j) => j.channel).sort();
+    assert.equal(notifies(source, o, transition, emailEnabled), channels.length > 0);
+    return channels;
+  };
 
   test('null flags follow the organization; true always; false never', () => {
     assert.deepEqual(plan(task, org, 'failed'), ['email', 'org_webhook']);
@@ -194,6 +198,7 @@ describe('planning deliveries', () => {
   });
   test("the resource's own URLs fire on their transition whatever the flags say", () => {
     const own = { ...task, notify_on_failure: false, notify_on_recovery: false, on_failure_url: 'https://a.example/f', on_recovery_url: 'https://a.example/r' };
+    assert.equal(notifies(own, { ...org, notification_email: null, notification_webhook_url: null }, 'recovered', false), true);
     const failed = planNotifications({ id: 'ntf_abc', transition: 'failed', source: own, org, execution: failedExe, emailEnabled: true, now: 0 });
     assert.deepEqual(failed.map((j) => [j.channel, j.target]), [['source_webhook', 'https://a.example/f']]);
     const recovered = planNotifications({ id: 'ntf_abc', transition: 'recovered', source: own, org, execution: failedExe, emailEnabled: true, now: 0 });

@@ -55,6 +55,20 @@ test('what one turn appends goes out as one commit, in order, and each append le
   log.close();
 });
 
+test('an append nobody waits for (withinMs) rides on the next commit others make, and is stored alone when none comes', async () => {
+  const store = createEventStore(nats);
+  const log = await claimPartition({ nats, store }, { partition: 6, owner: 'a' });
+  // An hour: were it not taken by the immediate append's commit, this test would never end.
+  const lingering = log.append([ev(20)], 3_600_000);
+  const [s1, s2] = await Promise.all([lingering, log.append([ev(21)])]);
+  assert.equal(s1, s2);
+  const alone = await log.append([ev(22)], 5);
+  assert.ok(alone > s2);
+  const msgs = await partitionMessages(6);
+  assert.deepEqual(msgs.map((m) => m.ids), [['claim.6.0.a'], ['probe-20', 'probe-21'], ['probe-22']]);
+  log.close();
+});
+
 test('a takeover fences the old owner: its next append is refused and nothing of it lands after the claim', async () => {
   const store = createEventStore(nats);
   const old = await claimPartition({ nats, store }, { partition: 2, owner: 'old' });

@@ -39,6 +39,15 @@ export function organizationWants(source: NotifySource, org: Organization, trans
 }
 
 /**
+ * Whether a transition makes any delivery (`planNotifications` returns some): checked
+ * first, so a transition nobody hears about costs no notification id, payload or job.
+ */
+export function notifies(source: NotifySource, org: Organization, transition: Transition, emailEnabled: boolean): boolean {
+  if (transition === 'failed' ? source.on_failure_url : source.on_recovery_url) return true;
+  return organizationWants(source, org, transition) && !!(org.notification_webhook_url || (org.notification_email && emailEnabled));
+}
+
+/**
  * The deliveries one transition makes:
  * - the organization webhook and email, when `organizationWants` says so and they are set
  *   (email only when this notifier has SMTP);

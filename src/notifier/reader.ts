@@ -10,7 +10,7 @@ import { keyedEventConsumer, startConsumers } from '../nats/consumer-kit.ts';
 import type { Directory } from '../nats/org-directory.ts';
 import type { NotifySourceType } from '../commands/notification/types.ts';
 import { monitorDown, type ExecutionSummary, type NotifySource } from './message.ts';
-import { notificationIdFor, notifyMsgId, planNotifications, type NotificationJob } from './plan.ts';
+import { notificationIdFor, notifies, notifyMsgId, planNotifications, type NotificationJob } from './plan.ts';
 import { monitorSource, type SourceResolver } from './sources.ts';
 import { cachedNotifyState, nextState, openNotifyState, type CachedNotifyState, type NotifyStateStore, type Outcome } from './state.ts';
 import { isWrongLastSequence } from '../nats/jetstream-errors.ts';
@@ -78,7 +78,8 @@ export function createNotifyDecider(
     source: { type: NotifySourceType; id: string },
     outcome: Outcome,
     execution: ExecutionSummary | null,
-    notificationId: string,
+    /** Made only when the transition has somewhere to go (a going down's id is a hash of the event id). */
+    notificationId: () => string,
     detail: Pick<NotifySource, 'down'> = {},
     /** The source as the event carries it (a monitor's events do): no read. */
     carried?: NotifySource,
@@ -91,9 +92,9 @@ export function createNotifyDecider(
     // Gone (deleted or cancelled while its last run was in flight): nothing to tell, nothing to keep.
     if (!resolved) return;
     const org = await deps.directory.organization(orgId);
-    if (org) {
+    if (org && notifies(resolved, org, step.transition, deps.emailEnabled)) {
       const jobs = planNotifications({
-        id: notificationId,
+        id: notificationId(),
         transition: step.transition,
         source: { ...resolved, ...detail },
         org,
@@ -131,17 +132,17 @@ export function createNotifyDecider(
         finished_at: d.finished_at,
       };
       const outcome: Outcome = d.status === 'success' ? 'success' : 'failure';
-      await onOutcome(e.org_id, seq, e.at, d.source, outcome, execution, notificationIdFor(d.execution_id));
+      await onOutcome(e.org_id, seq, e.at, d.source, outcome, execution, () => notificationIdFor(d.execution_id));
     },
     // A monitor's failure is going down; its recovery is the first ping after.
     MonitorWentDown: async (e, seq) => {
       const m = e.data.monitor;
-      await onOutcome(e.org_id, seq, e.at, { type: 'monitor', id: m.id }, 'failure', null, notificationIdFor(e.id), { down: monitorDown(e.data) }, monitorSource(m));
+      await onOutcome(e.org_id, seq, e.at, { type: 'monitor', id: m.id }, 'failure', null, () => notificationIdFor(e.id), { down: monitorDown(e.data) }, monitorSource(m));
     },
     MonitorPinged: async (e, seq) => {
       // A start or a log line on a down monitor leaves it down: not a recovery.
       if (e.data.previous_status !== 'down' || e.data.monitor.status !== 'up') return;
-      await onOutcome(e.org_id, seq, e.at, { type: 'monitor', id: e.data.monitor.id }, 'success', null, notificationIdFor(e.id), {}, monitorSource(e.data.monitor));
+      await onOutcome(e.org_id, seq, e.at, { type: 'monitor', id: e.data.monitor.id }, 'success', null, () => notificationIdFor(e.id), {}, monitorSource(e.data.monitor));
     },
     TaskCreated: (e) => created(e.org_id, e.data.task.id),
     ScheduleCreated: (e) => created(e.org_id, e.data.schedule.id),

@@ -42,6 +42,13 @@ const OWN_SUBJECT_TRIES = 5;
 const RETRY_MS = 500;
 /** A due deadline of a monitor with a change under way looks again this much later. */
 const BUSY_RETRY_MS = 20;
+/**
+ * How long a going down a deadline decided (and a restatement) may wait for a commit the
+ * turn's pings make anyway: nobody waits for its answer, its time is the decision's
+ * (`updated_at`, what down detection measures), and only its notification goes out so
+ * much later. Half of a bench's events are such goings down.
+ */
+const UNANSWERED_WITHIN_MS = 10;
 
 /** Not this owner's to answer any more (fenced, lease lapsed, stopping): the asker asks again. */
 class NotOwner extends Error {}
@@ -155,11 +162,11 @@ export async function ownMonitorPartition(
   };
 
   /** A decision bound for the partition's commit: held now, answered once stored; with it go the restatements due by then. */
-  const commit = (id: string, event: MonitorEvent): Promise<number> => {
-    const stored = place(id, event);
+  const commit = (id: string, event: MonitorEvent, withinMs = 0): Promise<number> => {
+    const stored = place(id, event, withinMs);
     // A monitor with a change or a load under way (`chains`) waits: its own subject may be written meanwhile.
     for (const restated of monitors.restates(() => new Date(deps.clock.now()).toISOString(), (id) => chains.has(id))) {
-      place(monitorIdOf(restated), restated).catch((err: unknown) => {
+      place(monitorIdOf(restated), restated, UNANSWERED_WITHIN_MS).catch((err: unknown) => {
         // Lost with its commit (a fence, a stop): the next owner reads back further, nothing more.
         if (!(err instanceof Fenced || stop.signal.aborted)) deps.log(`monitor owner of partition ${partition}: a restatement of ${monitorIdOf(restated)}: ${(err as Error).message}`);
       });
@@ -167,7 +174,7 @@ export async function ownMonitorPartition(
     return stored;
   };
 
-  const place = (id: string, event: MonitorEvent): Promise<number> => {
+  const place = (id: string, event: MonitorEvent, withinMs: number): Promise<number> => {
     monitors.hold(id, event);
     watch(id);
     const index = commitIndex++;
@@ -175,7 +182,7 @@ export async function ownMonitorPartition(
       if (commits.get(id) === stored) commits.delete(id);
     };
     // Every caller handles the rejection (an answer, a retried deadline, a logged restatement).
-    const stored: Promise<number> = log.append([event]).then((seq) => {
+    const stored: Promise<number> = log.append([event], withinMs).then((seq) => {
       monitors.stored(id, event, seq, index);
       settled();
       return seq;
@@ -301,7 +308,7 @@ export async function ownMonitorPartition(
         }
         const events = monitors.decide(state!.org_id, due.key, { type: 'CheckDeadline', deadlineAt: due.value }, commandMeta(deps.clock));
         if (events[0]) {
-          commit(due.key, events[0]).catch((err: unknown) => {
+          commit(due.key, events[0], UNANSWERED_WITHIN_MS).catch((err: unknown) => {
             if (err instanceof Fenced || stop.signal.aborted) return;
             deps.log(`monitor owner of partition ${partition}: the going down of ${due.key}: ${(err as Error).message}; trying again`);
             setTimeout(() => watch(due.key), RETRY_MS);

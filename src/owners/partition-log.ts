@@ -44,8 +44,12 @@ export interface PartitionLog {
    * go together in the next one (group commit), in order. Resolves with the sequence of
    * the commit that holds them once it is stored; rejects with `Fenced` once another
    * owner's claim is on the subject (then everything after it rejects too).
+   * `withinMs`: nobody waits for these events' answer (a going down a deadline decided, a
+   * restatement): they may wait so long for a commit that others' events make anyway
+   * (a turn's pings), instead of one of their own at the end of the turn; a stored
+   * message costs every reader far more than an event in one.
    */
-  append(events: Envelope[]): Promise<number>;
+  append(events: Envelope[], withinMs?: number): Promise<number>;
   /**
    * What each commit says a takeover must read from (the owner's lowest unsettled
    * position); read when the commit is written, so it covers what the commit settles.
@@ -116,6 +120,23 @@ function openLog(nats: Nats, partition: number, subject: string, claimSeq: numbe
   let counter = 0;
   let queue: Pending[] = [];
   let writing = false;
+  /** A flush asked for at the end of this turn; one asked for later (`withinMs`). */
+  let immediate = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const run = () => {
+    immediate = false;
+    if (timer) clearTimeout(timer);
+    timer = undefined;
+    void flush();
+  };
+  /** What is queued goes in a commit at the end of this turn, or within `withinMs`; a commit under way takes it next anyway. */
+  const schedule = (withinMs: number) => {
+    if (writing || immediate) return;
+    if (withinMs <= 0) {
+      immediate = true;
+      setImmediate(run);
+    } else timer ??= setTimeout(run, withinMs);
+  };
 
   const failAll = (err: Error) => {
     const waiting = queue;
@@ -179,24 +200,26 @@ function openLog(nats: Nats, partition: number, subject: string, claimSeq: numbe
     get fenced() {
       return fenced;
     },
-    append(events) {
+    append(events, withinMs = 0) {
       if (fenced) return Promise.reject(new Fenced(partition));
       if (closed) return Promise.reject(new Error(`partition ${partition}: log closed`));
       // Inside a recorded span, as the event store does: a PRODUCER span until the commit is stored.
-      if (!trace.getActiveSpan()?.isRecording()) return enqueue(events);
+      if (!trace.getActiveSpan()?.isRecording()) return enqueue(events, withinMs);
       return inSpan(`append ${[...new Set(events.map((e) => e.type))].join(',')}`, {
         kind: SpanKind.PRODUCER,
         attributes: () => ({ 'jetcron.org_id': events[0]!.org_id, 'jetcron.event_id': events[0]!.id, 'messaging.system': 'nats', 'messaging.destination.name': subject }),
-      }, () => enqueue(events));
+      }, () => enqueue(events, withinMs));
     },
     close() {
       closed = true;
+      if (timer) clearTimeout(timer);
+      timer = undefined;
       forgetWriting(nats, subject);
       failAll(new Error(`partition ${partition}: log closed`));
     },
   };
 
-  function enqueue(events: Envelope[]): Promise<number> {
+  function enqueue(events: Envelope[], withinMs: number): Promise<number> {
     // Each event keeps the trace of the one who appended it: the commit's header can hold only one.
     const traceparent = currentTraceparent();
     const stored = traceparent ? events.map((e) => (e.traceparent ? e : { ...e, traceparent })) : events;
@@ -205,7 +228,7 @@ function openLog(nats: Nats, partition: number, subject: string, claimSeq: numbe
     return new Promise<number>((resolve, reject) => {
       queue.push({ events: stored, texts, bytes, resolve, reject });
       // What the rest of this turn appends joins the same commit.
-      if (!writing && queue.length === 1) setImmediate(() => void flush());
+      schedule(withinMs);
     });
   }
   return log;

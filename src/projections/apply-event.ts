@@ -1,5 +1,5 @@
 import { upcastMonitor } from '../commands/monitor/decide.ts';
-import type { MonitorEvent, PingRecord } from '../commands/monitor/types.ts';
+import type { Monitor, MonitorEvent, PingRecord } from '../commands/monitor/types.ts';
 import type { Endpoint } from '../commands/endpoint/types.ts';
 import type { Organization } from '../commands/organization/types.ts';
 import type { InboundEventEvent } from '../commands/inbound-event/types.ts';
@@ -62,6 +62,18 @@ function monitorRow(event: Exclude<MonitorEvent, { type: 'MonitorDeleted' }>) {
     ...(known ? { down_reason } : {}),
     created_at, updated_at,
   };
+}
+
+/**
+ * What a ping or a going down changes of a monitor's row: its state columns. Such an
+ * event never changes the definition (`doc`), the token or the creation, so the row is
+ * updated, not rewritten (no document encoded per ping, none for Postgres to parse).
+ * Only events written since heartbeats (they carry `runs`): an older one writes the
+ * whole row, as its `down_reason` is not always known. `slug` goes with it: a row
+ * projected before heartbeats gets its slug at the monitor's next ping, as before.
+ */
+function monitorStateRow(m: Monitor) {
+  return { id: m.id, status: m.status, last_ping_at: m.last_ping_at, next_expected_at: m.next_expected_at, slug: m.slug, down_reason: m.down_reason, updated_at: m.updated_at };
 }
 
 /** A ping's row; pings recorded before heartbeats have kind `ping` (a success) and none of the run fields. */
@@ -136,7 +148,8 @@ const scheduleRun = (e: Of<'ScheduleTicked' | 'ScheduleTriggered'>, batch: Proje
 };
 const monitor = (e: Of<'MonitorCreated' | 'MonitorUpdated' | 'MonitorPaused' | 'MonitorResumed' | 'MonitorPinged' | 'MonitorWentDown'>, batch: ProjectionBatch) => {
   const m = e.data.monitor;
-  batch.patch(batch.monitors, m.id, monitorRow(e));
+  const stateOnly = (e.type === 'MonitorPinged' || e.type === 'MonitorWentDown') && m.runs !== undefined;
+  batch.patch(batch.monitors, m.id, stateOnly ? monitorStateRow(m) : monitorRow(e));
   const ping = 'ping' in e.data ? e.data.ping : undefined;
   if (ping) batch.pings.set(ping.id, pingRow(ping, m.id));
 };

@@ -190,8 +190,12 @@ export class ProjectionBatch {
       return !!execution && !ofEndpoint(execution);
     };
     write('execution_attempts', ['execution_id', 'attempt'], this.attempts.values(), ATTEMPT_TYPES, createdHere, { table: 'executions', column: 'execution_id' });
-    upsert('monitors', 'id', this.monitors.values(), MONITOR_TYPES);
-    // A ping of a monitor upserted just above has its parent.
+    // A monitor's row in full (a create, a change), or only its state (pings, goings down: `monitorStateRow`), updated.
+    const monitorRows = [...this.monitors.values()];
+    upsert('monitors', 'id', monitorRows.filter((r) => 'doc' in r), MONITOR_TYPES);
+    const stateRows = monitorRows.filter((r) => !('doc' in r));
+    if (stateRows.length) out.push(...updateRows('monitors', 'id', stateRows, MONITOR_TYPES));
+    // A ping of a monitor written just above has its parent (a ping's monitor is created before it in the log).
     write('pings', 'id', this.pings.values(), PING_TYPES, (r) => this.monitors.has(r.monitor_id as string), { table: 'monitors', column: 'monitor_id' });
     if (this.deletedMonitors.size) {
       const ids = [...this.deletedMonitors];

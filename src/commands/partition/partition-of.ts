@@ -4,14 +4,19 @@
  * process agrees on who owns what. Changing the number of partitions moves units, so
  * it is fixed for a deployment.
  */
-export function partitionOf(orgId: string, key: string, partitions: number): number {
-  let h = 0x811c9dc5;
-  const text = `${orgId}\n${key}`;
+export function partitionOf(orgId: string, key: string, partitions: number, keyPrefix = ''): number {
+  // The text hashed piece by piece: no string built per call (a monitor's every ping asks).
+  const h = fnv(fnv(fnv(fnv(0x811c9dc5, orgId), '\n'), keyPrefix), key);
+  return (h >>> 0) % partitions;
+}
+
+/** FNV-1a over `text`'s UTF-16 code units, from hash `h`. */
+function fnv(h: number, text: string): number {
   for (let i = 0; i < text.length; i++) {
     h ^= text.charCodeAt(i);
     h = Math.imul(h, 0x01000193);
   }
-  return (h >>> 0) % partitions;
+  return h;
 }
 
 /** A task's unit of order: its lane or its flow-control key when it has one (a key runs in one partition), else the task. */
@@ -33,4 +38,4 @@ export const flowKeyPartition = (orgId: string, key: string, partitions: number)
 export const endpointPartition = (orgId: string, endpointId: string, partitions: number): number => partitionOf(orgId, `endpoint ${endpointId}`, partitions);
 
 /** A monitor's pings, goings down and changes: one partition of the monitors' owners. */
-export const monitorPartition = (orgId: string, monitorId: string, partitions: number): number => partitionOf(orgId, `monitor ${monitorId}`, partitions);
+export const monitorPartition = (orgId: string, monitorId: string, partitions: number): number => partitionOf(orgId, monitorId, partitions, 'monitor ');
