@@ -107,16 +107,13 @@ export function startInboundRouter(deps: RouterDeps) {
       executionId: (i: number) => plannedExecutionId(meta.id, (receivedMs ??= Date.parse(meta.received_at)), i),
     };
     const planned = plannedWithoutHooks(plan);
-    if (planned) return recorded(item, endpoint, planned, planned, isoTime(deps.clock.now()));
+    if (planned) return receivedEvent(item.route, item.seq, endpoint, planned, planned, isoTime(deps.clock.now()));
     return planDelivery({ ...plan, request: item.request }).then(async (delivery) => {
       const at = isoTime(deps.clock.now());
-      return recorded(item, endpoint, delivery, delivery.debounce && delivery.executions.length ? await debounced(meta, delivery, at) : delivery, at);
+      return receivedEvent(item.route, item.seq, endpoint, delivery, delivery.debounce && delivery.executions.length ? await debounced(meta, delivery, at) : delivery, at);
     });
   }
 
-  function recorded(item: RequestItem, endpoint: Endpoint, delivery: RoutedDelivery, planned: Pick<RoutedDelivery, 'outcome' | 'executions'>, at: string): InboundEventEvent {
-    return receivedEvent(item.route, item.seq, endpoint, delivery, planned, at);
-  }
 
   /**
    * The spec's deduplication: the first event of a key opens a window and schedules

@@ -59,13 +59,13 @@ const taps = new WeakMap<Nats, Tap>();
  * owner's results are most of what the worker process reads, and each was just encoded.
  */
 interface Written {
-  data: Uint8Array;
+  data: Buffer;
   events: readonly unknown[];
 }
 const writing = new WeakMap<Nats, Map<string, Written>>();
 
 /** The commit `data` about to be published on `subject`, holding `events` (which no one changes after). */
-export function writingCommit(nats: Nats, subject: string, data: Uint8Array, events: readonly unknown[]): void {
+export function writingCommit(nats: Nats, subject: string, data: Buffer, events: readonly unknown[]): void {
   let bySubject = writing.get(nats);
   if (!bySubject) writing.set(nats, (bySubject = new Map()));
   bySubject.set(subject, { data, events });
@@ -80,7 +80,7 @@ export function forgetWriting(nats: Nats, subject: string): void {
 function writtenEvents(nats: Nats, subject: string, data: Uint8Array): readonly unknown[] | undefined {
   const bySubject = writing.get(nats);
   const w = bySubject?.get(subject);
-  if (!w || w.data.byteLength !== data.byteLength || !Buffer.from(w.data.buffer, w.data.byteOffset, w.data.byteLength).equals(data)) return undefined;
+  if (!w || !w.data.equals(data)) return undefined;
   bySubject!.delete(subject);
   return w.events;
 }

@@ -258,8 +258,8 @@ export async function ownTaskPartition(
 
   const apply = (subject: string, seq: number, events: JetcronEvent[], traceparent: string | undefined) => {
     if (subject === own) {
-      // Past the claim, every result here is this owner's own, applied when it was stored.
-      if (seq < log.claimSeq) for (const e of events) if (RESULT_EVENTS.has(e.type)) state.onResult(e as ExecutionEvent);
+      // Before the claim: a predecessor's results (`read` passes over this owner's own, past it).
+      for (const e of events) if (RESULT_EVENTS.has(e.type)) state.onResult(e as ExecutionEvent);
       return;
     }
     events.forEach((e, i) => {
