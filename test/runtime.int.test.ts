@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -10,6 +10,7 @@ import pg from 'pg';
 import { startEmbeddedNats } from '../src/runtime/embedded-nats.ts';
 import { startEmbeddedPostgres } from '../src/runtime/embedded-postgres.ts';
 import { natsUrlFromDataDir } from '../src/runtime/find-nats-url.ts';
+import { defaultNatsMemoryLimit } from '../src/runtime/nats-memory-limit.ts';
 import { createTestDatabase } from './support/postgres.ts';
 
 type TestContext = { after(fn: () => Promise<void>): void };
@@ -135,4 +136,52 @@ test('startEmbeddedPostgres keeps its data across restarts on the same data dir'
   const { rows } = await client.query<{ id: number }>('SELECT id FROM survivor');
   await client.end();
   assert.deepEqual(rows, [{ id: 42 }]);
+});
+
+/** The environment nats-server runs with, read from /proc through the pid file it writes. */
+async function serverEnviron(dataDir: string): Promise<Map<string, string>> {
+  const pid = (await readFile(path.join(dataDir, 'nats.pid'), 'utf8')).trim();
+  const entries = (await readFile(`/proc/${pid}/environ`, 'utf8')).split('\0').filter(Boolean);
+  return new Map(entries.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]));
+}
+
+async function withProcessEnv<T>(name: string, value: string | undefined, fn: () => Promise<T>): Promise<T> {
+  const before = process.env[name];
+  if (value === undefined) delete process.env[name];
+  else process.env[name] = value;
+  try {
+    return await fn();
+  } finally {
+    if (before === undefined) delete process.env[name];
+    else process.env[name] = before;
+  }
+}
+
+test('the embedded nats-server gets the default GOMEMLIMIT when the environment names none', { skip: process.platform !== 'linux' && 'reads /proc' }, async (t) => {
+  const defer = cleanups(t);
+  const dataDir = await tempDir(defer);
+  const nats = await withProcessEnv('GOMEMLIMIT', undefined, () => startEmbeddedNats({ dataDir, preferredPort: 0, env: { GODEBUG: 'gctrace=1' } }));
+  defer(() => nats.stop());
+
+  const env = await serverEnviron(dataDir);
+  assert.equal(env.get('GOMEMLIMIT'), defaultNatsMemoryLimit());
+  assert.match(env.get('GOMEMLIMIT') ?? '', /^\d+MiB$/);
+  assert.equal(env.get('GODEBUG'), 'gctrace=1');
+});
+
+test('a GOMEMLIMIT in the environment or the options wins over the default, `off` included', { skip: process.platform !== 'linux' && 'reads /proc' }, async (t) => {
+  const defer = cleanups(t);
+  const fromProcess = await tempDir(defer);
+  const a = await withProcessEnv('GOMEMLIMIT', '300MiB', () => startEmbeddedNats({ dataDir: fromProcess, preferredPort: 0 }));
+  defer(() => a.stop());
+  assert.equal((await serverEnviron(fromProcess)).get('GOMEMLIMIT'), '300MiB');
+
+  const fromOptions = await tempDir(defer);
+  const b = await withProcessEnv('GOMEMLIMIT', undefined, () => startEmbeddedNats({ dataDir: fromOptions, preferredPort: 0, env: { GOMEMLIMIT: 'off' } }));
+  defer(() => b.stop());
+  assert.equal((await serverEnviron(fromOptions)).get('GOMEMLIMIT'), 'off');
+  // Go accepts `off` (no limit): the server runs and answers.
+  const nc = await connect({ servers: b.url });
+  assert.equal(nc.info?.jetstream, true);
+  await nc.close();
 });

@@ -7,6 +7,7 @@ import { dieWithParent } from './die-with-parent.ts';
 import { recordServer, stopLeftover } from './leftovers.ts';
 import { terminate } from './terminate.ts';
 import { commandMentions, processIdentity } from './process-identity.ts';
+import { natsServerEnv } from './nats-memory-limit.ts';
 
 export interface EmbeddedNats {
   url: string;
@@ -23,7 +24,7 @@ export interface EmbeddedNatsOptions {
   notice?: (line: string) => void;
   /** false: the server outlives this process if it is killed (test-only, to leave a leftover behind). */
   dieWithParent?: boolean;
-  /** Added to this process's environment for the server (the soak bench sets GODEBUG=gctrace=1). */
+  /** Added to this process's environment for the server (the soak bench sets GODEBUG=gctrace=1); GOMEMLIMIT has a default (nats-memory-limit.ts). */
   env?: Record<string, string>;
   /** Serve Go's pprof on this port of 127.0.0.1 (`prof_port`; the soak bench reads heap profiles from it). */
   profPort?: number;
@@ -77,7 +78,7 @@ async function launch(binary: string, dataDir: string, host: string, port: numbe
   await writeFile(configFile, renderConfig(dataDir, host, port, profPort));
 
   const command = withParent ? dieWithParent(binary, ['-c', configFile], 'SIGTERM') : { file: binary, args: ['-c', configFile] };
-  const child = spawn(command.file, command.args, { stdio: ['ignore', 'pipe', 'pipe'], env: env ? { ...process.env, ...env } : process.env });
+  const child = spawn(command.file, command.args, { stdio: ['ignore', 'pipe', 'pipe'], env: natsServerEnv(process.env, env) });
   const tail: string[] = [];
   const onOutput = (chunk: Buffer): void => {
     for (const line of chunk.toString('utf8').split('\n')) {
