@@ -9,12 +9,11 @@ import { availableParallelism } from 'node:os';
  * collect and hand pages back to stay under it, so the RSS holds at about the limit.
  *
  * The limit must stay well above the live heap, or Go collects back to back (up to half
- * the CPU). That heap is ~20 MiB of the server's own plus the file store's block write
- * buffers, which follow the rate EVENTS is written at (~15 MiB per 1,000 executions/s),
- * and a core runs at most ~1,800 executions/s through every process: at most ~27 MiB of
- * buffers per core. 32 MiB per core above a 64 MiB floor keeps the limit at ~1.7× the
- * largest live heap a 2-core machine reached, where Go collects at most ~1.4× as often
- * as without a limit at that rate, and not more often at lower rates.
+ * the CPU: nats-server's CPU per job was 3-4x at 32 MiB). That heap is ~20 MiB of the
+ * server's own plus the file store's block write buffers, which follow the rate EVENTS is
+ * written at: 33-74 MiB on 2 cores at up to ~3,900 executions/s. 64 MiB + 32 MiB per core
+ * is ~1.7x the largest there, where Go collects sooner only at peaks; the rate a machine
+ * reaches, and so the buffers, grow with its cores (docs/benchmarks.md, 2026-11-26).
  */
 export const NATS_MEMORY_FLOOR_MIB = 64;
 export const NATS_MEMORY_PER_CORE_MIB = 32;
