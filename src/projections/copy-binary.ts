@@ -1,0 +1,210 @@
+import { storableText } from '../lib/input-checks.ts';
+import { jsonText } from './bulk-write.ts';
+
+/**
+ * COPY's binary format: Postgres takes each value in its type's wire form, so it parses
+ * no row text, no escapes and no timestamps (in a rebuild's profile COPY's text parsing
+ * and the timestamps' were ~20% of Postgres's CPU). A value is written as the text
+ * format would have Postgres read it; what this cannot say exactly (a timestamp in
+ * another form, a number a column's type does not hold) makes `binaryRows` give up,
+ * and those rows go as text, where Postgres judges them as before.
+ */
+
+/** The format's 11-byte signature, then the flags and the header extension's length (both 0). */
+const HEADER = Buffer.from('PGCOPY\n\xff\r\n\0\0\0\0\0\0\0\0\0', 'latin1');
+/** Microseconds from the Unix epoch to Postgres's, 2000-01-01. */
+const PG_EPOCH_US = 946_684_800_000_000;
+const TWO_32 = 4_294_967_296;
+/** Past this, a string's bytes go through Buffer#write rather than a loop here. */
+const SHORT = 48;
+const NUL_OR_SURROGATE = /[\u0000\ud800-\udfff]/;
+/** `Date#toISOString`'s form and the ISO 8601 forms like it, up to microseconds, with a zone. */
+const ISO_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?(Z|[+-]\d{2}:\d{2})$/;
+
+/** Thrown inside `binaryRows` when a value has no binary form here; never leaves it. */
+class NotEncodable extends Error {}
+const NOT_ENCODABLE = new NotEncodable();
+
+/** A value's JSON text as COPY's text path writes it (before its escapes); null is NULL. */
+export function jsonValue(value: unknown): string | null {
+  // Most script logs: no call into JSON.stringify for them.
+  if (Array.isArray(value) && value.length === 0) return '[]';
+  const text = JSON.stringify(value);
+  if (text === undefined || text === 'null') return null;
+  return text.includes('\\') ? jsonText(value, text) : text;
+}
+
+/**
+ * Microseconds from 2000-01-01 UTC for a timestamp in ISO form, or undefined for any
+ * other form or a date that does not exist (Postgres then reads the text and judges).
+ */
+export function pgMicroseconds(text: string): number | undefined {
+  const m = ISO_TIME.exec(text);
+  if (!m) return undefined;
+  const [y, mo, d, h, mi, s] = [m[1], m[2], m[3], m[4], m[5], m[6]].map(Number) as [number, number, number, number, number, number];
+  if (mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || s > 59) return undefined;
+  const day = Date.UTC(y, mo - 1, d);
+  // Date.UTC maps years 0–99 to 1900–1999, and rolls a day past the month's end over.
+  if (y < 100 || new Date(day).getUTCDate() !== d) return undefined;
+  let ms = day + ((h * 60 + mi) * 60 + s) * 1000;
+  const zone = m[8]!;
+  if (zone !== 'Z') {
+    const sign = zone[0] === '-' ? -1 : 1;
+    const zh = Number(zone.slice(1, 3));
+    const zm = Number(zone.slice(4, 6));
+    if (zh > 15 || zm > 59) return undefined;
+    ms -= sign * (zh * 60 + zm) * 60_000;
+  }
+  const fraction = m[7] ? Number(m[7].padEnd(6, '0')) : 0;
+  const us = ms * 1000 + fraction - PG_EPOCH_US;
+  return Number.isSafeInteger(us) ? us : undefined;
+}
+
+/** A growing buffer of one COPY's binary rows. */
+class BinaryRows {
+  private buf = Buffer.allocUnsafeSlow(1 << 16);
+  private at = 0;
+
+  private room(n: number): void {
+    if (this.at + n <= this.buf.length) return;
+    const bigger = Buffer.allocUnsafeSlow(Math.max(this.buf.length * 2, this.at + n));
+    this.buf.copy(bigger, 0, 0, this.at);
+    this.buf = bigger;
+  }
+
+  bytes(data: Buffer): void {
+    this.room(data.length);
+    data.copy(this.buf, this.at);
+    this.at += data.length;
+  }
+
+  int16(n: number): void {
+    this.room(2);
+    this.buf.writeInt16BE(n, this.at);
+    this.at += 2;
+  }
+
+  null(): void {
+    this.room(4);
+    this.buf.writeInt32BE(-1, this.at);
+    this.at += 4;
+  }
+
+  int32(n: number): void {
+    this.room(8);
+    this.buf.writeInt32BE(4, this.at);
+    this.buf.writeInt32BE(n, this.at + 4);
+    this.at += 8;
+  }
+
+  /** A safe integer as int8 (timestamps are one too). */
+  int64(n: number): void {
+    this.room(12);
+    const high = Math.floor(n / TWO_32);
+    this.buf.writeInt32BE(8, this.at);
+    this.buf.writeInt32BE(high, this.at + 4);
+    this.buf.writeUInt32BE(n - high * TWO_32, this.at + 8);
+    this.at += 12;
+  }
+
+  bool(b: boolean): void {
+    this.room(5);
+    this.buf.writeInt32BE(1, this.at);
+    this.buf[this.at + 4] = b ? 1 : 0;
+    this.at += 5;
+  }
+
+  /**
+   * A string's UTF-8 with its length, after `prefix` (jsonb's version byte). Short ASCII
+   * strings (most keys and names) are copied byte by byte here: a call into Buffer#write
+   * for each costs more than the loop.
+   */
+  text(s: string, prefix = -1): void {
+    const n = s.length;
+    const extra = prefix < 0 ? 0 : 1;
+    this.room(4 + extra + n * 3);
+    const buf = this.buf;
+    const start = this.at + 4 + extra;
+    if (extra) buf[start - 1] = prefix;
+    let length = -1;
+    if (n <= SHORT) {
+      let i = 0;
+      for (; i < n; i++) {
+        const c = s.charCodeAt(i);
+        if (c === 0 || c > 0x7f) break;
+        buf[start + i] = c;
+      }
+      if (i === n) length = n;
+    }
+    if (length < 0) length = buf.write(NUL_OR_SURROGATE.test(s) ? storableText(s) : s, start);
+    buf.writeInt32BE(length + extra, this.at);
+    this.at = start + length;
+  }
+
+  /** The rows so far in a buffer of their own: the preparing thread moves it to the writing one. */
+  take(): Buffer {
+    const out = Buffer.allocUnsafeSlow(this.at);
+    this.buf.copy(out, 0, 0, this.at);
+    return out;
+  }
+}
+
+/** Column types this module writes; a column of another type keeps its rows in the text format. */
+const BINARY_TYPES = new Set(['text', 'json', 'jsonb', 'timestamptz', 'integer', 'bigint', 'boolean']);
+
+const INT32_MIN = -2_147_483_648;
+const INT32_MAX = 2_147_483_647;
+
+function writeValue(out: BinaryRows, value: unknown, type: string): void {
+  if (value === null || value === undefined) return out.null();
+  switch (type) {
+    case 'text': {
+      if (typeof value === 'string') return out.text(value);
+      if (value instanceof Date) return out.text(value.toISOString());
+      const json = jsonValue(value);
+      return json === null ? out.null() : out.text(json);
+    }
+    case 'json':
+    case 'jsonb': {
+      const json = jsonValue(value);
+      if (json === null) return out.null();
+      return out.text(json, type === 'jsonb' ? 1 : -1);
+    }
+    case 'timestamptz': {
+      const us = value instanceof Date ? value.getTime() * 1000 - PG_EPOCH_US : typeof value === 'string' ? pgMicroseconds(value) : undefined;
+      if (us === undefined || !Number.isSafeInteger(us)) throw NOT_ENCODABLE;
+      return out.int64(us);
+    }
+    case 'integer':
+      if (!Number.isInteger(value) || (value as number) < INT32_MIN || (value as number) > INT32_MAX) throw NOT_ENCODABLE;
+      return out.int32(value as number);
+    case 'bigint':
+      if (!Number.isSafeInteger(value)) throw NOT_ENCODABLE;
+      return out.int64(value as number);
+    case 'boolean':
+      if (typeof value !== 'boolean') throw NOT_ENCODABLE;
+      return out.bool(value);
+  }
+  throw NOT_ENCODABLE;
+}
+
+/**
+ * Rows that share `columns` (of these Postgres types) in COPY's binary format, or null
+ * when a column's type or a value has no binary form here (the caller writes text).
+ */
+export function binaryRows(rows: Record<string, unknown>[], columns: string[], types: string[]): Buffer | null {
+  if (!types.every((t) => BINARY_TYPES.has(t))) return null;
+  const out = new BinaryRows();
+  out.bytes(HEADER);
+  try {
+    for (const row of rows) {
+      out.int16(columns.length);
+      for (let i = 0; i < columns.length; i++) writeValue(out, row[columns[i]!], types[i]!);
+    }
+  } catch (err) {
+    if (err === NOT_ENCODABLE) return null;
+    throw err;
+  }
+  out.int16(-1);
+  return out.take();
+}
