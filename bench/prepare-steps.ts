@@ -1,11 +1,12 @@
 /**
  * A rebuild's preparing thread, step by step, for builds side by side in one process,
  * without NATS or Postgres: the rebuild benchmark's store (`PREP_SHAPE`, default
- * commits) in memory, then per round and build (the order rotating): decode every
- * message, merge the events into batches as the preparing thread cuts them (40,000
- * events), and encode each batch's statements as it ships them (`toPortable`). Each
- * step timed by this thread's CPU clock and the process's (the difference: V8's helper
- * threads, mostly concurrent GC); medians printed.
+ * commits) in memory, then per round and build (the order rotating) as the preparing
+ * thread goes: decode the messages, merge their events into a batch, and at 40,000
+ * events encode its statements (`toPortable`) and drop it. Each step's CPU summed
+ * over the run, by this thread's clock and the process's (the difference: V8's helper
+ * threads, mostly concurrent GC); medians over rounds printed. Node flags for the
+ * process (`--max-semi-space-size=…`) compare GC settings.
  *
  *   node bench/prepare-steps.ts base=../old new=. [rounds]
  */
@@ -22,6 +23,8 @@ interface Build {
 }
 
 const BATCH = 40_000;
+/** Messages decoded, then applied, at a time (a clock read per step each time). */
+const CHUNK = 200;
 const args = process.argv.slice(2);
 const rounds = Number(args.find((a) => /^\d+$/.test(a)) ?? 5);
 
@@ -35,14 +38,6 @@ function clocks(): [number, number] {
   return [process.threadCpuUsage().user + process.threadCpuUsage().system, process.cpuUsage().user + process.cpuUsage().system];
 }
 
-function timed<T>(into: number[][], run: () => T): T {
-  const [t0, p0] = clocks();
-  const out = run();
-  const [t1, p1] = clocks();
-  into.push([(t1 - t0) / 1e6, (p1 - p0) / 1e6]);
-  return out;
-}
-
 async function main() {
   const builds = await Promise.all(args.filter((a) => a.includes('=')).map((a) => load(...(a.split('=') as [string, string]))));
   const messages = await storeMessages((process.env.PREP_SHAPE ?? 'commits') as StoreShape);
@@ -52,16 +47,31 @@ async function main() {
     for (let i = 0; i < builds.length; i++) {
       const build = builds[(i + round) % builds.length]!;
       const r = results.get(build.label)!;
-      const decoded = timed(r.decode, () => messages.map((m) => build.decodeEvents(m)));
-      const batches = timed(r.apply, () => {
-        const out = [new build.ProjectionBatch()];
-        for (const events of decoded) {
-          for (const e of events) build.applyEvent(out.at(-1), e);
-          if (out.at(-1)!.size >= BATCH) out.push(new build.ProjectionBatch());
-        }
-        return out;
+      // As the preparing thread goes: a batch at a time, each dropped once encoded (its heap stays one batch).
+      const steps: [number, number][] = [[0, 0], [0, 0], [0, 0]];
+      let batch = new build.ProjectionBatch();
+      let bytes = 0;
+      const step = (k: number, run: () => void) => {
+        const [t0, p0] = clocks();
+        run();
+        const [t1, p1] = clocks();
+        steps[k]![0] += (t1 - t0) / 1e6;
+        steps[k]![1] += (p1 - p0) / 1e6;
+      };
+      const ship = () => step(2, () => {
+        bytes += build.toPortable(batch.statements({ copyCreated: true })).transfer.reduce((m, x) => m + x.byteLength, 0);
+        batch = new build.ProjectionBatch();
       });
-      const bytes = timed(r.statements, () => batches.reduce((n, b) => n + build.toPortable(b.statements({ copyCreated: true })).transfer.reduce((m, x) => m + x.byteLength, 0), 0));
+      for (let at = 0; at < messages.length; at += CHUNK) {
+        let decoded: { type: string }[][] = [];
+        step(0, () => (decoded = messages.slice(at, at + CHUNK).map((m) => build.decodeEvents(m))));
+        step(1, () => decoded.forEach((events) => events.forEach((e) => build.applyEvent(batch, e))));
+        if (batch.size >= BATCH) ship();
+      }
+      if (batch.size) ship();
+      r.decode.push(steps[0]!);
+      r.apply.push(steps[1]!);
+      r.statements.push(steps[2]!);
       r.bytes = bytes;
     }
   }

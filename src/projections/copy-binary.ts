@@ -158,9 +158,10 @@ class BinaryRows {
   /**
    * A string's UTF-8 with its length, after `prefix` (jsonb's version byte). Short ASCII
    * strings (most keys and names) are copied byte by byte here: a call into Buffer#write
-   * for each costs more than the loop.
+   * for each costs more than the loop. `json`: JSON.stringify's text, which writes NUL
+   * and lone surrogates as escapes, so it is not searched for them.
    */
-  text(s: string, prefix = -1): void {
+  text(s: string, prefix = -1, json = false): void {
     const n = s.length;
     const extra = prefix < 0 ? 0 : 1;
     this.room(4 + extra + n * 3);
@@ -177,7 +178,7 @@ class BinaryRows {
       }
       if (i === n) length = n;
     }
-    if (length < 0) length = buf.write(NUL_OR_SURROGATE.test(s) ? storableText(s) : s, start);
+    if (length < 0) length = buf.write(json || !NUL_OR_SURROGATE.test(s) ? s : storableText(s), start);
     buf.writeInt32BE(length + extra, this.at);
     this.at = start + length;
   }
@@ -203,13 +204,13 @@ function writeValue(out: BinaryRows, value: unknown, type: string): void {
       if (typeof value === 'string') return out.text(value);
       if (value instanceof Date) return out.text(value.toISOString());
       const json = jsonValue(value);
-      return json === null ? out.null() : out.text(json);
+      return json === null ? out.null() : out.text(json, -1, true);
     }
     case 'json':
     case 'jsonb': {
       const json = jsonValue(value);
       if (json === null) return out.null();
-      return out.text(json, type === 'jsonb' ? 1 : -1);
+      return out.text(json, type === 'jsonb' ? 1 : -1, true);
     }
     case 'timestamptz': {
       const us = value instanceof Date ? value.getTime() * 1000 - PG_EPOCH_US : typeof value === 'string' ? pgMicroseconds(value) : undefined;
