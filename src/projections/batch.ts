@@ -26,7 +26,7 @@ const ORG_TYPES: ColumnTypes = {
   created_at: TS, updated_at: TS,
 };
 const KEY_TYPES: ColumnTypes = { public_id: 'text', org_id: 'text', secret_hash: 'text', created_at: TS, revoked_at: TS };
-const TASK_TYPES: ColumnTypes = { id: 'text', org_id: 'text', doc: 'json', lane: 'text', last_execution_id: 'text', created_at: TS, updated_at: TS };
+export const TASK_TYPES: ColumnTypes = { id: 'text', org_id: 'text', doc: 'json', lane: 'text', last_execution_id: 'text', created_at: TS, updated_at: TS };
 export const EXECUTION_TYPES: ColumnTypes = {
   id: 'text', org_id: 'text', source_type: 'text', source_id: 'text', source_name: 'text', url: 'text',
   status: 'text', status_code: 'integer', error_message: 'text', attempt: 'integer', duration_ms: 'integer',
@@ -35,7 +35,7 @@ export const EXECUTION_TYPES: ColumnTypes = {
   parent_id: 'text', created_at: TS, updated_at: TS,
 };
 const ENDPOINT_TYPES: ColumnTypes = { id: 'text', org_id: 'text', slug: 'text', doc: 'jsonb', paused: 'boolean', created_at: TS, updated_at: TS };
-const INBOUND_EVENT_TYPES: ColumnTypes = {
+export const INBOUND_EVENT_TYPES: ColumnTypes = {
   id: 'text', org_id: 'text', endpoint_id: 'text', method: 'text', path: 'text', query: 'text', source_ip: 'text',
   received_at: TS, body_size: 'integer', inbound_seq: 'bigint', outcome: 'text', execution_id: 'text',
   script_logs: 'jsonb', error_message: 'text',
@@ -83,7 +83,7 @@ export class CopyOrUpsert implements Statement {
   }
 }
 
-const ATTEMPT_TYPES: ColumnTypes = {
+export const ATTEMPT_TYPES: ColumnTypes = {
   execution_id: 'text', attempt: 'integer', status: 'text', status_code: 'integer', started_at: TS,
   finished_at: TS, duration_ms: 'integer', error_message: 'text',
 };
@@ -97,7 +97,7 @@ const MONITOR_TYPES: ColumnTypes = {
 const FLOW_KEY_TYPES: ColumnTypes = {
   org_id: 'text', key: 'text', parallelism: 'integer', rate: 'integer', period: 'text', paused: 'boolean', updated_at: TS,
 };
-const PING_TYPES: ColumnTypes = {
+export const PING_TYPES: ColumnTypes = {
   id: 'text', monitor_id: 'text', kind: 'text', received_at: TS, method: 'text', source_ip: 'text', user_agent: 'text', body: 'text',
   exit_status: 'integer', rid: 'text', duration_ms: 'integer',
 };

@@ -1,6 +1,7 @@
 import { CompiledQuery, type Kysely } from 'kysely';
 import { storableText } from '../lib/input-checks.ts';
-import { byColumns, jsonText, type ColumnTypes, type Row } from './bulk-write.ts';
+import { byColumns, type ColumnTypes, type Row } from './bulk-write.ts';
+import { binaryRows, jsonValue } from './copy-binary.ts';
 
 /**
  * A character COPY's text format reads as a delimiter, a row's end or an escape, or
@@ -11,6 +12,9 @@ const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': 
 /** CopyData messages of at most this many bytes (Postgres reads each whole into its memory). */
 const CHUNK = 1 << 20;
 const NULL = '\\N';
+
+/** Binary unless a value has no binary form here (`binaryRows`); text for comparisons and tests. */
+export type CopyFormat = 'text' | 'binary';
 
 /** A text value in COPY's text format; what no Postgres text can hold becomes U+FFFD. */
 function copyText(value: string): string {
@@ -24,12 +28,9 @@ function copyText(value: string): string {
  * escape: text without a backslash needs nothing more.
  */
 function copyJson(value: unknown): string {
-  // Most script logs: no call into JSON.stringify for them.
-  if (Array.isArray(value) && value.length === 0) return '[]';
-  const text = JSON.stringify(value);
-  if (text === undefined || text === 'null') return NULL;
-  if (!text.includes('\\')) return text;
-  return jsonText(value, text).replaceAll('\\', '\\\\');
+  const text = jsonValue(value);
+  if (text === null) return NULL;
+  return text.includes('\\') ? text.replaceAll('\\', '\\\\') : text;
 }
 
 /**
@@ -52,7 +53,7 @@ function copyValue(value: unknown, json: boolean): string {
  */
 export class CopyIn {
   readonly text: string;
-  /** The rows in COPY's text format. */
+  /** The rows in the format the statement names (text or binary). */
   readonly bytes: Buffer;
 
   constructor(text: string, bytes: Buffer) {
@@ -162,17 +163,19 @@ class CopyExchange {
  * default, as with `upsertRows`). Only for rows whose key no row has yet: a key that
  * exists fails the statement, and with it the transaction.
  */
-export function copyRows(table: string, rows: Row[], types: ColumnTypes): CopyIn[] {
+export function copyRows(table: string, rows: Row[], types: ColumnTypes, format: CopyFormat = 'binary'): CopyIn[] {
   return [...byColumns(rows).values()].map((group) => {
     const columns = Object.keys(group[0]!);
+    const statement = `COPY ${quoteIdent(table)} (${columns.map(quoteIdent).join(', ')}) FROM STDIN`;
+    const binary = format === 'binary' ? binaryRows(group, columns, columns.map((c) => types[c] ?? 'unknown')) : null;
+    if (binary) return new CopyIn(`${statement} (FORMAT binary)`, binary);
     const json = columns.map((c) => types[c] === 'json' || types[c] === 'jsonb');
     let data = '';
     for (const row of group) {
       for (let i = 0; i < columns.length; i++) data += (i ? '\t' : '') + copyValue(row[columns[i]!], json[i]!);
       data += '\n';
     }
-    const text = `COPY ${quoteIdent(table)} (${columns.map(quoteIdent).join(', ')}) FROM STDIN`;
-    return new CopyIn(text, Buffer.from(data));
+    return new CopyIn(statement, Buffer.from(data));
   });
 }
 
