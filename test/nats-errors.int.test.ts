@@ -73,9 +73,14 @@ describe('NATS errors are unknown, never absent', () => {
     lease.onLost(() => (lostAt = Date.now()));
     await lease.acquire(AbortSignal.timeout(5000));
     // A stall shorter than the TTL: the renewal due at 3.3 s times out (2 s), is retried, and the lease is kept.
+    // The stall ends once that failure is logged (5.3 s in), not after a fixed 6 s counted from a start a busy
+    // machine delays: the retry 1 s later goes through, 2.7 s before the holder would stop.
     const resume = await server.freeze();
-    await new Promise((r) => setTimeout(r, 6000));
-    resume();
+    try {
+      await eventually(() => logs.some((l) => /renewal failed/.test(l)) || lostAt > 0, 30_000, 20);
+    } finally {
+      resume();
+    }
     // The next renewal after the stall goes through (awaited, not a fixed 2.5 s).
     await eventually(() => logs.some((l) => /renewed again/.test(l)) || lostAt > 0, 30_000, 20);
     assert.equal(lostAt, 0, `lease dropped during a short stall: ${logs.join(' | ')}`);
@@ -84,16 +89,22 @@ describe('NATS errors are unknown, never absent', () => {
     const held = await kv.get('test-stall');
     assert.equal(held?.string(), 'owner-a', `key now: ${held?.operation} ${held?.string()} | ${logs.join(' | ')}`);
     // A stall past the TTL: the holder stops before the key can have expired (TTL 10 s, margin 2 s).
-    const renewedBefore = Date.now();
+    // What guards the work is held(), which every user asks before acting, by the monotonic clock: it must
+    // never say yes 8 s or more after the stall began (no renewal can be answered during it). The lost
+    // callback's timer may fire late on a busy machine, so when it fires is not a verdict; that it fires is.
     const resume2 = await server.freeze();
+    const frozenAt = performance.now();
+    const heldLate: number[] = [];
     try {
-      const deadline = Date.now() + 11_000;
-      while (!lostAt && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      await eventually(() => {
+        const into = performance.now() - frozenAt;
+        if (lease.held() && into >= 8_000) heldLate.push(Math.round(into));
+        return lostAt > 0;
+      }, 30_000, 20);
     } finally {
       resume2();
     }
-    assert.ok(lostAt > 0, 'the holder must stop when it cannot renew');
-    assert.ok(lostAt - renewedBefore <= 8_500, `stopped ${lostAt - renewedBefore} ms into the stall: must be before the 10 s TTL minus the margin`);
+    assert.deepEqual(heldLate, [], 'held() said yes 8 s or more into the stall: past the 10 s TTL minus the margin');
     assert.ok(logs.some((l) => /lost \(no renewal for/.test(l)), logs.join(' | '));
     await lease.release();
   });

@@ -10,6 +10,7 @@ import { KV_BUCKETS } from '../streams/definitions.ts';
 import type { Nats } from '../src/nats/connection.ts';
 import { openCheckpoint } from '../src/nats/throttled-checkpoint.ts';
 import { startNatsWithStreams } from './support/nats.ts';
+import { eventually } from './support/wait.ts';
 
 let server: Awaited<ReturnType<typeof startNatsWithStreams>>;
 let nats: Nats;
@@ -67,8 +68,8 @@ test('a position advanced once is stored within a period, with no further advanc
   const checkpoint = await openCheckpoint(kv, 'probe-once', 50);
   await checkpoint.advance(7);
   await checkpoint.advance(9);
-  for (let i = 0; i < 100 && (await kv.get('probe-once'))?.string() !== '9'; i++) await new Promise((r) => setTimeout(r, 20));
-  assert.equal((await kv.get('probe-once'))?.string(), '9');
+  // Awaited, not counted: a hundred reads 20 ms apart were a deadline a busy machine could miss.
+  await eventually(async () => (await kv.get('probe-once'))?.string() === '9');
   const reopened = await openCheckpoint(kv, 'probe-once', 50);
   assert.equal(reopened.position, 9);
   await checkpoint.close();

@@ -60,6 +60,8 @@ export const CHECKPOINT_KEY: keyof typeof KV_CHECKPOINT_READERS = 'inbound-route
 const CHECKPOINT_EVERY_MS = 250;
 /** A debounce window this close to its end (or a quarter of it, if less) takes no more events. */
 const MERGE_MARGIN_MS = 250;
+/** That margin for a window of `windowMs` real milliseconds (already scaled). */
+export const mergeMarginMs = (windowMs: number): number => Math.min(MERGE_MARGIN_MS, windowMs / 4);
 
 export interface RouterDeps {
   nats: Nats;
@@ -132,7 +134,7 @@ export function startInboundRouter(deps: RouterDeps) {
     // Its own window: this event was routed before, and the router stopped before recording it.
     if (latest?.event_id === meta.id) return { outcome: 'forwarding', executions: plansAt(latest, false) };
     const endMs = latest ? Date.parse(latest.run_at) : 0;
-    const margin = Math.min(MERGE_MARGIN_MS, deps.clock.wait(windowMs) / 4);
+    const margin = mergeMarginMs(deps.clock.wait(windowMs));
     if (latest && receivedMs < endMs && endMs - deps.clock.now() > margin) return { outcome: 'debounced', executions: plansAt(latest, true) };
     const window: InboundDebounceWindow = {
       endpoint_id: meta.endpoint_id,
