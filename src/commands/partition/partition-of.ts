@@ -5,7 +5,7 @@
  * it is fixed for a deployment.
  */
 export function partitionOf(orgId: string, key: string, partitions: number, keyPrefix = ''): number {
-  // The text hashed piece by piece: no string built per call (a monitor's every ping asks).
+  // `<org>\n<prefix><key>` hashed piece by piece: no string built per call (every create and ping asks).
   const h = fnv(fnv(fnv(fnv(0x811c9dc5, orgId), '\n'), keyPrefix), key);
   return (h >>> 0) % partitions;
 }
@@ -21,21 +21,16 @@ function fnv(h: number, text: string): number {
 
 /** A task's unit of order: its lane or its flow-control key when it has one (a key runs in one partition), else the task. */
 export function taskPartition(task: { org_id: string; id: string; lane: string | null; flow_control?: { key: string } | null }, partitions: number): number {
-  return partitionOf(task.org_id, taskUnit(task), partitions);
+  if (task.lane) return partitionOf(task.org_id, task.lane, partitions, 'lane ');
+  if (task.flow_control) return flowKeyPartition(task.org_id, task.flow_control.key, partitions);
+  return partitionOf(task.org_id, task.id, partitions, 'task ');
 }
 
-function taskUnit(task: { id: string; lane: string | null; flow_control?: { key: string } | null }): string {
-  if (task.lane) return `lane ${task.lane}`;
-  if (task.flow_control) return flowUnit(task.flow_control.key);
-  return `task ${task.id}`;
-}
-
-/** A flow-control key's unit: every task naming it, and its pause, belong to one partition. */
-export const flowUnit = (key: string): string => `flow ${key}`;
-export const flowKeyPartition = (orgId: string, key: string, partitions: number): number => partitionOf(orgId, flowUnit(key), partitions);
+/** A flow-control key's unit (`flow <key>`): every task naming it, and its pause, belong to one partition. */
+export const flowKeyPartition = (orgId: string, key: string, partitions: number): number => partitionOf(orgId, key, partitions, 'flow ');
 
 /** An endpoint's deliveries, its pause and its lane or key: one partition. */
-export const endpointPartition = (orgId: string, endpointId: string, partitions: number): number => partitionOf(orgId, `endpoint ${endpointId}`, partitions);
+export const endpointPartition = (orgId: string, endpointId: string, partitions: number): number => partitionOf(orgId, endpointId, partitions, 'endpoint ');
 
 /** A monitor's pings, goings down and changes: one partition of the monitors' owners. */
 export const monitorPartition = (orgId: string, monitorId: string, partitions: number): number => partitionOf(orgId, monitorId, partitions, 'monitor ');
