@@ -459,6 +459,18 @@ export interface CpuGroup {
   withDescendants: boolean;
   /** Also report the root's main thread alone (a Node process's event loop; the rest is GC, JIT, libuv, loader threads). */
   mainThread?: boolean;
+  /** Also report each direct child of the root with its descendants, named by its `--roles` (a split `serve`'s processes), and its main thread. */
+  byChild?: boolean;
+}
+
+/** A child process's name for the CPU table: its roles (`JETCRON_ROLES`, as a split `serve` starts them), else its pid. */
+function childLabel(pid: number): string {
+  try {
+    const roles = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').find((v) => v.startsWith('JETCRON_ROLES='));
+    return roles ? `process ${roles.slice('JETCRON_ROLES='.length)}` : `process ${pid}`;
+  } catch {
+    return `process ${pid}`;
+  }
 }
 
 export interface CpuRow {
@@ -497,6 +509,16 @@ export function cpuPhase(groups: CpuGroup[]): () => CpuReport {
   const t0 = hrMs();
   const before = processTable();
   const mainBefore = groups.map(mainTicks);
+  // The main threads of the children of groups reported by child.
+  const mainThreadBefore = new Map<number, number>();
+  for (const g of groups) {
+    const root = g.byChild ? g.pid() : undefined;
+    if (root === undefined) continue;
+    for (const [pid, st] of before) {
+      const ticks = st.ppid === root ? readStat(pid, pid)?.ticks : undefined;
+      if (ticks !== undefined) mainThreadBefore.set(pid, ticks);
+    }
+  }
   const m0 = machineTicks();
   return () => {
     const after = processTable();
@@ -513,6 +535,19 @@ export function cpuPhase(groups: CpuGroup[]): () => CpuReport {
       const a = mainAfter[i];
       const b = mainBefore[i];
       if (a !== undefined && b !== undefined) rows.push({ name: '  of which its main thread (event loop)', detail: true, cpuSeconds: (a - b) / hz, pctOfCore: pct((a - b) / hz) });
+      const root = g.byChild ? g.pid() : undefined;
+      if (root !== undefined) {
+        for (const [child, st] of after) {
+          if (st.ppid !== root) continue;
+          let t = 0;
+          for (const pid of pidsOf(after, { ...g, pid: () => child })) t += after.get(pid)!.ticks - (before.get(pid)?.ticks ?? 0);
+          const label = childLabel(child);
+          rows.push({ name: `  of which ${label}`, detail: true, cpuSeconds: t / hz, pctOfCore: pct(t / hz) });
+          const m0c = mainThreadBefore.get(child);
+          const m1c = readStat(child, child)?.ticks;
+          if (m0c !== undefined && m1c !== undefined) rows.push({ name: `    ${label}: its main thread`, detail: true, cpuSeconds: (m1c - m0c) / hz, pctOfCore: pct((m1c - m0c) / hz) });
+        }
+      }
     });
     const total = m1.total - m0.total;
     const ours = rows.filter((r) => !r.detail).reduce((a, r) => a + r.cpuSeconds, 0);

@@ -99,7 +99,7 @@ export async function withStack<T>(
     db.on('error', () => {});
     stops.push(() => db.end());
     const cpuGroups: CpuGroup[] = [
-      { name: 'jetcron service (node)', pid: () => service.pid, withDescendants: true, mainThread: true },
+      { name: 'jetcron service (node)', pid: () => service.pid, withDescendants: true, byChild: true },
       { name: 'nats-server', pid: () => nats.pid(), withDescendants: false },
       { name: 'postgres (all backends)', pid: () => postgres.postmasterPid(), withDescendants: true },
       { name: 'target server (node)', pid: () => target.pid, withDescendants: true },

@@ -18,6 +18,7 @@ import { withStack, type BenchContext, type Benchmark, type Metric, type Stack }
 import { fmt, type Table } from '../stats.ts';
 import { BULLMQ_CONCURRENCY, runBullmq } from './bullmq.ts';
 import { PG_BOSS_OPTIONS, runPgBoss } from './pg-boss.ts';
+import { runFloor } from './floor.ts';
 import { redisServer, startRedis, type BenchRedis } from './processes.ts';
 import { ADD_BATCH, JOBS, QUEUE_WARMUP, type SystemRun } from './queue-run.ts';
 
@@ -154,7 +155,12 @@ export const peers: Benchmark = {
       { label: 'BullMQ', skipped: redisSkip, run: () => runBullmq(ctx, redis!) },
       { label: 'jetcron, lanes', run: (r) => jetcronLanes(ctx, r) },
       { label: 'jetcron, lane-free', run: (r) => jetcronLaneFree(ctx, r) },
+      { label: 'design floor, lanes', run: (r) => runFloor(ctx, r, postgres, 'lanes') },
+      { label: 'design floor, lane-free', run: (r) => runFloor(ctx, r, postgres, 'free') },
     ];
+    // For experiments: only the systems whose label contains one of these (comma-separated).
+    const only = process.env.JETCRON_PEERS_ONLY?.split(',').filter(Boolean);
+    if (only) for (const s of systems) if (!s.skipped && !only.some((o) => s.label.includes(o))) s.skipped = 'not in JETCRON_PEERS_ONLY';
     const outcomes = new Map<System, Outcome[]>(systems.map((s) => [s, []]));
     try {
       for (let round = 1; round <= ROUNDS; round++) {
@@ -178,7 +184,7 @@ export const peers: Benchmark = {
 
     const runsOf = (s: System) => outcomes.get(s)!.filter((o): o is SystemRun => 'rate' in o);
     const med = new Map(systems.map((s) => [s, median(runsOf(s).filter((r) => r.complete).map((r) => r.rate))]));
-    const [rawSys, pgBoss, bullmq, lanes, laneFree] = systems as [System, System, System, System, System];
+    const [rawSys, pgBoss, bullmq, lanes, laneFree, floorLanes, floorFree] = systems as [System, System, System, System, System, System, System];
     const rawRate = med.get(rawSys)!;
     const bestPeer = Math.max(...[pgBoss, bullmq].map((s) => med.get(s)!).filter(Number.isFinite));
     const lanesVsPeer = med.get(lanes)! / bestPeer;
@@ -205,6 +211,11 @@ export const peers: Benchmark = {
       ...systems.map(medianMetric),
       ...aims,
       ...[pgBoss, bullmq, lanes].filter((s) => !s.skipped).map((s) => ratio(`${s.label} / raw`, med.get(s)! / rawRate)),
+      // How far the design itself goes here, and how much of it jetcron keeps.
+      ratio(`design floor, lanes / ${peerLabel}`, med.get(floorLanes)! / bestPeer),
+      ratio(`design floor, lane-free / ${peerLabel}`, med.get(floorFree)! / bestPeer),
+      ratio('jetcron lanes / design floor, lanes', med.get(lanes)! / med.get(floorLanes)!),
+      ratio('jetcron lane-free / design floor, lane-free', med.get(laneFree)! / med.get(floorFree)!),
     ];
 
     const cell = (o: Outcome | undefined) => (!o ? '–' : 'error' in o ? 'failed' : `${fmt.rate(o.rate)}${o.complete ? '' : ' (incomplete)'}`);
@@ -244,6 +255,7 @@ export const peers: Benchmark = {
         `BullMQ: redis-server on a free port, --save '' --appendonly no, FLUSHALL before each run; producer addBulk of ${ADD_BATCH.toLocaleString('en-US')} jobs per call; one Worker in its own process, concurrency ${BULLMQ_CONCURRENCY}; default job options (1 attempt, completed jobs kept); done = getCompletedCount().`,
         `pg-boss and BullMQ: ${QUEUE_WARMUP} warm-up jobs through the same path first; each job POSTs {"id"} to the target with undici; timed from the first add until the queue reports all completed (polled every 50 ms).`,
         'jetcron: a fresh stack (nats-server, database, target, jetcron serve) per run; lanes = the lanes benchmark\'s run (100 lanes × 100 tasks, one batch per lane), lane-free = the dispatch-throughput benchmark\'s run (POST /api/v1/tasks at concurrency 64), each with its warm-up; done = all executions success in Postgres.',
+        'design floor: jetcron\'s guarantees and nothing else (bench/peers/floor.ts): creates (each task\'s whole spec) as one acked JetStream message per 1,000, each job signed and sent, results (the request as sent, the response\'s status, headers and body) in group commits fenced by their partition\'s last sequence (8 partitions, one commit in flight each), a lane\'s next job only after its previous result is stored (lanes: 100 lanes in order; lane-free: 128 in flight), a task row (spec as jsonb) and an execution row (request, response) per job in Postgres from the same read; no HTTP API, decision rules, leases, envelopes, traces or metrics; done = execution rows in status success.',
         `other processes on the machine used ${fmt.s(otherCpu)} of CPU over ${fmt.s(measuredWall)} of measured phases (${fmt.pct((100 * otherCpu) / Math.max(measuredWall, 1e-9))} of one core)${otherCpu / Math.max(measuredWall, 1e-9) > 0.1 ? ': the machine was shared with other work, figures are skewed' : ''}.`,
         ...(bullmq.skipped ? [`BullMQ skipped: ${bullmq.skipped}.`] : []),
       ],
