@@ -16,15 +16,19 @@
 import { jetstreamManager, jetstream } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import pg from 'pg';
-import { startNats, startTarget, type SharedPostgres } from '../harness.ts';
+import { onCleanup, ROOT, startNats, startTarget, type SharedPostgres } from '../harness.ts';
 import type { BenchContext } from '../stack.ts';
-import { FLOOR_STREAM, type FloorWorkerConfig } from './floor-config.ts';
+import { FLOOR_STREAM, taskSpec, type FloorWorkerConfig } from './floor-config.ts';
 import { forkWorker } from './processes.ts';
+import { HttpClient } from '../load.ts';
+import { fork } from 'node:child_process';
+import path from 'node:path';
 import { measureQueue, withPostCheck, withTeardown, type SystemRun } from './queue-run.ts';
 
 const LANES = 100;
 const PARTITIONS = 8;
 const CONCURRENCY = 128;
+const HTTP_CONCURRENCY = 64;
 
 const SCHEMA = `
   CREATE TABLE floor_tasks (id text PRIMARY KEY, lane text NOT NULL, doc jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now());
@@ -36,18 +40,12 @@ const SCHEMA = `
   CREATE INDEX floor_executions_created ON floor_executions (created_at DESC, id DESC);
   CREATE INDEX floor_executions_lane ON floor_executions (lane, created_at DESC, id DESC);`;
 
-/** A task's spec as a create stores it (the fields of jetcron's, so the bytes are alike). */
-function taskSpec(id: string, lane: string): Record<string, unknown> {
-  const now = new Date().toISOString();
-  return {
-    id, lane, name: id, method: 'POST', url: `http://127.0.0.1/hit?id=${id}`, headers: {}, body: null, delay: null, run_at: null, timeout_ms: 30_000,
-    retry_attempts: 0, callback_url: null, flow_control: null, enabled: true, notify_on_failure: null, notify_on_recovery: null,
-    expected_status_codes: null, expected_body_pattern: null, on_failure_url: null, on_recovery_url: null, script: null, debounce: null,
-    debounce_key: null, created_at: now, updated_at: now,
-  };
-}
-
-export function runFloor(ctx: BenchContext, round: number, postgres: SharedPostgres, shape: 'lanes' | 'free'): Promise<SystemRun> {
+/**
+ * `lanes`: 100 lanes, creates added 1,000 per stored message; `free`: every job its own
+ * lane, the same adds; `http`: every job its own lane, each created by its own
+ * `POST /tasks` at concurrency 64 through floor-api.ts (jetcron's lane-free run's shape).
+ */
+export function runFloor(ctx: BenchContext, round: number, postgres: SharedPostgres, shape: 'lanes' | 'free' | 'http'): Promise<SystemRun> {
   return withTeardown(`floor (${shape})`, ctx.log, async (defer) => {
     const database = await postgres.createDatabase(`peers_floor_${shape}_${round}`);
     defer(database.drop);
@@ -65,13 +63,29 @@ export function runFloor(ctx: BenchContext, round: number, postgres: SharedPostg
     const target = await startTarget();
     defer(target.stop);
     const worker = await forkWorker<FloorWorkerConfig>('floor-worker.ts', {
-      targetUrl: target.url, natsUrl: nats.url, databaseUrl: database.url, shape, partitions: PARTITIONS, concurrency: CONCURRENCY,
+      targetUrl: target.url, natsUrl: nats.url, databaseUrl: database.url, shape: shape === 'lanes' ? 'lanes' : 'free', partitions: PARTITIONS, concurrency: CONCURRENCY,
     });
     defer(worker.stop);
+    const api = shape === 'http' ? await startFloorApi(nats.url) : undefined;
+    if (api) defer(api.stop);
+    const client = api ? new HttpClient(api.url, HTTP_CONCURRENCY) : undefined;
+    if (client) defer(() => client.pool.close());
     let n = 0;
     const run = await measureQueue(
       {
         add: async (ids) => {
+          if (client) {
+            // Each create its own request, 64 at a time, as jetcron's lane-free run sends them.
+            let next = 0;
+            const one = async (): Promise<void> => {
+              for (let i = next++; i < ids.length; i = next++) {
+                const r = await client.send('POST', '/tasks', { body: JSON.stringify({ url: `http://127.0.0.1/hit?id=${ids[i]}` }) });
+                if (r.status !== 201) throw new Error(`floor API answered ${r.status}: ${r.text.slice(0, 200)}`);
+              }
+            };
+            await Promise.all(Array.from({ length: HTTP_CONCURRENCY }, one));
+            return;
+          }
           // One stored message per call, as a batch is one commit.
           const jobs = ids.map((id) => {
             const lane = `l${n++ % LANES}`;
@@ -85,6 +99,7 @@ export function runFloor(ctx: BenchContext, round: number, postgres: SharedPostg
         },
         cpuGroups: [
           { name: 'floor worker (node)', pid: () => worker.pid, withDescendants: true, mainThread: true },
+          ...(api ? [{ name: 'floor create API (node)', pid: () => api.pid, withDescendants: false }] : []),
           { name: 'nats-server', pid: () => nats.pid(), withDescendants: false },
           { name: 'postgres (all backends)', pid: () => postgres.postmasterPid(), withDescendants: true },
           { name: 'target server (node)', pid: () => target.pid, withDescendants: true },
@@ -95,4 +110,21 @@ export function runFloor(ctx: BenchContext, round: number, postgres: SharedPostg
     );
     return withPostCheck(run, await worker.stop());
   });
+}
+
+/** floor-api.ts in a process of its own, listening on a free port. */
+async function startFloorApi(natsUrl: string): Promise<{ url: string; pid: number; stop: () => Promise<void> }> {
+  const child = fork(path.join(ROOT, 'bench', 'peers', 'floor-api.ts'), [], { cwd: ROOT, env: { ...process.env, FLOOR_NATS_URL: natsUrl }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const stop = onCleanup('floor API', async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((r) => child.once('exit', () => r()));
+    child.kill('SIGTERM');
+    await exited;
+  }, () => void child.kill('SIGKILL'));
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('floor API did not start within 30 s')), 30_000);
+    child.once('message', (m: { port?: number }) => (clearTimeout(timer), resolve(m.port ?? 0)));
+    child.once('exit', (code) => (clearTimeout(timer), reject(new Error(`floor API exited (${code})`))));
+  });
+  return { url: `http://127.0.0.1:${port}`, pid: child.pid!, stop };
 }

@@ -157,6 +157,7 @@ export const peers: Benchmark = {
       { label: 'jetcron, lane-free', run: (r) => jetcronLaneFree(ctx, r) },
       { label: 'design floor, lanes', run: (r) => runFloor(ctx, r, postgres, 'lanes') },
       { label: 'design floor, lane-free', run: (r) => runFloor(ctx, r, postgres, 'free') },
+      { label: 'design floor, lane-free by HTTP', run: (r) => runFloor(ctx, r, postgres, 'http') },
     ];
     // For experiments: only the systems whose label contains one of these (comma-separated).
     const only = process.env.JETCRON_PEERS_ONLY?.split(',').filter(Boolean);
@@ -184,7 +185,7 @@ export const peers: Benchmark = {
 
     const runsOf = (s: System) => outcomes.get(s)!.filter((o): o is SystemRun => 'rate' in o);
     const med = new Map(systems.map((s) => [s, median(runsOf(s).filter((r) => r.complete).map((r) => r.rate))]));
-    const [rawSys, pgBoss, bullmq, lanes, laneFree, floorLanes, floorFree] = systems as [System, System, System, System, System, System, System];
+    const [rawSys, pgBoss, bullmq, lanes, laneFree, floorLanes, floorFree, floorHttp] = systems as [System, System, System, System, System, System, System, System];
     const rawRate = med.get(rawSys)!;
     const bestPeer = Math.max(...[pgBoss, bullmq].map((s) => med.get(s)!).filter(Number.isFinite));
     const lanesVsPeer = med.get(lanes)! / bestPeer;
@@ -215,7 +216,8 @@ export const peers: Benchmark = {
       ratio(`design floor, lanes / ${peerLabel}`, med.get(floorLanes)! / bestPeer),
       ratio(`design floor, lane-free / ${peerLabel}`, med.get(floorFree)! / bestPeer),
       ratio('jetcron lanes / design floor, lanes', med.get(lanes)! / med.get(floorLanes)!),
-      ratio('jetcron lane-free / design floor, lane-free', med.get(laneFree)! / med.get(floorFree)!),
+      ratio(`design floor, lane-free by HTTP / ${peerLabel}`, med.get(floorHttp)! / bestPeer),
+      ratio('jetcron lane-free / design floor, lane-free by HTTP', med.get(laneFree)! / med.get(floorHttp)!),
     ];
 
     const cell = (o: Outcome | undefined) => (!o ? '–' : 'error' in o ? 'failed' : `${fmt.rate(o.rate)}${o.complete ? '' : ' (incomplete)'}`);
@@ -255,7 +257,7 @@ export const peers: Benchmark = {
         `BullMQ: redis-server on a free port, --save '' --appendonly no, FLUSHALL before each run; producer addBulk of ${ADD_BATCH.toLocaleString('en-US')} jobs per call; one Worker in its own process, concurrency ${BULLMQ_CONCURRENCY}; default job options (1 attempt, completed jobs kept); done = getCompletedCount().`,
         `pg-boss and BullMQ: ${QUEUE_WARMUP} warm-up jobs through the same path first; each job POSTs {"id"} to the target with undici; timed from the first add until the queue reports all completed (polled every 50 ms).`,
         'jetcron: a fresh stack (nats-server, database, target, jetcron serve) per run; lanes = the lanes benchmark\'s run (100 lanes × 100 tasks, one batch per lane), lane-free = the dispatch-throughput benchmark\'s run (POST /api/v1/tasks at concurrency 64), each with its warm-up; done = all executions success in Postgres.',
-        'design floor: jetcron\'s guarantees and nothing else (bench/peers/floor.ts): creates (each task\'s whole spec) as one acked JetStream message per 1,000, each job signed and sent, results (the request as sent, the response\'s status, headers and body) in group commits fenced by their partition\'s last sequence (8 partitions, one commit in flight each), a lane\'s next job only after its previous result is stored (lanes: 100 lanes in order; lane-free: 128 in flight), a task row (spec as jsonb) and an execution row (request, response) per job in Postgres from the same read; no HTTP API, decision rules, leases, envelopes, traces or metrics; done = execution rows in status success.',
+        'design floor: jetcron\'s guarantees and nothing else (bench/peers/floor.ts): creates (each task\'s whole spec) as one acked JetStream message per 1,000, each job signed and sent, results (the request as sent, the response\'s status, headers and body) in group commits fenced by their partition\'s last sequence (8 partitions, one commit in flight each), a lane\'s next job only after its previous result is stored (lanes: 100 lanes in order; lane-free: 128 in flight; lane-free by HTTP: each create its own POST /tasks at concurrency 64 to a node:http process that stores a turn\'s creates as one acked message and then answers 201, bench/peers/floor-api.ts), a task row (spec as jsonb) and an execution row (request, response) per job in Postgres from the same read; no HTTP API, decision rules, leases, envelopes, traces or metrics; done = execution rows in status success.',
         `other processes on the machine used ${fmt.s(otherCpu)} of CPU over ${fmt.s(measuredWall)} of measured phases (${fmt.pct((100 * otherCpu) / Math.max(measuredWall, 1e-9))} of one core)${otherCpu / Math.max(measuredWall, 1e-9) > 0.1 ? ': the machine was shared with other work, figures are skewed' : ''}.`,
         ...(bullmq.skipped ? [`BullMQ skipped: ${bullmq.skipped}.`] : []),
       ],
