@@ -18,13 +18,14 @@
  * each run with a reader (the floor's or jetcron's own), the wait until it has caught up.
  */
 import { fork, type ChildProcess } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { RetentionPolicy, StorageType } from '@nats-io/jetstream';
 import { connectNats } from '../src/nats/connection.ts';
 import { cpuPhase, hrMs, onCleanup, ROOT, sleep, startNats, type CpuGroup, type CpuReport } from './harness.ts';
 import { payload } from './inbound.ts';
 import { closedLoop, HttpClient, type SendResult } from './load.ts';
-import { withStack, type Benchmark, type Stack } from './stack.ts';
+import { withStack, type BenchContext, type Benchmark, type Stack } from './stack.ts';
 import { fmt, summarize, type Table } from './stats.ts';
 
 const ROUNDS = Number(process.env.FLOOR_ROUNDS ?? 3);
@@ -35,11 +36,21 @@ const CONCURRENCY = 64;
 const CATCH_UP_LIMIT_MS = 60_000;
 const STREAM = 'FLOOR';
 const SUBJECT = 'floor.requests';
+/** With `--cpu-prof`: the shape whose first jetcron window `phase.json` marks, for `bench/profile-phase.ts`. */
+const PROFILE_SHAPE = process.env.FLOOR_PROFILE_SHAPE ?? 'ping';
 
 type Shape = 'ping' | 'inbound';
-type Variant = 'bare' | 'durable' | 'durable+reader' | 'jetcron';
-const VARIANTS: Variant[] = ['bare', 'durable', 'durable+reader', 'jetcron'];
-const SHAPES: Shape[] = ['ping', 'inbound'];
+type Variant = 'bare' | 'durable' | 'durable+reader' | 'jetcron' | 'jetcron-b';
+/**
+ * `FLOOR_B_ENV="JETCRON_X=1 JETCRON_Y=2"`: a second jetcron (`jetcron-b`, its own stack) with
+ * those settings, in the same rounds: a setting's effect measured against the floor.
+ */
+const B_ENV = Object.fromEntries((process.env.FLOOR_B_ENV ?? '').split(/\s+/).filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+const HAS_B = Object.keys(B_ENV).length > 0;
+/** `FLOOR_VARIANTS` / `FLOOR_SHAPES`: a subset, comma-separated (bare always runs: it is the yardstick). */
+const pick = <T extends string>(all: T[], env: string | undefined): T[] => (env ? all.filter((x) => x === 'bare' || env.split(',').includes(x)) : all);
+const VARIANTS: Variant[] = pick<Variant>(['bare', 'durable', 'durable+reader', 'jetcron', ...(HAS_B ? ['jetcron-b' as const] : [])], process.env.FLOOR_VARIANTS);
+const SHAPES: Shape[] = pick<Shape>(['ping', 'inbound'], process.env.FLOOR_SHAPES);
 
 interface Run {
   round: number;
@@ -128,40 +139,57 @@ export const acceptanceFloor: Benchmark = {
       ctx,
       this.name,
       async (s) => {
+        if (!HAS_B) return rounds(ctx, this.name, this.title, s, undefined);
+        return withStack(ctx, `${this.name}-b`, (b) => rounds(ctx, this.name, this.title, s, b), { plan: 'pro', env: { JETCRON_TIME_SCALE: '0.05', ...B_ENV } });
+      },
+      { plan: 'pro', env: { JETCRON_TIME_SCALE: '0.05' } },
+    );
+  },
+};
+
+/** A jetcron stack's monitors' ping paths and collect-only endpoint, and where its round-robin stands. */
+interface Target {
+  stack: Stack;
+  pingPaths: string[];
+  inboundPath: string;
+  offset: number;
+}
+
+async function rounds(ctx: BenchContext, name: string, title: string, s: Stack, sb: Stack | undefined) {
         const pg = await ctx.postgres();
-        const pingPaths = await createMonitors(s, ctx.log);
-        const inboundPath = await createCollectEndpoint(s);
+        const prepare = async (stack: Stack): Promise<Target> => ({ stack, pingPaths: await createMonitors(stack, ctx.log), inboundPath: await createCollectEndpoint(stack), offset: 0 });
+        const a = await prepare(s);
+        const b = sb ? await prepare(sb) : undefined;
         const runs: Run[] = [];
-        let pingOffset = 0;
+        const targetOf = (variant: Variant) => (variant === 'jetcron' ? a : variant === 'jetcron-b' ? b : undefined);
         const sendFor = (shape: Shape, variant: Variant) => {
-          if (shape === 'inbound') return (c: HttpClient, i: number) => c.send('POST', variant === 'jetcron' ? inboundPath : '/in/ep_floor', { body: payload(`f${i}`) });
-          if (variant !== 'jetcron') return (c: HttpClient, i: number) => c.send('GET', `/ping/pm_floor${i % MONITORS}`);
+          const t = targetOf(variant);
+          if (shape === 'inbound') return (c: HttpClient, i: number) => c.send('POST', t ? t.inboundPath : '/in/ep_floor', { body: payload(`f${i}`) });
+          if (!t) return (c: HttpClient, i: number) => c.send('GET', `/ping/pm_floor${i % MONITORS}`);
           // Round-robin over the monitors, carrying on where the last run stopped, so each ping
           // finds its monitor down (3 s after its previous one) and is a transition, as in `monitors`.
-          return (c: HttpClient) => c.send('GET', pingPaths[pingOffset++ % pingPaths.length]!);
+          return (c: HttpClient) => c.send('GET', t.pingPaths[t.offset++ % t.pingPaths.length]!);
         };
         const acceptedFor = (shape: Shape, variant: Variant) =>
-          variant === 'jetcron' && shape === 'inbound' ? (r: SendResult) => r.status === 200 && r.text.includes('"received"') : (r: SendResult) => r.status === 200;
+          targetOf(variant) && shape === 'inbound' ? (r: SendResult) => r.status === 200 && r.text.includes('"received"') : (r: SendResult) => r.status === 200;
 
         for (let round = 1; round <= ROUNDS; round++) {
           for (const shape of SHAPES) {
             const order = VARIANTS.map((_, i) => VARIANTS[(i + round - 1) % VARIANTS.length]!);
             for (const variant of order) {
               ctx.log(`acceptance-floor: round ${round}, ${shape}, ${variant}`);
-              const run = variant === 'jetcron'
-                ? await jetcronRun(s, pg.postmasterPid, sendFor(shape, variant), acceptedFor(shape, variant))
+              const t = targetOf(variant);
+              const mark = ctx.cpuProfDir && variant === 'jetcron' && shape === PROFILE_SHAPE && round === 1 ? path.join(ctx.cpuProfDir, name) : undefined;
+              const run = t
+                ? await jetcronRun(t.stack, pg.postmasterPid, sendFor(shape, variant), acceptedFor(shape, variant), mark)
                 : await floorRun(variant, pg, sendFor(shape, variant), acceptedFor(shape, variant));
               runs.push({ round, shape, variant, ...run });
               ctx.log(`acceptance-floor: ${fmt.rate(run.rate)}, CPU ${Object.entries(run.cpu).map(([k, v]) => `${k} ${v.toFixed(3)}`).join(', ')} ms per request`);
             }
           }
         }
-        return report(this.name, this.title, runs);
-      },
-      { plan: 'pro', env: { JETCRON_TIME_SCALE: '0.05' } },
-    );
-  },
-};
+        return report(name, title, runs);
+}
 
 async function createMonitors(s: Stack, log: (m: string) => void): Promise<string[]> {
   const paths: string[] = [];
@@ -255,7 +283,7 @@ async function floorRun(variant: Variant, pg: { postmasterPid(): number | undefi
 }
 
 /** One run against the stack's jetcron; afterwards, the wait until the service, nats-server and Postgres are quiet again. */
-async function jetcronRun(s: Stack, postmasterPid: () => number | undefined, send: Send, accepted: Accepted) {
+async function jetcronRun(s: Stack, postmasterPid: () => number | undefined, send: Send, accepted: Accepted, profileDir?: string) {
   const client = new HttpClient(s.service.url, CONCURRENCY);
   try {
     const groups: CpuGroup[] = [
@@ -266,8 +294,14 @@ async function jetcronRun(s: Stack, postmasterPid: () => number | undefined, sen
       { name: 'load generator', pid: () => process.pid, withDescendants: false },
     ];
     let end!: () => CpuReport;
-    const d = await drive(client, send, accepted, () => (end = cpuPhase(groups)));
+    let fromUs = 0;
+    const d = await drive(client, send, accepted, () => ((end = cpuPhase(groups)), (fromUs = Number(process.hrtime.bigint() / 1000n))));
     const cpu = perRequest(end(), d.ok);
+    if (profileDir) {
+      // The window on the monotonic clock V8's profile timestamps use: the profile covers the whole run.
+      mkdirSync(profileDir, { recursive: true });
+      writeFileSync(path.join(profileDir, 'phase.json'), JSON.stringify({ fromUs, toUs: Number(process.hrtime.bigint() / 1000n) }));
+    }
     // Its readers' backlog (projector, the goings down 3 s after the pings) must not run into the next run.
     const catchUpMs = await quiet(groups.filter((g) => g.name !== 'load generator'), CATCH_UP_LIMIT_MS);
     const lat = summarize(d.ms);
@@ -307,7 +341,7 @@ function report(name: string, title: string, runs: Run[]) {
       const ratio = median(rs.map((r) => r.rate / bareOf(r)));
       const cpus = PROCS.map((p) => median(rs.map((r) => r.cpu[p] ?? 0)));
       summary.rows.push([shape, variant, fmt.rate(median(rs.map((r) => r.rate))), fmt.frac(ratio), ...cpus.map((c) => (c ? c.toFixed(3) : '–')), cpus.slice(0, 4).reduce((a, b) => a + b, 0).toFixed(3)]);
-      if (variant !== 'bare') headline.push({ label: `${shape}: ${variant} × bare`, value: fmt.frac(ratio), ok: variant === 'jetcron' ? ratio >= 0.5 : undefined });
+      if (variant !== 'bare') headline.push({ label: `${shape}: ${variant} × bare`, value: fmt.frac(ratio), ok: variant.startsWith('jetcron') ? ratio >= 0.5 : undefined });
     }
   }
   return {
@@ -320,6 +354,7 @@ function report(name: string, title: string, runs: Run[]) {
       `closed loop: undici Pool, ${CONCURRENCY} keep-alive connections, ${WARMUP_MS / 1000} s warm-up, ${MEASURE_MS / 1000} s measured; ${ROUNDS} rounds, the variants' order rotating each round; × bare = against the bare server of the same round and shape.`,
       'floor servers, nats-servers (fresh per run, file storage) and readers are processes of their own (bench/floor-server.ts, bench/floor-reader.ts); Postgres is the run\'s shared embedded one (a fresh database per reader run); jetcron is one `jetcron serve` (every role) with its own nats-server, kept for every round, idle during the floor runs.',
       'catch-up: for the floor\'s reader, the time after the window until its checkpoint reached the stream\'s last message; for jetcron, until the service, its nats-server and Postgres each used under 10% of a core for 0.5 s (its projector, the goings down 3 s after the pings).',
+      ...(HAS_B ? [`jetcron-b: a second jetcron stack (its own nats-server and database) with ${Object.entries(B_ENV).map(([k, v]) => `${k}=${v}`).join(' ')}, idle while the others run.`] : []),
       `jetcron pings: ${MONITORS.toLocaleString('en-US')} interval monitors (60 s, grace 0, JETCRON_TIME_SCALE=0.05), pinged round-robin, so each ping finds its monitor down and is a transition; inbound: a collect-only endpoint, 200 with "received" counted.`,
     ],
   };
