@@ -18,7 +18,7 @@
  * each run with a reader (the floor's or jetcron's own), the wait until it has caught up.
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { RetentionPolicy, StorageType } from '@nats-io/jetstream';
 import { connectNats } from '../src/nats/connection.ts';
@@ -46,7 +46,9 @@ type Variant = 'bare' | 'durable' | 'durable+reader' | 'jetcron' | 'jetcron-b';
  * those settings, in the same rounds: a setting's effect measured against the floor.
  */
 const B_ENV = Object.fromEntries((process.env.FLOOR_B_ENV ?? '').split(/\s+/).filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
-const HAS_B = Object.keys(B_ENV).length > 0;
+/** `FLOOR_B_INTERVAL_S`: jetcron-b's monitors' interval (e.g. 86400: none goes down within the run, so its pings are pings alone). */
+const B_INTERVAL_S = Number(process.env.FLOOR_B_INTERVAL_S ?? 60);
+const HAS_B = Object.keys(B_ENV).length > 0 || process.env.FLOOR_B_INTERVAL_S !== undefined;
 /** `FLOOR_VARIANTS` / `FLOOR_SHAPES`: a subset, comma-separated (bare always runs: it is the yardstick). */
 const pick = <T extends string>(all: T[], env: string | undefined): T[] => (env ? all.filter((x) => x === 'bare' || env.split(',').includes(x)) : all);
 const VARIANTS: Variant[] = pick<Variant>(['bare', 'durable', 'durable+reader', 'jetcron', ...(HAS_B ? ['jetcron-b' as const] : [])], process.env.FLOOR_VARIANTS);
@@ -157,9 +159,9 @@ interface Target {
 
 async function rounds(ctx: BenchContext, name: string, title: string, s: Stack, sb: Stack | undefined) {
         const pg = await ctx.postgres();
-        const prepare = async (stack: Stack): Promise<Target> => ({ stack, pingPaths: await createMonitors(stack, ctx.log), inboundPath: await createCollectEndpoint(stack), offset: 0 });
-        const a = await prepare(s);
-        const b = sb ? await prepare(sb) : undefined;
+        const prepare = async (stack: Stack, intervalS: number): Promise<Target> => ({ stack, pingPaths: await createMonitors(stack, ctx.log, intervalS), inboundPath: await createCollectEndpoint(stack), offset: 0 });
+        const a = await prepare(s, 60);
+        const b = sb ? await prepare(sb, B_INTERVAL_S) : undefined;
         const runs: Run[] = [];
         const targetOf = (variant: Variant) => (variant === 'jetcron' ? a : variant === 'jetcron-b' ? b : undefined);
         const sendFor = (shape: Shape, variant: Variant) => {
@@ -191,7 +193,7 @@ async function rounds(ctx: BenchContext, name: string, title: string, s: Stack, 
         return report(name, title, runs);
 }
 
-async function createMonitors(s: Stack, log: (m: string) => void): Promise<string[]> {
+async function createMonitors(s: Stack, log: (m: string) => void, intervalS: number): Promise<string[]> {
   const paths: string[] = [];
   const t0 = hrMs();
   await closedLoop({
@@ -199,7 +201,7 @@ async function createMonitors(s: Stack, log: (m: string) => void): Promise<strin
     maxCount: MONITORS,
     maxMs: 300_000,
     fn: async (i) => {
-      const r = await s.api.send('POST', '/api/v1/monitors', { body: JSON.stringify({ name: `floor-${i}`, schedule_type: 'interval', interval_seconds: 60, grace_period_seconds: 0 }) });
+      const r = await s.api.send('POST', '/api/v1/monitors', { body: JSON.stringify({ name: `floor-${i}`, schedule_type: 'interval', interval_seconds: intervalS, grace_period_seconds: 0 }) });
       if (r.status === 201) paths.push(new URL((JSON.parse(r.text) as { data: { ping_url: string } }).data.ping_url).pathname);
     },
   });
@@ -222,8 +224,10 @@ function perRequest(report: CpuReport, ok: number): { cpu: Record<string, number
   let otherPct = 0;
   for (const row of report.rows) {
     if (row.detail) continue;
-    if (row.name === 'other processes on the machine') otherPct = row.pctOfCore;
+    if (row.name === 'other processes on the machine') otherPct += row.pctOfCore;
     else cpu[row.name] = (1000 * row.cpuSeconds) / Math.max(1, ok);
+    // The service's processes are counted in its row too: cpuPhase took them off "other processes" twice.
+    if (row.name.startsWith('jetcron ')) otherPct += row.pctOfCore;
   }
   return { cpu, otherPct, machineBusyPct: report.machineBusyPct };
 }
@@ -282,12 +286,35 @@ async function floorRun(variant: Variant, pg: { postmasterPid(): number | undefi
   }
 }
 
+/**
+ * The service's child process whose roles include `api` (`api: true`) or not, from
+ * /proc (its JETCRON_ROLES, set by `src/runtime/process-group.ts`): where the CPU goes.
+ */
+function serviceChild(parent: number, api: boolean): number | undefined {
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) !== parent) continue;
+      const roles = readFileSync(`/proc/${name}/environ`, 'utf8').split('\0').find((kv) => kv.startsWith('JETCRON_ROLES='));
+      if (roles !== undefined && roles.slice('JETCRON_ROLES='.length).split(',').includes('api') === api) return Number(name);
+    } catch {
+      /* gone, or not ours to read */
+    }
+  }
+  return undefined;
+}
+
 /** One run against the stack's jetcron; afterwards, the wait until the service, nats-server and Postgres are quiet again. */
 async function jetcronRun(s: Stack, postmasterPid: () => number | undefined, send: Send, accepted: Accepted, profileDir?: string) {
   const client = new HttpClient(s.service.url, CONCURRENCY);
+  const apiPid = serviceChild(s.service.pid, true);
+  const otherPid = serviceChild(s.service.pid, false);
   try {
     const groups: CpuGroup[] = [
       { name: 'server', pid: () => s.service.pid, withDescendants: true },
+      { name: 'jetcron api process', pid: () => apiPid, withDescendants: false },
+      { name: 'jetcron other roles', pid: () => otherPid, withDescendants: false },
       { name: 'nats-server', pid: () => s.nats.pid(), withDescendants: false },
       { name: 'reader', pid: () => undefined, withDescendants: false },
       { name: 'postgres', pid: postmasterPid, withDescendants: true },
@@ -303,7 +330,7 @@ async function jetcronRun(s: Stack, postmasterPid: () => number | undefined, sen
       writeFileSync(path.join(profileDir, 'phase.json'), JSON.stringify({ fromUs, toUs: Number(process.hrtime.bigint() / 1000n) }));
     }
     // Its readers' backlog (projector, the goings down 3 s after the pings) must not run into the next run.
-    const catchUpMs = await quiet(groups.filter((g) => g.name !== 'load generator'), CATCH_UP_LIMIT_MS);
+    const catchUpMs = await quiet(groups.filter((g) => g.name !== 'load generator' && !g.name.startsWith('jetcron ')), CATCH_UP_LIMIT_MS);
     const lat = summarize(d.ms);
     return { ok: d.ok, rate: d.ok / (d.elapsedMs / 1000), p50: lat.p50, p99: lat.p99, ...cpu, catchUpMs };
   } finally {
@@ -318,15 +345,18 @@ const median = (xs: number[]) => {
 };
 
 const PROCS = ['server', 'nats-server', 'reader', 'postgres', 'load generator'];
+/** jetcron's server row split by process (the api process; the other roles' process). */
+const SPLIT = ['jetcron api process', 'jetcron other roles'];
 
 function report(name: string, title: string, runs: Run[]) {
   const bareOf = (r: Run) => runs.find((b) => b.round === r.round && b.shape === r.shape && b.variant === 'bare')!.rate;
   const perRound: Table = {
-    headers: ['round', 'shape', 'variant', 'answered/s', '× bare', 'p50 / p99', ...PROCS.map((p) => `${p} ms/req`), 'sum ms/req', 'other procs', 'machine busy', 'catch-up'],
+    headers: ['round', 'shape', 'variant', 'answered/s', '× bare', 'p50 / p99', ...PROCS.map((p) => `${p} ms/req`), 'sum ms/req', 'jetcron api / other', 'other procs', 'machine busy', 'catch-up'],
     rows: runs.map((r) => [
       String(r.round), r.shape, r.variant, fmt.rate(r.rate), fmt.frac(r.rate / bareOf(r)), `${fmt.ms(r.p50)} / ${fmt.ms(r.p99)}`,
       ...PROCS.map((p) => (r.cpu[p] ? r.cpu[p]!.toFixed(3) : '–')),
       PROCS.filter((p) => p !== 'load generator').reduce((a, p) => a + (r.cpu[p] ?? 0), 0).toFixed(3),
+      r.cpu[SPLIT[0]!] === undefined ? '–' : SPLIT.map((p) => (r.cpu[p] ?? 0).toFixed(3)).join(' / '),
       fmt.pct(r.otherPct), fmt.pct(r.machineBusyPct), r.catchUpMs === undefined ? '–' : fmt.s(r.catchUpMs / 1000),
     ]),
   };
@@ -354,7 +384,7 @@ function report(name: string, title: string, runs: Run[]) {
       `closed loop: undici Pool, ${CONCURRENCY} keep-alive connections, ${WARMUP_MS / 1000} s warm-up, ${MEASURE_MS / 1000} s measured; ${ROUNDS} rounds, the variants' order rotating each round; × bare = against the bare server of the same round and shape.`,
       'floor servers, nats-servers (fresh per run, file storage) and readers are processes of their own (bench/floor-server.ts, bench/floor-reader.ts); Postgres is the run\'s shared embedded one (a fresh database per reader run); jetcron is one `jetcron serve` (every role) with its own nats-server, kept for every round, idle during the floor runs.',
       'catch-up: for the floor\'s reader, the time after the window until its checkpoint reached the stream\'s last message; for jetcron, until the service, its nats-server and Postgres each used under 10% of a core for 0.5 s (its projector, the goings down 3 s after the pings).',
-      ...(HAS_B ? [`jetcron-b: a second jetcron stack (its own nats-server and database) with ${Object.entries(B_ENV).map(([k, v]) => `${k}=${v}`).join(' ')}, idle while the others run.`] : []),
+      ...(HAS_B ? [`jetcron-b: a second jetcron stack (its own nats-server and database) with ${Object.entries(B_ENV).map(([k, v]) => `${k}=${v}`).join(' ') || 'the same settings'}, monitors of ${B_INTERVAL_S} s, idle while the others run.`] : []),
       `jetcron pings: ${MONITORS.toLocaleString('en-US')} interval monitors (60 s, grace 0, JETCRON_TIME_SCALE=0.05), pinged round-robin, so each ping finds its monitor down and is a transition; inbound: a collect-only endpoint, 200 with "received" counted.`,
     ],
   };
