@@ -46,6 +46,8 @@ type Variant = 'bare' | 'durable' | 'durable+reader' | 'jetcron' | 'jetcron-b';
  * those settings, in the same rounds: a setting's effect measured against the floor.
  */
 const B_ENV = Object.fromEntries((process.env.FLOOR_B_ENV ?? '').split(/\s+/).filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+/** `FLOOR_INTERVAL_S`: jetcron's monitors' interval (60: each goes down 3 s after its ping, as in `monitors`). */
+const A_INTERVAL_S = Number(process.env.FLOOR_INTERVAL_S ?? 60);
 /** `FLOOR_B_INTERVAL_S`: jetcron-b's monitors' interval (e.g. 86400: none goes down within the run, so its pings are pings alone). */
 const B_INTERVAL_S = Number(process.env.FLOOR_B_INTERVAL_S ?? 60);
 const HAS_B = Object.keys(B_ENV).length > 0 || process.env.FLOOR_B_INTERVAL_S !== undefined;
@@ -160,7 +162,7 @@ interface Target {
 async function rounds(ctx: BenchContext, name: string, title: string, s: Stack, sb: Stack | undefined) {
         const pg = await ctx.postgres();
         const prepare = async (stack: Stack, intervalS: number): Promise<Target> => ({ stack, pingPaths: await createMonitors(stack, ctx.log, intervalS), inboundPath: await createCollectEndpoint(stack), offset: 0 });
-        const a = await prepare(s, 60);
+        const a = await prepare(s, A_INTERVAL_S);
         const b = sb ? await prepare(sb, B_INTERVAL_S) : undefined;
         const runs: Run[] = [];
         const targetOf = (variant: Variant) => (variant === 'jetcron' ? a : variant === 'jetcron-b' ? b : undefined);
@@ -385,7 +387,7 @@ function report(name: string, title: string, runs: Run[]) {
       'floor servers, nats-servers (fresh per run, file storage) and readers are processes of their own (bench/floor-server.ts, bench/floor-reader.ts); Postgres is the run\'s shared embedded one (a fresh database per reader run); jetcron is one `jetcron serve` (every role) with its own nats-server, kept for every round, idle during the floor runs.',
       'catch-up: for the floor\'s reader, the time after the window until its checkpoint reached the stream\'s last message; for jetcron, until the service, its nats-server and Postgres each used under 10% of a core for 0.5 s (its projector, the goings down 3 s after the pings).',
       ...(HAS_B ? [`jetcron-b: a second jetcron stack (its own nats-server and database) with ${Object.entries(B_ENV).map(([k, v]) => `${k}=${v}`).join(' ') || 'the same settings'}, monitors of ${B_INTERVAL_S} s, idle while the others run.`] : []),
-      `jetcron pings: ${MONITORS.toLocaleString('en-US')} interval monitors (60 s, grace 0, JETCRON_TIME_SCALE=0.05), pinged round-robin, so each ping finds its monitor down and is a transition; inbound: a collect-only endpoint, 200 with "received" counted.`,
+      `jetcron pings: ${MONITORS.toLocaleString('en-US')} interval monitors (${A_INTERVAL_S} s, grace 0, JETCRON_TIME_SCALE=0.05), pinged round-robin${A_INTERVAL_S * 0.05 <= 3 ? ', so each ping finds its monitor down and is a transition' : ''}; inbound: a collect-only endpoint, 200 with "received" counted.`,
     ],
   };
 }
