@@ -55,7 +55,7 @@ function stripeSigned(body: string): Record<string, string> {
 }
 
 /** A ~1 KB JSON body; the target server reads `bid` back from a forwarded copy. */
-function payload(id: string): string {
+export function payload(id: string): string {
   const head = `{"bid":"${id}","type":"bench.inbound","pad":"`;
   return `${head}${'x'.repeat(Math.max(0, BODY_BYTES - head.length - 2))}"}`;
 }
