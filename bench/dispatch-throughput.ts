@@ -6,6 +6,7 @@
 import { hrMs, sleep, sampleTargetArrivals } from './harness.ts';
 import { endToEnd, pollProgress, type EndToEndRun } from './progress.ts';
 import { closedLoop } from './load.ts';
+import { phaseActivity } from './pg-activity.ts';
 import { countExecutions, executionStatuses, executionTimes, hrToWallOffset, stageTable, troubleNotes, withStack, type Benchmark, type Metric, type Stack } from './stack.ts';
 import { fmt, summarize, type Table } from './stats.ts';
 import { signingCost } from './signing-cost.ts';
@@ -67,6 +68,7 @@ export async function runDispatch(s: Stack, opts: { tag?: string; fields?: (i: n
   });
   const arrivals = sampleTargetArrivals(s.target, t0);
 
+  const activityEnd = await phaseActivity(s.db, 'dispatch-throughput');
   const cpuEnd = s.startCpuPhase();
   const createMs: number[] = [];
   const load = await closedLoop({
@@ -87,6 +89,7 @@ export async function runDispatch(s: Stack, opts: { tag?: string; fields?: (i: n
   const cpu = cpuEnd();
   await Promise.all([progress.stop(), arrivals.stop()]);
   const finalSuccess = (await countExecutions(s.db)) - baseline;
+  await activityEnd(finalSuccess);
   return {
     ...endToEnd(progress, { finished: finalSuccess, createEnd, targetSamples: arrivals.samples, cpu }),
     started: load.started,

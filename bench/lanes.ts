@@ -11,6 +11,7 @@
 import { hrMs, sleep, sampleTargetArrivals } from './harness.ts';
 import { closedLoop } from './load.ts';
 import { endToEnd, pollProgress, type EndToEndRun } from './progress.ts';
+import { phaseActivity } from './pg-activity.ts';
 import { eventsLastSeq, executionStatuses, executionTimes, hrToWallOffset, stageTable, troubleNotes, withStack, type Benchmark, type Metric, type Stack } from './stack.ts';
 import { fmt, summarize, type Table } from './stats.ts';
 import type { LaneRecord } from './target-server.ts';
@@ -165,6 +166,7 @@ export async function runLanes(s: Stack): Promise<LanesRun> {
   const arrivals = sampleTargetArrivals(s.target, t0);
 
   const seqBefore = await eventsLastSeq(s);
+  const activityEnd = await phaseActivity(s.db, 'lanes');
   const cpuEnd = s.startCpuPhase();
   const batchMs: number[] = [];
   const outcomes = new Map<string, number>();
@@ -201,6 +203,7 @@ export async function runLanes(s: Stack): Promise<LanesRun> {
   await sleep(200);
 
   const finalSuccess = await successCount(s, 'ln');
+  await activityEnd(finalSuccess);
   return {
     ...endToEnd(progress, { finished: finalSuccess, createEnd, targetSamples: arrivals.samples, cpu }),
     batchMs,

@@ -9,6 +9,10 @@
  * busy machine moves all of them alike.
  *
  *   node bench/projector-batches.ts [rounds]   (starts its own Postgres in a temp dir)
+ *   PB_SCHEMA=1 …    experiments on the tables
+ *   PB_PROFILE=1 …   the live projector's shapes once each, with what Postgres did per job:
+ *                    rows inserted / updated (HOT), index pages, WAL, and the statements
+ *                    by time (pg_stat_statements, loaded by a restart of this Postgres)
  */
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -23,6 +27,7 @@ import type { JetcronEvent } from '../src/events/types.ts';
 import { applyEvent } from '../src/projections/apply-event.ts';
 import { ProjectionBatch } from '../src/projections/batch.ts';
 import { startEmbeddedPostgres } from '../src/runtime/embedded-postgres.ts';
+import { activityPerJob, pgActivity } from './pg-activity.ts';
 
 const JOBS = 10_000;
 const fixture = JSON.parse(readFileSync(new URL('./fixtures/lane-job-events.json', import.meta.url), 'utf8')) as { created: TaskEvent; finished: ExecutionEvent };
@@ -73,12 +78,67 @@ async function run(db: Db, size: number, together: boolean, round: string, copy 
   return { cpuMs: (await backendCpuMs(db)) - before, transactions };
 }
 
+/** Postgres with pg_stat_statements loaded: set, then a restart (it must be preloaded). */
+async function withStatements(dir: string): Promise<Awaited<ReturnType<typeof startEmbeddedPostgres>>> {
+  const first = await startEmbeddedPostgres({ dataDir: dir });
+  const { db, pool } = connectDb(first.url, 1);
+  await sql`ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'`.execute(db);
+  await db.destroy();
+  await pool.end().catch(() => {});
+  await first.stop();
+  return startEmbeddedPostgres({ dataDir: dir });
+}
+
+/** The statements of the phase by time, per job (each statement's time is its backend's, alone here). */
+async function statementsPerJob(db: Db): Promise<string[]> {
+  const { rows } = await sql<{ query: string; calls: string; ms: string; rows: string; blks: string; wal: string }>`
+    SELECT query, calls, total_exec_time AS ms, rows, shared_blks_hit + shared_blks_read + shared_blks_dirtied AS blks, wal_bytes AS wal
+    FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) ORDER BY total_exec_time DESC LIMIT 12`.execute(db);
+  return rows.map((r) => `${((Number(r.ms) * 1000) / JOBS).toFixed(1).padStart(6)} µs, ${(Number(r.calls) / JOBS).toFixed(3)} calls, ${(Number(r.rows) / JOBS).toFixed(2)} rows, ${(Number(r.blks) / JOBS).toFixed(1)} blocks, ${(Number(r.wal) / JOBS).toFixed(0)} WAL bytes: ${r.query.replace(/\s+/g, ' ').slice(0, 150)}`);
+}
+
+/** Each live shape once, with what Postgres did per job. */
+async function profile(db: Db, pool: import('pg').Pool, variants: Array<{ size: number; together: boolean; copy?: boolean; setup?: string; undo?: string; label?: string }>): Promise<void> {
+  await sql`CREATE EXTENSION IF NOT EXISTS pg_stat_statements`.execute(db);
+  for (const v of variants) {
+    if (v.setup) await sql.raw(v.setup).execute(db);
+    await sql`SELECT pg_stat_statements_reset()`.execute(db);
+    const before = await pgActivity(pool);
+    const out = await run(db, v.size, v.together, `p${variants.indexOf(v)}`, v.copy);
+    await sql`SELECT pg_stat_force_next_flush()`.execute(db);
+    await sql`SELECT pg_stat_clear_snapshot()`.execute(db);
+    const after = await pgActivity(pool);
+    console.log(`\n${v.size} jobs a transaction, ${v.together ? 'create and result together' : 'results one transaction later'}${v.copy ? ', new rows by COPY' : ''}${v.label ? `, ${v.label}` : ''}: backend CPU ${((out.cpuMs * 1000) / JOBS).toFixed(1)} µs per job`);
+    for (const line of activityPerJob(before, after, JOBS)) console.log(`  ${line}`);
+    const size = await sql<{ heap: string; idx: string }>`SELECT pg_relation_size('executions') AS heap, pg_indexes_size('executions') AS idx`.execute(db);
+    console.log(`  executions: heap ${(Number(size.rows[0]!.heap) / JOBS).toFixed(0)} bytes per job, indexes ${(Number(size.rows[0]!.idx) / JOBS).toFixed(0)}`);
+    for (const line of await statementsPerJob(db)) console.log(`  ${line}`);
+    if (v.undo) await sql.raw(v.undo).execute(db);
+    await sql`TRUNCATE tasks, executions, execution_attempts`.execute(db);
+  }
+}
+
 const rounds = Number(process.argv[2] ?? 3);
 const dir = await mkdtemp(path.join(tmpdir(), 'jetcron-pb-'));
-const pg = await startEmbeddedPostgres({ dataDir: dir });
+const pg = process.env.PB_PROFILE ? await withStatements(dir) : await startEmbeddedPostgres({ dataDir: dir });
 try {
   const { db, pool } = connectDb(pg.url, 1);
   await migrate(db);
+  if (process.env.PB_PROFILE) {
+    const ff = (n: number, together = false) => ({ size: 100, together, copy: true, label: `executions fillfactor ${n}`, setup: `ALTER TABLE executions SET (fillfactor = ${n})`, undo: 'ALTER TABLE executions RESET (fillfactor)' });
+    await profile(db, pool, process.env.PB_PROFILE === 'fillfactor' ? [ff(100), ff(50), ff(30), ff(20), ff(100, true), ff(20, true)] : [
+      { size: 20, together: false, copy: true }, { size: 100, together: false, copy: true }, { size: 100, together: true, copy: true },
+    ]);
+  } else await compare(db, rounds);
+  await db.destroy();
+  await pool.end().catch(() => {});
+} finally {
+  await pg.stop();
+  await rm(dir, { recursive: true, force: true });
+}
+
+/** Postgres's CPU per job of each variant, interleaved over rounds. */
+async function compare(db: Db, rounds: number): Promise<void> {
   type Variant = { size: number; together: boolean; label?: string; setup?: string; undo?: string; copy?: boolean };
   const sizes: Variant[] = [
     { size: 5, together: false }, { size: 20, together: false }, { size: 100, together: false }, { size: 500, together: false },
@@ -111,9 +171,4 @@ try {
     const m = [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     console.log(`${m.toFixed(1).padStart(7)}  ${name}  [${xs.map((x) => x.toFixed(0)).join(' ')}]`);
   }
-  await db.destroy();
-  await pool.end().catch(() => {});
-} finally {
-  await pg.stop();
-  await rm(dir, { recursive: true, force: true });
 }
