@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import { STREAMS } from '../../streams/definitions.ts';
 import { isTransient } from '../lib/transient.ts';
+import { inLoadTransaction, type CommitBatch } from './load-transaction.ts';
 import { fromPortable } from './portable-statements.ts';
 import type { PrepareThreadConfig, PreparedMessage, WrittenMessage } from './prepare-protocol.ts';
 import { batchCommitter, LostCommits, readCheckpoint, runProjection, writeAll, writeCheckpoint, type ProjectorDeps } from './projector.ts';
@@ -13,6 +14,14 @@ export interface TwoThreadOptions {
   maxBatch: number;
   /** Sees each preparing thread as it starts (tests stop one). */
   onThread?: (thread: Worker) => void;
+  /**
+   * Tables the rebuild just made, empty: a run from the start writes them in one
+   * transaction that truncates them first (load-transaction.ts: no WAL with
+   * `wal_level = minimal`). Without it, or from a later checkpoint, one commit a batch.
+   */
+  freshTables?: readonly string[];
+  /** Sees each batch's last sequence once it is written (committed, or released inside the load transaction). */
+  onWritten?: (seq: number) => void;
 }
 
 /** How one preparing thread's run ended. */
@@ -42,18 +51,27 @@ export async function projectOnTwoThreads(deps: ProjectorDeps, signal: AbortSign
   while (!signal.aborted) {
     const from = (await readCheckpoint(deps.db)) + 1;
     if (from > opts.through) return;
-    const outcome = await writeFromThread(deps, signal, commitBatch, opts, from);
+    // Checkpoint 0: nothing committed yet, so the fresh tables are still empty.
+    const outcome = from === 1 && opts.freshTables?.length
+      ? await inLoadTransaction(deps, opts.freshTables, (commit) => writeFromThread(deps, signal, commit, opts, from)).catch(againIfTransient)
+      : await writeFromThread(deps, signal, commitBatch, opts, from);
     if (outcome.kind === 'done') return writeCheckpoint(deps.db, opts.through);
     if (outcome.kind === 'careful') await runProjection(deps, signal, { through: outcome.through, maxBatch: opts.maxBatch, copyCreated: false });
     if (outcome.kind === 'again') await new Promise((r) => setTimeout(r, outcome.waitMs));
   }
 }
 
+/** The load transaction's own commit failed for a moment (Postgres away): from the checkpoint again, as for a batch's commit. */
+function againIfTransient(err: unknown): Outcome {
+  if (isTransient(err)) return { kind: 'again', waitMs: 500 };
+  throw err;
+}
+
 /** One preparing thread from `from` through the range's end, its batches committed as they come. */
 async function writeFromThread(
   deps: ProjectorDeps,
   signal: AbortSignal,
-  commitBatch: ReturnType<typeof batchCommitter>,
+  commitBatch: CommitBatch,
   opts: TwoThreadOptions,
   from: number,
 ): Promise<Outcome> {
@@ -96,6 +114,7 @@ async function writeFromThread(
             return settle({ kind: 'careful', through: m.last });
           }
           committed = m.last;
+          opts.onWritten?.(m.last);
           thread.postMessage(written);
         });
       case 'cannot-prepare':
