@@ -165,11 +165,12 @@ test('lost lease (the signal aborts): both threads stop after the commit in flig
 
 // Last: it adds messages to the log the other tests read.
 test('a message that does not decode, and an event Postgres refuses, go through the careful path: recorded, skipped, the rest projected', async () => {
-  const garbage = await nats.publish(`evt.${ORG}.copytest.garbage`, new TextEncoder().encode('{not json'), { msgId: 'garbage' });
+  // The refused event first: its batch is the first to fail, inside the load transaction.
   const refused = await appendLog(nats, [ev('ScheduleTicked', {
     schedule: { id: 'sch_refused', org_id: ORG, name: 's', next_run_at: 'not a time', created_at: 'not a time', updated_at: 'not a time' },
     execution: { id: 'exe_refused', scheduled_for: 'not a time', callback_url: null },
   })]);
+  const garbage = await nats.publish(`evt.${ORG}.copytest.garbage`, new TextEncoder().encode('{not json'), { msgId: 'garbage' });
   const created = '2026-02-01T00:00:00.000Z';
   target = await appendLog(nats, [ev('OrganizationCreated', { organization: {
     id: 'org_after', name: 'after', plan: 'free', webhook_secret: 'whsec_y', notification_email: null, notification_webhook_url: null,
@@ -180,6 +181,8 @@ test('a message that does not decode, and an event Postgres refuses, go through 
   assert.ok(logged.some((l) => l.includes(`seq ${garbage} could not be prepared`)), logged.join('\n'));
   assert.ok(logged.some((l) => l.includes(`SKIPPED seq ${garbage}`)), logged.join('\n'));
   assert.ok(logged.some((l) => /pipelined commit through seq \d+ failed/.test(l)), logged.join('\n'));
+  // The refused batch was first inside the load transaction, which rolled back whole.
+  assert.ok(logged.some((l) => /failed inside the load transaction.*all of it rolled back/.test(l)), logged.join('\n'));
   assert.ok(logged.some((l) => l.includes(`SKIPPED seq ${refused}`)), logged.join('\n'));
   assert.equal(await readCheckpoint(db), target);
   const { organizations, ...rest } = await rowsOf(db);
