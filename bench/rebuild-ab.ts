@@ -7,9 +7,12 @@
  * its replay of the example against a fresh database, for each shape. Per run: events/s
  * from the seconds the CLI printed, and the CPU seconds of the CLI, Postgres, nats-server
  * and everything else on the machine over it. `AB_PROF=<dir>`: each CLI run profiled
- * under `<dir>/<label>-<shape>-<command>-<round>`.
+ * under `<dir>/<label>-<shape>-<command>-<round>`. `AB_OWN_POSTGRES=1`: each build
+ * against an embedded Postgres started by its own code (its own server settings, e.g.
+ * `wal_level`), not one server for all.
  */
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { cleanupAll, startNats, startSharedPostgres, withClient, type CpuReport } from './harness.ts';
 import { buildEventStore, EXAMPLE, runCli, stagesOf, type StoreShape } from './rebuild.ts';
 
@@ -31,7 +34,12 @@ async function main() {
     const [label, dir] = a.split('=');
     return { label: label!, dir: path.resolve(dir!) };
   });
-  const postgres = await startSharedPostgres();
+  const shared = process.env.AB_OWN_POSTGRES === '1' ? undefined : await startSharedPostgres();
+  const servers = new Map<string, Awaited<ReturnType<typeof startSharedPostgres>>>();
+  for (const build of builds) {
+    const own = async () => startSharedPostgres((await import(pathToFileURL(path.join(build.dir, 'src/runtime/embedded-postgres.ts')).href)).startEmbeddedPostgres);
+    servers.set(build.label, shared ?? await own());
+  }
   const stores: { shape: StoreShape; url: string; pid: () => number | undefined; events: number; messages: number }[] = [];
   for (const shape of SHAPES) {
     const nats = await startNats();
@@ -44,6 +52,7 @@ async function main() {
   for (let round = 0; round < ROUNDS; round++) {
     for (let b = 0; b < builds.length; b++) {
       const build = builds[(b + round) % builds.length]!;
+      const postgres = servers.get(build.label)!;
       for (const store of stores) {
         const database = await postgres.createDatabase(`ab_${build.label}_${store.shape}`);
         try {

@@ -114,7 +114,7 @@ test('createTestDatabase gives a queryable database that drop() removes', async 
   assert.equal(found.rowCount, 0);
 });
 
-test('startEmbeddedPostgres keeps its data across restarts on the same data dir', async (t) => {
+test('startEmbeddedPostgres keeps its data across restarts on the same data dir, with minimal WAL', async (t) => {
   const defer = cleanups(t);
   const dataDir = await tempDir(defer);
   const first = await startEmbeddedPostgres({ dataDir });
@@ -134,8 +134,11 @@ test('startEmbeddedPostgres keeps its data across restarts on the same data dir'
   const client = new pg.Client({ connectionString: second.url });
   await client.connect();
   const { rows } = await client.query<{ id: number }>('SELECT id FROM survivor');
+  // One node, no replicas: WAL for crash recovery only (the rebuild's load transaction writes none).
+  const wal = await client.query<{ wal_level: string; max_wal_senders: string }>("SELECT current_setting('wal_level') AS wal_level, current_setting('max_wal_senders') AS max_wal_senders");
   await client.end();
   assert.deepEqual(rows, [{ id: 42 }]);
+  assert.deepEqual(wal.rows, [{ wal_level: 'minimal', max_wal_senders: '0' }]);
 });
 
 /** The environment nats-server runs with, read from /proc through the pid file it writes. */

@@ -11,7 +11,7 @@ import { after, before, test } from 'node:test';
 import type { Worker } from 'node:worker_threads';
 import { rebuildProjections } from '../src/cli/rebuild.ts';
 import { connectDb, type Db } from '../src/db/connect.ts';
-import { migrate } from '../src/db/migrations.ts';
+import { migrate, READ_MODEL_TABLES } from '../src/db/migrations.ts';
 import type { Nats } from '../src/nats/connection.ts';
 import { openSupervisor } from '../src/nats/supervisor.ts';
 import { BATCHES_AHEAD, type PreparedMessage } from '../src/projections/prepare-protocol.ts';
@@ -40,13 +40,16 @@ async function freshDb(): Promise<{ db: Db; url: string }> {
   return { db, url: database.url };
 }
 
-/** The log through `through` projected on two threads into `db`; what it logged. */
+/** The tables a rebuild loads in one transaction (each test's database is fresh, as a rebuild's). */
+const FRESH = READ_MODEL_TABLES.filter((t) => t !== 'projection_checkpoints');
+
+/** The log through `through` projected on two threads into `db` (in the load transaction unless `freshTables: []`); what it logged. */
 async function twoThreads(db: Db, opts: Partial<TwoThreadOptions> & { signal?: AbortSignal } = {}): Promise<string[]> {
   const logged: string[] = [];
   const log = (m: string) => logged.push(m);
   const supervisor = await openSupervisor(nats, log);
   try {
-    await projectOnTwoThreads({ nats, db, log, supervisor }, opts.signal ?? new AbortController().signal, { natsUrl: stack.url, through: target, maxBatch: 5, ...opts });
+    await projectOnTwoThreads({ nats, db, log, supervisor }, opts.signal ?? new AbortController().signal, { natsUrl: stack.url, through: target, maxBatch: 5, freshTables: FRESH, ...opts });
   } finally {
     supervisor.close();
   }
@@ -107,14 +110,14 @@ test('the preparing thread hands on BATCHES_AHEAD batches, then one more for eac
   assert.ok(batches.every((b) => b.events >= 3 || b === batches.at(-1)), 'a batch holds maxBatch events at least, but the last');
 });
 
-test('two threads give the careful path\'s rows, batches of one event to the whole log in one', async () => {
-  for (const maxBatch of [1, 5, 10_000]) {
+test('two threads give the careful path\'s rows, batches of one event to the whole log in one, in the load transaction and one commit a batch', async () => {
+  for (const [maxBatch, freshTables] of [[1, FRESH], [5, FRESH], [10_000, FRESH], [5, []]] as const) {
     const { db } = await freshDb();
     const batches: { first: number; last: number }[] = [];
     const onThread = (thread: Worker) => thread.on('message', (m: PreparedMessage) => {
       if (m.type === 'batch') batches.push({ first: m.first, last: m.last });
     });
-    const logged = await twoThreads(db, { maxBatch, onThread });
+    const logged = await twoThreads(db, { maxBatch, onThread, freshTables });
     assert.deepEqual(logged, []);
     assert.equal(batches[0]!.first, 1);
     for (let i = 1; i < batches.length; i++) assert.equal(batches[i]!.first, batches[i - 1]!.last + 1, `batch ${i} follows batch ${i - 1}`);
@@ -122,7 +125,7 @@ test('two threads give the careful path\'s rows, batches of one event to the who
     if (maxBatch === 10_000) assert.equal(batches.length, 1);
     else assert.ok(batches.length > 2 * BATCHES_AHEAD, `${batches.length} batches`);
     assert.equal(await readCheckpoint(db), target);
-    assert.deepEqual(await rowsOf(db), careful, `batches of ${maxBatch} events`);
+    assert.deepEqual(await rowsOf(db), careful, `batches of ${maxBatch} events, ${freshTables.length ? 'load transaction' : 'one commit a batch'}`);
   }
 });
 
@@ -162,11 +165,12 @@ test('lost lease (the signal aborts): both threads stop after the commit in flig
 
 // Last: it adds messages to the log the other tests read.
 test('a message that does not decode, and an event Postgres refuses, go through the careful path: recorded, skipped, the rest projected', async () => {
-  const garbage = await nats.publish(`evt.${ORG}.copytest.garbage`, new TextEncoder().encode('{not json'), { msgId: 'garbage' });
+  // The refused event first: its batch is the first to fail, inside the load transaction.
   const refused = await appendLog(nats, [ev('ScheduleTicked', {
     schedule: { id: 'sch_refused', org_id: ORG, name: 's', next_run_at: 'not a time', created_at: 'not a time', updated_at: 'not a time' },
     execution: { id: 'exe_refused', scheduled_for: 'not a time', callback_url: null },
   })]);
+  const garbage = await nats.publish(`evt.${ORG}.copytest.garbage`, new TextEncoder().encode('{not json'), { msgId: 'garbage' });
   const created = '2026-02-01T00:00:00.000Z';
   target = await appendLog(nats, [ev('OrganizationCreated', { organization: {
     id: 'org_after', name: 'after', plan: 'free', webhook_secret: 'whsec_y', notification_email: null, notification_webhook_url: null,
@@ -177,6 +181,8 @@ test('a message that does not decode, and an event Postgres refuses, go through 
   assert.ok(logged.some((l) => l.includes(`seq ${garbage} could not be prepared`)), logged.join('\n'));
   assert.ok(logged.some((l) => l.includes(`SKIPPED seq ${garbage}`)), logged.join('\n'));
   assert.ok(logged.some((l) => /pipelined commit through seq \d+ failed/.test(l)), logged.join('\n'));
+  // The refused batch was first inside the load transaction, which rolled back whole.
+  assert.ok(logged.some((l) => /failed inside the load transaction.*all of it rolled back/.test(l)), logged.join('\n'));
   assert.ok(logged.some((l) => l.includes(`SKIPPED seq ${refused}`)), logged.join('\n'));
   assert.equal(await readCheckpoint(db), target);
   const { organizations, ...rest } = await rowsOf(db);

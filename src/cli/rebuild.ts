@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { buildIndexes, dropSecondaryIndexes } from '../db/deferred-indexes.ts';
-import { dropReadModels, migrate } from '../db/migrations.ts';
+import { dropReadModels, migrate, READ_MODEL_TABLES } from '../db/migrations.ts';
 import type { Db } from '../db/connect.ts';
 import type { Nats } from '../nats/connection.ts';
 import { createLease, openLeaseBucket, type Lease } from '../nats/lease.ts';
@@ -89,16 +89,21 @@ async function projectUntil(target: number, deps: {
   // one thread, which makes each traced event's span (the preparing thread keeps no
   // headers).
   let projected = false;
+  // Inside the load transaction the checkpoint others read stays at 0 until its commit.
+  let written = 0;
   const projecting = (tracingOn()
     ? runProjection({ nats, db, log, supervisor }, run.signal, { pipelined: true, copyCreated: true, maxBatch: REBUILD_BATCH, through: target })
-    : projectOnTwoThreads({ nats, db, log, supervisor }, run.signal, { natsUrl: deps.natsUrl, through: target, maxBatch: TWO_THREAD_BATCH, onThread: deps.onThread }))
+    : projectOnTwoThreads({ nats, db, log, supervisor }, run.signal, {
+      natsUrl: deps.natsUrl, through: target, maxBatch: TWO_THREAD_BATCH, onThread: deps.onThread,
+      freshTables: READ_MODEL_TABLES.filter((t) => t !== 'projection_checkpoints'), onWritten: (seq) => (written = seq),
+    }))
     .finally(() => {
       projected = true;
       supervisor.close();
     });
   projecting.catch(() => {}); // awaited below; not an unhandled rejection while the loop waits on Postgres
   while (!projected) {
-    deps.update(await readCheckpoint(db));
+    deps.update(Math.max(written, await readCheckpoint(db)));
     await Promise.race([projecting, new Promise((r) => setTimeout(r, 50))]);
   }
   await projecting;

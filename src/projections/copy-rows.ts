@@ -179,4 +179,11 @@ export function copyRows(table: string, rows: Row[], types: ColumnTypes, format:
   });
 }
 
+/**
+ * The COPY with FREEZE: its rows go in frozen, visible to all and with no hint bits for
+ * a reader to set. Postgres takes it only for a table created or truncated in the same
+ * (sub)transaction (load-transaction.ts).
+ */
+export const frozen = (copy: string): string => (copy.endsWith(')') ? `${copy.slice(0, -1)}, FREEZE)` : `${copy} (FREEZE)`);
+
 const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`;

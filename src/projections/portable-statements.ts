@@ -1,6 +1,6 @@
 import { CompiledQuery, DummyDriver, Kysely, PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler, type RawBuilder } from 'kysely';
 import { CopyOrUpsert, type Statement } from './batch.ts';
-import { CopyIn } from './copy-rows.ts';
+import { CopyIn, frozen } from './copy-rows.ts';
 
 /**
  * A batch's statement as plain data, for a thread that prepares batches to hand to the
@@ -49,10 +49,10 @@ export function toPortable(statements: Statement[]): { statements: PortableState
   return { statements: out, transfer };
 }
 
-/** What `toPortable` gave, runnable again on the writing thread's transaction. */
-export function fromPortable(statements: PortableStatement[]): Statement[] {
+/** What `toPortable` gave, runnable again on the writing thread's transaction; `freeze`: its COPYs with FREEZE (`frozen`). */
+export function fromPortable(statements: PortableStatement[], opts: { freeze?: boolean } = {}): Statement[] {
   return statements.map((s) => {
-    if ('copy' in s) return new CopyIn(s.copy, Buffer.from(s.data.buffer, s.data.byteOffset, s.data.byteLength));
+    if ('copy' in s) return new CopyIn(opts.freeze ? frozen(s.copy) : s.copy, Buffer.from(s.data.buffer, s.data.byteOffset, s.data.byteLength));
     const query = CompiledQuery.raw(s.sql, [...s.parameters]);
     return { execute: (db) => db.executeQuery(query) };
   });

@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import { STREAMS } from '../../streams/definitions.ts';
 import { isTransient } from '../lib/transient.ts';
+import { inLoadTransaction, LoadRolledBack, type CommitBatch } from './load-transaction.ts';
 import { fromPortable } from './portable-statements.ts';
 import type { PrepareThreadConfig, PreparedMessage, WrittenMessage } from './prepare-protocol.ts';
 import { batchCommitter, LostCommits, readCheckpoint, runProjection, writeAll, writeCheckpoint, type ProjectorDeps } from './projector.ts';
@@ -13,6 +14,15 @@ export interface TwoThreadOptions {
   maxBatch: number;
   /** Sees each preparing thread as it starts (tests stop one). */
   onThread?: (thread: Worker) => void;
+  /**
+   * Tables the rebuild just made, empty: a run from the start writes them in one
+   * transaction that truncates them first, its COPYs with FREEZE (load-transaction.ts:
+   * no WAL with `wal_level = minimal`). Without it, from a later checkpoint, or after a
+   * batch failed inside that transaction, one commit a batch.
+   */
+  freshTables?: readonly string[];
+  /** Sees each batch's last sequence once it is written (committed, or released inside the load transaction). */
+  onWritten?: (seq: number) => void;
 }
 
 /** How one preparing thread's run ended. */
@@ -39,23 +49,41 @@ type Outcome =
  */
 export async function projectOnTwoThreads(deps: ProjectorDeps, signal: AbortSignal, opts: TwoThreadOptions): Promise<void> {
   const commitBatch = batchCommitter(deps);
+  let loading = !!opts.freshTables?.length;
   while (!signal.aborted) {
     const from = (await readCheckpoint(deps.db)) + 1;
     if (from > opts.through) return;
-    const outcome = await writeFromThread(deps, signal, commitBatch, opts, from);
+    // Checkpoint 0: nothing committed yet, so the fresh tables are still empty.
+    const outcome = loading && from === 1
+      ? await inLoadTransaction(deps, opts.freshTables!, (commit) => writeFromThread(deps, signal, commit, opts, from, true)).catch((err: unknown): Outcome => {
+        if (!(err instanceof LoadRolledBack)) return againIfTransient(err);
+        // Once: the batch at fault goes through the careful path after the batches before it are committed.
+        deps.log(`projector: ${err.message}; all of it rolled back, projecting again one commit a batch`);
+        loading = false;
+        return { kind: 'again', waitMs: 0 };
+      })
+      : await writeFromThread(deps, signal, commitBatch, opts, from, false);
     if (outcome.kind === 'done') return writeCheckpoint(deps.db, opts.through);
     if (outcome.kind === 'careful') await runProjection(deps, signal, { through: outcome.through, maxBatch: opts.maxBatch, copyCreated: false });
     if (outcome.kind === 'again') await new Promise((r) => setTimeout(r, outcome.waitMs));
   }
 }
 
+/** The load transaction's own commit failed for a moment (Postgres away): from the checkpoint again, as for a batch's commit. */
+function againIfTransient(err: unknown): Outcome {
+  if (isTransient(err)) return { kind: 'again', waitMs: 500 };
+  throw err;
+}
+
 /** One preparing thread from `from` through the range's end, its batches committed as they come. */
 async function writeFromThread(
   deps: ProjectorDeps,
   signal: AbortSignal,
-  commitBatch: ReturnType<typeof batchCommitter>,
+  commitBatch: CommitBatch,
   opts: TwoThreadOptions,
   from: number,
+  /** The COPYs with FREEZE (inside the load transaction). */
+  freeze: boolean,
 ): Promise<Outcome> {
   const config: PrepareThreadConfig = { natsUrl: opts.natsUrl, stream: STREAMS.events.name, startSeq: from, through: opts.through, maxBatch: opts.maxBatch };
   const thread = startPrepareThread(config);
@@ -85,7 +113,7 @@ async function writeFromThread(
       case 'batch':
         return then(async () => {
           try {
-            await commitBatch(writeAll(fromPortable(m.statements)), m.last, committed);
+            await commitBatch(writeAll(fromPortable(m.statements, { freeze })), m.last, committed);
           } catch (err) {
             if (err instanceof LostCommits) return settle({ kind: 'again', waitMs: 0 });
             if (isTransient(err)) {
@@ -96,6 +124,7 @@ async function writeFromThread(
             return settle({ kind: 'careful', through: m.last });
           }
           committed = m.last;
+          opts.onWritten?.(m.last);
           thread.postMessage(written);
         });
       case 'cannot-prepare':

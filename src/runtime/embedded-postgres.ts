@@ -37,6 +37,15 @@ const RECORD = 'postgres';
 const START_TIMEOUT_MS = 30_000;
 const STOP_TIMEOUT_MS = 10_000;
 const EXIT_WAIT_MS = 5_000;
+/**
+ * The embedded server is one node with no replicas and no WAL archive: `minimal` WAL
+ * keeps only what crash recovery needs, so a table created or truncated in the
+ * transaction that fills it is written without WAL (`projections rebuild` loads its
+ * tables so: src/projections/load-transaction.ts). It rules out streaming replicas,
+ * pg_basebackup and point-in-time recovery, none of which the embedded default offers;
+ * pg_dump still works (docs/operations.md).
+ */
+const WAL_SETTINGS = ['-c', 'wal_level=minimal', '-c', 'max_wal_senders=0'];
 
 export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Promise<EmbeddedPostgres> {
   const log = opts.log ?? (() => {});
@@ -145,7 +154,7 @@ interface RunningPostgres {
 // with no way to start it through setpriv so it dies with this process.
 async function launch(opts: { dataDir: string; pgDir: string; port: number; onLog: (message: string) => void; withParent: boolean }): Promise<RunningPostgres> {
   const binary = await postgresBinary();
-  const args = ['-D', opts.pgDir, '-p', String(opts.port), '-c', `listen_addresses=${HOST}`, '-c', 'unix_socket_directories='];
+  const args = ['-D', opts.pgDir, '-p', String(opts.port), '-c', `listen_addresses=${HOST}`, '-c', 'unix_socket_directories=', ...WAL_SETTINGS];
   // SIGINT: a fast shutdown, so the next start needs no crash recovery.
   const command = opts.withParent ? dieWithParent(binary, args, 'SIGINT') : { file: binary, args };
   // Postgres refuses to run as root; initdb made the postgres user own the data directory.
