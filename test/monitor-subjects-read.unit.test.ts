@@ -86,4 +86,22 @@ describe('one read of the monitor subjects for the owners taking over together',
     g.release();
     await assert.rejects(ask, /consumer gone/);
   });
+  test('an owner stopped before it asks (its stop came while its claim was stored) is answered at once, and no read starts for it', async () => {
+    const f = fakeRead();
+    const shared = shareMonitorSubjectsRead(f.read, PARTITIONS);
+    const stopped = new AbortController();
+    stopped.abort();
+    let taken = 0;
+    // Before the fix this ask was left out of the read and never answered: its owner's term, and the process's stop, hung.
+    const answer = await Promise.race([shared.lastOfEach(2, stopped.signal, () => taken++), new Promise((r) => setTimeout(() => r('unanswered'), 500))]);
+    assert.equal(answer, 0);
+    await new Promise((r) => setTimeout(r, 60));
+    assert.equal(f.starts.length, 0, 'no read for an ask that was over before it began');
+    assert.equal(taken, 0);
+    // The next owner's ask is served as usual.
+    const next = shared.lastOfEach(1, new AbortController().signal, () => {});
+    await untilRead(f.starts, 1);
+    f.release();
+    assert.equal(await next, 99);
+  });
 });

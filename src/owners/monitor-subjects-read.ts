@@ -67,6 +67,10 @@ export function shareMonitorSubjectsRead(read: LastOfEachMonitor, partitions: nu
     /** The last event of each of `partition`'s monitors' own subjects, to `take`; resolves with the log's end the read stopped at. */
     lastOfEach(partition: number, signal: AbortSignal, take: (m: JsMsg) => void): Promise<number> {
       return new Promise<number>((resolve, reject) => {
+        // Stopped before it asked (a stop that came while its claim was stored): a read
+        // leaves out aborted askers, and the listener below would never fire, so it is
+        // answered now or it would wait forever, and its owner's term with it.
+        if (signal.aborted) return resolve(0);
         const asker: Asker = { partition, signal, take, resolve, reject };
         // Answered at once when it stops: the owner then ends its term and reads nothing.
         signal.addEventListener('abort', () => resolve(0), { once: true });
