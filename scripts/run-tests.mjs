@@ -67,10 +67,7 @@ function runNodeTests(testFiles, env) {
   const reporters = ['--test-reporter=spec', '--test-reporter-destination=stdout', '--test-reporter=tap', `--test-reporter-destination=${tapFile}`];
   // A test that hangs fails after 5 minutes, naming itself, rather than holding the run
   // until CI's own limit; the longest test takes about a minute, and a test may set its own.
-  // A file whose tests are over but whose process stays alive (a hook that timed out with
-  // timers still armed) is ended too (--test-force-exit), so its failure is reported
-  // instead of holding the run open until CI's limit.
-  const nodeArgs = ['--test', '--test-concurrency=2', '--test-timeout=300000', '--test-force-exit', ...reporters, ...runnerFlags, ...testFiles];
+  const nodeArgs = ['--test', '--test-concurrency=2', '--test-timeout=300000', ...reporters, ...runnerFlags, ...testFiles];
   const child = spawn(process.execPath, nodeArgs, { cwd: root, stdio: 'inherit', env });
   const forward = (signal) => child.kill(signal);
   for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, forward);
