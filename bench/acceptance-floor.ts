@@ -17,12 +17,12 @@
  * CPU per answered request of every process from /proc over the measured window; after
  * each run with a reader (the floor's or jetcron's own), the wait until it has caught up.
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { RetentionPolicy, StorageType } from '@nats-io/jetstream';
 import { connectNats } from '../src/nats/connection.ts';
-import { cpuPhase, hrMs, onCleanup, ROOT, sleep, startNats, type CpuGroup, type CpuReport } from './harness.ts';
+import { cpuPhase, forkBenchChild, hrMs, sleep, startNats, type CpuGroup, type CpuReport } from './harness.ts';
 import { payload } from './inbound.ts';
 import { closedLoop, HttpClient, type SendResult } from './load.ts';
 import { withStack, type BenchContext, type Benchmark, type Stack } from './stack.ts';
@@ -72,23 +72,6 @@ interface Run {
   catchUpMs?: number | undefined;
 }
 
-/** A forked child of `bench/` that says `{ready, …}` over IPC; killed at cleanup. */
-async function forkChild(file: string, args: string[]): Promise<{ child: ChildProcess; ready: any; stop: () => Promise<void> }> {
-  const child = fork(path.join(ROOT, 'bench', file), args, { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const kill = () => void (child.exitCode === null && child.kill('SIGKILL'));
-  const stop = onCleanup(file, async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    const gone = new Promise<void>((r) => child.once('exit', () => r()));
-    child.kill('SIGTERM');
-    await gone;
-  }, kill);
-  const ready = await new Promise<any>((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`${file} did not start within 30 s`)), 30_000);
-    child.once('exit', (code) => reject(new Error(`${file} exited (${code})`)));
-    child.once('message', (m) => (clearTimeout(t), resolve(m)));
-  });
-  return { child, ready, stop };
-}
 
 /** Asks the floor reader how far it has written. */
 function readerProgress(child: ChildProcess): Promise<{ rows: number; seq: number }> {
@@ -254,11 +237,11 @@ async function floorRun(variant: Variant, pg: { postmasterPid(): number | undefi
     if (variant === 'durable+reader') {
       const db = await pg.createDatabase('floor');
       stops.push(db.drop);
-      const r = await forkChild('floor-reader.ts', [natsUrl, STREAM, db.url]);
+      const r = await forkBenchChild('floor-reader.ts', [natsUrl, STREAM, db.url]);
       stops.push(r.stop);
       reader = r.child;
     }
-    const server = await forkChild('floor-server.ts', variant === 'bare' ? ['bare'] : ['durable', natsUrl, SUBJECT]);
+    const server = await forkBenchChild('floor-server.ts', variant === 'bare' ? ['bare'] : ['durable', natsUrl, SUBJECT]);
     stops.push(server.stop);
     const client = new HttpClient(`http://127.0.0.1:${server.ready.port}`, CONCURRENCY);
     stops.push(() => client.close());

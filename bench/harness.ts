@@ -557,3 +557,25 @@ export function cpuPhase(groups: CpuGroup[]): () => CpuReport {
     return { wallSeconds, rows, machineBusyPct: total > 0 ? (100 * (m1.busy - m0.busy)) / total : 0 };
   };
 }
+
+/**
+ * Forks `bench/<file>` (a server or reader of a benchmark's own) with `args` and `env`, and
+ * waits (30 s at most) for its first IPC message, its "ready" (what it says, e.g. its port);
+ * `stop` ends it (SIGTERM) and is also run at exit.
+ */
+export async function forkBenchChild(file: string, args: string[], env?: Record<string, string>): Promise<{ child: ChildProcess; ready: any; stop: () => Promise<void> }> {
+  const child = fork(path.join(ROOT, 'bench', file), args, { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'], ...(env ? { env: { ...process.env, ...env } } : {}) });
+  const kill = () => void (child.exitCode === null && child.kill('SIGKILL'));
+  const stop = onCleanup(file, async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const gone = new Promise<void>((r) => child.once('exit', () => r()));
+    child.kill('SIGTERM');
+    await gone;
+  }, kill);
+  const ready = await new Promise<any>((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`${file} did not start within 30 s`)), 30_000);
+    child.once('exit', (code) => reject(new Error(`${file} exited (${code})`)));
+    child.once('message', (m) => (clearTimeout(t), resolve(m)));
+  });
+  return { child, ready, stop };
+}

@@ -38,7 +38,7 @@ interface Result {
   response_body: string;
 }
 
-type Record_ = { type: 'create'; jobs: Create[] } | { type: 'results'; results: Result[] };
+type FloorRecord = { type: 'create'; jobs: Create[] } | { type: 'results'; results: Result[] };
 
 await serveWorker<FloorWorkerConfig>(async (config) => {
   const nc = await connect({ servers: config.natsUrl });
@@ -49,7 +49,7 @@ await serveWorker<FloorWorkerConfig>(async (config) => {
 
   const consumer = await js.consumers.get(FLOOR_STREAM, { deliver_policy: 'all' } as never);
   const messages = await consumer.consume({ max_messages: 2_000 });
-  let batch: Record_[] = [];
+  let batch: FloorRecord[] = [];
   let scheduled = false;
   const turn = () => {
     scheduled = false;
@@ -61,7 +61,7 @@ await serveWorker<FloorWorkerConfig>(async (config) => {
   };
   void (async () => {
     for await (const m of messages) {
-      batch.push(m.json<Record_>());
+      batch.push(m.json<FloorRecord>());
       if (!scheduled) {
         scheduled = true;
         setImmediate(turn);
@@ -167,7 +167,7 @@ function createPartitionLog(js: JetStreamClient, partition: number) {
     while (queue.length) {
       const batch = queue;
       queue = [];
-      const record: Record_ = { type: 'results', results: batch.map((b) => b.result) };
+      const record: FloorRecord = { type: 'results', results: batch.map((b) => b.result) };
       const ack = await js.publish(subject, JSON.stringify(record), { expect: { lastSubjectSequence: tail } });
       tail = ack.seq;
       for (const b of batch) b.resolve();
@@ -189,7 +189,7 @@ function createPartitionLog(js: JetStreamClient, partition: number) {
 
 function createProjector(db: pg.Pool) {
   let chain: Promise<void> = Promise.resolve();
-  const write = async (records: Record_[]) => {
+  const write = async (records: FloorRecord[]) => {
     interface Row { lane: string; task: string; status: string; result: Result | null }
     const created = new Map<string, Row>();
     const results: Result[] = [];
@@ -238,7 +238,7 @@ function createProjector(db: pg.Pool) {
     }
   };
   // Batches read while a transaction is open go together in the next one.
-  let pending: Record_[] = [];
+  let pending: FloorRecord[] = [];
   let running = false;
   const drain = async () => {
     running = true;
@@ -250,7 +250,7 @@ function createProjector(db: pg.Pool) {
     running = false;
   };
   return {
-    apply(records: Record_[]) {
+    apply(records: FloorRecord[]) {
       pending.push(...records);
       if (!running) chain = drain();
     },

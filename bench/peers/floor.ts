@@ -16,13 +16,11 @@
 import { jetstreamManager, jetstream } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import pg from 'pg';
-import { onCleanup, ROOT, startNats, startTarget, type SharedPostgres } from '../harness.ts';
+import { forkBenchChild, startNats, startTarget, type SharedPostgres } from '../harness.ts';
 import type { BenchContext } from '../stack.ts';
 import { FLOOR_STREAM, taskSpec, type FloorWorkerConfig } from './floor-config.ts';
 import { forkWorker } from './processes.ts';
 import { HttpClient } from '../load.ts';
-import { fork } from 'node:child_process';
-import path from 'node:path';
 import { measureQueue, withPostCheck, withTeardown, type SystemRun } from './queue-run.ts';
 
 const LANES = 100;
@@ -66,9 +64,9 @@ export function runFloor(ctx: BenchContext, round: number, postgres: SharedPostg
       targetUrl: target.url, natsUrl: nats.url, databaseUrl: database.url, shape: shape === 'lanes' ? 'lanes' : 'free', partitions: PARTITIONS, concurrency: CONCURRENCY,
     });
     defer(worker.stop);
-    const api = shape === 'http' ? await startFloorApi(nats.url) : undefined;
+    const api = shape === 'http' ? await forkBenchChild('peers/floor-api.ts', [], { FLOOR_NATS_URL: nats.url }) : undefined;
     if (api) defer(api.stop);
-    const client = api ? new HttpClient(api.url, HTTP_CONCURRENCY) : undefined;
+    const client = api ? new HttpClient(`http://127.0.0.1:${(api.ready as { port: number }).port}`, HTTP_CONCURRENCY) : undefined;
     if (client) defer(() => client.pool.close());
     let n = 0;
     const run = await measureQueue(
@@ -99,7 +97,7 @@ export function runFloor(ctx: BenchContext, round: number, postgres: SharedPostg
         },
         cpuGroups: [
           { name: 'floor worker (node)', pid: () => worker.pid, withDescendants: true, mainThread: true },
-          ...(api ? [{ name: 'floor create API (node)', pid: () => api.pid, withDescendants: false }] : []),
+          ...(api ? [{ name: 'floor create API (node)', pid: () => api.child.pid, withDescendants: false }] : []),
           { name: 'nats-server', pid: () => nats.pid(), withDescendants: false },
           { name: 'postgres (all backends)', pid: () => postgres.postmasterPid(), withDescendants: true },
           { name: 'target server (node)', pid: () => target.pid, withDescendants: true },
@@ -112,19 +110,3 @@ export function runFloor(ctx: BenchContext, round: number, postgres: SharedPostg
   });
 }
 
-/** floor-api.ts in a process of its own, listening on a free port. */
-async function startFloorApi(natsUrl: string): Promise<{ url: string; pid: number; stop: () => Promise<void> }> {
-  const child = fork(path.join(ROOT, 'bench', 'peers', 'floor-api.ts'), [], { cwd: ROOT, env: { ...process.env, FLOOR_NATS_URL: natsUrl }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const stop = onCleanup('floor API', async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise<void>((r) => child.once('exit', () => r()));
-    child.kill('SIGTERM');
-    await exited;
-  }, () => void child.kill('SIGKILL'));
-  const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('floor API did not start within 30 s')), 30_000);
-    child.once('message', (m: { port?: number }) => (clearTimeout(timer), resolve(m.port ?? 0)));
-    child.once('exit', (code) => (clearTimeout(timer), reject(new Error(`floor API exited (${code})`))));
-  });
-  return { url: `http://127.0.0.1:${port}`, pid: child.pid!, stop };
-}
