@@ -460,7 +460,7 @@ export interface CpuGroup {
   withDescendants: boolean;
   /** Also report the root's main thread alone (a Node process's event loop; the rest is GC, JIT, libuv, loader threads). */
   mainThread?: boolean;
-  /** Also report each direct child of the root with its descendants, named by its `--roles` (a split `serve`'s processes), and its main thread. */
+  /** Also report each direct child of the root with its descendants, named by its roles (`JETCRON_ROLES`, as a split `serve` starts them), and its main thread. */
   byChild?: boolean;
 }
 

@@ -80,7 +80,9 @@ function createOwner(js: JetStreamClient, config: FloorWorkerConfig) {
   const agent = new Agent({ connections: 128, pipelining: 1 });
   const lanes = new Map<string, Create[]>();
   const busy = new Set<string>();
-  const ready: string[] = [];
+  // Lanes with a job to start, oldest first (a head index: a queue of 10,000 lane-free jobs is never shifted).
+  let ready: string[] = [];
+  let head = 0;
   let inFlight = 0;
   const logs = Array.from({ length: config.partitions }, (_, p) => createPartitionLog(js, p));
   const partitionOf = (lane: string) => {
@@ -124,8 +126,9 @@ function createOwner(js: JetStreamClient, config: FloorWorkerConfig) {
   };
 
   function pump() {
-    while (inFlight < config.concurrency && ready.length) {
-      const lane = ready.shift()!;
+    while (inFlight < config.concurrency && head < ready.length) {
+      const lane = ready[head++]!;
+      if (head === ready.length) (ready = []), (head = 0);
       const queue = lanes.get(lane);
       const job = queue?.shift();
       if (!job) continue;
