@@ -11,7 +11,7 @@ import { after, before, test } from 'node:test';
 import type { Worker } from 'node:worker_threads';
 import { rebuildProjections } from '../src/cli/rebuild.ts';
 import { connectDb, type Db } from '../src/db/connect.ts';
-import { migrate, READ_MODEL_TABLES } from '../src/db/migrations.ts';
+import { migrate, PROJECTED_TABLES } from '../src/db/migrations.ts';
 import type { Nats } from '../src/nats/connection.ts';
 import { openSupervisor } from '../src/nats/supervisor.ts';
 import { BATCHES_AHEAD, type PreparedMessage } from '../src/projections/prepare-protocol.ts';
@@ -41,7 +41,7 @@ async function freshDb(): Promise<{ db: Db; url: string }> {
 }
 
 /** The tables a rebuild loads in one transaction (each test's database is fresh, as a rebuild's). */
-const FRESH = READ_MODEL_TABLES.filter((t) => t !== 'projection_checkpoints');
+const FRESH = PROJECTED_TABLES;
 
 /** The log through `through` projected on two threads into `db` (in the load transaction unless `freshTables: []`); what it logged. */
 async function twoThreads(db: Db, opts: Partial<TwoThreadOptions> & { signal?: AbortSignal } = {}): Promise<string[]> {

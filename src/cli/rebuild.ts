@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { buildIndexes, dropSecondaryIndexes } from '../db/deferred-indexes.ts';
-import { dropReadModels, migrate, READ_MODEL_TABLES } from '../db/migrations.ts';
+import { dropReadModels, migrate, PROJECTED_TABLES } from '../db/migrations.ts';
 import type { Db } from '../db/connect.ts';
 import type { Nats } from '../nats/connection.ts';
 import { createLease, openLeaseBucket, type Lease } from '../nats/lease.ts';
@@ -95,7 +95,7 @@ async function projectUntil(target: number, deps: {
     ? runProjection({ nats, db, log, supervisor }, run.signal, { pipelined: true, copyCreated: true, maxBatch: REBUILD_BATCH, through: target })
     : projectOnTwoThreads({ nats, db, log, supervisor }, run.signal, {
       natsUrl: deps.natsUrl, through: target, maxBatch: TWO_THREAD_BATCH, onThread: deps.onThread,
-      freshTables: READ_MODEL_TABLES.filter((t) => t !== 'projection_checkpoints'), onWritten: (seq) => (written = seq),
+      freshTables: PROJECTED_TABLES, onWritten: (seq) => (written = seq),
     }))
     .finally(() => {
       projected = true;

@@ -249,6 +249,9 @@ export const READ_MODEL_TABLES = [
   'projection_checkpoints',
 ] as const;
 
+/** The read models proper: every table the projections fill, without their checkpoint (a rebuild loads these fresh). */
+export const PROJECTED_TABLES = READ_MODEL_TABLES.filter((t) => t !== 'projection_checkpoints');
+
 const provider: MigrationProvider = { getMigrations: async () => migrations };
 
 export async function migrate(db: Kysely<any>): Promise<void> {
