@@ -41,11 +41,6 @@ export interface Config {
    */
   monitorOwners: boolean;
   /**
-   * The inbound receiver records requests no hook touches itself, no router hop
-   * (`JETCRON_INBOUND_RECORD=1`; off by default: no CPU gain measured, 2026-11-26).
-   */
-  inboundRecord: boolean;
-  /**
    * JETCRON_MONITOR_RESTATE_AFTER (default 10,000): the least age, in a partition's commit
    * events, at which a monitor owner restates a silent monitor so a takeover's read stays
    * bounded (`HeldMonitors.restates`; the bound is also at least twice the monitors held).
@@ -157,7 +152,6 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { roles?: string; proce
     dispatchMode: dispatchMode(env.JETCRON_DISPATCH),
     partitions: num(env, 'JETCRON_PARTITIONS', 8, (n) => Number.isInteger(n) && n >= 1 && n <= 256),
     monitorOwners: env.JETCRON_MONITOR_OWNERS !== '0',
-    inboundRecord: env.JETCRON_INBOUND_RECORD === '1',
     monitorRestateAfter: num(env, 'JETCRON_MONITOR_RESTATE_AFTER', RESTATE_AFTER_EVENTS, (n) => Number.isInteger(n) && n >= 1),
     embeddedDieWithParent: env.JETCRON_EMBEDDED_PDEATHSIG !== '0',
     healthStuckMs: num(env, 'JETCRON_HEALTH_STUCK_MS', 30_000, (n) => Number.isInteger(n) && n >= 100),

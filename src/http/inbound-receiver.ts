@@ -15,6 +15,7 @@ import { hookRequest, type HooksFor } from '../inbound/pipeline.ts';
 import { presetVerifiers } from '../inbound/verification.ts';
 import { createRequestGroups } from '../inbound/request-groups.ts';
 import type { InboundRequestMeta } from '../inbound/stored-request.ts';
+import type { ReadYourWrites } from './read-your-writes.ts';
 import { inServerSpan } from '../telemetry/server-span.ts';
 import { bindActive } from '../telemetry/tracing.ts';
 import { sourceIp } from './source-ip.ts';
@@ -32,12 +33,10 @@ export interface InboundReceiverDeps {
   secrets: SecretBox;
   metrics: Metrics;
   log: Log;
-  /**
-   * Given, the receiver records the requests no hook touches itself (their
-   * `InboundEventReceived` commit, no router hop: `request-groups.ts`); absent, the
-   * router routes every request (the default; `JETCRON_INBOUND_RECORD=1` gives the store).
-   */
-  store?: EventStore | undefined;
+  /** Where the receiver records the requests no hook touches itself (their `InboundEventReceived` commit, no router hop: `request-groups.ts`). */
+  store: EventStore;
+  /** A 200 means a read of the organization that follows lists the event: the answer waits until every API process knows where it is. */
+  reads: Pick<ReadYourWrites, 'wrote' | 'wroteInbound'>;
 }
 
 /**
@@ -90,8 +89,9 @@ function readBody(req: IncomingMessage, done: (body: Buffer | 'too_large') => vo
  * `{root}/in/<slug>`: the receive and verify stages of the inbound pipeline, outside
  * express because this is the hot path (no API key, no JSON parsing). The request
  * is answered only after JetStream has stored it in INBOUND (with the other requests
- * to its endpoint of the same loop turn, `request-groups.ts`); the router takes it
- * from there, unless no hook touches it (then its event is recorded here too).
+ * to its endpoint of the same loop turn, `request-groups.ts`) and its event is
+ * recorded here (no hook touches it) or its position is known to the reads (the
+ * router records it: a read waits for the router, `read-your-writes.ts`).
  */
 export function createInboundReceiver(deps: InboundReceiverDeps) {
   const presets = presetVerifiers(deps.secrets);
@@ -172,10 +172,9 @@ export function createInboundReceiver(deps: InboundReceiverDeps) {
     // An id is [a-z0-9_]: the answer needs no JSON encoder.
     const text = `{"id":"${meta.id}","status":"${meta.rejected ? 'rejected' : endpoint.paused ? 'queued' : 'received'}"}`;
     const status = meta.rejected?.status_code ?? 200;
-    groups.store(SUBJECTS.inbound(endpoint.org_id, endpoint.id), { meta, body }, endpoint).then(
-      () => answer(res, deps.metrics, t0, status, text),
-      (err) => failed(res, t0, err),
-    );
+    groups.store(SUBJECTS.inbound(endpoint.org_id, endpoint.id), { meta, body }, endpoint)
+      .then((at) => (at.log === 'events' ? deps.reads.wrote(endpoint.org_id, at.seq) : deps.reads.wroteInbound(endpoint.org_id, at.seq)))
+      .then(() => answer(res, deps.metrics, t0, status, text), (err) => failed(res, t0, err));
   }
 
   /**

@@ -2,6 +2,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { SUBJECTS } from '../../streams/subjects.ts';
 import { createBarrier } from '../nats/barrier.ts';
 import type { Nats } from '../nats/connection.ts';
+import { parsePosition, positionText } from '../nats/written-positions.ts';
 import type { Watermark } from '../projections/watermark.ts';
 import type { AuthedRequest } from './context.ts';
 
@@ -22,19 +23,28 @@ const SWEEP_EVERY_MS = 10_000;
  */
 export function createReadYourWrites(nats: Nats, watermark: Watermark) {
   const written = new Map<string, number>();
+  /** Organizations with inbound requests stored in INBOUND that the router has yet to record: the highest such sequence. */
+  const unrouted = new Map<string, number>();
+  const router = createRouterProgress();
   const barrier = createBarrier(nats.nc);
   const raise = (orgId: string, seq: number) => {
     if (seq > (written.get(orgId) ?? 0)) written.set(orgId, seq);
   };
+  const raiseUnrouted = (orgId: string, seq: number) => {
+    if (seq > router.through && seq > (unrouted.get(orgId) ?? 0)) unrouted.set(orgId, seq);
+  };
   const sub = nats.nc.subscribe(SUBJECTS.written, {
     callback: (_err, m) => {
-      const [orgId, seq] = m.string().split(' ');
-      if (orgId && seq) raise(orgId, Number(seq));
+      const position = parsePosition(m.string());
+      if (position?.kind === 'events') raise(position.orgId, position.seq);
+      else if (position?.kind === 'inbound') raiseUnrouted(position.orgId, position.seq);
+      else if (position?.kind === 'routed') router.passed(position.seq);
     },
   });
   // Positions the read models have passed are forgotten, so the map holds only organizations with writes in flight.
   const sweep = setInterval(() => {
     for (const [orgId, seq] of written) if (seq <= watermark.seq) written.delete(orgId);
+    for (const [orgId, seq] of unrouted) if (seq <= router.through) unrouted.delete(orgId);
   }, SWEEP_EVERY_MS);
   sweep.unref();
 
@@ -44,22 +54,30 @@ export function createReadYourWrites(nats: Nats, watermark: Watermark) {
    * PONG tells every writer of the turn that the server has routed its position. At
    * many writes a turn (pings at concurrency) that is one round trip, not one each.
    */
-  let turn: { positions: Map<string, number>; routed: Promise<void> } | null = null;
-  const announce = (orgId: string, seq: number): Promise<void> => {
+  let turn: { positions: Map<string, number>; inbound: Map<string, number>; routed: Promise<void> } | null = null;
+  const announce = (orgId: string, seq: number, log: 'events' | 'inbound'): Promise<void> => {
     if (!turn) {
       const positions = new Map<string, number>();
+      const inbound = new Map<string, number>();
       const routed = new Promise<void>((resolve) => setImmediate(() => {
         turn = null;
-        for (const [org, at] of positions) nats.nc.publish(SUBJECTS.written, `${org} ${at}`);
+        for (const [org, at] of positions) nats.nc.publish(SUBJECTS.written, positionText({ kind: 'events', orgId: org, seq: at }));
+        for (const [org, at] of inbound) nats.nc.publish(SUBJECTS.written, positionText({ kind: 'inbound', orgId: org, seq: at }));
         nats.nc.flush().catch(() => {}).then(resolve);
       }));
-      turn = { positions, routed };
+      turn = { positions, inbound, routed };
     }
-    if (seq > (turn.positions.get(orgId) ?? 0)) turn.positions.set(orgId, seq);
+    const map = log === 'events' ? turn.positions : turn.inbound;
+    if (seq > (map.get(orgId) ?? 0)) map.set(orgId, seq);
     return turn.routed;
   };
 
   const caughtUp = async (orgId: string): Promise<void> => {
+    const inbound = unrouted.get(orgId);
+    if (inbound !== undefined && inbound > router.through) {
+      // The router announces the EVENTS positions it wrote before how far it got: once it passed this, `written` knows them.
+      if (!(await router.reached(inbound, READ_WAIT_MS))) unrouted.delete(orgId); // no router answering: later reads do not wait again
+    }
     const seq = written.get(orgId);
     if (seq !== undefined && seq > watermark.seq) await watermark.waitFor(seq, READ_WAIT_MS);
   };
@@ -69,7 +87,16 @@ export function createReadYourWrites(nats: Nats, watermark: Watermark) {
     wrote(orgId: string, seq: number): Promise<void> {
       if (!(seq > 0)) return Promise.resolve();
       raise(orgId, seq);
-      return announce(orgId, seq);
+      return announce(orgId, seq, 'events');
+    },
+    /**
+     * An inbound request of `orgId` is stored at INBOUND `seq` for the router to record:
+     * reads of the organization, in any API process, wait for the router to pass it.
+     */
+    wroteInbound(orgId: string, seq: number): Promise<void> {
+      if (!(seq > 0)) return Promise.resolve();
+      raiseUnrouted(orgId, seq);
+      return announce(orgId, seq, 'inbound');
     },
     /** Resolves once the read models include every write of `orgId` this process knows of (bounded). */
     caughtUp,
@@ -84,7 +111,42 @@ export function createReadYourWrites(nats: Nats, watermark: Watermark) {
     },
     close(): void {
       clearInterval(sweep);
+      router.close();
       sub.unsubscribe();
+    },
+  };
+}
+
+/** How far the inbound router has recorded INBOUND, as it announces it; waits for a position with a bound. */
+function createRouterProgress() {
+  let through = 0;
+  const waiters = new Set<{ seq: number; done: (reached: boolean) => void }>();
+  return {
+    get through() {
+      return through;
+    },
+    passed(seq: number): void {
+      if (seq <= through) return;
+      through = seq;
+      for (const w of waiters) if (w.seq <= seq) w.done(true);
+    },
+    reached(seq: number, timeoutMs: number): Promise<boolean> {
+      if (seq <= through) return Promise.resolve(true);
+      return new Promise((resolve) => {
+        const waiter = {
+          seq,
+          done: (reached: boolean) => {
+            clearTimeout(timer);
+            waiters.delete(waiter);
+            resolve(reached);
+          },
+        };
+        const timer = setTimeout(() => waiter.done(false), timeoutMs);
+        waiters.add(waiter);
+      });
+    },
+    close(): void {
+      for (const w of waiters) w.done(false);
     },
   };
 }

@@ -32,18 +32,23 @@ function routeSizeOf(meta: InboundRequestMeta): number {
   return n;
 }
 
+/** Where a stored request is: its event in EVENTS, or its message in INBOUND that the router has yet to record. */
+export interface StoredAt {
+  log: 'events' | 'inbound';
+  seq: number;
+}
+
 /** A request the receiver records itself: the endpoint it was received for decides its deliveries. */
 type RecordedRequest = StoredRequest & { endpoint: Endpoint };
 
 export interface RequestGroupsDeps {
   nats: Nats;
   /**
-   * Given, requests no hook touches (`plannedAtReceipt`) are recorded here: after their
-   * group is stored, its `InboundEventReceived` commit is appended to EVENTS before
-   * any of them is answered, and the router passes the group over. Absent, every
-   * request goes the router's way.
+   * Requests no hook touches (`plannedAtReceipt`) are recorded here: after their group
+   * is stored, its `InboundEventReceived` commit is appended to EVENTS before any of
+   * them is answered, and the router passes the group over.
    */
-  store?: EventStore | undefined;
+  store: EventStore;
   log?: Log | undefined;
 }
 
@@ -67,7 +72,7 @@ export function createRequestGroups(deps: RequestGroupsDeps) {
       return nats.publish(g.key, data, { msgId: g.id, traceparent: undefined, headers });
     },
   );
-  const recorded = store ? createTurnGroups<RecordedRequest>(limits, () => newId('cmd'), (g) => storeAndRecord(store, g)) : null;
+  const recorded = createTurnGroups<RecordedRequest>(limits, () => newId('cmd'), (g) => storeAndRecord(store, g));
 
   /**
    * Stores a group no hook touches, then appends its events as one commit on one of the
@@ -76,6 +81,7 @@ export function createRequestGroups(deps: RequestGroupsDeps) {
    * between them leaves a stored group that nothing answered 2xx and nothing routes.
    */
   async function storeAndRecord(store: EventStore, g: TurnGroup<RecordedRequest>): Promise<number> {
+    // Resolves with the EVENTS sequence of the group's commit: what a read of its organization waits for.
     const orgId = g.items[0]!.meta.org_id;
     const subject = SUBJECTS.inboundReceived(orgId, g.id);
     const seq = await nats.publish(g.key, encodeWholeGroup(g.items), { msgId: g.id, traceparent: undefined, headers: { [ROUTED_HEADER]: subject } });
@@ -101,32 +107,32 @@ export function createRequestGroups(deps: RequestGroupsDeps) {
     const append = () => (events.length === 1 ? scopes[0]!.run(() => store.appendCommit(subject, events, undefined)) : store.appendCommit(subject, events, undefined));
     try {
       // Once more on a failure: the msg id makes a first append that was stored after all count once.
-      await append().catch(append);
+      return await append().catch(append);
     } finally {
       for (const s of scopes) s.end();
     }
-    return seq;
   }
 
   return {
     /**
-     * Resolves with the INBOUND sequence of the message holding `request` once it is
-     * stored (and, given `endpoint` and a store, recorded: see `RequestGroupsDeps.store`).
+     * Resolves once `request` is stored, with where a read of its organization finds it:
+     * its event's EVENTS sequence when it was recorded here (an endpoint no hook
+     * touches), else the INBOUND sequence of its message, which the router records.
      */
-    store(subject: string, request: StoredRequest, endpoint?: Endpoint): Promise<number> {
+    store(subject: string, request: StoredRequest, endpoint?: Endpoint): Promise<StoredAt> {
       const size = sizeOf(request);
       const traceparent = currentTraceparent();
       const head = routeSizeOf(request.meta) + (traceparent ? traceparent.length + 16 : 0);
       const meta = traceparent ? { ...request.meta, traceparent } : request.meta;
-      if (recorded && endpoint && recordedAtReceipt(endpoint)) {
+      if (endpoint && recordedAtReceipt(endpoint)) {
         // Written whole in its payload: no routes header to bound.
         const group = recorded.join(subject, size);
         group.items.push({ meta, body: request.body, endpoint });
-        return joined(group, size, 0);
+        return joined(group, size, 0).then((seq) => ({ log: 'events', seq }));
       }
       const group = routed.join(subject, size, head);
       group.items.push(traceparent ? { meta, body: request.body } : request);
-      return joined(group, size, head);
+      return joined(group, size, head).then((seq) => ({ log: 'inbound', seq }));
     },
   };
 }

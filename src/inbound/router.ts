@@ -18,6 +18,7 @@ import { planDelivery, plannedExecutionId, plannedWithoutHooks, receivedEvent, t
 import { loadStoredMessage, ROUTED_HEADER, routesOf, type RequestRoute, type StoredRequest } from './stored-request.ts';
 import { openSpan, SpanKind } from '../telemetry/tracing.ts';
 import type { Log } from '../lib/logger.ts';
+import { positionText } from '../nats/written-positions.ts';
 
 /**
  * One stored request as the router takes it: its route, its message's sequence and its
@@ -55,6 +56,18 @@ async function requestsOf(nats: Nats, batch: StreamItem<RequestRoute[] | null>[]
   }));
   return messages.flat();
 }
+
+/** The highest EVENTS sequence a batch appended, per organization. */
+function createWrittenPositions() {
+  const positions = new Map<string, number>();
+  return {
+    positions,
+    raise(orgId: string, seq: number): void {
+      if (seq > (positions.get(orgId) ?? 0)) positions.set(orgId, seq);
+    },
+  };
+}
+type WrittenPositions = ReturnType<typeof createWrittenPositions>;
 
 export const CHECKPOINT_KEY: keyof typeof KV_CHECKPOINT_READERS = 'inbound-router';
 const CHECKPOINT_EVERY_MS = 250;
@@ -160,7 +173,7 @@ export function startInboundRouter(deps: RouterDeps) {
    * per request. Each append expects an empty subject: a message routed before
    * (after a crash, or a failed append) is recorded once.
    */
-  async function routeInOrder(items: RequestItem[]): Promise<void> {
+  async function routeInOrder(items: RequestItem[], wrote: WrittenPositions): Promise<void> {
     const appends: Array<() => Promise<unknown>> = [];
     for (let i = 0; i < items.length;) {
       let end = i + 1;
@@ -175,7 +188,8 @@ export function startInboundRouter(deps: RouterDeps) {
       const append = message.length === 1
         ? () => scopes[0]!.run(() => deps.store.append(subject, events[0]!, 0))
         : () => deps.store.appendCommit(subject, events, 0);
-      appends.push(() => append().catch((err) => {
+      const orgId = message[0]!.route.org_id;
+      appends.push(() => append().then((seq) => wrote.raise(orgId, seq), (err) => {
         // Recorded already (a batch routed again after a crash or a failed append).
         if (!(err instanceof ConcurrencyError)) throw err;
       }).finally(() => scopes.forEach((s) => s.end())));
@@ -214,14 +228,25 @@ export function startInboundRouter(deps: RouterDeps) {
     return decided;
   }
 
-  async function routeBatch(items: RequestItem[]): Promise<void> {
+  async function routeBatch(items: RequestItem[], wrote: WrittenPositions = createWrittenPositions()): Promise<void> {
     const bySubject = new Map<string, RequestItem[]>();
     for (const item of items) {
       const list = bySubject.get(item.subject);
       if (list) list.push(item);
       else bySubject.set(item.subject, [item]);
     }
-    await Promise.all([...bySubject.values()].map(routeInOrder));
+    await Promise.all([...bySubject.values()].map((list) => routeInOrder(list, wrote)));
+  }
+
+  /**
+   * Read-your-writes for requests the router records: an API process that answered one
+   * makes its organization's reads wait until the router passed its INBOUND sequence
+   * (`src/http/read-your-writes.ts`). The EVENTS positions go first, on the one
+   * connection, so a reader knows them once it hears how far the router got.
+   */
+  function announce(wrote: WrittenPositions, through: number): void {
+    for (const [orgId, seq] of wrote.positions) deps.nats.nc.publish(SUBJECTS.written, positionText({ kind: 'events', orgId, seq }));
+    deps.nats.nc.publish(SUBJECTS.written, positionText({ kind: 'routed', seq: through }));
   }
 
   return startConsumers(deps, [{
@@ -258,7 +283,9 @@ export function startInboundRouter(deps: RouterDeps) {
           },
         };
         await readStream<RequestRoute[] | null>(deps.nats, read, async (batch) => {
-          await routeBatch(await requestsOf(deps.nats, batch));
+          const wrote = createWrittenPositions();
+          await routeBatch(await requestsOf(deps.nats, batch), wrote);
+          announce(wrote, batch[batch.length - 1]!.seq);
           await checkpoint.advance(batch[batch.length - 1]!.seq);
         });
       } finally {

@@ -266,7 +266,7 @@ async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () 
     }
     const app = createRequestHandler({ config, db, nats, store, clock, directory, reads, rateLimiter, metrics, endpoints, secrets, hooks, health, scripts, live, ...monitorOwners }, log, () => root);
     // Inbound URLs skip express (and pings by token, in `app`): they are the hot path and need neither an API key nor JSON.
-    const receiver = createInboundReceiver({ nats, endpoints, hooks, secrets, metrics, log, ...(config.inboundRecord ? { store } : {}) });
+    const receiver = createInboundReceiver({ nats, endpoints, hooks, secrets, metrics, log, store, reads });
     const server: Server = createServer((req, res) => {
       if (!receiver.handle(req, res)) app(req, res);
     });

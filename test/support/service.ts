@@ -48,8 +48,6 @@ export function dispatchModeEnv(): Record<string, string> {
     ...(process.env.JETCRON_DISPATCH ? { JETCRON_DISPATCH: process.env.JETCRON_DISPATCH } : {}),
     // The monitors' mode too (JETCRON_MONITOR_OWNERS=0: the earlier path, no monitor partition owners), shared the same way.
     ...(process.env.JETCRON_MONITOR_OWNERS ? { JETCRON_MONITOR_OWNERS: process.env.JETCRON_MONITOR_OWNERS } : {}),
-    // Who records hookless inbound requests (JETCRON_INBOUND_RECORD=1: the receiver), the same way.
-    ...(process.env.JETCRON_INBOUND_RECORD ? { JETCRON_INBOUND_RECORD: process.env.JETCRON_INBOUND_RECORD } : {}),
   };
 }
 
