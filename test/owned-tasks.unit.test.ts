@@ -6,6 +6,7 @@ import { decideTask } from '../src/commands/task/decide.ts';
 import type { Task, TaskEvent, TaskInput } from '../src/commands/task/types.ts';
 import type { AttemptJob } from '../src/commands/execution/job.ts';
 import type { ExecutionEvent } from '../src/commands/execution/types.ts';
+import { adoptedResult, lateResult, type LateResult } from '../src/commands/execution/late-results.ts';
 import { uniqueMeta } from './support/unique-meta.ts';
 
 // Specs of a partition owner's state: given what the log says, what starts and what is recorded.
@@ -220,4 +221,54 @@ test('the lowest origin is the oldest live execution: a takeover reads from ther
   s.onTaskEvent({ type: 'TaskDeleted', id: 'evt_d', at: new Date(T0).toISOString(), org_id: 'org_a', data: { task: a.data.task } }, 12, 0);
   for (const e of s.takeCancels()) s.onResult(e);
   assert.equal(s.lowestOrigin(), null);
+});
+
+// A fenced owner's late results (issue 34): recorded on the execution's own subject, they
+// change no state; the owner adopts one only while the execution waits for that attempt.
+test('a late result of the attempt a lane head waits for is adopted: the head comes up with it to record, not to send', () => {
+  const a = created({ lane: 'L', retry_attempts: 2 });
+  const b = created({ lane: 'L' });
+  const s = ownerOf(a);
+  [a, b].forEach((e, i) => s.onTaskEvent(e, i + 1, 0));
+  const late = lateResult(finished(s.get(executionOf(a))!.job) as LateResult);
+  s.onResultElsewhere(late);
+  const [head] = s.take(T0);
+  assert.equal(head!.id, executionOf(a));
+  assert.equal(head!.adopt, late, 'recorded as this owner\'s result instead of a send');
+  s.onResult(adoptedResult(late));
+  assert.equal(s.get(executionOf(a)), undefined, 'the adopted success ends it');
+  assert.deepEqual(ids(s.take(T0)), [executionOf(b)], 'and the lane moves on');
+});
+
+test('a late result changes nothing once the owner sent the execution itself, settled it, or moved on to a later attempt', () => {
+  const a = created({ lane: 'L', retry_attempts: 2 });
+  const b = created({ lane: 'L' });
+  const s = ownerOf(a);
+  [a, b].forEach((e, i) => s.onTaskEvent(e, i + 1, 0));
+  const [head] = s.take(T0);
+  const firstJob = head!.job;
+  // Sending it now: a late failure with a retry is not this owner's state.
+  s.onResultElsewhere(lateResult(finished(firstJob, { status: 'failed', retryAt: T0 + 1000 }) as LateResult));
+  assert.equal(head!.adopt, null);
+  // Its own result: a retry of attempt 2; a late result of attempt 1 then is history.
+  s.onResult(finished(firstJob, { status: 'failed', retryAt: T0 + 1000 }));
+  s.onResultElsewhere(lateResult(finished(firstJob) as LateResult));
+  assert.equal(s.get(executionOf(a))!.adopt, null, 'attempt 2 waits; the late attempt 1 is not adopted');
+  assert.deepEqual(s.take(T0 + 500), [], 'the retry holds the lane until its time');
+  const [retry] = s.take(T0 + 1000);
+  assert.equal(retry!.job.attempt, 2);
+  s.onResult(finished(retry!.job));
+  // Settled: a late result of it, read after, leaves it ended and the lane open.
+  s.onResultElsewhere(lateResult(finished(retry!.job, { status: 'failed', retryAt: T0 + 5000 }) as LateResult));
+  assert.equal(s.get(executionOf(a)), undefined);
+  assert.deepEqual(ids(s.take(T0 + 1000)), [executionOf(b)]);
+});
+
+test('an unmarked result on an execution\'s own subject (DISPATCH\'s, before the owners) applies as any result', () => {
+  const a = created({});
+  const s = ownerOf(a);
+  s.onTaskEvent(a, 1, 0);
+  s.onResultElsewhere(finished(s.get(executionOf(a))!.job));
+  assert.equal(s.get(executionOf(a)), undefined);
+  assert.deepEqual(s.take(T0), []);
 });

@@ -71,7 +71,8 @@ const messages: EventHandlers<LiveMessage | null, [Base]> = {
   ...forTypes(['TaskCreated', 'TaskTriggered'], taskRun),
   ...forTypes(['TaskUpdated', 'TaskDeleted', 'TaskCancelled'], task),
   AttemptStarted: execution('running'),
-  AttemptFinished: (e, base) => ({
+  // A fenced owner's late result is history only (its adopted copy, if any, is announced).
+  AttemptFinished: (e, base) => (e.data.late ? null : {
     ...base, kind: 'execution', id: e.data.execution_id, execution_id: e.data.execution_id, ...sourceId(e.data.source),
     // Another attempt follows: the execution waits for it, as the read model shows it.
     status: e.data.next_attempt_at ? 'pending' : e.data.status,

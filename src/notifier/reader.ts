@@ -122,6 +122,7 @@ export function createNotifyDecider(
     AttemptFinished: async (e, seq) => {
       const d = e.data;
       if (d.next_attempt_at) return; // another attempt follows: not the end of the execution
+      if (d.late) return; // a fenced owner's, history only: the execution's own end is another event
       const execution: ExecutionSummary = {
         id: d.execution_id,
         status: d.status,

@@ -2,6 +2,7 @@ import { isMonitorSubject, SUBJECTS } from '../../streams/subjects.ts';
 import { childAbort } from '../lib/child-abort.ts';
 import { planAttempt } from '../commands/execution/decide.ts';
 import type { AttemptResult, ExecutionEvent } from '../commands/execution/types.ts';
+import { adoptedResult, canBeLate, lateResult } from '../commands/execution/late-results.ts';
 import { OwnedTasks, type OwnedExecution } from '../commands/partition/owned-tasks.ts';
 import { TASK_EVENT_TYPES, type TaskEvent } from '../commands/task/types.ts';
 import type { AttemptRunner } from '../dispatchers/attempt-runner.ts';
@@ -135,8 +136,8 @@ export async function ownTaskPartition(
    */
   const recordLate = async (events: ExecutionEvent[]) => {
     for (const e of events) {
-      if (e.type !== 'AttemptFinished' && e.type !== 'CallbackAttempted') continue;
-      await deps.store.append(SUBJECTS.execution(e.org_id, e.data.execution_id), e)
+      if (!canBeLate(e)) continue;
+      await deps.store.append(SUBJECTS.execution(e.org_id, e.data.execution_id), lateResult(e))
         .catch((err: unknown) => deps.log(`owner of partition ${partition}: the late result of ${e.data.execution_id} was not stored: ${(err as Error).message}`));
     }
   };
@@ -187,7 +188,9 @@ export async function ownTaskPartition(
       const { job } = exec;
       const attributes = () => sourceAttributes(job.org_id, job.source, { 'jetcron.execution_id': exec.id, 'jetcron.attempt': job.attempt, 'jetcron.partition': partition });
       await inSpan(`${exec.phase === 'callback' ? 'callback' : 'attempt'} ${job.source.type}`, { kind: SpanKind.CONSUMER, traceparent: exec.traceparent, attributes }, async () => {
-        if (exec.phase === 'callback') await record([await deps.runner.sendCallback(exec.callback!, { mayWrite })]);
+        // What a fenced predecessor sent and got, for this very attempt: recorded, not sent again.
+        if (exec.adopt) await record([adoptedResult(exec.adopt)]);
+        else if (exec.phase === 'callback') await record([await deps.runner.sendCallback(exec.callback!, { mayWrite })]);
         else await attempt(exec);
       });
     } catch (err) {
@@ -267,11 +270,9 @@ export async function ownTaskPartition(
       else if (e.type === 'InboundEventReceived' || e.type === 'InboundEventReplayed') state.onInboundEvent(e, seq, i, e.traceparent ?? traceparent);
       else if (ENDPOINT_EVENT_TYPES.has(e.type)) state.onEndpointEvent(e as EndpointEvent, seq);
       else if (FLOW_KEY_EVENT_TYPES.has(e.type)) state.onFlowKeyEvent(e as FlowKeyEvent);
-      // On an execution's own subject: what DISPATCH recorded for a task before the owners
-      // took tasks over (a deployment switching modes, jobs still in flight then), or a
-      // fenced owner's late result, settles it here too; not while this owner is sending
-      // it (its own result will, and a lane must not open before it has).
-      else if (RESULT_EVENTS.has(e.type) && !state.sending((e as ExecutionEvent).data.execution_id)) state.onResult(e as ExecutionEvent);
+      // On an execution's own subject: a fenced owner's late result, or what DISPATCH
+      // recorded for a task before the owners took tasks over.
+      else if (RESULT_EVENTS.has(e.type)) state.onResultElsewhere(e as ExecutionEvent);
     });
   };
 

@@ -191,6 +191,8 @@ const projections: EventHandlers<void, [ProjectionBatch]> = {
   },
   AttemptFinished: (e, batch) => {
     const d = e.data;
+    // A fenced owner's late result: history in the log; its adopted copy, if any, is the execution's.
+    if (d.late) return;
     const status = d.next_attempt_at ? 'pending' : d.status;
     batch.patchExecution(d.execution_id, {
       status,

@@ -7,15 +7,15 @@ import { spawnJetcron, type JetcronProcess } from './jetcron-process.ts';
  * kill, freeze or replace them). `stop` resumes any frozen child, ends them all, and
  * stops the service.
  */
-export async function serviceWithOwnersApart(): Promise<{ svc: TestService; api: Api; dispatcher: (label: string) => Promise<JetcronProcess>; stop: () => Promise<void> }> {
-  const svc = await startTestService({ JETCRON_ROLES: 'api,projector,scheduler,notifier', JETCRON_DISPATCH: 'owners' });
+export async function serviceWithOwnersApart(env: Record<string, string> = {}): Promise<{ svc: TestService; api: Api; dispatcher: (label: string) => Promise<JetcronProcess>; stop: () => Promise<void> }> {
+  const svc = await startTestService({ JETCRON_ROLES: 'api,projector,scheduler,notifier', JETCRON_DISPATCH: 'owners', ...env });
   const { api } = await svc.createOrg();
   const procs: JetcronProcess[] = [];
   return {
     svc,
     api,
     async dispatcher(label) {
-      const p = await spawnJetcron({ roles: 'dispatcher', natsUrl: svc.natsUrl, databaseUrl: svc.databaseUrl, label, env: { JETCRON_DISPATCH: 'owners' } });
+      const p = await spawnJetcron({ roles: 'dispatcher', natsUrl: svc.natsUrl, databaseUrl: svc.databaseUrl, label, env: { JETCRON_DISPATCH: 'owners', ...env } });
       procs.push(p);
       return p;
     },

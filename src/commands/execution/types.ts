@@ -52,6 +52,19 @@ export interface AttemptResult {
   uncounted_attempts?: number;
   /** An endpoint execution: where its request is, so a retry can be built again (without the plan's values). */
   inbound?: Pick<InboundRef, 'event_id' | 'seq' | 'origin_seq'>;
+  /** See `LateMark`. */
+  late?: true;
+}
+
+/**
+ * `late: true`: recorded by an owner that was fenced when its answer came (another owner
+ * had claimed the partition while the request was out), on the execution's own subject.
+ * History only: no reader takes it as the execution's state, whose next owner may have
+ * settled the execution since. That owner adopts it (`late-results.ts`) when the
+ * execution still waits for that very attempt, so the request is not sent again.
+ */
+export interface LateMark {
+  late?: true;
 }
 
 /** An attempt taken from DISPATCH while its host was blocked for the organization: not sent, handed back until the block ends. */
@@ -87,5 +100,5 @@ export type ExecutionEvent =
         next_attempt_at: string | null;
         /** The delivery as sent, so a retry sends the same body. */
         job: CallbackJob;
-      }
+      } & LateMark
     >;

@@ -7,6 +7,7 @@ import type { Endpoint } from '../endpoint/types.ts';
 import { afterAttempt, nextCallback } from '../execution/decide.ts';
 import { taskAttemptJob } from '../execution/task-jobs.ts';
 import type { ExecutionEvent } from '../execution/types.ts';
+import { adoptsLate, isLate, type LateResult } from '../execution/late-results.ts';
 import type { PlannedExecution, Task, TaskEvent } from '../task/types.ts';
 import { flowLimits } from '../flow-control/rules.ts';
 import type { FlowKeyEvent } from '../flow-control/types.ts';
@@ -78,6 +79,8 @@ export interface OwnedExecution {
   cancel: ExecutionEvent | null;
   /** Phase `callback`: the delivery to try next. */
   callback: CallbackJob | null;
+  /** A fenced owner's late result for the attempt (or callback delivery) it waits for: recorded as this owner's instead of sending it (`late-results.ts`). */
+  adopt: LateResult | null;
   /** The W3C trace context of the event that planned it: its attempts continue that trace. */
   traceparent: string | undefined;
 }
@@ -192,7 +195,7 @@ export class OwnedTasks {
       }
       const exec: OwnedExecution = {
         id, sourceId: endpointId, forward: origin, job: forwardJob(event.org_id, origin, 1, origin.plan.scheduled_for), triggered: false, uncounted: 0,
-        origin: seq, order: logOrder(seq, index, sub), phase: 'queued', cancel: null, callback: null, traceparent,
+        origin: seq, order: logOrder(seq, index, sub), phase: 'queued', cancel: null, callback: null, adopt: null, traceparent,
       };
       this.track(exec);
       let set = this.deliveries.get(endpointId);
@@ -287,6 +290,7 @@ export class OwnedTasks {
   onResult(event: ExecutionEvent): void {
     const exec = this.executions.get(event.data.execution_id);
     if (!exec) return;
+    exec.adopt = null;
     // Read back at a takeover, a result may belong to an execution this state has only seen waiting.
     if (event.type !== 'AttemptStarted' && event.type !== 'ExecutionCancelled') this.queues.markStarted(exec.id);
     switch (event.type) {
@@ -335,6 +339,21 @@ export class OwnedTasks {
     }
   }
 
+  /**
+   * A result read on an execution's own subject, not this partition's log. A fenced
+   * owner's late result (`isLate`) changes nothing here: it is adopted, recorded as this
+   * owner's own when the execution comes up, if the execution still waits for that
+   * attempt; else it is history. One of the older shapes (DISPATCH's results) applies
+   * as any result, unless this owner is sending the execution (its own result will).
+   */
+  onResultElsewhere(event: ExecutionEvent): void {
+    const exec = this.executions.get(event.data.execution_id);
+    if (!exec || this.sending(exec.id)) return;
+    if (!isLate(event)) return this.onResult(event);
+    const late = event as LateResult;
+    if (adoptsLate(late, { phase: exec.phase, attempt: exec.job.attempt, callbackAttempt: exec.callback?.attempt ?? null })) exec.adopt = late;
+  }
+
   /** What starts at `now`: each is `running` (its attempt, or its callback delivery) until its result is recorded. */
   take(now: number): OwnedExecution[] {
     const out: OwnedExecution[] = [];
@@ -381,7 +400,7 @@ export class OwnedTasks {
     owned.task = task;
     const exec: OwnedExecution = {
       id: execution.id, sourceId: task.id, forward: null, job: taskAttemptJob(task, execution, 1), triggered, uncounted: 0,
-      origin, order, phase: 'queued', cancel: null, callback: null, traceparent,
+      origin, order, phase: 'queued', cancel: null, callback: null, adopt: null, traceparent,
     };
     this.track(exec);
     owned.executions.add(exec.id);
