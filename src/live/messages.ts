@@ -46,7 +46,7 @@ const taskRun: Message<'TaskCreated' | 'TaskTriggered'> = (e, base) =>
 const task: Message<'TaskUpdated' | 'TaskDeleted' | 'TaskCancelled'> = (e, base) => ({ ...base, kind: 'task', id: e.data.task.id, task_id: e.data.task.id });
 const execution = (status: ExecutionStatus): Message<'AttemptStarted' | 'AttemptDeferred' | 'ExecutionCancelled'> => (e, base) =>
   ({ ...base, kind: 'execution', id: e.data.execution_id, execution_id: e.data.execution_id, ...sourceId(e.data.source), status });
-const schedule: Message<'ScheduleCreated' | 'ScheduleUpdated' | 'ScheduleDeleted'> = (e, base) =>
+const schedule: Message<'ScheduleCreated' | 'ScheduleUpdated' | 'ScheduleDeleted' | 'ScheduleTicksMissed'> = (e, base) =>
   ({ ...base, kind: 'schedule', id: e.data.schedule.id, schedule_id: e.data.schedule.id });
 const scheduleRun: Message<'ScheduleTriggered' | 'ScheduleTicked'> = (e, base) =>
   ({ ...base, kind: 'schedule', id: e.data.schedule.id, schedule_id: e.data.schedule.id, execution_id: e.data.execution.id, status: 'pending' });
@@ -80,7 +80,7 @@ const messages: EventHandlers<LiveMessage | null, [Base]> = {
   AttemptDeferred: execution('pending'),
   ExecutionCancelled: execution('cancelled'),
   CallbackAttempted: (e, base) => ({ ...base, kind: 'execution', id: e.data.execution_id, execution_id: e.data.execution_id }),
-  ...forTypes(['ScheduleCreated', 'ScheduleUpdated', 'ScheduleDeleted'], schedule),
+  ...forTypes(['ScheduleCreated', 'ScheduleUpdated', 'ScheduleDeleted', 'ScheduleTicksMissed'], schedule),
   ...forTypes(['ScheduleTriggered', 'ScheduleTicked'], scheduleRun),
   ...forTypes(['MonitorCreated', 'MonitorUpdated', 'MonitorDeleted', 'MonitorPaused', 'MonitorResumed', 'MonitorPinged', 'MonitorWentDown'], monitor),
   ...forTypes(['EndpointCreated', 'EndpointUpdated', 'EndpointDeleted', 'EndpointPaused', 'EndpointResumed'], endpoint),

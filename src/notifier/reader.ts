@@ -38,7 +38,7 @@ const IGNORED = [
   'OrganizationCreated', 'OrganizationPlanChanged', 'OrganizationSettingsUpdated', 'WebhookSecretRotated', 'ApiKeyCreated', 'ApiKeyRevoked',
   // Task, schedule: a change or a run is not an outcome (its AttemptFinished is); the
   // source's notification settings are read when a delivery is planned.
-  'TaskUpdated', 'TaskTriggered', 'ScheduleUpdated', 'ScheduleTriggered', 'ScheduleTicked',
+  'TaskUpdated', 'TaskTriggered', 'ScheduleUpdated', 'ScheduleTriggered', 'ScheduleTicked', 'ScheduleTicksMissed',
   // Execution: only the end of an execution counts; a started or deferred attempt is
   // not one, a cancelled execution is neither a success nor a failure, and a
   // completion callback's deliveries are not the execution's outcome.

@@ -138,7 +138,7 @@ const taskRun = (e: Of<'TaskCreated' | 'TaskTriggered'>, batch: ProjectionBatch)
     flowKeyLimits(batch, task, e.at);
   }
 };
-const schedule = (e: Of<'ScheduleCreated' | 'ScheduleUpdated'>, batch: ProjectionBatch) => {
+const schedule = (e: Of<'ScheduleCreated' | 'ScheduleUpdated' | 'ScheduleTicksMissed'>, batch: ProjectionBatch) => {
   batch.patch(batch.schedules, e.data.schedule.id, scheduleRow(e.data.schedule));
 };
 const scheduleRun = (e: Of<'ScheduleTicked' | 'ScheduleTriggered'>, batch: ProjectionBatch) => {
@@ -241,7 +241,7 @@ const projections: EventHandlers<void, [ProjectionBatch]> = {
   },
   // A completion callback's deliveries are in the log only; no read model keeps them.
   CallbackAttempted: nothing,
-  ...forTypes(['ScheduleCreated', 'ScheduleUpdated'], schedule),
+  ...forTypes(['ScheduleCreated', 'ScheduleUpdated', 'ScheduleTicksMissed'], schedule),
   ScheduleDeleted: (e, batch) => {
     batch.schedules.delete(e.data.schedule.id);
     batch.deletedSchedules.add(e.data.schedule.id);

@@ -227,7 +227,7 @@ export function createTranslator(deps: TranslatorDeps) {
   type Work<T extends EventType> = (e: EventOf<T>, seq: number) => Promise<void>;
   const nothing = async () => {};
   const inboundDeliveries: Work<'InboundEventReceived' | 'InboundEventReplayed'> = (e, seq) => onInboundDeliveries(e, seq);
-  const scheduleChanged: Work<'ScheduleCreated' | 'ScheduleUpdated'> = async (e) => {
+  const scheduleChanged: Work<'ScheduleCreated' | 'ScheduleUpdated' | 'ScheduleTicksMissed'> = async (e) => {
     const s = e.data.schedule;
     if (s.next_run_at) await armTick(s);
     else await deps.timers.purgeSource(s.org_id, s.id);
@@ -269,7 +269,7 @@ export function createTranslator(deps: TranslatorDeps) {
       const next = nextCallback(e.data);
       if (next) await schedule(next.job, next.dueAt);
     },
-    ...forTypes(['ScheduleCreated', 'ScheduleUpdated'], scheduleChanged),
+    ...forTypes(['ScheduleCreated', 'ScheduleUpdated', 'ScheduleTicksMissed'], scheduleChanged),
     ScheduleDeleted: (e) => deps.timers.purgeSource(e.org_id, e.data.schedule.id),
     ScheduleTicked: async (e) => {
       const { schedule: s, execution } = e.data;

@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { decideSchedule, evolveSchedule, tickExecutionId } from '../../src/commands/schedule/decide.ts';
 import { SCHEDULE_DEFAULTS, type Schedule, type ScheduleEvent } from '../../src/commands/schedule/types.ts';
@@ -76,9 +77,59 @@ describe('schedule decider: ticks (the scheduler)', () => {
     }]);
   });
 
-  test('after downtime the overdue tick runs once and the next counts from now', () => {
-    spec.given(created).when({ type: 'RecordTick', tickAt: ONE_PM }, meta('2026-03-01T17:20:00.000Z'))
-      .thenMatches([{ data: { execution: { scheduled_for: ONE_PM }, next_run_at: '2026-03-01T18:00:00.000Z' } }]);
+  test('missed ticks: only the latest tick due by now runs, under its own time; the ones before it are counted in missed_ticks', () => {
+    // Armed for 13:00, recorded at 17:20: 13:00 … 16:00 are skipped, 17:00 runs (20 min late, under an hour).
+    const at = '2026-03-01T17:20:00.000Z';
+    const SEVENTEEN = '2026-03-01T17:00:00.000Z';
+    spec.given(created).when({ type: 'RecordTick', tickAt: ONE_PM }, meta(at)).then([{
+      type: 'ScheduleTicked',
+      id: `sch_1.tick.${SEVENTEEN}`,
+      at,
+      org_id: ORG,
+      data: {
+        schedule: { ...schedule, next_run_at: '2026-03-01T18:00:00.000Z', missed_ticks: 4 },
+        execution: { id: tickExecutionId('sch_1', SEVENTEEN), scheduled_for: SEVENTEEN, callback_url: null },
+        next_run_at: '2026-03-01T18:00:00.000Z',
+        missed: 4,
+      },
+    }]);
+    // Counts add up over outages.
+    const first = decideSchedule({ type: 'RecordTick', tickAt: ONE_PM }, schedule, meta(at));
+    const after = spec.stateAfter([...created, ...first])!;
+    spec.given([...created, ...first]).when({ type: 'RecordTick', tickAt: after.next_run_at! }, meta('2026-03-01T20:30:00.000Z'))
+      .thenMatches([{ data: { execution: { scheduled_for: '2026-03-01T20:00:00.000Z' }, schedule: { missed_ticks: 6 }, missed: 2 } }]);
+  });
+
+  test('missed ticks: a tick recorded a little late (no newer one due) runs, nothing is counted', () => {
+    spec.given(created).when({ type: 'RecordTick', tickAt: ONE_PM }, meta('2026-03-01T13:40:00.000Z'))
+      .thenMatches([{ data: { execution: { scheduled_for: ONE_PM }, next_run_at: TWO_PM, schedule: { next_run_at: TWO_PM } } }]);
+    const [e] = decideSchedule({ type: 'RecordTick', tickAt: ONE_PM }, schedule, meta('2026-03-01T13:40:00.000Z'));
+    assert.equal((e!.data as { missed?: number }).missed, undefined);
+    assert.equal(e!.data.schedule.missed_ticks, undefined);
+  });
+
+  test('missed ticks: when even the latest due tick is an hour late or more, none runs and all are counted', () => {
+    const daily = spec.stateAfter(create({ cron: '0 9 * * *' }))!;
+    const NINE = daily.next_run_at!;
+    // Two days later at 10:30: three 09:00 ticks due, the latest 1.5 h ago.
+    const now = new Date(Date.parse(NINE) + 2 * 86_400_000 + 90 * 60_000).toISOString();
+    spec.givenState(daily).when({ type: 'RecordTick', tickAt: NINE }, meta(now)).then([{
+      type: 'ScheduleTicksMissed',
+      id: `sch_1.missed.${NINE}`,
+      at: now,
+      org_id: ORG,
+      data: { schedule: { ...daily, next_run_at: new Date(Date.parse(NINE) + 3 * 86_400_000).toISOString(), missed_ticks: 3 }, missed: 3, next_run_at: new Date(Date.parse(NINE) + 3 * 86_400_000).toISOString() },
+    }]);
+  });
+
+  test('missed ticks: a per-second schedule down for days is counted up to a bound and its latest tick still runs', () => {
+    const everySecond = spec.stateAfter(create({ cron: '* * * * * *' }))!;
+    const from = everySecond.next_run_at!;
+    const now = new Date(Date.parse(from) + 3 * 86_400_000 + 400).toISOString();
+    const [e] = decideSchedule({ type: 'RecordTick', tickAt: from }, everySecond, meta(now));
+    assert.equal(e!.type, 'ScheduleTicked');
+    assert.equal((e!.data as { execution: { scheduled_for: string } }).execution.scheduled_for, new Date(Date.parse(from) + 3 * 86_400_000).toISOString());
+    assert.equal(e!.data.schedule.missed_ticks, 100_000);
   });
 
   test('no event when the tick is no longer the next one', () => {

@@ -53,3 +53,9 @@ export function cronError(expr: string): string | null {
 export function nextTick(expr: string, tz: string, afterMs: number): Date {
   return CronExpressionParser.parse(expand(expr) ?? expr.trim(), { currentDate: new Date(afterMs), tz }).next().toDate();
 }
+
+/** Every tick strictly after `afterMs`, in order, from one parse of the expression. */
+export function* ticksAfter(expr: string, tz: string, afterMs: number): Generator<number, never> {
+  const it = CronExpressionParser.parse(expand(expr) ?? expr.trim(), { currentDate: new Date(afterMs), tz });
+  for (;;) yield it.next().getTime();
+}

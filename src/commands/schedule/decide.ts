@@ -6,7 +6,7 @@ import { unreachable } from '../../lib/unreachable.ts';
 import type { CommandMeta } from '../meta.ts';
 import type { Plan } from '../organization/types.ts';
 import { checkPlanFeatures } from '../plan-rules.ts';
-import { cronError, isTimeZone, nextTick } from './cron.ts';
+import { cronError, isTimeZone, nextTick, ticksAfter } from './cron.ts';
 import { SCHEDULE_DEFAULTS, type Schedule, type ScheduleEvent, type ScheduleInput, type ScheduleSpec } from './types.ts';
 import { nameFromUrl } from '../../lib/default-name.ts';
 
@@ -24,6 +24,7 @@ export function evolveSchedule(_state: Schedule | null, event: ScheduleEvent): S
     case 'ScheduleUpdated':
     case 'ScheduleTriggered':
     case 'ScheduleTicked':
+    case 'ScheduleTicksMissed':
       return event.data.schedule;
     case 'ScheduleDeleted':
       return null;
@@ -54,24 +55,62 @@ export function nextRunAt(spec: Pick<ScheduleSpec, 'cron' | 'timezone' | 'enable
   return spec.enabled ? nextTick(spec.cron, spec.timezone, afterMs).toISOString() : null;
 }
 
+/** A missed tick later than this never runs, whatever the schedule's interval (the contract's "missed ticks"). */
+export const MISSED_TICK_RUNS_WITHIN_MS = 3_600_000;
+/** Skipped ticks counted in one outage at most: a per-second schedule down for days counts this many. */
+const MAX_COUNTED_MISSES = 100_000;
+
+/**
+ * The tick to run when `tickMs` (the armed one) is recorded at `nowMs`: the latest tick
+ * due by now, and how many before it (from the armed one on) are skipped. Every tick
+ * but the latest has its next one due too, so it is a whole interval late or more.
+ */
+function latestDueTick(spec: Pick<ScheduleSpec, 'cron' | 'timezone'>, tickMs: number, nowMs: number): { latestMs: number; skipped: number } {
+  let latestMs = tickMs;
+  let skipped = 0;
+  for (const t of ticksAfter(spec.cron, spec.timezone, tickMs)) {
+    if (t > nowMs) return { latestMs, skipped };
+    latestMs = t;
+    if (++skipped >= MAX_COUNTED_MISSES) break;
+  }
+  // Too many to count: the latest is found from an hour before now (any older one is skipped anyway).
+  for (const t of ticksAfter(spec.cron, spec.timezone, Math.max(latestMs, nowMs - MISSED_TICK_RUNS_WITHIN_MS))) {
+    if (t > nowMs) break;
+    latestMs = t;
+  }
+  return { latestMs, skipped };
+}
+
 /**
  * A due tick becomes `ScheduleTicked`: its id is derived from the tick, so two
  * schedulers firing it store one event. A tick that is no longer the schedule's next
- * one (updated, disabled, deleted, or recorded already) makes no event. The next
- * tick counts from now, so ticks missed while the service was down run once.
+ * one (updated, disabled, deleted, or recorded already) makes no event.
+ *
+ * Missed ticks (the contract): recorded late (a restart, a takeover, an outage), only
+ * the latest tick due by now runs, under its own `scheduled_for`, if it is less than
+ * an hour late (it is less than an interval late by being the latest); the ones
+ * before it are skipped and counted in `missed_ticks`. Past the hour, every one is
+ * skipped (`ScheduleTicksMissed`). The next tick is the first after now.
  */
 function recordTick(tickAt: string, state: Schedule | null, meta: CommandMeta): ScheduleEvent[] {
   if (!state || !state.enabled || state.next_run_at !== tickAt) return [];
-  const next = nextRunAt(state, Math.max(meta.nowMs, Date.parse(tickAt)))!;
+  const { latestMs, skipped } = latestDueTick(state, Date.parse(tickAt), meta.nowMs);
+  const tooLate = meta.nowMs - latestMs >= MISSED_TICK_RUNS_WITHIN_MS;
+  const missed = skipped + (tooLate ? 1 : 0);
+  const next = nextRunAt(state, Math.max(meta.nowMs, latestMs))!;
+  const schedule: Schedule = { ...state, next_run_at: next, ...(missed ? { missed_ticks: (state.missed_ticks ?? 0) + missed } : {}) };
+  const base = { at: meta.now, org_id: state.org_id };
+  if (tooLate) return [{ ...base, type: 'ScheduleTicksMissed', id: `${state.id}.missed.${tickAt}`, data: { schedule, missed, next_run_at: next } }];
+  const runAt = new Date(latestMs).toISOString();
   return [{
+    ...base,
     type: 'ScheduleTicked',
-    id: `${state.id}.tick.${tickAt}`,
-    at: meta.now,
-    org_id: state.org_id,
+    id: `${state.id}.tick.${runAt}`,
     data: {
-      schedule: { ...state, next_run_at: next },
-      execution: { id: tickExecutionId(state.id, tickAt), scheduled_for: tickAt, callback_url: null },
+      schedule,
+      execution: { id: tickExecutionId(state.id, runAt), scheduled_for: runAt, callback_url: null },
       next_run_at: next,
+      ...(missed ? { missed } : {}),
     },
   }];
 }

@@ -27,6 +27,8 @@ export interface Schedule extends ScheduleSpec {
   updated_at: string;
   /** The tick the scheduler waits for (null while disabled). */
   next_run_at: string | null;
+  /** Ticks that came due while nothing could run them and were skipped (`decide.ts`, "missed ticks"); absent = 0. */
+  missed_ticks?: number;
 }
 
 export interface PlannedRun {
@@ -40,8 +42,13 @@ export type ScheduleEvent =
   | Envelope<'ScheduleUpdated', { schedule: Schedule; changed: string[] }>
   | Envelope<'ScheduleDeleted', { schedule: Schedule }>
   | Envelope<'ScheduleTriggered', { schedule: Schedule; execution: PlannedRun }>
-  /** A cron tick fired: one execution; its id is derived from the tick, so two schedulers make one. */
-  | Envelope<'ScheduleTicked', { schedule: Schedule; execution: PlannedRun; next_run_at: string }>;
+  /**
+   * A cron tick fired: one execution; its id is derived from the tick, so two schedulers
+   * make one. `missed`: older ticks skipped before it (it ran late, after an outage).
+   */
+  | Envelope<'ScheduleTicked', { schedule: Schedule; execution: PlannedRun; next_run_at: string; missed?: number }>
+  /** Ticks came due while nothing could run them, the latest over an hour ago: all skipped, none runs. */
+  | Envelope<'ScheduleTicksMissed', { schedule: Schedule; missed: number; next_run_at: string }>;
 
 export type ScheduleInput = Partial<ScheduleSpec>;
 

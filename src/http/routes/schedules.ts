@@ -18,6 +18,7 @@ const iso = (d: Date | string | null) => (d == null ? null : new Date(d).toISOSt
 
 function scheduleResource(row: ScheduleRow) {
   return {
+    missed_ticks: 0,
     ...(row.doc as Record<string, unknown>),
     id: row.id,
     next_run_at: iso(row.next_run_at),
@@ -30,7 +31,7 @@ function scheduleResource(row: ScheduleRow) {
 
 function fromState(s: Schedule) {
   const { org_id: _o, ...rest } = s;
-  return { ...rest, last_execution_id: null, last_status: null };
+  return { missed_ticks: 0, ...rest, last_execution_id: null, last_status: null };
 }
 
 export function scheduleRoutes(deps: ApiDeps): Router {
