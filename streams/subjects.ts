@@ -30,6 +30,10 @@ export const SUBJECTS = {
   /** A notification delivery that is due (NOTIFY stream). */
   notify: (org: string) => `notify.${org}.send`,
   endpoint: (org: string, id: string) => `evt.${org}.endpoint.${id}`,
+  /** A schedule's changes, ticks and triggers. */
+  schedule: (org: string, id: string) => `evt.${org}.schedule.${id}`,
+  /** Every schedule's subject: a task owner taking over reads the last of each (its schedules, as they are now). */
+  schedules: 'evt.*.schedule.*',
   /** Every monitor's subject: the deadline keeper reads the last of each, then follows them. */
   monitors: 'evt.*.monitor.*',
   /** A monitor partition owner's claims and commits of pings and goings down, each guarded by the one before (fencing). */

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { OwnedTasks } from '../src/commands/partition/owned-tasks.ts';
-import { taskPartition } from '../src/commands/partition/partition-of.ts';
+import { schedulePartition, taskPartition } from '../src/commands/partition/partition-of.ts';
+import { decideSchedule } from '../src/commands/schedule/decide.ts';
+import type { Schedule, ScheduleEvent } from '../src/commands/schedule/types.ts';
 import { decideTask } from '../src/commands/task/decide.ts';
 import type { Task, TaskEvent, TaskInput } from '../src/commands/task/types.ts';
 import type { AttemptJob } from '../src/commands/execution/job.ts';
@@ -271,4 +273,58 @@ test('an unmarked result on an execution\'s own subject (DISPATCH\'s, before the
   s.onResultElsewhere(finished(s.get(executionOf(a))!.job));
   assert.equal(s.get(executionOf(a)), undefined);
   assert.deepEqual(s.take(T0), []);
+});
+
+// Schedules on the partition owners (issue 35).
+function scheduleOf(cron = '* * * * *') {
+  const [e] = decideSchedule({ type: 'CreateSchedule', orgId: 'org_a', plan: 'pro', input: { url: 'https://example.com/tick', cron, retry_attempts: 2 } }, null, meta());
+  return e as Extract<ScheduleEvent, { type: 'ScheduleCreated' }>;
+}
+const schedulesOwner = (s: Schedule) => new OwnedTasks(schedulePartition(s.org_id, s.id, P), P);
+
+test('a schedule: its next tick comes due; the recorded tick plans one execution, run at once, and the next tick is armed', () => {
+  const created = scheduleOf();
+  const s0 = created.data.schedule;
+  const owner = schedulesOwner(s0);
+  owner.onScheduleEvent(created, 1);
+  const due = Date.parse(s0.next_run_at!);
+  assert.equal(owner.nextWakeAt(due - 10_000), due);
+  assert.deepEqual(owner.schedules.dueTicks(due - 1), []);
+  const [tick] = owner.schedules.dueTicks(due);
+  assert.equal(tick!.tickAt, s0.next_run_at);
+  assert.deepEqual(owner.schedules.dueTicks(due), [], 'handed out once');
+  const [ticked] = decideSchedule({ type: 'RecordTick', tickAt: tick!.tickAt }, s0, meta(due + 5));
+  owner.onScheduleEvent(ticked as ScheduleEvent, 2);
+  owner.onScheduleEvent(ticked as ScheduleEvent, 2); // read twice: one execution
+  const started = owner.take(due + 5);
+  assert.equal(started.length, 1);
+  assert.equal(started[0]!.job.source.type, 'schedule');
+  assert.equal(started[0]!.job.next_tick_at, (ticked as Extract<ScheduleEvent, { type: 'ScheduleTicked' }>).data.next_run_at);
+  assert.equal(owner.schedules.nextDueAt(), Date.parse((ticked as Extract<ScheduleEvent, { type: 'ScheduleTicked' }>).data.next_run_at));
+});
+
+test('a takeover knows each schedule from its last event without running its last tick again; a retry sends the schedule as it is now; a delete cancels what waits', () => {
+  const created = scheduleOf();
+  const s0 = created.data.schedule;
+  const due = Date.parse(s0.next_run_at!);
+  const [ticked] = decideSchedule({ type: 'RecordTick', tickAt: s0.next_run_at! }, s0, meta(due));
+  const taker = schedulesOwner(s0);
+  taker.knowSchedule(ticked as ScheduleEvent, 2);
+  assert.deepEqual(taker.take(due + 1), [], 'the last tick is known, not planned');
+
+  const owner = schedulesOwner(s0);
+  owner.onScheduleEvent(created, 1);
+  owner.onScheduleEvent(ticked as ScheduleEvent, 2);
+  const [run] = owner.take(due);
+  owner.onResult(finished(run!.job, { status: 'failed', retryAt: due + 1000 }));
+  const changed = decideSchedule({ type: 'UpdateSchedule', plan: 'pro', input: { url: 'https://example.com/moved' } }, (ticked as ScheduleEvent).data.schedule, meta(due + 10));
+  owner.onScheduleEvent(changed[0]!, 3);
+  const [retry] = owner.take(due + 1000);
+  assert.equal(retry!.job.attempt, 2);
+  assert.equal(retry!.job.request.url, 'https://example.com/moved');
+  owner.onResult(finished(retry!.job, { status: 'failed', retryAt: due + 5000 }));
+  owner.onScheduleEvent(decideSchedule({ type: 'DeleteSchedule' }, changed[0]!.data.schedule, meta(due + 20))[0]!, 4);
+  const [cancel] = owner.takeCancels();
+  assert.equal(cancel!.type, 'ExecutionCancelled');
+  assert.equal(owner.schedules.nextDueAt(), null, 'a deleted schedule ticks no more');
 });

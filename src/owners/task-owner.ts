@@ -24,6 +24,10 @@ import { readFlowKeyStates } from './flow-key-states.ts';
 import { evolveEndpoint } from '../commands/endpoint/decide.ts';
 import { ENDPOINT_EVENT_TYPES, type EndpointEvent } from '../commands/endpoint/types.ts';
 import { loadForwardRequest } from '../dispatchers/inbound-request.ts';
+import { SCHEDULE_EVENT_TYPES, type ScheduleEvent } from '../commands/schedule/types.ts';
+import { recordTick } from '../commands/schedule/handlers.ts';
+import type { DueTick } from '../commands/partition/owned-schedules.ts';
+import { lastPerSubject } from '../nats/last-per-subject.ts';
 
 export interface TaskOwnerDeps {
   nats: Nats;
@@ -93,6 +97,10 @@ export async function ownTaskPartition(
   // Before the log: a key paused long ago is paused still (the log replays later changes on top).
   try {
     for (const e of await readFlowKeyStates(deps.nats)) state.onFlowKeyEvent(e);
+    // Every schedule as it is now: one created long before the oldest live execution still ticks.
+    await lastPerSubject(deps.nats, SUBJECTS.schedules, stop.signal, (m) => {
+      for (const e of decodeEvents(m.data) as JetcronEvent[]) if (SCHEDULE_EVENT_TYPES.has(e.type)) state.knowSchedule(e as ScheduleEvent, m.seq);
+    });
   } catch (err) {
     log.close();
     release();
@@ -157,6 +165,7 @@ export async function ownTaskPartition(
     if (cancels.length) track(record(cancels));
     const now = deps.clock.now();
     for (const exec of state.take(now)) track(run(exec));
+    for (const tick of state.schedules.dueTicks(now)) track(recordDueTick(tick));
     const next = state.nextWakeAt(deps.clock.now());
     if (next !== null && next < wakeAt) {
       clearTimeout(wake);
@@ -170,6 +179,27 @@ export async function ownTaskPartition(
 
   /** The fence at the socket: whatever paused this process since the pump, nothing is written once the lease has lapsed. */
   const mayWrite = () => !stop.signal.aborted && lease.held();
+
+  /**
+   * A schedule's tick came due: recorded on the schedule's subject (guarded there, so a
+   * stale owner firing it too stores one tick); its `ScheduleTicked`, read back from
+   * the log, plans the execution. The state the recording found arms the next tick.
+   */
+  async function recordDueTick(tick: DueTick): Promise<void> {
+    if (!mayWrite()) return;
+    try {
+      // A trace of its own per tick (its ScheduleTicked carries it on to the attempt).
+      const attributes = () => ({ 'jetcron.org_id': tick.orgId, 'jetcron.schedule_id': tick.scheduleId, 'jetcron.partition': partition });
+      const decided = await inSpan('schedule tick', { kind: SpanKind.INTERNAL, root: true, attributes }, () =>
+        recordTick({ store: deps.store, clock: deps.clock }, tick.orgId, tick.scheduleId, tick.tickAt));
+      state.schedules.learn(tick.scheduleId, decided.state, decided.seq);
+    } catch (err) {
+      if (stop.signal.aborted) throw err;
+      deps.log(`owner of partition ${partition}: tick ${tick.tickAt} of ${tick.scheduleId}: ${(err as Error).message}; trying again in ${RETRY_START_MS / 1000} s`);
+      state.schedules.retryAt(tick, deps.clock.now() + RETRY_START_MS);
+    }
+    schedulePump();
+  }
 
   const track = (p: Promise<void>) => {
     const done = p.catch((err: unknown) => {
@@ -270,6 +300,7 @@ export async function ownTaskPartition(
       else if (e.type === 'InboundEventReceived' || e.type === 'InboundEventReplayed') state.onInboundEvent(e, seq, i, e.traceparent ?? traceparent);
       else if (ENDPOINT_EVENT_TYPES.has(e.type)) state.onEndpointEvent(e as EndpointEvent, seq);
       else if (FLOW_KEY_EVENT_TYPES.has(e.type)) state.onFlowKeyEvent(e as FlowKeyEvent);
+      else if (SCHEDULE_EVENT_TYPES.has(e.type)) state.onScheduleEvent(e as ScheduleEvent, seq, i, e.traceparent ?? traceparent);
       // On an execution's own subject: a fenced owner's late result, or what DISPATCH
       // recorded for a task before the owners took tasks over.
       else if (RESULT_EVENTS.has(e.type)) state.onResultElsewhere(e as ExecutionEvent);

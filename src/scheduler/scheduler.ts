@@ -39,8 +39,8 @@ export async function startScheduler(deps: {
   const monitorOwners = deps.monitorPartitions ? createMonitorOwnerClient({ nats: deps.nats, partitions: deps.monitorPartitions }) : undefined;
   const lanes = await createLanes(deps.nats, deps.store);
   const start = async (job: Job) => {
-    // A task's timer armed before the partition owners took tasks over: the owners hold that execution now.
-    if (deps.ownersHaveTasks && (job.kind === 'attempt' || job.kind === 'callback') && job.source.type === 'task') return;
+    // A timer armed before the partition owners took tasks and schedules over: the owners hold that work now.
+    if (deps.ownersHaveTasks && job.kind !== 'deadline' && (job.source.type === 'task' || job.source.type === 'schedule')) return;
     if (job.kind === 'tick') return recordTick(deps, job);
     if (job.kind === 'deadline') return recordDeadline(monitorOwners ? { ...deps, monitorOwners } : deps, job);
     if (job.kind === 'attempt' && job.attempt === 1 && job.lane) return lanes.enqueue({ ...job, lane: job.lane });

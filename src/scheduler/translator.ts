@@ -17,7 +17,7 @@ import { materializeBatch } from '../commands/batch/handlers.ts';
 import { afterAttempt, needsRetryPlan, nextCallback, type RetryPlan } from '../commands/execution/decide.ts';
 import { evolveSchedule } from '../commands/schedule/decide.ts';
 import { scheduleSubject } from '../commands/schedule/handlers.ts';
-import type { Schedule, ScheduleEvent } from '../commands/schedule/types.ts';
+import { SCHEDULE_EVENT_TYPES, type Schedule, type ScheduleEvent } from '../commands/schedule/types.ts';
 import { scheduleAttemptJob, tickJob } from '../commands/execution/schedule-jobs.ts';
 import { taskAttemptJob } from '../commands/execution/task-jobs.ts';
 import type { Lanes } from './lanes.ts';
@@ -46,7 +46,7 @@ export interface TranslatorDeps {
   owner: string;
   log: (m: string) => void;
   supervisor: Supervisor;
-  /** Tasks and endpoint deliveries are the partition owners' (JETCRON_DISPATCH=owners): their events and results are not this translator's. */
+  /** Tasks, schedules and endpoint deliveries are the partition owners' (JETCRON_DISPATCH=owners): their events and results are not this translator's. */
   ownersHaveTasks?: boolean;
 }
 
@@ -57,11 +57,11 @@ export interface TranslatorDeps {
  * still purges its stored requests and timers.)
  */
 function ownersWork(event: JetcronEvent, subject: string): boolean {
-  if (TASK_EVENT_TYPES.has(event.type) || event.type === 'InboundEventReceived' || event.type === 'InboundEventReplayed' || subject.startsWith('evt.partition.')) return true;
+  if (TASK_EVENT_TYPES.has(event.type) || SCHEDULE_EVENT_TYPES.has(event.type) || event.type === 'InboundEventReceived' || event.type === 'InboundEventReplayed' || subject.startsWith('evt.partition.')) return true;
   // A task's or an endpoint's result on its execution's subject (a fenced owner's late
   // result, or DISPATCH's from before the switch): the owners settle it, retries and callbacks included.
   const source = event.type === 'CallbackAttempted' ? event.data.job.source : RESULT_TYPES.has(event.type) ? (event as Exclude<ExecutionEvent, { type: 'CallbackAttempted' }>).data.source : null;
-  return source?.type === 'task' || source?.type === 'endpoint';
+  return source?.type === 'task' || source?.type === 'endpoint' || source?.type === 'schedule';
 }
 
 const RESULT_TYPES: ReadonlySet<string> = new Set<ExecutionEvent['type']>(['AttemptStarted', 'AttemptFinished', 'AttemptDeferred', 'ExecutionCancelled']);

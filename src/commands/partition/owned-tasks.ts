@@ -11,7 +11,10 @@ import { adoptsLate, isLate, type LateResult } from '../execution/late-results.t
 import type { PlannedExecution, Task, TaskEvent } from '../task/types.ts';
 import { flowLimits } from '../flow-control/rules.ts';
 import type { FlowKeyEvent } from '../flow-control/types.ts';
-import { endpointPartition, flowKeyPartition, taskPartition } from './partition-of.ts';
+import { endpointPartition, flowKeyPartition, schedulePartition, taskPartition } from './partition-of.ts';
+import { ScheduleStates } from './owned-schedules.ts';
+import { scheduleAttemptJob } from '../execution/schedule-jobs.ts';
+import type { ScheduleEvent } from '../schedule/types.ts';
 import type { EndpointEvent } from '../endpoint/types.ts';
 import type { InboundEventEvent } from '../inbound-event/types.ts';
 import { EndpointStates, endpointKey, endpointLimits, forwardJob, forwardOrigins, type ForwardOrigin } from './owned-endpoints.ts';
@@ -107,6 +110,10 @@ export class OwnedTasks {
   private readonly endpoints = new EndpointStates();
   /** Each endpoint's live deliveries held here. */
   private readonly deliveries = new Map<string, Set<string>>();
+  /** Each schedule's live executions held here (its ticks' and triggers'). */
+  private readonly scheduleRuns = new Map<string, Set<string>>();
+  /** The partition's schedules and their next ticks. */
+  readonly schedules = new ScheduleStates();
   /** Origins of the live executions, lowest first (entries of ended ones are dropped lazily). */
   private readonly origins = new MinHeap<number>((a, b) => a < b);
   private readonly originCounts = new Map<number, number>();
@@ -137,6 +144,7 @@ export class OwnedTasks {
   /** Whether the execution's task was deleted or cancelled (it is not sent again). */
   sourceGone(exec: OwnedExecution): boolean {
     if (exec.forward) return !this.endpoints.get(exec.sourceId);
+    if (exec.job.source.type === 'schedule') return !this.schedules.get(exec.sourceId);
     return this.tasks.get(exec.sourceId)?.gone ?? true;
   }
 
@@ -246,6 +254,69 @@ export class OwnedTasks {
   onFlowKeyEvent(event: FlowKeyEvent): void {
     if (flowKeyPartition(event.org_id, event.data.key, this.partitions) !== this.partition) return;
     this.queues.setPaused(flowKey(event.org_id, event.data.key), event.type === 'FlowControlPaused');
+  }
+
+  /** A schedule's last event, read at a takeover before the log: its state, and nothing planned. */
+  knowSchedule(event: ScheduleEvent, seq: number): void {
+    const schedule = event.data.schedule;
+    if (schedulePartition(event.org_id, schedule.id, this.partitions) !== this.partition) return;
+    this.schedules.learn(schedule.id, event.type === 'ScheduleDeleted' ? null : schedule, seq);
+  }
+
+  /**
+   * A schedule's event (any partition's: those of other partitions are ignored), or its
+   * last one read at a takeover. Each carries the schedule as it is: its next tick is
+   * armed from it. A tick or a trigger plans an execution (lane-free, due at its
+   * `scheduled_for`); a change moves the executions that wait for a retry onto the new
+   * definition (parked while disabled, unless triggered); a delete cancels them.
+   */
+  onScheduleEvent(event: ScheduleEvent, seq: number, index = 0, traceparent?: string): void {
+    const schedule = event.data.schedule;
+    if (schedulePartition(event.org_id, schedule.id, this.partitions) !== this.partition) return;
+    // An older event than the state known (a takeover read each schedule's last event
+    // first) changes no state, but a tick's or a trigger's execution is planned all the same.
+    this.schedules.learn(schedule.id, event.type === 'ScheduleDeleted' ? null : schedule, seq);
+    switch (event.type) {
+      case 'ScheduleTicked':
+      case 'ScheduleTriggered': {
+        const run = event.data.execution;
+        if (this.executions.has(run.id)) return;
+        const exec: OwnedExecution = {
+          id: run.id, sourceId: schedule.id, forward: null, job: scheduleAttemptJob(schedule, run, 1), triggered: event.type === 'ScheduleTriggered', uncounted: 0,
+          origin: seq, order: logOrder(seq, index), phase: 'queued', cancel: null, callback: null, adopt: null, traceparent,
+        };
+        this.track(exec);
+        let set = this.scheduleRuns.get(schedule.id);
+        if (!set) this.scheduleRuns.set(schedule.id, (set = new Set()));
+        set.add(exec.id);
+        this.queues.enqueue(exec.id, null, Date.parse(run.scheduled_for), exec.order);
+        return;
+      }
+      case 'ScheduleUpdated': {
+        // As the schedule is now (this event, or a later state already known).
+        const now = this.schedules.get(schedule.id);
+        if (!now) return;
+        for (const id of this.scheduleRuns.get(schedule.id) ?? []) {
+          const exec = this.executions.get(id)!;
+          if (exec.phase !== 'queued') continue;
+          exec.job = scheduleAttemptJob(now, { id, scheduled_for: exec.job.scheduled_for, callback_url: exec.job.push_callback_url }, exec.job.attempt);
+          this.queues.reschedule(id, exec.triggered || now.enabled ? Date.parse(exec.job.scheduled_for) : PARKED, exec.order);
+        }
+        return;
+      }
+      case 'ScheduleDeleted':
+        for (const id of this.scheduleRuns.get(schedule.id) ?? []) {
+          const exec = this.executions.get(id)!;
+          if (exec.phase !== 'queued') continue;
+          this.queues.remove(id);
+          const { job } = exec;
+          this.markCancelling(exec, executionCancelled(job.org_id, { execution_id: id, source: job.source, reason: 'schedule deleted', lane: null }, Date.parse(event.at)));
+        }
+        return;
+      case 'ScheduleCreated':
+      case 'ScheduleTicksMissed':
+        return;
+    }
   }
 
   /** The attempt taken for `exec` is being sent now: its key's rate window counts it from `at`. */
@@ -389,8 +460,9 @@ export class OwnedTasks {
 
   /** When `take` may next return something on its own; null when only an event can change that. */
   nextWakeAt(now: number): number | null {
-    const wake = this.queues.nextWakeAt(now);
-    return wake === null || wake >= PARKED ? null : wake;
+    const queued = this.queues.nextWakeAt(now);
+    const wake = Math.min(queued ?? Infinity, this.schedules.nextDueAt() ?? Infinity);
+    return wake === Infinity || wake >= PARKED ? null : wake;
   }
 
   private plan(task: Task, execution: PlannedExecution, origin: number, order: number, triggered: boolean, traceparent: string | undefined): void {
@@ -416,6 +488,10 @@ export class OwnedTasks {
   /** The next attempt as the execution's source says it now; null when the source is gone. */
   private retryOf(exec: OwnedExecution, attempt: number, at: string, pushCallback: string | null): { job: AttemptJob; enabled: boolean } | null {
     if (exec.forward) return this.endpoints.get(exec.sourceId) ? { job: forwardJob(exec.job.org_id, exec.forward, attempt, at), enabled: true } : null;
+    if (exec.job.source.type === 'schedule') {
+      const schedule = this.schedules.get(exec.sourceId);
+      return schedule ? { job: scheduleAttemptJob(schedule, { id: exec.id, scheduled_for: at, callback_url: pushCallback }, attempt), enabled: schedule.enabled } : null;
+    }
     const owned = this.tasks.get(exec.sourceId);
     if (!owned || owned.gone) return null;
     return { job: taskAttemptJob(owned.task, { id: exec.id, scheduled_for: at, callback_url: pushCallback }, attempt), enabled: owned.task.enabled };
@@ -496,10 +572,11 @@ export class OwnedTasks {
     this.executions.delete(exec.id);
     this.queues.remove(exec.id);
     this.cancelling.delete(exec.id);
-    if (exec.forward) {
-      const set = this.deliveries.get(exec.sourceId);
+    if (exec.forward || exec.job.source.type === 'schedule') {
+      const runs = exec.forward ? this.deliveries : this.scheduleRuns;
+      const set = runs.get(exec.sourceId);
       set?.delete(exec.id);
-      if (set && set.size === 0) this.deliveries.delete(exec.sourceId);
+      if (set && set.size === 0) runs.delete(exec.sourceId);
     } else {
       const owned = this.tasks.get(exec.sourceId);
       owned?.executions.delete(exec.id);

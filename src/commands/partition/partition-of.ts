@@ -34,3 +34,6 @@ export const endpointPartition = (orgId: string, endpointId: string, partitions:
 
 /** A monitor's pings, goings down and changes: one partition of the monitors' owners. */
 export const monitorPartition = (orgId: string, monitorId: string, partitions: number): number => partitionOf(orgId, monitorId, partitions, 'monitor ');
+
+/** A schedule's ticks and their executions: one partition of the task owners. */
+export const schedulePartition = (orgId: string, scheduleId: string, partitions: number): number => partitionOf(orgId, scheduleId, partitions, 'schedule ');

@@ -1,4 +1,6 @@
-import { type CommandDeps, type Decided } from '../execute.ts';
+import { SUBJECTS } from '../../../streams/subjects.ts';
+import { execute, type CommandDeps, type Decided } from '../execute.ts';
+import { ConcurrencyError } from '../../events/store.ts';
 import { orgAggregate } from '../org-aggregate.ts';
 import type { Plan } from '../organization/types.ts';
 import { featuresOf, type PlanLimit } from '../plan-rules.ts';
@@ -7,7 +9,7 @@ import type { Schedule, ScheduleEvent, ScheduleInput } from './types.ts';
 
 type Result = Decided<Schedule, ScheduleEvent>;
 
-export const scheduleSubject = (orgId: string, id: string) => `evt.${orgId}.schedule.${id}`;
+export const scheduleSubject = SUBJECTS.schedule;
 
 const schedules = orgAggregate({ kind: 'schedule', idPrefix: 'sch_', notFound: 'Schedule not found', subject: scheduleSubject, decide: decideSchedule, evolve: evolveSchedule });
 
@@ -30,3 +32,16 @@ export const deleteSchedule = (deps: CommandDeps, orgId: string, id: string) => 
 export const triggerSchedule = (deps: CommandDeps, orgId: string, id: string, callbackUrl: string | null) =>
   run(deps, orgId, id, { type: 'TriggerSchedule', callbackUrl });
 
+
+/**
+ * A due tick becomes `ScheduleTicked` on the schedule's subject, or nothing when it is
+ * no longer the schedule's next one (`decideSchedule`, `RecordTick`: the missed-ticks
+ * rule too). The append is guarded by the subject's sequence: a concurrent update wins
+ * and the tick is decided again; two owners (one stale) firing it store one tick.
+ * Still contended when the budget is spent: a ConcurrencyError (transient), and the
+ * caller fires it again, never drops it.
+ */
+export async function recordTick(deps: CommandDeps, orgId: string, scheduleId: string, tickAt: string): Promise<Result> {
+  const subject = scheduleSubject(orgId, scheduleId);
+  return execute(deps, subject, { type: 'RecordTick', tickAt }, decideSchedule, evolveSchedule, { contended: () => new ConcurrencyError(subject) });
+}

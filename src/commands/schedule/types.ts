@@ -66,3 +66,7 @@ export const SCHEDULE_DEFAULTS: Omit<ScheduleSpec, 'name' | 'url' | 'cron'> = {
   script: null,
   sync_key: null,
 };
+
+export const SCHEDULE_EVENT_TYPES: ReadonlySet<string> = new Set<ScheduleEvent['type']>([
+  'ScheduleCreated', 'ScheduleUpdated', 'ScheduleDeleted', 'ScheduleTriggered', 'ScheduleTicked', 'ScheduleTicksMissed',
+]);
