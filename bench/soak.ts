@@ -20,7 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { connectNats, type Nats } from '../src/nats/connection.ts';
 import { defaultNatsMemoryLimit } from '../src/runtime/nats-memory-limit.ts';
-import { CONSUMERS, STREAMS } from '../streams/definitions.ts';
+import { STREAMS } from '../streams/definitions.ts';
 import { freePort, hrMs, onCleanup, RESULTS_DIR, sleep } from './harness.ts';
 import { closedLoop } from './load.ts';
 import { countExecutions, executionStatuses, troubleNotes, withStack, type BenchContext, type BenchResult, type Benchmark, type Metric, type Stack } from './stack.ts';
@@ -54,11 +54,11 @@ const STALL_MS = 30_000;
 /** The feed stops early when the machine has less memory available than this (/proc/meminfo MemAvailable). */
 const MIN_AVAILABLE_BYTES = 1024 * 2 ** 20;
 /**
- * The longest duplicate window of the streams the tasks write (EVENTS, DISPATCH): nats-server
+ * The duplicate window of the stream the tasks write (EVENTS): nats-server
  * holds each msg id of it in memory, legitimately growing until the run is that old. The
  * reference checkpoint comes after it, plus a margin for the purge timer's period.
  */
-const DEDUPE_WINDOW_MS = Math.max(STREAMS.events.duplicate_window, STREAMS.dispatch.duplicate_window) / 1e6;
+const DEDUPE_WINDOW_MS = STREAMS.events.duplicate_window / 1e6;
 const WINDOW_FULL_MS = DEDUPE_WINDOW_MS + 10_000;
 
 function soakTasks(): number {
@@ -420,7 +420,8 @@ async function snapshot(s: Stack, nats: Nats, probes: { heapFile: string; natsDi
       return all;
     })(),
     s.target.stats(),
-    nats.jsm.consumers.info(CONSUMERS.dispatchers.stream, CONSUMERS.dispatchers.durable_name).catch(() => undefined),
+    // No work queue for tasks since the partition owners: DISPATCH and its consumer are gone.
+    Promise.resolve(undefined as { num_ack_pending: number; num_pending: number; num_redelivered: number } | undefined),
   ]);
   const tree = processTree(s.service.pid);
   const parts = tree.map((pid) => ({ comm: comm(pid), rss: rssBytes(pid) }));
@@ -429,8 +430,8 @@ async function snapshot(s: Stack, nats: Nats, probes: { heapFile: string; natsDi
     streams.map((x) => [x.config.name, { messages: x.state.messages, bytes: x.state.bytes, subjects: x.state.num_subjects ?? 0, retention: retentionOf(x.config) }]),
   );
   const ev = byName.get(STREAMS.events.name);
-  const dq = byName.get(STREAMS.dispatch.name);
-  const others = [...byName].filter(([name]) => name !== STREAMS.events.name && name !== STREAMS.dispatch.name);
+  const dq = undefined as StreamState | undefined;
+  const others = [...byName].filter(([name]) => name !== STREAMS.events.name);
   return {
     mark,
     at,

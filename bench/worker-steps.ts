@@ -23,7 +23,7 @@ import { applyEvent } from '../src/projections/apply-event.ts';
 import { ProjectionBatch } from '../src/projections/batch.ts';
 import { createNotifyDecider, notifyChainKey } from '../src/notifier/reader.ts';
 import { cachedNotifyState, type SourceState } from '../src/notifier/state.ts';
-import { createKeyedPipeline } from '../src/scheduler/keyed-pipeline.ts';
+import { createKeyedPipeline } from '../src/nats/keyed-pipeline.ts';
 
 const LANES = 100;
 const PER_LANE = 100;

@@ -22,24 +22,10 @@ export interface Config {
   smtpUrl: string | undefined;
   /** Key for endpoint secrets (JETCRON_SECRETS_KEY); unset = one generated once and kept in NATS KV. */
   secretsKey: string | undefined;
-  timerPartitions: number;
+  /** JETCRON_DISPATCH_CONCURRENCY: attempts in flight at once per process, over all its partition owners. */
   dispatchConcurrency: number;
-  /**
-   * JETCRON_DISPATCH: how tasks are sent. `owners` (the default): partition owners send
-   * straight from the log and record results in fenced commits (docs/architecture.md);
-   * `queue` (the earlier path, kept while deployments move over): the translator puts due
-   * attempts on DISPATCH, lanes through LANES.
-   */
-  dispatchMode: 'queue' | 'owners';
   /** JETCRON_PARTITIONS: the task partitions the owners split the work into (fixed for a deployment). */
   partitions: number;
-  /**
-   * JETCRON_MONITOR_OWNERS (default on; `0` for the earlier path: a ping appended on its
-   * monitor's subject, deadlines in the scheduler's keeper): monitor partition owners (as
-   * many partitions as JETCRON_PARTITIONS) decide every command on an existing monitor and
-   * store pings and goings down in group commits; every process of a deployment must agree.
-   */
-  monitorOwners: boolean;
   /**
    * JETCRON_MONITOR_RESTATE_AFTER (default 10,000): the least age, in a partition's commit
    * events, at which a monitor owner restates a silent monitor so a takeover's read stays
@@ -122,12 +108,6 @@ export function parseProcesses(text: string | undefined, roles: Set<Role>, cores
   return groups;
 }
 
-function dispatchMode(raw: string | undefined): Config['dispatchMode'] {
-  if (!raw || raw === 'owners') return 'owners';
-  if (raw === 'queue') return 'queue';
-  throw new ConfigError(`JETCRON_DISPATCH=${raw} is not valid; use queue or owners`);
-}
-
 /** The only place that reads the environment; everything else gets values. */
 export function loadConfig(env: NodeJS.ProcessEnv, opts: { roles?: string; processes?: string; dataDir: string; cores?: number }): Config {
   const roles = parseRoles(opts.roles ?? env.JETCRON_ROLES);
@@ -147,11 +127,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { roles?: string; proce
     rateLimitPro: num(env, 'JETCRON_RATE_LIMIT_PRO', 200, (n) => n >= 0),
     smtpUrl: env.SMTP_URL || undefined,
     secretsKey: env.JETCRON_SECRETS_KEY || undefined,
-    timerPartitions: num(env, 'JETCRON_TIMER_PARTITIONS', 8, (n) => Number.isInteger(n) && n >= 1 && n <= 256),
     dispatchConcurrency: num(env, 'JETCRON_DISPATCH_CONCURRENCY', 256, (n) => Number.isInteger(n) && n >= 1),
-    dispatchMode: dispatchMode(env.JETCRON_DISPATCH),
     partitions: num(env, 'JETCRON_PARTITIONS', 8, (n) => Number.isInteger(n) && n >= 1 && n <= 256),
-    monitorOwners: env.JETCRON_MONITOR_OWNERS !== '0',
     monitorRestateAfter: num(env, 'JETCRON_MONITOR_RESTATE_AFTER', RESTATE_AFTER_EVENTS, (n) => Number.isInteger(n) && n >= 1),
     embeddedDieWithParent: env.JETCRON_EMBEDDED_PDEATHSIG !== '0',
     healthStuckMs: num(env, 'JETCRON_HEALTH_STUCK_MS', 30_000, (n) => Number.isInteger(n) && n >= 100),

@@ -22,49 +22,6 @@ export const STREAMS = {
     max_msg_size: 4 * 1024 * 1024,
     allow_direct: true,
   },
-  /** Outbound work that is due now: attempts and callbacks. Removed once acked. */
-  dispatch: {
-    name: 'DISPATCH',
-    subjects: ['dispatch.>'],
-    retention: RetentionPolicy.Workqueue,
-    storage: StorageType.File,
-    discard: DiscardPolicy.Old,
-    max_age: 0,
-    duplicate_window: 2 * MINUTE_NS,
-    max_msg_size: 4 * 1024 * 1024,
-  },
-  /**
-   * Pending timers, one subject per timer (`timer.<partition>.<id>`) holding only its
-   * latest value. A projection of EVENTS kept in JetStream so a restarted scheduler
-   * reloads exactly what is pending.
-   */
-  timers: {
-    name: 'TIMERS',
-    subjects: ['timer.>'],
-    retention: RetentionPolicy.Limits,
-    storage: StorageType.File,
-    discard: DiscardPolicy.Old,
-    max_msgs_per_subject: 1,
-    max_age: 0,
-    duplicate_window: 2 * MINUTE_NS,
-    max_msg_size: 4 * 1024 * 1024,
-    allow_direct: true,
-  },
-  /**
-   * Lane queues: one subject per (organization, lane) holding the first attempts
-   * that are due, in the order they became due. The head runs; the rest wait.
-   */
-  lanes: {
-    name: 'LANES',
-    subjects: ['lane.>'],
-    retention: RetentionPolicy.Limits,
-    storage: StorageType.File,
-    discard: DiscardPolicy.Old,
-    max_age: 0,
-    duplicate_window: 10 * MINUTE_NS,
-    max_msg_size: 4 * 1024 * 1024,
-    allow_direct: true,
-  },
   /**
    * Notification deliveries that are due (one message per notification and channel),
    * written by the notifier's ordered reader, taken by every notifier process through
@@ -98,34 +55,17 @@ export const STREAMS = {
     max_msg_size: 2 * 1024 * 1024,
     allow_direct: true,
   },
-  /**
-   * Forwarding jobs of a paused endpoint (`held.<org>.<endpoint>`), in arrival order,
-   * until it is resumed: then they go to work in that order and the subject is purged.
-   */
-  held: {
-    name: 'HELD',
-    subjects: ['held.>'],
-    retention: RetentionPolicy.Limits,
-    storage: StorageType.File,
-    discard: DiscardPolicy.Old,
-    max_age: 0,
-    duplicate_window: 10 * MINUTE_NS,
-    max_msg_size: 4 * 1024 * 1024,
-    allow_direct: true,
-  },
 } as const;
 
 export const KV_BUCKETS = {
   /**
-   * Single-owner leases: projector, translator, timer partitions. Entries expire unless
+   * Single-owner leases: projector, notifier, inbound router, task and monitor partition owners. Entries expire unless
    * renewed: a dead holder's work is taken over within 10 s, while a live holder keeps
    * its lease through a NATS leader election (5–9 s on 2.9) by retrying renewals.
    */
   leases: { name: 'leases', ttlMs: 10_000 },
-  /** Progress of consumers that keep their position outside Postgres (the translator). */
+  /** Progress of consumers that keep their position outside Postgres (the notifier, the inbound router). */
   checkpoints: { name: 'checkpoints', ttlMs: 0 },
-  /** The execution each lane is running (its head), keyed `<org>.<lane key>`; absent = idle. */
-  laneHeads: { name: 'lane-heads', ttlMs: 0 },
   /** Idempotency-Key records, 24 h. */
   idempotency: { name: 'idempotency', ttlMs: 24 * 3_600_000 },
   /**
@@ -144,7 +84,7 @@ export const KV_BUCKETS = {
   /**
    * Items a consumer skipped after failing on them the same way several times
    * (`<consumer>.<stream seq>`, src/nats/failure-ledger.ts): why, and for work-queue
-   * jobs and timers the message itself, so `jetcron projections retry` can run them again.
+   * jobs the message itself, so `jetcron projections retry` can run them again.
    */
   failures: { name: 'failures', ttlMs: 0 },
 } as const;
@@ -155,22 +95,11 @@ export const KV_BUCKETS = {
  * Postgres `projection_checkpoints` instead, beside the rows it writes.
  */
 export const KV_CHECKPOINT_READERS = {
-  translator: STREAMS.events.name,
   notifier: STREAMS.events.name,
   'inbound-router': STREAMS.inbound.name,
 } as const;
 
 export const CONSUMERS = {
-  /** Shared by every dispatcher process; work is spread over them. */
-  dispatchers: {
-    stream: STREAMS.dispatch.name,
-    durable_name: 'dispatchers',
-    // A job pulled by a process that died goes back to work after this; a live
-    // dispatcher keeps a long attempt's job with working() every 5 s.
-    ack_wait: 15 * SECOND_NS,
-    max_ack_pending: 20_000,
-    max_deliver: -1,
-  },
   /** Shared by every notifier process: notification deliveries (src/notifier/deliverer.ts). */
   notifiers: {
     stream: STREAMS.notify.name,

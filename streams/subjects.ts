@@ -21,10 +21,6 @@ export const SUBJECTS = {
   execution: (org: string, id: string) => `evt.${org}.exec.${id}`,
   /** A partition owner's claims and result commits, each guarded by the one before (fencing). */
   partition: (partition: number) => `evt.partition.${partition}`,
-  dispatch: (org: string) => `dispatch.${org}.run`,
-  lane: (org: string, laneKey: string) => `lane.${org}.${laneKey}`,
-  timer: (partition: number, id: string) => `timer.${partition}.${id}`,
-  timerPartition: (partition: number) => `timer.${partition}.>`,
   /** One notification's delivery records (`NotificationSent` / `NotificationFailed`). */
   notification: (org: string, id: string) => `evt.${org}.notify.${id}`,
   /** A notification delivery that is due (NOTIFY stream). */
@@ -34,7 +30,7 @@ export const SUBJECTS = {
   schedule: (org: string, id: string) => `evt.${org}.schedule.${id}`,
   /** Every schedule's subject: a task owner taking over reads the last of each (its schedules, as they are now). */
   schedules: 'evt.*.schedule.*',
-  /** Every monitor's subject: the deadline keeper reads the last of each, then follows them. */
+  /** Every monitor's subject: a monitor owner taking over reads the last of each. */
   monitors: 'evt.*.monitor.*',
   /** A monitor partition owner's claims and commits of pings and goings down, each guarded by the one before (fencing). */
   monitorPartition: (partition: number) => `evt.monitor-partition.${partition}`,
@@ -60,8 +56,6 @@ export const SUBJECTS = {
   inboundDebounce: (org: string, endpointId: string, keyHash: string) => `evt.${org}.inbound-debounce.${endpointId}.${keyHash}`,
   /** An inbound request as received (INBOUND stream). */
   inbound: (org: string, endpointId: string) => `inbound.${org}.${endpointId}`,
-  /** Forwarding jobs held while their endpoint is paused (HELD stream). */
-  held: (org: string, endpointId: string) => `held.${org}.${endpointId}`,
   /** Core NATS (not stored): the projector's progress, for read-your-writes. */
   projected: 'jetcron.projected',
   /** An API process wrote `<org> <seq>`: reads of that organization wait for it in every API process. */

@@ -200,7 +200,7 @@ describe('authentication, organization and service endpoints', () => {
     assert.equal(body.status, 'ok');
     assert.deepEqual(body.stores, { nats: 'ok', postgres: 'ok' });
     assert.equal(body.failures_recorded, 0);
-    for (const consumer of ['projector', 'translator', 'notifier', 'inbound-router', 'dispatchers', 'notifiers', 'timers.0']) {
+    for (const consumer of ['projector', 'notifier', 'inbound-router', 'notifiers']) {
       assert.ok(body.consumers[consumer], `${consumer} in ${JSON.stringify(body.consumers)}`);
       assert.notEqual(body.consumers[consumer].state, 'stuck', consumer);
     }

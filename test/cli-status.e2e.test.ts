@@ -8,13 +8,11 @@ import { Kvm } from '@nats-io/kv';
 import { KV_BUCKETS, STREAMS } from '../streams/definitions.ts';
 import { ALL_ROLES } from '../src/config.ts';
 import type { StatusReport } from '../src/cli/status.ts';
-import { decodeJson, encodeJson } from '../src/lib/json.ts';
 import { connectDb, type Db } from '../src/db/connect.ts';
 import { connectNats, type Nats } from '../src/nats/connection.ts';
 import { readCheckpoint } from '../src/projections/projector.ts';
-import type { TimerValue } from '../src/scheduler/timer-store.ts';
 import { onChildLines } from './support/child-lines.ts';
-import { eventually, monitorOwnersOn, startTestService, type Api, type TestService } from './support/service.ts';
+import { eventually, startTestService, type Api, type TestService } from './support/service.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
 const PARTITIONS = 8;
@@ -49,24 +47,20 @@ describe('jetcron status, and the progress of rebuild and replay', () => {
     assert.equal(lines.length, 1, run.stdout);
     return JSON.parse(lines[0]!);
   };
-  const timerSubjects = async () => Object.keys((await nats.jsm.streams.info(STREAMS.timers.name, { subjects_filter: 'timer.>' })).state.subjects ?? {});
-
   before(async () => {
-    // Its timer counts are of TIMERS, which holds a delayed task's timer only when DISPATCH runs tasks.
-    svc = await startTestService({ JETCRON_DISPATCH: 'queue' });
+    svc = await startTestService();
     api = (await svc.createOrg()).api;
     nats = await connectNats(svc.natsUrl, 'status test');
     db = connectDb(svc.databaseUrl).db;
     dataDir = mkdtempSync(path.join(os.tmpdir(), 'jetcron-test-status-'));
     const created = await api('POST', '/tasks', { url: 'http://127.0.0.1:9/later', delay: '1h' });
     assert.equal(created.status, 201, JSON.stringify(created.body));
-    // The translator has written its timer, and every lease of the one process is held.
-    await eventually(async () => (await timerSubjects()).length === 1);
+    // Every lease of the one process is held: its readers' and both kinds of partition owners'.
     const leases = await new Kvm(nats.nc).open(KV_BUCKETS.leases.name);
     await eventually(async () => {
       let n = 0;
       for await (const _ of await leases.keys()) n++;
-      return n === 5 + PARTITIONS + (monitorOwnersOn() ? PARTITIONS - 1 : 0);
+      return n === 3 + 2 * PARTITIONS;
     });
   });
   after(async () => {
@@ -76,9 +70,9 @@ describe('jetcron status, and the progress of rebuild and replay', () => {
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
 
-  test('--json against the running service: streams, consumers and their lag, leases, timers, processes', async () => {
+  test('--json against the running service: streams, consumers and their lag, leases, processes', async () => {
     const r = await statusJson();
-    assert.deepEqual(Object.keys(r), ['checked_at', 'streams', 'consumers', 'readers', 'projections', 'leases', 'timers', 'monitors', 'flow_control', 'processes', 'errors']);
+    assert.deepEqual(Object.keys(r), ['checked_at', 'streams', 'consumers', 'readers', 'projections', 'leases', 'monitors', 'flow_control', 'processes', 'errors']);
     assert.deepEqual(r.errors, []);
     const now = Date.parse(r.checked_at);
     assert.ok(Math.abs(now - Date.now()) < 60_000);
@@ -90,31 +84,20 @@ describe('jetcron status, and the progress of rebuild and replay', () => {
     assert.equal(events.last_seq, events.messages);
     assert.ok(events.bytes > 0);
     assert.ok(Date.parse(events.first_time!) <= now && Date.parse(events.first_time!) > now - 600_000, events.first_time!);
-    const timersStream = r.streams.find((s) => s.name === 'TIMERS')!;
-    assert.equal(timersStream.messages, 1);
-    const held = r.streams.find((s) => s.name === 'HELD')!;
-    assert.deepEqual([held.messages, held.first_time, held.last_seq], [0, null, 0]);
+    const notify = r.streams.find((s) => s.name === 'NOTIFY')!;
+    assert.deepEqual([notify.messages, notify.first_time, notify.last_seq], [0, null, 0]);
 
-    assert.deepEqual(r.consumers.map((c) => [c.name, c.stream]), [['dispatchers', 'DISPATCH'], ['notifiers', 'NOTIFY']]);
+    assert.deepEqual(r.consumers.map((c) => [c.name, c.stream]), [['notifiers', 'NOTIFY']]);
     for (const c of r.consumers) assert.deepEqual([c.num_pending, c.num_ack_pending], [0, 0]);
 
     assert.deepEqual(r.readers.map((c) => [c.name, c.stream, c.checkpoint_in]), [
-      ['projector', 'EVENTS', 'postgres'], ['translator', 'EVENTS', 'kv'], ['notifier', 'EVENTS', 'kv'], ['inbound-router', 'INBOUND', 'kv'],
+      ['projector', 'EVENTS', 'postgres'], ['notifier', 'EVENTS', 'kv'], ['inbound-router', 'INBOUND', 'kv'],
     ]);
     const projector = r.readers[0]!;
     assert.equal(projector.last_seq, events.last_seq);
     assert.ok(projector.position! >= 1 && projector.position! <= events.last_seq);
     assert.equal(projector.lag, events.last_seq - projector.position!);
-    const translator = r.readers[1]!;
-    assert.ok(translator.position! >= 1, 'the translator wrote the timer, so it has a checkpoint');
     assert.equal(r.projections!.find((p) => p.name === 'read_models_v1')?.position, projector.position);
-
-    assert.equal(r.timers!.pending, 1);
-    assert.deepEqual([r.timers!.armed, r.timers!.paused, r.timers!.overdue, r.timers!.oldest_overdue_due_at], [1, 0, 0, null]);
-    const due = Date.parse(r.timers!.next_due_at!) - now;
-    assert.ok(due > 50 * 60_000 && due <= 3_600_000, `next due in ${due} ms`);
-    assert.equal(r.timers!.partitions.length, 1);
-    assert.equal(r.timers!.partitions[0]!.pending, 1);
 
     assert.equal(r.processes.length, 1, JSON.stringify(r.processes));
     const me = r.processes[0]!;
@@ -122,15 +105,11 @@ describe('jetcron status, and the progress of rebuild and replay', () => {
     assert.deepEqual([...me.roles].sort(), [...ALL_ROLES].sort());
     assert.equal(me.host, os.hostname());
     assert.equal(me.group, null);
-    assert.equal(me.dispatch, 'queue', 'how it sends tasks (this service runs JETCRON_DISPATCH=queue)');
     assert.ok(me.uptime_seconds >= 0 && Date.parse(me.started_at) <= now);
 
     const names = r.leases.map((l) => l.name);
     const each = (prefix: string) => Array.from({ length: PARTITIONS }, (_, p) => `${prefix}.${p}`);
-    if (monitorOwnersOn()) {
-      // The monitor partition owners' leases in place of the deadline keeper's (order aside).
-      assert.deepEqual([...names].sort(), ['projector', 'inbound-router', 'notifier', 'translator', ...each('timers'), ...each('monitor-owner')].sort());
-    } else assert.deepEqual(names, ['projector', 'inbound-router', 'monitor-deadlines', 'notifier', 'translator', ...each('timers')]);
+    assert.deepEqual([...names].sort(), ['projector', 'inbound-router', 'notifier', ...each('owner'), ...each('monitor-owner')].sort());
     for (const l of r.leases) {
       assert.equal(l.holder, me.instance, l.name);
       assert.equal(l.holder_pid, process.pid);
@@ -142,13 +121,13 @@ describe('jetcron status, and the progress of rebuild and replay', () => {
     const run = await cli(['status']);
     assert.equal(run.code, 0, run.stderr);
     const lines = run.stdout.split('\n');
-    for (const title of ['STREAMS', 'DURABLE CONSUMERS', 'ORDERED READERS', 'PROJECTIONS (Postgres)', 'LEASES', 'TIMERS', 'MONITORS', 'FLOW CONTROL', 'PROCESSES']) {
+    for (const title of ['STREAMS', 'DURABLE CONSUMERS', 'ORDERED READERS', 'PROJECTIONS (Postgres)', 'LEASES', 'MONITORS', 'FLOW CONTROL', 'PROCESSES']) {
       assert.ok(lines.includes(title), `no section ${title} in\n${run.stdout}`);
     }
     assert.ok(!lines.includes('ERRORS'));
     assert.match(run.stdout, /^EVENTS +\d+ +[\d.]+ (B|KiB) +\S+Z \([\dhms]+ ago\) +\d+$/m);
-    assert.match(run.stdout, new RegExp(`^translator +\\S+ +${process.pid} +\\d+\\.\\d s$`, 'm'));
-    assert.match(run.stdout, new RegExp(`^\\S+ +${['api', 'projector', 'scheduler', 'dispatcher', 'notifier'].join(',')} +${process.pid} .* DISPATCH$`, 'm'));
+    assert.match(run.stdout, new RegExp(`^notifier +\\S+ +${process.pid} +\\d+\\.\\d s$`, 'm'));
+    assert.match(run.stdout, new RegExp(`^\\S+ +${['api', 'projector', 'scheduler', 'dispatcher', 'notifier'].join(',')} +${process.pid} `, 'm'));
     // Columns line up: every row of the streams table starts its numbers where the header's column ends.
     const streamRows = lines.slice(lines.indexOf('STREAMS') + 1, lines.indexOf('STREAMS') + 2 + Object.keys(STREAMS).length);
     const end = streamRows[0]!.indexOf('messages') + 'messages'.length;
@@ -168,11 +147,9 @@ describe('jetcron status, and the progress of rebuild and replay', () => {
     const lines = run.stdout.split('\n');
     assert.equal(lines[lines.indexOf('MONITORS') + 2]?.replace(/ +/g, ' ').trim(), '3 1 0 2 0 exit_status 1, failed 1 0 0');
 
-    // Its first ping puts the new one up: the deadline keeper (not TIMERS) now holds its deadline.
-    const before = await timerSubjects();
+    // Its first ping puts the new one up: its monitor owner now holds its deadline.
     assert.equal((await fetch(made[0]!.ping_url)).status, 200);
     await eventually(async () => (await statusJson()).monitors?.deadlines_armed === 1);
-    assert.deepEqual(await timerSubjects(), before);
   });
 
   test('NATS unreachable: exit 1 and a message, nothing on stdout', async () => {
@@ -194,22 +171,11 @@ describe('jetcron status, and the progress of rebuild and replay', () => {
     assert.equal(r.processes.length, 1);
   });
 
-  test('service stopped: no process, no lease, a timer past its time is overdue; rebuild and replay end with a summary line', async () => {
+  test('service stopped: no process, no lease; rebuild and replay end with a summary line', async () => {
     await svc.stopService();
-    // The task's timer comes due while no scheduler runs.
-    const [subject] = await timerSubjects();
-    const stored = await nats.jsm.direct.getMessage(STREAMS.timers.name, { last_by_subj: subject! });
-    const value = decodeJson<TimerValue>(stored!.data);
-    assert.equal(value.state, 'armed');
-    const dueAt = Date.now() - 60_000;
-    await nats.publish(subject!, encodeJson({ ...value, due_at: dueAt }));
-
     const r = await statusJson();
     assert.deepEqual(r.processes, []);
     assert.deepEqual(r.leases, [], 'a clean stop releases every lease');
-    assert.deepEqual([r.timers!.pending, r.timers!.overdue, r.timers!.next_due_at], [1, 1, null]);
-    assert.equal(r.timers!.oldest_overdue_due_at, new Date(dueAt).toISOString());
-    assert.deepEqual(r.timers!.partitions.map((p) => p.overdue), [1]);
 
     const rebuild = await cli(['projections', 'rebuild']);
     assert.equal(rebuild.code, 0, rebuild.stderr);

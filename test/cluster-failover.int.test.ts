@@ -40,7 +40,7 @@ const CREATE_DEADLINE_MS = 45_000;
 const CLIENT_TIMEOUT_MS = 3000;
 /** How long, after the load, every acknowledged task has to end (JETCRON_FAILOVER_DRAIN_MS to wait longer when diagnosing). */
 const DRAIN_MS = Number(process.env.JETCRON_FAILOVER_DRAIN_MS) || 30_000;
-const HEALTH_STREAMS = ['EVENTS', 'DISPATCH', 'TIMERS', 'LANES', 'KV_leases', 'KV_checkpoints', 'KV_idempotency', 'KV_host-blocks'];
+const HEALTH_STREAMS = ['EVENTS', 'NOTIFY', 'INBOUND', 'KV_leases', 'KV_checkpoints', 'KV_idempotency', 'KV_host-blocks'];
 const FINAL = new Set(['success', 'failed', 'timeout', 'cancelled']);
 
 type Kind = 'immediate' | 'delayed' | 'retrying';
@@ -141,10 +141,9 @@ test('cluster failover: kill -9 of the EVENTS leader, then of the KV_leases lead
     const serviceNode = async () => c.clientNode('jetcron ');
     const placement = async () => {
       const parts = [`service on ${(await serviceNode().then((i) => (i === undefined ? '?' : name(i))))}`];
-      for (const s of ['EVENTS', 'DISPATCH', 'TIMERS', 'KV_leases', 'KV_idempotency', 'KV_checkpoints']) {
+      for (const s of ['EVENTS', 'NOTIFY', 'KV_leases', 'KV_idempotency', 'KV_checkpoints']) {
         parts.push(`${s} ${await c.leaderOf(s, 10_000).then(name, () => '?')}`);
       }
-      parts.push(`dispatchers consumer ${await c.consumerLeaderOf('DISPATCH', 'dispatchers', 10_000).then(name, () => '?')}`);
       return parts.join(', ');
     };
     // Every lease is held when each key was written (created or renewed, every 5 s)
@@ -152,7 +151,7 @@ test('cluster failover: kill -9 of the EVENTS leader, then of the KV_leases lead
     const leasesFresh = async () => {
       const keys: string[] = [];
       for await (const k of await leases.keys()) keys.push(k);
-      if (!keys.includes('translator') || !keys.some((k) => k.startsWith('timers.'))) return false;
+      if (!keys.includes('notifier') || !keys.some((k) => k.startsWith('owner.'))) return false;
       for (const k of keys) {
         const e = await leases.get(k);
         if (!e || e.operation !== 'PUT' || Date.now() - e.created.getTime() > 7000) return false;
@@ -239,8 +238,8 @@ test('cluster failover: kill -9 of the EVENTS leader, then of the KV_leases lead
       return byKey.get(key);
     };
     // Dispatch resumed: the first request to reach a target for a task the client
-    // started creating after the kill, so the whole path (API, EVENTS, translator,
-    // DISPATCH, dispatcher) works again.
+    // started creating after the kill, so the whole path (API, EVENTS, the partition owners)
+    // works again.
     const firstNewArrival = (after: number) => arrivals().find((a) => {
       const p = plannedOf(a.key);
       return p && p.kind !== 'delayed' && p.firstTry >= after;
@@ -274,10 +273,9 @@ test('cluster failover: kill -9 of the EVENTS leader, then of the KV_leases lead
     const killPhase = async (label: string, victim: number) => {
       const where = await placement();
       const led: Array<[string, () => Promise<number>]> = [];
-      for (const s of ['EVENTS', 'DISPATCH', 'TIMERS', 'KV_leases']) {
+      for (const s of ['EVENTS', 'KV_leases']) {
         if ((await c.leaderOf(s, 5000).catch(() => -1)) === victim) led.push([s, () => c.leaderOf(s, 30_000)]);
       }
-      if ((await c.consumerLeaderOf('DISPATCH', 'dispatchers', 5000).catch(() => -1)) === victim) led.push(['dispatchers consumer', () => c.consumerLeaderOf('DISPATCH', 'dispatchers', 30_000)]);
       note(`${label}: kill -9 ${name(victim)} (${where})`);
       const killedAt = Date.now();
       await c.kill(victim);
@@ -299,7 +297,7 @@ test('cluster failover: kill -9 of the EVENTS leader, then of the KV_leases lead
       await eventually(leasesFresh, 30_000, 250).catch(() => note(`${label}: leases not all fresh 30 s after the restart`));
       note(`${label}: every lease held`);
       // The next kill waits for this one's overdue timers, so one phase's lateness is not
-      // the sum of two outages (the TIMERS leader of the next phase may be the one killed).
+      // the sum of two outages (the EVENTS leader of the next phase may be the one killed).
       const dueDelivered = () => {
         const arrived = new Set(arrivals().map((a) => a.key));
         return planned.filter((p) => p.kind === 'delayed' && p.acked && p.acked.dueAt <= Date.now() - 500).every((p) => arrived.has(p.key));

@@ -18,7 +18,7 @@ import { createEventStore } from '../src/nats/event-store.ts';
 import { readEventsKeyed } from '../src/nats/keyed-event-reader.ts';
 import { failureKey, type FailureRecord } from '../src/nats/failure-ledger.ts';
 import { openSupervisor } from '../src/nats/supervisor.ts';
-import { createKeyedPipeline } from '../src/scheduler/keyed-pipeline.ts';
+import { createKeyedPipeline } from '../src/nats/keyed-pipeline.ts';
 import { startNatsWithStreams } from './support/nats.ts';
 
 const ev = (n: number): Envelope => ({ type: 'Probe', id: `probe-${n}`, at: new Date(0).toISOString(), org_id: 'org_x', data: { n } });

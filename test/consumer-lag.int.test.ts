@@ -55,12 +55,12 @@ test('the projector lag seen from the API process rises while the projector is d
 
   await first.kill9();
   await createTasks('while-down');
-  // The tasks still run (the translator and the dispatcher are up): only the projector falls behind.
+  // The tasks still run (the partition owners are up): only the projector falls behind.
   await eventually(async () => target.received.length === 2 * TASKS, 20_000);
   const behind = await eventually(async () => {
-    const [projector, translator] = [await lag('projector'), await lag('translator')];
+    const [projector, notifier] = [await lag('projector'), await lag('notifier')];
     // At least one TaskCreated per task, none of them projected.
-    return projector !== undefined && projector >= TASKS && translator === 0 && projector;
+    return projector !== undefined && projector >= TASKS && notifier === 0 && projector;
   }, 20_000);
 
   await startProjector('projector-2');

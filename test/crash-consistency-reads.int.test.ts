@@ -26,7 +26,7 @@ import { serve, type Running } from '../src/runtime/serve.ts';
 import { createOrgWithKey, readExecutionEvents, spawnJetcron, type JetcronProcess } from './support/jetcron-process.ts';
 import { startTestNats } from './support/nats.ts';
 import { createTestDatabase } from './support/postgres.ts';
-import { apiClient, eventually, dispatchModeEnv } from './support/service.ts';
+import { apiClient, eventually } from './support/service.ts';
 import { startTarget } from './support/target.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -55,7 +55,7 @@ test('read-your-writes from another API process: a task created or changed throu
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'jetcron-test-ryw-'));
     cleanup.push(() => rmSync(dataDir, { recursive: true, force: true }));
     const a: Running = await serve(loadConfig({
-      NATS_URL: nats.url, DATABASE_URL: db.url, PORT: '0', HOST: '127.0.0.1', JETCRON_ALLOW_PRIVATE_TARGETS: '1', ...dispatchModeEnv(),
+      NATS_URL: nats.url, DATABASE_URL: db.url, PORT: '0', HOST: '127.0.0.1', JETCRON_ALLOW_PRIVATE_TARGETS: '1',
       JETCRON_RATE_LIMIT_FREE: '0', JETCRON_RATE_LIMIT_PRO: '0',
     }, { dataDir }), (m) => logs.push(`[A +${((Date.now() - t0) / 1000).toFixed(2)}s] ${m}`));
     cleanup.push(() => a.stop());

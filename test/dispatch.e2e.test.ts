@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { eventually, startTestService, type Api, type TestService, ownersDispatch } from './support/service.ts';
+import { eventually, startTestService, type Api, type TestService } from './support/service.ts';
 import { signedWith, startTarget } from './support/target.ts';
 import { SUBJECTS } from '../streams/subjects.ts';
 import type { TaskEvent } from '../src/commands/task/types.ts';
@@ -155,32 +155,6 @@ describe('dispatch of one-time tasks', () => {
     }
   });
   // DISPATCH's own guard: with partition owners no task job goes through DISPATCH.
-  test('a copy of a finished attempt published after the duplicate window sends nothing again', { skip: ownersDispatch() }, async () => {
-    const target = await startTarget();
-    const conn = await connectNats(svc.natsUrl, 'test late copy');
-    try {
-      const task = (await api('POST', '/tasks', { url: `${target.url}/once` })).body.data;
-      assert.equal((await finished(task.last_execution_id)).status, 'success');
-      // The job as the translator built it, its time 3 minutes back, under a msg id
-      // DISPATCH has not seen: what a replay after a long outage would publish.
-      // Its create: in its loop turn's commit, or on its own subject.
-      const created = await lastTaskEvent(createEventStore(conn), (await api('GET', '/organization')).body.data.id, task.id);
-      assert.equal(created?.type, 'TaskCreated');
-      const data = (created as Extract<TaskEvent, { type: 'TaskCreated' }>).data;
-      const job = taskAttemptJob(data.task, { ...data.execution, scheduled_for: new Date(Date.now() - 180_000).toISOString() }, 1);
-      await conn.publish(SUBJECTS.dispatch(job.org_id), encodeJson(job), { msgId: `${job.execution_id}:late-copy` });
-      // DISPATCH is a work queue: empty once the dispatcher has taken and acknowledged the copy,
-      // which it does after sending (had it sent) and recording.
-      await eventually(async () => (await conn.jsm.streams.info('DISPATCH')).state.messages === 0, 30_000);
-      assert.equal(target.received.filter((r) => r.path === '/once').length, 1);
-      const log = await createEventStore(conn).last(SUBJECTS.execution(job.org_id, job.execution_id));
-      assert.equal(log?.event.type, 'AttemptFinished');
-      assert.equal(log?.event.id, `${job.execution_id}.1.finished`);
-    } finally {
-      await conn.close();
-      await target.close();
-    }
-  });
 });
 
 describe('outbound SSRF guard (default settings)', () => {

@@ -6,7 +6,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { KV_BUCKETS, STREAMS } from '../streams/definitions.ts';
 import { SUBJECTS } from '../streams/subjects.ts';
 import { heldCount } from './support/positions.ts';
-import { eventually, ownersDispatch, startTestService, type Api, type TestService } from './support/service.ts';
+import { eventually, startTestService, type Api, type TestService } from './support/service.ts';
 import { endpointPartition } from '../src/commands/partition/partition-of.ts';
 import { ownerLease } from '../src/owners/task-owners.ts';
 import { startTarget, type ReceivedRequest } from './support/target.ts';
@@ -426,7 +426,7 @@ describe('endpoint delivery: pause, resume, replay, restart, delete, disable', (
     const nc = await connect({ servers: svc.natsUrl });
     let blocking = false;
     let stopped = false;
-    let lease = 'translator';
+    let lease = '';
     try {
       const jsm = await jetstreamManager(nc);
       const leases = await new Kvm(nc).open(KV_BUCKETS.leases.name);
@@ -434,22 +434,16 @@ describe('endpoint delivery: pause, resume, replay, restart, delete, disable', (
       await setPaused(ep, true);
       const ids: string[] = [];
       for (let i = 0; i < 5; i++) ids.push(await accepted(ep, { seq: i }, 'queued'));
-      // The translator (with partition owners: the endpoint's owner) has held all five.
-      const first5 = (await eventually(async () => {
+      // The endpoint's partition owner has held all five.
+      await eventually(async () => {
         const rows = await events(ep);
         return rows.length === 5 && rows.every((r) => r.execution_id) ? rows : null;
-      })).map((r) => r.execution_id);
-      if (ownersDispatch()) await heldInHeld(ep, 5);
-      else {
-        await eventually(async () => {
-          const last = await jsm.direct.getMessage(STREAMS.held.name, { last_by_subj: SUBJECTS.held(orgId, ep.id) });
-          return last && first5.includes(JSON.parse(new TextDecoder().decode(last.data)).execution_id) ? last.seq : null;
-        });
-      }
+      });
+      await heldInHeld(ep, 5);
 
       // The process that holds them goes away and its lease is not free yet (a crashed
       // holder's lease lasts 15 s); here the test holds it. The router (its own lease) keeps working.
-      lease = ownersDispatch() ? ownerLease(endpointPartition(orgId, ep.id, 8)) : 'translator';
+      lease = ownerLease(endpointPartition(orgId, ep.id, 8));
       await svc.stopService();
       stopped = true;
       // A stop that ran out of time on a busy machine leaves its lease until the TTL: take it once it is free.

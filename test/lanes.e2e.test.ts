@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import { loadConfig } from '../src/config.ts';
 import { serve, type Running } from '../src/runtime/serve.ts';
 import { partitionOf } from '../src/commands/partition/partition-of.ts';
-import { eventually, startTestService, type Api, type TestService, dispatchModeEnv, secondLog } from './support/service.ts';
+import { eventually, startTestService, type Api, type TestService, secondLog } from './support/service.ts';
 import { startTarget } from './support/target.ts';
 
 // 1 service minute = 6 ms: retries come quickly.
@@ -41,7 +41,7 @@ describe('lanes', () => {
     ({ api, orgId } = await svc.createOrg());
     // A second process with dispatchers (and schedulers) on the same NATS and Postgres.
     const config = loadConfig(
-      { NATS_URL: svc.natsUrl, DATABASE_URL: svc.databaseUrl, JETCRON_TIME_SCALE: SCALE, JETCRON_ALLOW_PRIVATE_TARGETS: '1', ...dispatchModeEnv() },
+      { NATS_URL: svc.natsUrl, DATABASE_URL: svc.databaseUrl, JETCRON_TIME_SCALE: SCALE, JETCRON_ALLOW_PRIVATE_TARGETS: '1' },
       { roles: 'dispatcher,scheduler', dataDir: mkdtempSync(path.join(os.tmpdir(), 'jetcron-test-lanes-')) },
     );
     partitions = config.partitions;

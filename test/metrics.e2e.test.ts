@@ -59,12 +59,10 @@ describe('/metrics', () => {
       jetcron_http_request_duration_seconds: 'histogram',
       jetcron_executions_total: 'counter',
       jetcron_attempt_duration_seconds: 'histogram',
-      jetcron_dispatch_seconds: 'histogram',
       jetcron_consumer_lag: 'gauge',
       jetcron_consumer_stuck: 'gauge',
       jetcron_consumer_errors_total: 'counter',
       jetcron_timers_pending: 'gauge',
-      jetcron_timers_overdue: 'gauge',
       jetcron_host_blocks_active: 'gauge',
       jetcron_notifications_total: 'counter',
       jetcron_script_calls_total: 'counter',
@@ -85,11 +83,10 @@ describe('/metrics', () => {
     assert.equal(sampleValue(f, 'jetcron_http_requests_total', { method: 'POST', route: '/tasks', status: '201' }), 1);
     // One failure does not block a host.
     assert.equal(sampleValue(f, 'jetcron_host_blocks_active'), 0);
-    assert.equal(sampleValue(f, 'jetcron_timers_overdue'), 0);
     assert.ok((sampleValue(f, 'jetcron_process_cpu_user_seconds_total') ?? 0) > 0);
 
     // Every consumer of the service, each caught up once the task's events are read.
-    const consumers = ['projector', 'translator', 'notifier', 'inbound-router', 'dispatchers', 'notifiers'];
+    const consumers = ['projector', 'notifier', 'inbound-router', 'notifiers'];
     await eventually(async () => {
       const now = await scrape();
       return consumers.every((consumer) => sampleValue(now, 'jetcron_consumer_lag', { consumer }) === 0);
@@ -111,7 +108,6 @@ describe('/metrics', () => {
       return sampleValue(families, 'jetcron_host_blocks_active') === 1 && families;
     });
     assert.equal(sampleValue(f, 'jetcron_executions_total', { source_type: 'task', status: 'failed' }), FAILURES_BEFORE_BLOCK);
-    assert.equal(sampleValue(f, 'jetcron_timers_overdue'), 0);
     assert.equal(sampleValue(f, 'jetcron_timers_pending'), 1);
   });
 

@@ -16,8 +16,6 @@ import { createClock } from '../src/lib/clock.ts';
 import { newId } from '../src/lib/ids.ts';
 import type { Nats } from '../src/nats/connection.ts';
 import { createEventStore } from '../src/nats/event-store.ts';
-import { recordDeadline, deadlineJob } from '../src/scheduler/monitor-deadlines.ts';
-import { decideDueDeadline } from '../src/scheduler/monitor-deadline-keeper.ts';
 import { STREAMS } from '../streams/definitions.ts';
 import { startNatsWithStreams } from './support/nats.ts';
 
@@ -52,7 +50,7 @@ test('two API processes and the scheduler on one monitor: every write stored, ea
 
   // The scheduler takes it down at its deadline (a state a never wrote); a's next ping recovers it.
   const up = end.state as Monitor;
-  await recordDeadline(scheduler, deadlineJob(up));
+  await runMonitor(scheduler, orgId, id, { type: 'CheckDeadline', deadlineAt: up.deadline_at! });
   const last = await scheduler.store.last<MonitorEvent>(monitorSubject(orgId, id));
   assert.equal(last?.event.type, 'MonitorWentDown');
   const recovered = await pingMonitor(a, orgId, id, { ...received(), suffix: null });
@@ -65,45 +63,4 @@ test('two API processes and the scheduler on one monitor: every write stored, ea
   // Created, start, end, down, recovered, 20 pings: 25 messages on the subject.
   const info = await connections[0]!.jsm.streams.info(STREAMS.events.name, { subjects_filter: monitorSubject(orgId, id) });
   assert.equal(info.state.subjects?.[monitorSubject(orgId, id)], 25);
-});
-
-test('the deadline keeper decides from the event it read: a ping or a pause stored after it wins; a pause racing pings refuses every later one', async () => {
-  const [a, b, keeper] = [await processDeps('api a'), await processDeps('api b'), await processDeps('keeper')];
-  const orgId = newId('org', Date.now());
-  const { state: created } = await createMonitor(a, orgId, { name: 'k', schedule_type: 'interval', interval_seconds: 3600, grace_period_seconds: 0 }, { name: 'pro', limit: null, live: [] }, async () => null);
-  const id = created!.id;
-  const subject = monitorSubject(orgId, id);
-  const read = async () => {
-    const last = (await keeper.store.last<MonitorEvent>(subject))!;
-    return { event: last.event, head: { state: evolveMonitor(null, last.event)!, seq: last.seq } };
-  };
-
-  // The keeper read the monitor up; a ping from another process moved the deadline since.
-  await pingMonitor(a, orgId, id, { ...received(), suffix: null });
-  const stale = (await read()).head;
-  await pingMonitor(b, orgId, id, { ...received(), suffix: null });
-  assert.equal(await decideDueDeadline(keeper, subject, stale), 'newer');
-  assert.equal((await read()).event.type, 'MonitorPinged', 'nothing written over the later ping');
-
-  // From the event it read last, the deadline is decided: down, missed.
-  assert.equal(await decideDueDeadline(keeper, subject, (await read()).head), 'decided');
-  const down = await read();
-  assert.equal(down.event.type, 'MonitorWentDown');
-  assert.equal(down.head.state.down_reason, 'missed');
-
-  // A pause among pings of two processes: the pings decided before it are stored, every one after it is a 410.
-  const before = (await read()).head.seq;
-  const results = await Promise.allSettled([
-    ...Array.from({ length: 10 }, (_, i) => pingMonitor(i % 2 ? a : b, orgId, id, { ...received(), suffix: null })),
-    runMonitor(b, orgId, id, { type: 'PauseMonitor' }),
-    ...Array.from({ length: 10 }, (_, i) => pingMonitor(i % 2 ? a : b, orgId, id, { ...received(), suffix: null })),
-  ]);
-  for (const r of results) if (r.status === 'rejected') assert.ok(r.reason instanceof ApiError && r.reason.status === 410, String(r.reason));
-  const stored = results.filter((r) => r.status === 'fulfilled').length;
-  const last = await read();
-  assert.equal(last.event.type, 'MonitorPaused', 'no ping stored after the pause');
-  const info = await connections[0]!.jsm.streams.info(STREAMS.events.name, { subjects_filter: subject });
-  // Created, two pings, down, then what this round stored (the pause included).
-  assert.equal(info.state.subjects?.[subject], 4 + stored);
-  assert.ok(last.head.seq > before);
 });

@@ -5,15 +5,12 @@ import { STREAMS } from '../streams/definitions.ts';
 import { SUBJECTS } from '../streams/subjects.ts';
 import { applyStreams } from '../src/nats/apply-streams.ts';
 import { connectNats, type Nats } from '../src/nats/connection.ts';
-import { deleteIfStored } from '../src/nats/delete-message.ts';
 import { createLease, openLeaseBucket, whileLeased, type Lease } from '../src/nats/lease.ts';
 import { quickManager } from '../src/nats/quick-clients.ts';
-import { createTimerStore } from '../src/scheduler/timer-store.ts';
 import { ensureCheckpoint } from '../src/notifier/reader.ts';
 import { isTransient } from '../src/lib/transient.ts';
 import { startTestNats } from './support/nats.ts';
 import { eventually } from './support/wait.ts';
-import type { Job } from '../src/commands/execution/job.ts';
 
 // "A call that failed is not an answer": with the server frozen (SIGSTOP) every request
 // times out; the paths that decide whether work runs must reject (so it is retried),
@@ -39,31 +36,6 @@ describe('NATS errors are unknown, never absent', () => {
       resume();
     }
   };
-
-  test('a timer whose check times out is not "gone"; its delete times out as an error', async () => {
-    const timers = createTimerStore(nats, 1);
-    const job = { kind: 'attempt', org_id: 'org_x', execution_id: 'exe_timeout1', source: { type: 'task', id: 'tsk_timeout1', name: 't' }, attempt: 1 } as unknown as Job;
-    await timers.put(job, { state: 'armed', due_at: Date.now(), job } as never);
-    const stored = await (await quickManager(nats)).streams.getMessage(STREAMS.timers.name, { last_by_subj: timers.subjectFor(job) });
-    assert.ok(stored);
-    const check = await frozen(() => timers.stillStored(stored.seq));
-    assert.equal(check.status, 'rejected', 'a timed-out check must not say "not stored"');
-    assert.ok(isTransient((check as PromiseRejectedResult).reason), String((check as PromiseRejectedResult).reason));
-    const removal = await frozen(() => timers.remove(stored.seq));
-    assert.equal(removal.status, 'rejected', 'a timed-out delete is an error (whether it happened is unknown)');
-    await timers.remove(stored.seq); // again: done now, or found gone
-    assert.equal(await timers.stillStored(stored.seq), false, 'JetStream said it is gone: now it is absent');
-    await timers.remove(stored.seq); // gone already: fine
-  });
-
-  test('deleting a message: "no message" is fine, a timeout is an error', async () => {
-    const seq = await nats.publish(SUBJECTS.lane('org_x', 'k'), new TextEncoder().encode('{}'));
-    const jsm = await quickManager(nats);
-    assert.equal((await frozen(() => deleteIfStored(jsm, STREAMS.lanes.name, seq))).status, 'rejected');
-    await deleteIfStored(jsm, STREAMS.lanes.name, seq);
-    await deleteIfStored(jsm, STREAMS.lanes.name, seq);
-    await deleteIfStored(jsm, STREAMS.lanes.name, seq + 1000);
-  });
 
   test('a lease keeps its holder through renewals that time out, and is dropped before it could expire', async () => {
     const kv = await openLeaseBucket(nats);

@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import { createOrgWithKey, spawnJetcron, type JetcronProcess } from './support/jetcron-process.ts';
 import { startTestNats } from './support/nats.ts';
 import { createTestDatabase } from './support/postgres.ts';
-import { apiClient, eventually, type Api, ownersDispatch } from './support/service.ts';
+import { apiClient, eventually, type Api } from './support/service.ts';
 import { startTarget } from './support/target.ts';
 
 interface OtlpSpan {
@@ -105,10 +105,9 @@ describe('traces, structured logs', () => {
     const arrived = await eventually(async () => target.received.find((r) => r.path === '/traced-task'));
     // The caller's trace goes on through the log to the target.
     assert.equal(traceIdOf(arrived.headers.traceparent), callerTrace);
-    // With partition owners no translator stands between the create and the attempt.
-    const owners = ownersDispatch();
+    // No translator stands between the create and the attempt: the owner reads the log.
     const spans = await connectedTrace(callerTrace, [
-      'POST /api/v1/tasks', 'append TaskCreated', ...(owners ? [] : ['translate TaskCreated']), 'attempt task', 'POST', 'append AttemptFinished', 'project TaskCreated', 'project AttemptFinished',
+      'POST /api/v1/tasks', 'append TaskCreated', 'attempt task', 'POST', 'append AttemptFinished', 'project TaskCreated', 'project AttemptFinished',
     ]);
     const byName = (n: string) => spans.find((s) => s.name === n)!;
     assert.equal(byName('POST /api/v1/tasks').kind, 2, 'SERVER');
@@ -134,7 +133,7 @@ describe('traces, structured logs', () => {
     await api('DELETE', `/schedules/${res.body.data.id}`);
     const traceId = traceIdOf(arrived.headers.traceparent);
     assert.ok(traceId, 'the tick\'s request carries traceparent');
-    const spans = await connectedTrace(traceId!, ['schedule tick', 'append ScheduleTicked', ...(ownersDispatch() ? [] : ['translate ScheduleTicked']), 'attempt schedule', 'GET', 'append AttemptFinished', 'project AttemptFinished']);
+    const spans = await connectedTrace(traceId!, ['schedule tick', 'append ScheduleTicked', 'attempt schedule', 'GET', 'append AttemptFinished', 'project AttemptFinished']);
     assert.equal(spans.find((s) => s.name === 'schedule tick')!.attributes['jetcron.schedule_id'], res.body.data.id);
     assert.ok(!spans.some((s) => s.name === 'POST /api/v1/schedules'), 'the tick is not in the create request\'s trace');
   });
@@ -146,7 +145,7 @@ describe('traces, structured logs', () => {
     const { id } = (await sent.json()) as { id: string };
     const arrived = await eventually(async () => target.received.find((r) => r.path === '/traced-forward'));
     const traceId = traceIdOf(arrived.headers.traceparent)!;
-    const spans = await connectedTrace(traceId, ['POST /in/{slug}', 'route inbound', 'append InboundEventReceived', ...(ownersDispatch() ? [] : ['translate InboundEventReceived']), 'attempt endpoint', 'POST', 'append AttemptFinished']);
+    const spans = await connectedTrace(traceId, ['POST /in/{slug}', 'route inbound', 'append InboundEventReceived', 'attempt endpoint', 'POST', 'append AttemptFinished']);
     assert.equal(spans.find((s) => s.name === 'POST /in/{slug}')!.attributes['jetcron.endpoint_id'], ep.body.data.id);
     assert.equal(spans.find((s) => s.name === 'route inbound')!.attributes['jetcron.inbound_event_id'], id);
   });

@@ -9,7 +9,7 @@ import { connectNats, type Nats } from '../src/nats/connection.ts';
 import { createEventStore } from '../src/nats/event-store.ts';
 import { claimPartition } from '../src/owners/partition-log.ts';
 import { RUNNING_VISIBLE_AFTER_MS } from '../src/dispatchers/attempt-runner.ts';
-import { eventually, ownersDispatch, startTestService, type Api, type TestService } from './support/service.ts';
+import { eventually, startTestService, type Api, type TestService } from './support/service.ts';
 import { startTarget } from './support/target.ts';
 
 // An owner fenced while its request is out (another owner claimed the partition) still
@@ -32,7 +32,7 @@ after(async () => {
   await svc?.stop();
 });
 
-for (const slow of [false, true]) test(`a fenced owner records the result it got; the owner after it does not send that execution again${slow ? ' (its attempt outlives the running mark, which the fence refuses)' : ''}`, { skip: !ownersDispatch() && 'tasks go through DISPATCH' }, async () => {
+for (const slow of [false, true]) test(`a fenced owner records the result it got; the owner after it does not send that execution again${slow ? ' (its attempt outlives the running mark, which the fence refuses)' : ''}`, async () => {
   let answer!: () => void;
   const answered = new Promise<void>((r) => (answer = r));
   const target = await startTarget((req) => ({ status: 200, until: req.path === '/late' ? answered : undefined }));

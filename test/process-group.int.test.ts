@@ -78,7 +78,7 @@ test('serve splits its roles over processes; a killed role process comes back; a
 
   // /healthz in the API process reports the consumers the other processes run.
   const health = (await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()) as { consumers: Record<string, { state: string }> };
-  for (const c of ['projector', 'translator', 'notifier', 'dispatchers']) assert.notEqual(health.consumers[c]?.state ?? 'missing', 'standby', c);
+  for (const c of ['projector', 'inbound-router', 'notifier']) assert.notEqual(health.consumers[c]?.state ?? 'missing', 'standby', c);
 
   // Each process serves its own registry: the execution is counted where it ran, in the dispatcher's.
   const metricsUrls = Object.fromEntries([...output.matchAll(/metrics of this process \(([a-z,]+)\) at ([^\s"]+)/g)].map((m) => [m[1]!, m[2]!]));
@@ -87,8 +87,8 @@ test('serve splits its roles over processes; a killed role process comes back; a
   const executed = { source_type: 'task', status: 'success' };
   assert.equal(sampleValue(await scrape('dispatcher'), 'jetcron_executions_total', executed), 1);
   assert.equal(sampleValue(await scrape('api'), 'jetcron_executions_total', executed), undefined);
-  await until('the API process reports the dispatchers caught up', async () => sampleValue(await scrape('api'), 'jetcron_consumer_lag', { consumer: 'dispatchers' }) === 0);
-  assert.equal((await scrape('projector,scheduler,notifier')).get('jetcron_timers_pending')?.type, 'gauge');
+  await until('the API process reports the notifier caught up', async () => sampleValue(await scrape('api'), 'jetcron_consumer_lag', { consumer: 'notifier' }) === 0);
+  assert.equal((await scrape('dispatcher')).get('jetcron_timers_pending')?.type, 'gauge');
 
   process.kill(pids.dispatcher!, 'SIGKILL');
   await until('the dispatcher process is started again', () => /the dispatcher process runs again/.test(output));

@@ -62,7 +62,6 @@ describe('the Prometheus text reader', () => {
     m.executions.inc({ source_type: 'task', status: 'success' });
     m.attemptDuration.observe({ source_type: 'task', outcome: 'failed' }, 0.2);
     m.consumerLag.readFrom(() => [[{ consumer: 'projector' }, 7]]);
-    m.timersOverdue.readFrom(() => 2);
     const f = parsePrometheusText(await m.render());
     assert.equal(f.get('jetcron_executions_total')?.type, 'counter');
     assert.equal(sampleValue(f, 'jetcron_executions_total', { source_type: 'task', status: 'success' }), 1);
@@ -70,7 +69,6 @@ describe('the Prometheus text reader', () => {
     assert.equal(sampleValue(f, 'jetcron_attempt_duration_seconds_bucket', { source_type: 'task', outcome: 'failed', le: '0.25' }), 1);
     assert.equal(sampleValue(f, 'jetcron_attempt_duration_seconds_bucket', { source_type: 'task', outcome: 'failed', le: '0.1' }), 0);
     assert.equal(sampleValue(f, 'jetcron_consumer_lag', { consumer: 'projector' }), 7);
-    assert.equal(sampleValue(f, 'jetcron_timers_overdue'), 2);
     // A gauge no part of this process reads from is not shown at all.
     assert.equal(f.has('jetcron_host_blocks_active'), false);
   });

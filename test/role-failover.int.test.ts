@@ -1,7 +1,7 @@
 /**
  * Issue 10: leases fail over in seconds. Process A (a child `jetcron serve`) starts
- * first and takes every single-owner lease (projector, translator, timers.0, timers.1,
- * notifier, inbound-router); process B (in-process serve(), same NATS and Postgres)
+ * first and takes every single-owner lease (projector, the task partition owners
+ * owner.0 and owner.1, notifier, inbound-router); process B (in-process serve(), same NATS and Postgres)
  * waits on standby. Then kill -9 of A. Measures, per role, how long after the kill B
  * holds the lease and its work runs again (a task created through B reaches its
  * target, a delayed one fires, an inbound request is forwarded, the projector writes
@@ -25,31 +25,26 @@ import { createClock } from '../src/lib/clock.ts';
 import { connectNats, type Nats } from '../src/nats/connection.ts';
 import { dieWithParent } from '../src/runtime/die-with-parent.ts';
 import { serve, type Running } from '../src/runtime/serve.ts';
-import { partitionOf } from '../src/scheduler/timer-store.ts';
 import { onChildLines } from './support/child-lines.ts';
 import { startTestNats } from './support/nats.ts';
 import { createTestDatabase } from './support/postgres.ts';
-import { apiClient, eventually, type Api, dispatchModeEnv } from './support/service.ts';
+import { apiClient, eventually, type Api } from './support/service.ts';
 import { startTarget, type ReceivedRequest } from './support/target.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const PARTITIONS = 2;
-const LEASES = ['projector', 'translator', ...Array.from({ length: PARTITIONS }, (_, p) => `timers.${p}`), 'notifier', 'inbound-router'];
+const LEASES = ['projector', ...Array.from({ length: PARTITIONS }, (_, p) => `owner.${p}`), 'notifier', 'inbound-router'];
+/** The leased readers that report in /healthz (the partition owners do not). */
+const CONSUMER_LEASES = ['projector', 'notifier', 'inbound-router'];
 /** The lease TTL is 10 s and a standby tries every 0.5 s: each lease must change hands within this. */
 const LEASE_BOUND_MS = 12_000;
 /**
  * Work of every kind must run again within this of the kill: the lease's 10 s, then room
  * for a busy machine to read back and catch up (the check is that nothing waits for a
- * later timeout, such as DISPATCH's ack wait, not how fast the catching up goes).
+ * later timeout, not how fast the catching up goes).
  */
 const RESUME_BOUND_MS = 20_000;
-/** The `dispatchers` consumer's ack wait (streams/definitions.ts). */
-const ACK_WAIT_MS = 15_000;
-/**
- * How long after the kill the test waits for everything before it checks: long enough
- * for a job the killed dispatcher held to come back after the 15 s ack wait and run
- * (JETCRON_ROLE_FAILOVER_DRAIN_MS changes it).
- */
+/** How long after the kill the test waits for everything before it checks (JETCRON_ROLE_FAILOVER_DRAIN_MS changes it). */
 const DRAIN_MS = Number(process.env.JETCRON_ROLE_FAILOVER_DRAIN_MS) || 25_000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -99,7 +94,7 @@ test('role failover: kill -9 of the process holding every lease; the standby tak
     const shared = { NATS_URL: nats.url, DATABASE_URL: db.url };
     const serviceEnv = () => ({
       ...shared, PORT: '0', HOST: '127.0.0.1', JETCRON_ALLOW_PRIVATE_TARGETS: '1',
-      JETCRON_RATE_LIMIT_FREE: '0', JETCRON_RATE_LIMIT_PRO: '0', JETCRON_TIMER_PARTITIONS: String(PARTITIONS), ...dispatchModeEnv(),
+      JETCRON_RATE_LIMIT_FREE: '0', JETCRON_RATE_LIMIT_PRO: '0', JETCRON_PARTITIONS: String(PARTITIONS),
     });
 
     // ---- process A: the real service as a child, started first so it takes every lease ----
@@ -144,23 +139,16 @@ test('role failover: kill -9 of the process holding every lease; the standby tak
       .catch(async (err: Error) => assert.fail(`process A does not hold every lease: ${JSON.stringify(await holders())} (${err.message})`));
     note(`process A holds every lease: ${JSON.stringify(await holders())}`);
 
-    // ---- two organizations, one per timer partition ----
+    // ---- two organizations (their tasks spread over the partitions by task id) ----
     const orgs: Array<{ orgId: string; apiKey: string; viaA: Api; viaB: Api }> = [];
     {
       const deps = { store: createEventStore(admin), clock: createClock(1) };
-      const byPartition = new Map<number, { orgId: string; apiKey: string }>();
-      for (let i = 0; byPartition.size < PARTITIONS && i < 40; i++) {
+      for (let i = 0; i < 2; i++) {
         const org = await createOrganization(deps, `failover-${i}`, 'free');
         const orgId = org.state!.id;
-        const p = partitionOf(orgId, PARTITIONS);
-        if (byPartition.has(p)) continue;
         await changePlan(deps, orgId, 'pro');
-        byPartition.set(p, { orgId, apiKey: (await createApiKey(deps, orgId)).apiKey });
-      }
-      assert.equal(byPartition.size, PARTITIONS, 'no organization found for every timer partition');
-      for (let p = 0; p < PARTITIONS; p++) {
-        const o = byPartition.get(p)!;
-        orgs.push({ ...o, viaA: apiClient(() => urlA!, o.apiKey), viaB: apiClient(() => b!.url!, o.apiKey) });
+        const apiKey = (await createApiKey(deps, orgId)).apiKey;
+        orgs.push({ orgId, apiKey, viaA: apiClient(() => urlA!, apiKey), viaB: apiClient(() => b!.url!, apiKey) });
       }
     }
 
@@ -286,24 +274,7 @@ test('role failover: kill -9 of the process holding every lease; the standby tak
     const marks: Record<string, number> = {};
     const deadline = killedAt + DRAIN_MS;
     const statusOf = async (ids: string[]) => new Map((await pc.query<{ id: string; status: string }>('SELECT id, status FROM executions WHERE id = ANY($1)', [ids])).rows.map((r) => [r.id, r.status]));
-    // Jobs in DISPATCH that were delivered and never acked: held by a dispatcher, here the killed one,
-    // until the consumer's ack wait runs out. Retention is work-queue, so acked jobs are gone.
-    const heldJobs = async () => {
-      const info = await admin!.jsm.consumers.info('DISPATCH', 'dispatchers');
-      const state = (await admin!.jsm.streams.info('DISPATCH')).state;
-      const held = new Map<string, { seq: number; delivered: boolean }>();
-      for (let seq = state.first_seq; state.messages > 0 && seq <= state.last_seq; seq++) {
-        const m = await admin!.jsm.streams.getMessage('DISPATCH', { seq }).catch(() => null);
-        if (!m) continue;
-        const job = m.json<{ execution_id?: string }>();
-        if (job.execution_id) held.set(job.execution_id, { seq, delivered: seq <= info.delivered.stream_seq });
-      }
-      return { held, summary: `consumer dispatchers: num_pending ${info.num_pending}, num_ack_pending ${info.num_ack_pending}, num_redelivered ${info.num_redelivered}, delivered up to seq ${info.delivered.stream_seq}, ack floor ${info.ack_floor.stream_seq}, ack_wait ${(info.config.ack_wait ?? 0) / 1e9} s; DISPATCH holds ${state.messages} jobs` };
-    };
-    let heldAtBound: Awaited<ReturnType<typeof heldJobs>> | undefined;
     while (Date.now() < deadline) {
-      // Looked at before the ack wait ends, while such jobs are still delivered and unacked.
-      if (!heldAtBound && Date.now() >= killedAt + ACK_WAIT_MS - 3_000) heldAtBound = await heldJobs();
       const now = Date.now();
       // A create A stored but never answered (killed meanwhile) is a task too: it must run like the rest.
       for (const u of unanswered.filter((x) => !x.found)) {
@@ -318,11 +289,10 @@ test('role failover: kill -9 of the process holding every lease; the standby tak
       if (!marks.getAnswers && (await orgs[0]!.viaB('GET', `/tasks/${postNow.taskId}`)).status === 200) marks.getAnswers = now;
       const st = await statusOf(created.map((c) => c.exeId));
       if (!marks.postSuccess && st.get(postNow.exeId) === 'success') marks.postSuccess = now;
-      // Jobs the killed dispatcher held come back only after the ack wait: unless told to wait longer, stop waiting for them.
       const waitFor = created;
       const allArrived = waitFor.every((c) => arrivalsFor(`/t/${c.label}`).length > 0) && arrivalsFor('/fwd').length > fwdBefore;
       const allSuccess = waitFor.every((c) => st.get(c.exeId) === 'success');
-      if (allArrived && allSuccess && Object.keys(takenByB).length === LEASES.length && LEASES.every((k) => runningInB[k])) break;
+      if (allArrived && allSuccess && Object.keys(takenByB).length === LEASES.length && CONSUMER_LEASES.every((k) => runningInB[k])) break;
       await sleep(100);
     }
     polling = false;
@@ -338,13 +308,13 @@ test('role failover: kill -9 of the process holding every lease; the standby tak
     const byLabel = new Map(created.map((c) => [c.label, c]));
     const post2s = ['post-2s-0', 'post-2s-1'].map((l) => byLabel.get(l)!);
     rows.push(['B /healthz', 'leased consumers reported running', Object.entries(runningInB).sort((x, y) => x[1] - y[1]).map(([n, at]) => `${n} ${ms(at)}`).join(', ') || 'none']);
-    rows.push(['translator → dispatch', 'task created through B right after the kill', `reached the target ${ms(first('/t/post-now'))}`]);
-    for (const c of post2s) rows.push([`timers.${c.org}`, `task due 2 s after creation (${ms(c.dueAt)})`, `reached the target ${ms(first(`/t/${c.label}`))}, ${(first(`/t/${c.label}`) ?? Infinity) - c.dueAt} ms late`]);
+    rows.push(['task owner', 'task created through B right after the kill', `reached the target ${ms(first('/t/post-now'))}`]);
+    for (const c of post2s) rows.push([`task owner (org ${c.org})`, `task due 2 s after creation (${ms(c.dueAt)})`, `reached the target ${ms(first(`/t/${c.label}`))}, ${(first(`/t/${c.label}`) ?? Infinity) - c.dueAt} ms late`]);
     rows.push(['inbound-router', 'inbound request through B', `forwarded to the target ${ms(tg.received.filter((r) => r.path === '/fwd')[fwdBefore]?.at)}`]);
     rows.push(['projector', `new task's row in Postgres ${ms(marks.projectedRow)}`, `GET /tasks/:id 200 ${ms(marks.getAnswers)}, execution success in the read model ${ms(marks.postSuccess)}`]);
     const preDelayed = created.filter((c) => c.beforeKill && c.delayed);
     const lateness = preDelayed.map((c) => ({ c, late: (first(`/t/${c.label}`) ?? Infinity) - c.dueAt }));
-    for (const { c, late } of lateness) rows.push([`timers.${c.org} (before the kill)`, `${c.label} due ${ms(c.dueAt)}`, `ran ${ms(first(`/t/${c.label}`))}, ${late} ms late`]);
+    for (const { c, late } of lateness) rows.push([`task owner (org ${c.org}, before the kill)`, `${c.label} due ${ms(c.dueAt)}`, `ran ${ms(first(`/t/${c.label}`))}, ${late} ms late`]);
     const table = rows.map((r) => r.join(' | ')).join('\n');
     note(`measured from the kill:\n${table}`);
     for (const r of rows) t.diagnostic(r.join(' | '));
@@ -361,34 +331,23 @@ test('role failover: kill -9 of the process holding every lease; the standby tak
       if (!(after <= RESUME_BOUND_MS)) problems.push(`${what}: ${after} ms after the kill (bound ${RESUME_BOUND_MS} ms)`);
     };
     resumed('task created through B reached the target', first('/t/post-now'));
-    for (const c of post2s) resumed(`delayed task ${c.label} (timers.${c.org}) reached the target`, first(`/t/${c.label}`));
+    for (const c of post2s) resumed(`delayed task ${c.label} (org ${c.org}) reached the target`, first(`/t/${c.label}`));
     resumed('inbound request through B forwarded', tg.received.filter((r) => r.path === '/fwd')[fwdBefore]?.at);
     resumed('projector: new task row in Postgres', marks.projectedRow);
     resumed('projector: GET /tasks/:id through B answers', marks.getAnswers);
-    for (const k of LEASES) resumed(`B's /healthz reports consumer ${k} running`, runningInB[k]);
+    for (const k of CONSUMER_LEASES) resumed(`B's /healthz reports consumer ${k} running`, runningInB[k]);
 
-    // Taken when the resume bound ran out (or at the end when everything ran sooner).
-    const dispatch = heldAtBound ?? (await heldJobs());
-    const heldByDeadDispatcher: string[] = [];
 
     // Nothing lost, nothing run twice under two ids, nothing early.
     const st = await statusOf(created.map((c) => c.exeId));
     for (const c of created) {
       const got = arrivalsFor(`/t/${c.label}`);
       const ids = new Set(got.map((r) => String(r.headers['x-jetcron-execution-id'])));
-      const held = dispatch.held.get(c.exeId);
-      if (c.beforeKill && held?.delivered) {
-        // Not lost, and not a lease: the killed process's dispatcher had pulled the job (and maybe sent it
-        // without recording the result), so it waits out the ack wait.
-        // It must still run, under its own id, once the ack wait has run out (checked below like every task).
-        heldByDeadDispatcher.push(`${c.label} (${c.exeId}, DISPATCH seq ${held.seq}): ${got.length ? `reached the target ${got.map((r) => ms(r.at)).join(', ')}` : 'not run yet'}, execution ${st.get(c.exeId) ?? 'missing'} in the read model`);
-      }
-      if (got.length === 0) problems.push(`${c.label} (${c.beforeKill ? 'created through A before the kill' : 'created through B'}, due ${ms(c.dueAt)}) never reached the target${held ? ` (its job is in DISPATCH at seq ${held.seq}, ${held.delivered ? 'delivered, unacked' : 'not yet delivered'})` : ''}`);
+      if (got.length === 0) problems.push(`${c.label} (${c.beforeKill ? 'created through A before the kill' : 'created through B'}, due ${ms(c.dueAt)}) never reached the target`);
       else if (ids.size !== 1 || !ids.has(c.exeId)) problems.push(`${c.label}: the target saw execution ids [${[...ids].join(', ')}], expected only ${c.exeId}`);
       if (got.length > 1) note(`${c.label}: sent ${got.length} times under ${c.exeId} (at-least-once resend)`);
       if (got[0] && c.delayed && got[0].at < c.dueAt - 5) problems.push(`${c.label} ran ${c.dueAt - got[0].at} ms before it was due`);
-      // A job the killed dispatcher held comes back when the consumer's 15 s ack wait ends.
-      const bound = c.beforeKill && held?.delivered ? ACK_WAIT_MS + 5_000 : RESUME_BOUND_MS;
+      const bound = RESUME_BOUND_MS;
       if (got[0] && !(got[0].at - Math.max(c.dueAt, killedAt) <= bound)) problems.push(`${c.label} ran ${got[0].at - Math.max(c.dueAt, killedAt)} ms after max(due, kill) (bound ${bound} ms)`);
       if (st.get(c.exeId) !== 'success') problems.push(`${c.label}: execution ${c.exeId} is ${st.get(c.exeId) ?? 'missing'} in the read model, not success`);
     }
@@ -398,11 +357,6 @@ test('role failover: kill -9 of the process holding every lease; the standby tak
     const unknown = tg.received.filter((r) => r.path.startsWith('/t/') && !byLabel.has(r.path.slice(3)));
     if (unknown.length) problems.push(`the target got requests for tasks never created: ${unknown.map((r) => r.path).join(', ')}`);
 
-    if (heldByDeadDispatcher.length) {
-      const line = `held by the killed process's dispatcher ${ACK_WAIT_MS - 3_000} ms after the kill (delivered, unacked: it runs when the ack wait ends): ${heldByDeadDispatcher.join('; ')}; at that time ${dispatch.summary}`;
-      note(line);
-      t.diagnostic(line);
-    }
     if (problems.length) {
       for (const p of problems) note(`PROBLEM: ${p}`);
       const holdersNow = await holders().catch((e: Error) => ({ error: e.message }));

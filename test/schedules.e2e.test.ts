@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import { nextTick } from '../src/commands/schedule/cron.ts';
 import { loadConfig } from '../src/config.ts';
 import { serve, type Running } from '../src/runtime/serve.ts';
-import { eventually, startTestService, type Api, type TestService, dispatchModeEnv, secondLog } from './support/service.ts';
+import { eventually, startTestService, type Api, type TestService, secondLog } from './support/service.ts';
 import { startTarget } from './support/target.ts';
 
 describe('cron dialect and time zones', () => {
@@ -30,7 +30,7 @@ describe('schedules', () => {
     svc = await startTestService();
     api = (await svc.createOrg()).api;
     const config = loadConfig(
-      { NATS_URL: svc.natsUrl, DATABASE_URL: svc.databaseUrl, JETCRON_ALLOW_PRIVATE_TARGETS: '1', ...dispatchModeEnv() },
+      { NATS_URL: svc.natsUrl, DATABASE_URL: svc.databaseUrl, JETCRON_ALLOW_PRIVATE_TARGETS: '1' },
       { roles: 'scheduler,dispatcher', dataDir: mkdtempSync(path.join(os.tmpdir(), 'jetcron-test-sch-')) },
     );
     second = await serve(config, secondLog);

@@ -48,14 +48,6 @@ export function statusText(r: StatusReport): string {
   section('LEASES', r.leases.length === 0
     ? 'none held'
     : table(['lease', 'holder', 'pid', 'expires in'], r.leases.map((l) => [l.name, l.holder, l.holder_pid === null ? null : String(l.holder_pid), `${l.expires_in_seconds.toFixed(1)} s`])));
-  const t = r.timers;
-  section('TIMERS', t === null
-    ? 'not read (see ERRORS)'
-    : [
-      table(['pending', 'armed', 'paused', 'overdue', 'oldest overdue', 'next due'],
-        [[t.pending, t.armed, t.paused, t.overdue, when(t.oldest_overdue_due_at, now), when(t.next_due_at, now)]]),
-      ...(t.partitions.length ? ['', table(['partition', 'pending', 'overdue'], t.partitions.map((p) => [p.partition, p.pending, p.overdue]))] : []),
-    ].join('\n'));
   const m = r.monitors;
   if (m) {
     const reasons = Object.entries(m.down_reasons).sort(([a], [b]) => a.localeCompare(b)).map(([k, n]) => `${k} ${n}`).join(', ');
@@ -71,9 +63,8 @@ export function statusText(r: StatusReport): string {
   }
   section('PROCESSES', r.processes.length === 0
     ? 'none answered'
-    : table(['instance', 'roles', 'pid', 'host', 'uptime', 'split serve', 'tasks sent by'],
-      r.processes.map((p) => [p.instance, p.roles.length ? p.roles.join(',') : '(parent)', String(p.pid), p.host, duration(p.uptime_seconds), p.group,
-        p.roles.length ? (p.dispatch ?? 'queue') === 'owners' ? 'partition owners' : 'DISPATCH' : null])));
+    : table(['instance', 'roles', 'pid', 'host', 'uptime', 'split serve'],
+      r.processes.map((p) => [p.instance, p.roles.length ? p.roles.join(',') : '(parent)', String(p.pid), p.host, duration(p.uptime_seconds), p.group])));
   if (r.errors.length) section('ERRORS', table(['part', 'error'], r.errors.map((e) => [e.part, e.message])));
   return `${out.join('\n')}\n`;
 }

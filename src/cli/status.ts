@@ -6,7 +6,6 @@ import { connectNats, type Nats } from '../nats/connection.ts';
 import { askFlowStats } from '../owners/flow-stats.ts';
 import { rollCall, type ProcessInfo } from '../nats/roll-call.ts';
 import { PROJECTOR_LEASE, PROJECTOR_NAME } from '../projections/projector.ts';
-import type { TimerValue } from '../scheduler/timer-store.ts';
 import { statusText } from './status-text.ts';
 
 /**
@@ -63,25 +62,12 @@ export interface LeaseStatus {
   expires_in_seconds: number;
 }
 
-export interface TimerStatus {
-  pending: number;
-  armed: number;
-  paused: number;
-  /** Armed with `due_at` in the past: a partition owner should have fired them. */
-  overdue: number;
-  oldest_overdue_due_at: string | null;
-  next_due_at: string | null;
-  partitions: Array<{ partition: number; pending: number; overdue: number }>;
-  /** Of the armed timers, monitor deadlines (going down when missed or a run too long). */
-  monitor_deadlines: { armed: number; overdue: number };
-}
-
-/** Heartbeat monitors: how many in each status, why the down ones are down (read model), and their deadlines (the keeper's, by roll call; TIMERS' from before it). */
+/** Heartbeat monitors: how many in each status, why the down ones are down (read model), and their deadlines (the monitor owners', by roll call). */
 export interface MonitorStatusCounts {
   total: number;
   by_status: Record<string, number>;
   down_reasons: Record<string, number>;
-  /** Armed deadlines (a monitor up, or with a run open), and those past due: what the deadline keeper holds, plus deadline timers still in TIMERS from before it. */
+  /** Armed deadlines (a monitor up, or with a run open), and those past due: what the monitor owners hold. */
   deadlines_armed: number | null;
   deadlines_overdue: number | null;
 }
@@ -104,7 +90,6 @@ export interface StatusReport {
   readers: ReaderStatus[];
   projections: ProjectionStatus[] | null;
   leases: LeaseStatus[];
-  timers: TimerStatus | null;
   monitors: MonitorStatusCounts | null;
   flow_control: FlowControlStatus | null;
   processes: ProcessInfo[];
@@ -114,7 +99,6 @@ export interface StatusReport {
 const iso = (ms: number) => new Date(ms).toISOString();
 const lagOf = (last: number | null, position: number | null) => (last === null || position === null ? null : Math.max(0, last - position));
 const PG_TIMEOUT_MS = 5_000;
-const TIMER_FETCH = 5_000;
 
 async function readStreams(nats: Nats): Promise<StreamStatus[]> {
   return Promise.all(Object.values(STREAMS).map(async ({ name }) => {
@@ -176,53 +160,8 @@ async function readLeases(kv: KV, clock: () => number): Promise<Array<Omit<Lease
     out.push({ name: key, holder: e.string(), expires_at: iso(expires), expires_in_seconds: Math.max(0, Math.round((expires - clock()) / 100) / 10) });
   }
   // The projector first, then the readers, then partitions in number order.
-  const rank = (n: string) => (n === PROJECTOR_LEASE ? 0 : n.startsWith('timers.') ? 2 : 1);
+  const rank = (n: string) => (n === PROJECTOR_LEASE ? 0 : /\.\d+$/.test(n) ? 2 : 1);
   return out.sort((a, b) => rank(a.name) - rank(b.name) || a.name.localeCompare(b.name, 'en', { numeric: true }));
-}
-
-/** Every pending timer once (TIMERS keeps only the latest value per timer). */
-async function readTimers(nats: Nats, messages: number, now: number): Promise<TimerStatus> {
-  const t: TimerStatus = { pending: 0, armed: 0, paused: 0, overdue: 0, oldest_overdue_due_at: null, next_due_at: null, partitions: [], monitor_deadlines: { armed: 0, overdue: 0 } };
-  const byPartition = new Map<number, { partition: number; pending: number; overdue: number }>();
-  let oldestOverdue = Infinity;
-  let nextDue = Infinity;
-  if (messages > 0) {
-    const consumer = await nats.js.consumers.get(STREAMS.timers.name);
-    // Fired timers are deleted meanwhile, so the scan ends on "nothing left", not on a count.
-    for (let more = true; more;) {
-      let got = 0;
-      let last = false;
-      const batch = await consumer.fetch({ max_messages: TIMER_FETCH, expires: 1_000 });
-      for await (const m of batch) {
-        got++;
-        last = m.info.pending === 0;
-        const partition = Number(m.subject.split('.')[1]);
-        const p = byPartition.get(partition) ?? { partition, pending: 0, overdue: 0 };
-        byPartition.set(partition, p);
-        const value = decodeJson<TimerValue>(m.data);
-        t.pending++;
-        p.pending++;
-        if (value.state === 'paused') t.paused++;
-        else {
-          t.armed++;
-          const deadline = value.job.kind === 'deadline';
-          if (deadline) t.monitor_deadlines.armed++;
-          if (value.due_at < now) {
-            t.overdue++;
-            if (deadline) t.monitor_deadlines.overdue++;
-            p.overdue++;
-            oldestOverdue = Math.min(oldestOverdue, value.due_at);
-          } else nextDue = Math.min(nextDue, value.due_at);
-        }
-        if (last) break;
-      }
-      more = got === TIMER_FETCH && !last;
-    }
-  }
-  t.oldest_overdue_due_at = Number.isFinite(oldestOverdue) ? iso(oldestOverdue) : null;
-  t.next_due_at = Number.isFinite(nextDue) ? iso(nextDue) : null;
-  t.partitions = [...byPartition.values()].sort((a, b) => a.partition - b.partition);
-  return t;
 }
 
 function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
@@ -265,11 +204,9 @@ export async function readStatus(deps: {
     part('flow control owners', async () => [...(await askFlowStats(deps.nats, null)).keys.values()], null),
   ]);
   const stream = (name: string) => streams.find((s) => s.name === name);
-  const timerMessages = stream(STREAMS.timers.name)?.messages;
-  const timers = timerMessages === undefined ? null : await part('timers', () => readTimers(deps.nats, timerMessages, now), null);
   const kept = processes.flatMap((p) => (p.monitor_deadlines ? [p.monitor_deadlines] : []));
   const deadlines = (which: 'armed' | 'overdue') =>
-    !kept.length && !timers ? null : kept.reduce((n, k) => n + k[which], 0) + (timers?.monitor_deadlines[which] ?? 0);
+    !kept.length ? null : kept.reduce((n, k) => n + k[which], 0);
   const lastSeq = (name: string) => stream(name)?.last_seq ?? null;
   const eventsLast = lastSeq(STREAMS.events.name);
   const projectorAt = projectionRows ? projectionRows.find((r) => r.name === PROJECTOR_NAME)?.seq ?? null : null;
@@ -287,7 +224,6 @@ export async function readStatus(deps: {
       name: r.name, position: r.seq, events_last_seq: eventsLast, lag: lagOf(eventsLast, r.seq), updated_at: r.updated_at.toISOString(),
     })) ?? null,
     leases: leases.map((l) => ({ ...l, holder_pid: pidOf.get(l.holder) ?? null })),
-    timers,
     monitors: monitorRows && {
       ...monitorRows,
       deadlines_armed: deadlines('armed'),

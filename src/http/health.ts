@@ -39,7 +39,6 @@ export interface HealthReport {
 }
 
 const WORK_QUEUES: Record<string, string> = {
-  [CONSUMERS.dispatchers.durable_name]: CONSUMERS.dispatchers.stream,
   [CONSUMERS.notifiers.durable_name]: CONSUMERS.notifiers.stream,
 };
 const BACKGROUND_EVERY_MS = 5000;

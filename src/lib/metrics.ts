@@ -88,7 +88,6 @@ export function createMetrics(opts: { processMetrics?: boolean } = {}) {
     consumerLag: labeledGauge('jetcron_consumer_lag', 'How far a consumer is behind: stream sequences for a log reader, messages waiting or unacknowledged for a work queue', ['consumer']),
     consumerStuck: labeledGauge('jetcron_consumer_stuck', '1 when a consumer is stuck past the threshold (as of the last health check)', ['consumer']),
 
-    dispatchSeconds: histogram('jetcron_dispatch_seconds', 'Time to run and record one job', SECONDS, ['kind']),
     executions: counter('jetcron_executions_total', 'Executions ended (the final attempt recorded), by source type and status', ['source_type', 'status']),
     attemptDuration: histogram('jetcron_attempt_duration_seconds', 'Outbound exchange duration of each attempt sent, by source type and outcome', EXCHANGE_SECONDS, ['source_type', 'outcome']),
     hostBlocksActive: gauge('jetcron_host_blocks_active', 'Organization + host pairs blocked now by per-host backoff'),
@@ -96,7 +95,6 @@ export function createMetrics(opts: { processMetrics?: boolean } = {}) {
     flowControlInFlight: labeledGauge('jetcron_flow_control_in_flight', 'Executions of a flow-control key being sent now in the partitions this process owns, by organization', ['org_id']),
     flowControlPausedKeys: labeledGauge('jetcron_flow_control_paused_keys', 'Flow-control keys paused, in the partitions this process owns, by organization', ['org_id']),
     timersPending: gauge('jetcron_timers_pending', 'Armed timers in the timer partitions this process owns'),
-    timersOverdue: gauge('jetcron_timers_overdue', 'Armed timers past their due time in the timer partitions this process owns'),
     notifications: counter('jetcron_notifications_total', 'Notification delivery tries, by channel and result (sent, retried, failed)', ['channel', 'result']),
     monitorRunDuration: histogram('jetcron_monitor_run_duration_seconds', 'Heartbeat runs timed (a /start to its end, wall clock), by organization and how the run ended (success or failure)', RUN_SECONDS, ['org_id', 'outcome']),
     scriptCalls: counter('jetcron_script_calls_total', 'Lua script calls, by hook and result', ['hook', 'result']),

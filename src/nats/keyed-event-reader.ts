@@ -1,7 +1,7 @@
 import type { KV } from '@nats-io/kv';
 import type { StoredEvent } from '../events/envelope.ts';
 import type { JetcronEvent } from '../events/types.ts';
-import { createKeyedPipeline } from '../scheduler/keyed-pipeline.ts';
+import { createKeyedPipeline } from './keyed-pipeline.ts';
 import type { Nats } from './connection.ts';
 import { failedEventOf, readEvents } from './event-reader.ts';
 import { untilDoneOrSkipped, type FailedItem, type Supervisor } from './supervisor.ts';

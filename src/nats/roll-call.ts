@@ -15,11 +15,7 @@ export interface ProcessInfo {
   group: string | null;
   started_at: string;
   uptime_seconds: number;
-  /** How it sends tasks (JETCRON_DISPATCH); absent from versions before the partition owners, which all ran `queue`. */
-  dispatch?: 'owners' | 'queue';
-  /** How it decides pings (JETCRON_MONITOR_OWNERS): `owners` or `subjects`; absent from versions before owners were the default. */
-  monitors?: 'owners' | 'subjects';
-  /** The monitor deadlines it keeps (armed, past due), when it holds the deadline keeper's lease. */
+  /** The monitor deadlines its monitor owners keep (armed, past due): an API process. */
   monitor_deadlines?: { armed: number; overdue: number };
 }
 
@@ -30,7 +26,7 @@ export interface ProcessInfo {
  */
 export function answerRollCall(
   nats: Nats,
-  me: { instance: string; roles: string[]; group: string | undefined; dispatch?: 'owners' | 'queue'; monitors?: 'owners' | 'subjects'; monitorDeadlines?: () => { armed: number; overdue: number } | null },
+  me: { instance: string; roles: string[]; group: string | undefined; monitorDeadlines?: () => { armed: number; overdue: number } | null },
 ): () => void {
   const startedAt = Date.now();
   const sub = nats.nc.subscribe(SUBJECTS.rollCall, {
@@ -38,8 +34,6 @@ export function answerRollCall(
       const info: ProcessInfo = {
         instance: me.instance, roles: me.roles, pid: process.pid, host: hostname(), group: me.group ?? null,
         started_at: new Date(startedAt).toISOString(), uptime_seconds: Math.round((Date.now() - startedAt) / 1000),
-        ...(me.dispatch ? { dispatch: me.dispatch } : {}),
-        ...(me.monitors ? { monitors: me.monitors } : {}),
       };
       const deadlines = me.monitorDeadlines?.();
       if (deadlines) info.monitor_deadlines = deadlines;

@@ -17,7 +17,7 @@ import type { Nats } from '../nats/connection.ts';
 import { startConsumers } from '../nats/consumer-kit.ts';
 import { decodeEvents } from '../nats/event-reader.ts';
 import { followOrdered } from '../nats/follow.ts';
-import { lastOfEachMonitor } from '../scheduler/monitor-deadline-keeper.ts';
+import { lastPerSubject } from '../nats/last-per-subject.ts';
 import { shareMonitorSubjectsRead } from './monitor-subjects-read.ts';
 import { claimPartition, Fenced } from './partition-log.ts';
 import type { MonitorReplies, MonitorReply, MonitorRequest, MonitorRequests } from './monitor-wire.ts';
@@ -59,7 +59,7 @@ class NotOwner extends Error {}
  */
 export function startMonitorOwners(deps: MonitorOwnersDeps) {
   const owned = new Map<number, OwnedPartition>();
-  const subjects = shareMonitorSubjectsRead((signal, take) => lastOfEachMonitor(deps.nats, signal, take), deps.partitions);
+  const subjects = shareMonitorSubjectsRead((signal, take) => lastPerSubject(deps.nats, SUBJECTS.monitors, signal, take), deps.partitions);
   const owners = startConsumers(deps, Array.from({ length: deps.partitions }, (_, p) => ({
     lease: monitorOwnerLease(p),
     term: (signal: AbortSignal, _opened: unknown, lease: { held(): boolean }) => ownMonitorPartition(deps, p, lease, signal, owned, subjects.lastOfEach),

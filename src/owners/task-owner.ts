@@ -28,6 +28,8 @@ import { SCHEDULE_EVENT_TYPES, type ScheduleEvent } from '../commands/schedule/t
 import { recordTick } from '../commands/schedule/handlers.ts';
 import type { DueTick } from '../commands/partition/owned-schedules.ts';
 import { lastPerSubject } from '../nats/last-per-subject.ts';
+import { endpointPartition } from '../commands/partition/partition-of.ts';
+import { STREAMS } from '../../streams/definitions.ts';
 
 export interface TaskOwnerDeps {
   nats: Nats;
@@ -298,7 +300,10 @@ export async function ownTaskPartition(
     events.forEach((e, i) => {
       if (TASK_EVENT_TYPES.has(e.type)) state.onTaskEvent(e as TaskEvent, seq, i, e.traceparent ?? traceparent);
       else if (e.type === 'InboundEventReceived' || e.type === 'InboundEventReplayed') state.onInboundEvent(e, seq, i, e.traceparent ?? traceparent);
-      else if (ENDPOINT_EVENT_TYPES.has(e.type)) state.onEndpointEvent(e as EndpointEvent, seq);
+      else if (ENDPOINT_EVENT_TYPES.has(e.type)) {
+        state.onEndpointEvent(e as EndpointEvent, seq);
+        if (e.type === 'EndpointDeleted') purgeRequests(e as EndpointEvent);
+      }
       else if (FLOW_KEY_EVENT_TYPES.has(e.type)) state.onFlowKeyEvent(e as FlowKeyEvent);
       else if (SCHEDULE_EVENT_TYPES.has(e.type)) state.onScheduleEvent(e as ScheduleEvent, seq, i, e.traceparent ?? traceparent);
       // On an execution's own subject: a fenced owner's late result, or what DISPATCH
@@ -348,6 +353,18 @@ export async function ownTaskPartition(
       }
     }
   };
+
+  /**
+   * A deleted endpoint's inbound events go with it (the spec): its owner purges its
+   * stored requests from INBOUND (idempotent: a takeover reading the delete again purges
+   * nothing more). A failure is logged; the stream's 30-day age drops them anyway.
+   */
+  function purgeRequests(e: EndpointEvent): void {
+    const { org_id: orgId } = e;
+    const endpointId = e.data.endpoint.id;
+    if (endpointPartition(orgId, endpointId, deps.partitions) !== partition) return;
+    track(deps.nats.jsm.streams.purge(STREAMS.inbound.name, { filter: SUBJECTS.inbound(orgId, endpointId) }).then(() => {}));
+  }
 
   /** Applies one message; true when it may have changed what the owner holds (or it has just gone live), so a pump is due. */
   const read = (item: TapItem): boolean => {

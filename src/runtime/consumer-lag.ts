@@ -7,7 +7,6 @@ import type { ProgressBoard } from '../nats/progress-board.ts';
 import { within, type StreamInfo } from '../nats/stream-info.ts';
 import { CHECKPOINT_KEY as NOTIFIER_CHECKPOINT } from '../notifier/reader.ts';
 import { PROJECTOR_LEASE, readCheckpoint } from '../projections/projector.ts';
-import { CHECKPOINT_KEY as TRANSLATOR_CHECKPOINT } from '../scheduler/translator.ts';
 
 /** A measurement serves the scrapes of this long: it costs a few JetStream calls and a query. */
 const MAX_AGE_MS = 1500;
@@ -43,11 +42,10 @@ export function createConsumerLag(deps: { nats: Nats; db: Db; board: ProgressBoa
   };
   const readers: LogReader[] = [
     { consumer: PROJECTOR_LEASE, stream: STREAMS.events.name, checkpoint: () => readCheckpoint(deps.db) },
-    { consumer: TRANSLATOR_CHECKPOINT, stream: STREAMS.events.name, checkpoint: kvPosition(TRANSLATOR_CHECKPOINT) },
     { consumer: NOTIFIER_CHECKPOINT, stream: STREAMS.events.name, checkpoint: kvPosition(NOTIFIER_CHECKPOINT) },
     { consumer: ROUTER_CHECKPOINT, stream: STREAMS.inbound.name, checkpoint: kvPosition(ROUTER_CHECKPOINT) },
   ];
-  const queues = [CONSUMERS.dispatchers, CONSUMERS.notifiers];
+  const queues = [CONSUMERS.notifiers];
 
   async function readerLag(r: LogReader, live: Map<string, number>): Promise<[{ consumer: string }, number] | null> {
     const [end, saved] = await Promise.all([deps.streams.lastSeq(r.stream), within(r.checkpoint())]);

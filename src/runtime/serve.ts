@@ -7,7 +7,6 @@ import type { Config, Role } from '../config.ts';
 import { connectDb } from '../db/connect.ts';
 import { migrate } from '../db/migrations.ts';
 import { createEventStore } from '../nats/event-store.ts';
-import { startDispatcher } from '../dispatchers/dispatcher.ts';
 import { startTaskOwners } from '../owners/task-owners.ts';
 import { createMonitorOwnerClient } from '../owners/monitor-client.ts';
 import { startMonitorOwners } from '../owners/monitor-owner.ts';
@@ -38,8 +37,7 @@ import { createLiveFeeds } from '../live/feeds.ts';
 import { createReadYourWrites } from '../http/read-your-writes.ts';
 import { openProgressBoard, shareProgress } from '../nats/progress-board.ts';
 import { answerRollCall } from '../nats/roll-call.ts';
-import { guardModes } from './mode-guards.ts';
-import { startScheduler } from '../scheduler/scheduler.ts';
+import { startInboundRouter } from '../inbound/router.ts';
 import { bootstrapFirstOrganization } from './first-organization.ts';
 import { startEmbeddedNats } from './embedded-nats.ts';
 import { untilStarted } from './startup-retry.ts';
@@ -123,11 +121,9 @@ async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () 
   const nats = await untilStarted('connecting to NATS', () => connectNats(natsUrl, `jetcron ${[...config.roles].join(',')} ${instanceId}`), log);
   stoppers.push(named('NATS connection', () => nats.close()));
   await untilStarted('applying the stream definitions', () => applyStreams(nats, config.streamReplicas), log);
-  // Asked before this process answers roll calls itself.
-  await guardModes(nats, config);
-  // The scheduler, once started, tells what deadlines it keeps.
+  // The API's monitor owners, once started, tell what deadlines they keep.
   let monitorDeadlines: () => { armed: number; overdue: number } | null = () => null;
-  const stopAnswering = answerRollCall(nats, { instance: instanceId, roles: [...config.roles], group: config.processGroup, dispatch: config.dispatchMode, monitors: config.monitorOwners ? 'owners' : 'subjects', monitorDeadlines: () => monitorDeadlines() });
+  const stopAnswering = answerRollCall(nats, { instance: instanceId, roles: [...config.roles], group: config.processGroup, monitorDeadlines: () => monitorDeadlines() });
   stoppers.push(async () => stopAnswering());
 
   const { db } = connectDb(databaseUrl, 20);
@@ -157,10 +153,7 @@ async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () 
 
   // Consumers this process may take over are listed (standby) in /healthz from the start.
   if (config.roles.has('projector')) supervisor.progress('projector', 'EVENTS');
-  if (config.roles.has('scheduler')) {
-    for (const c of ['translator', 'inbound-router']) supervisor.progress(c, c === 'translator' ? 'EVENTS' : 'INBOUND');
-    for (let p = 0; p < config.timerPartitions; p++) supervisor.progress(`timers.${p}`, 'TIMERS');
-  }
+  if (config.roles.has('scheduler')) supervisor.progress('inbound-router', 'INBOUND');
   if (config.roles.has('notifier')) supervisor.progress('notifier', 'EVENTS');
 
   // Lua hooks (endpoint hooks in the receiver and the router, on_response in the
@@ -179,15 +172,14 @@ async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () 
     const p = startProjector({ nats, db, owner: instanceId, log, supervisor });
     stoppers.push(named('projector', () => p.stop()));
   }
-  // Partition owners hold their tasks' delayed executions in memory, where TIMERS would have held them.
-  let ownersWaiting = () => 0;
+  // The scheduler role: the inbound router (filter, transform and route hooks of endpoints with a script).
   if (config.roles.has('scheduler')) {
-    const s = await startScheduler({ nats, store, clock, owner: instanceId, partitions: config.timerPartitions, log, supervisor, hooks, ownersHaveTasks: config.dispatchMode === 'owners',
-      ...(config.monitorOwners ? { monitorPartitions: config.partitions } : {}) });
-    stoppers.push(named('scheduler', () => s.stop()));
-    metrics.timersPending.readFrom(() => s.timers().pending + ownersWaiting());
-    metrics.timersOverdue.readFrom(() => s.timers().overdue);
-    monitorDeadlines = () => s.monitorDeadlines();
+    const endpoints = createEndpointDirectory(nats, store, null);
+    const router = startInboundRouter({ nats, store, clock, owner: instanceId, log, supervisor, endpoints, hooks });
+    stoppers.push(named('inbound router', async () => {
+      await router.stop();
+      endpoints.close();
+    }));
   }
   if (config.roles.has('dispatcher')) {
     const outbound = createOutboundClient({ allowPrivateTargets: config.allowPrivateTargets });
@@ -196,28 +188,18 @@ async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () 
       if (r.next_attempt_at === null) metrics.executions.inc({ source_type: r.source.type, status: r.status });
       if (exchangeMs !== null) metrics.attemptDuration.observe({ source_type: r.source.type, outcome: r.status }, exchangeMs / 1000);
     };
-    const d = startDispatcher({
-      nats, store, directory, outbound, clock, concurrency: config.dispatchConcurrency, log, supervisor, scripts, onAttemptFinished,
-      onAttempt: (job, ms) => metrics.dispatchSeconds.observe({ kind: job.kind }, ms / 1000),
+    const owners = await startTaskOwners({
+      nats, store, directory, outbound, clock, log, owner: instanceId, partitions: config.partitions, concurrency: config.dispatchConcurrency, scripts, onAttemptFinished,
     });
-    stoppers.push(named('dispatcher', () => d.stop()));
-    if (config.dispatchMode === 'owners') {
-      const owners = await startTaskOwners({
-        nats, store, directory, outbound, clock, log, owner: instanceId, partitions: config.partitions, concurrency: config.dispatchConcurrency, scripts, onAttemptFinished,
-      });
-      stoppers.push(named('task partition owners', () => owners.stop()));
-      ownersWaiting = () => owners.waitingForTime();
-      const perOrg = (pick: (k: { waiting: number; in_flight: number; paused: number }) => number) =>
-        () => [...owners.flowLoad()].map(([org_id, k]) => [{ org_id }, pick(k)] as [{ org_id: string }, number]);
-      metrics.flowControlWaiting.readFrom(perOrg((k) => k.waiting));
-      metrics.flowControlInFlight.readFrom(perOrg((k) => k.in_flight));
-      metrics.flowControlPausedKeys.readFrom(perOrg((k) => k.paused));
-      if (!config.roles.has('scheduler')) metrics.timersPending.readFrom(() => owners.waitingForTime());
-      // Both watch the same blocks; each learns of a new one on its own.
-      metrics.hostBlocksActive.readFrom(() => Math.max(d.hostBlocksActive(), owners.hostBlocksActive()));
-    } else {
-      metrics.hostBlocksActive.readFrom(() => d.hostBlocksActive());
-    }
+    stoppers.push(named('task partition owners', () => owners.stop()));
+    const perOrg = (pick: (k: { waiting: number; in_flight: number; paused: number }) => number) =>
+      () => [...owners.flowLoad()].map(([org_id, k]) => [{ org_id }, pick(k)] as [{ org_id: string }, number]);
+    metrics.flowControlWaiting.readFrom(perOrg((k) => k.waiting));
+    metrics.flowControlInFlight.readFrom(perOrg((k) => k.in_flight));
+    metrics.flowControlPausedKeys.readFrom(perOrg((k) => k.paused));
+    // Delays, retries and schedules' next ticks, held in the owners' memory.
+    metrics.timersPending.readFrom(() => owners.waitingForTime());
+    metrics.hostBlocksActive.readFrom(() => owners.hostBlocksActive());
   }
   if (config.roles.has('notifier')) {
     const notifyOutbound = createOutboundClient({ allowPrivateTargets: config.allowPrivateTargets, connectionsPerOrigin: 16 });
@@ -257,14 +239,11 @@ async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () 
     metrics.liveFeeds.readFrom(() => live.count);
     // Monitor partition owners live in the API processes: a ping reaching the process that
     // owns its monitor is decided there, with no NATS round trip before its commit.
-    let monitorOwners = {};
-    if (config.monitorOwners) {
-      const owners = startMonitorOwners({ nats, store, clock, owner: instanceId, log, partitions: config.partitions, restateAfter: config.monitorRestateAfter });
-      stoppers.push(named('monitor partition owners', () => owners.stop()));
-      monitorDeadlines = () => owners.counts();
-      monitorOwners = { monitorOwners: createMonitorOwnerClient({ nats, partitions: config.partitions, local: owners.local }) };
-    }
-    const app = createRequestHandler({ config, db, nats, store, clock, directory, reads, rateLimiter, metrics, endpoints, secrets, hooks, health, scripts, live, ...monitorOwners }, log, () => root);
+    const monitorOwners = startMonitorOwners({ nats, store, clock, owner: instanceId, log, partitions: config.partitions, restateAfter: config.monitorRestateAfter });
+    stoppers.push(named('monitor partition owners', () => monitorOwners.stop()));
+    monitorDeadlines = () => monitorOwners.counts();
+    const monitorClient = createMonitorOwnerClient({ nats, partitions: config.partitions, local: monitorOwners.local });
+    const app = createRequestHandler({ config, db, nats, store, clock, directory, reads, rateLimiter, metrics, endpoints, secrets, hooks, health, scripts, live, monitorOwners: monitorClient }, log, () => root);
     // Inbound URLs skip express (and pings by token, in `app`): they are the hot path and need neither an API key nor JSON.
     const receiver = createInboundReceiver({ nats, endpoints, hooks, secrets, metrics, log, store, reads });
     const server: Server = createServer((req, res) => {

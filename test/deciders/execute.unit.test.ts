@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { execute, retryConflicts, type CommandDeps, type Decide } from '../../src/commands/execute.ts';
 import { decideSchedule } from '../../src/commands/schedule/decide.ts';
-import { scheduleSubject } from '../../src/commands/schedule/handlers.ts';
+import { scheduleSubject, recordTick } from '../../src/commands/schedule/handlers.ts';
 import type { ScheduleEvent } from '../../src/commands/schedule/types.ts';
 import type { TickJob } from '../../src/commands/execution/job.ts';
 import type { Envelope, StoredEvent } from '../../src/events/envelope.ts';
@@ -12,7 +12,6 @@ import { ConcurrencyError, type EventStore } from '../../src/events/store.ts';
 import { createHeads } from '../../src/commands/heads.ts';
 import { ApiError } from '../../src/lib/errors.ts';
 import { createClock } from '../../src/lib/clock.ts';
-import { recordTick } from '../../src/scheduler/schedule-ticks.ts';
 import { meta } from './spec.ts';
 
 function memoryStore(): EventStore & { log: StoredEvent[]; appends: Array<{ subject: string; expectedSeq: number | undefined }> } {
@@ -209,8 +208,7 @@ describe('schedule ticks through execute (two schedulers firing one tick)', () =
     const [created] = decideSchedule({ type: 'CreateSchedule', orgId: 'org_t', plan: 'free', input: { url: 'https://example.com/', cron: '* * * * *' } }, null, meta());
     await store.append(scheduleSubject('org_t', 'sch_1'), created!, 0);
     const tickAt = created!.data.schedule.next_run_at!;
-    const job: TickJob = { kind: 'tick', org_id: 'org_t', execution_id: `sch_1@${tickAt}`, source: { type: 'schedule', id: 'sch_1', name: 's' }, attempt: 1, tick_at: tickAt };
-    await Promise.all([recordTick(deps, job), recordTick(deps, job)]);
+    await Promise.all([recordTick(deps, 'org_t', 'sch_1', tickAt), recordTick(deps, 'org_t', 'sch_1', tickAt)]);
     const types = store.log.map((e) => (e.event as ScheduleEvent).type);
     assert.deepEqual(types, ['ScheduleCreated', 'ScheduleTicked']);
   });

@@ -1,6 +1,6 @@
 /**
- * Positions a test can await instead of sleeping to see that nothing happens: what the
- * scheduler holds for a task, what waits in HELD, how far the notifier and the projector
+ * Positions a test can await instead of sleeping to see that nothing happens: what a
+ * paused endpoint's owner holds, how far the notifier and the projector
  * have read. See
  * wait.ts for the polling itself.
  */
@@ -8,40 +8,17 @@ import { Kvm } from '@nats-io/kv';
 import pg from 'pg';
 import { KV_BUCKETS, STREAMS } from '../../streams/definitions.ts';
 import { SUBJECTS } from '../../streams/subjects.ts';
-import type { TimerValue } from '../../src/scheduler/timer-store.ts';
 import { decodeJson } from '../../src/lib/json.ts';
 import { askFlowStats } from '../../src/owners/flow-stats.ts';
-import { ownersDispatch } from './service.ts';
 import { connectNats } from '../../src/nats/connection.ts';
 import { PROJECTOR_NAME } from '../../src/projections/projector.ts';
 import { eventually } from './wait.ts';
 
-/** The state of each timer the scheduler keeps for one task, schedule or monitor (any partition). */
-export async function timerStates(natsUrl: string, sourceId: string): Promise<TimerValue['state'][]> {
-  const nats = await connectNats(natsUrl, 'test timers');
-  try {
-    const info = await nats.jsm.streams.info(STREAMS.timers.name, { subjects_filter: `${SUBJECTS.timer('*' as never, sourceId)}.>` });
-    const states: TimerValue['state'][] = [];
-    for (const subject of Object.keys(info.state.subjects ?? {})) {
-      const last = await nats.jsm.direct.getMessage(STREAMS.timers.name, { last_by_subj: subject });
-      // An empty message is a deleted timer.
-      if (last && last.data.length > 0) states.push(decodeJson<TimerValue>(last.data).state);
-    }
-    return states;
-  } finally {
-    await nats.close();
-  }
-}
-
-/** How many deliveries of a paused endpoint wait (in HELD, or with partition owners in its owner's memory): none of them can be forwarded before a resume. */
+/** How many deliveries of a paused endpoint wait in its partition owner's memory: none of them can be forwarded before a resume. */
 export async function heldCount(natsUrl: string, orgId: string, endpointId: string): Promise<number> {
   const nats = await connectNats(natsUrl, 'test held');
   try {
-    // With partition owners, a paused endpoint's deliveries wait in its owner's memory.
-    if (ownersDispatch()) return (await askFlowStats(nats, orgId, 8)).endpoints.get(endpointId)?.waiting ?? 0;
-    const subject = SUBJECTS.held(orgId, endpointId);
-    const info = await nats.jsm.streams.info(STREAMS.held.name, { subjects_filter: subject });
-    return info.state.subjects?.[subject] ?? 0;
+    return (await askFlowStats(nats, orgId, 8)).endpoints.get(endpointId)?.waiting ?? 0;
   } finally {
     await nats.close();
   }

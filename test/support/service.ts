@@ -39,28 +39,6 @@ export interface TestServiceOptions {
   log?: (m: string) => void;
 }
 
-/**
- * The dispatch mode the suite runs in (JETCRON_DISPATCH in the runner's environment),
- * for every service a test configures itself: processes of one deployment share it.
- */
-export function dispatchModeEnv(): Record<string, string> {
-  return {
-    ...(process.env.JETCRON_DISPATCH ? { JETCRON_DISPATCH: process.env.JETCRON_DISPATCH } : {}),
-    // The monitors' mode too (JETCRON_MONITOR_OWNERS=0: the earlier path, no monitor partition owners), shared the same way.
-    ...(process.env.JETCRON_MONITOR_OWNERS ? { JETCRON_MONITOR_OWNERS: process.env.JETCRON_MONITOR_OWNERS } : {}),
-  };
-}
-
-/** Whether the suite runs with monitor partition owners (the default; JETCRON_MONITOR_OWNERS=0: off): leases `monitor-owner.<p>`, no deadline keeper. */
-export function monitorOwnersOn(): boolean {
-  return process.env.JETCRON_MONITOR_OWNERS !== '0';
-}
-
-/** Whether the suite runs with partition owners sending tasks (the default) rather than DISPATCH (JETCRON_DISPATCH=queue). */
-export function ownersDispatch(): boolean {
-  return process.env.JETCRON_DISPATCH !== 'queue';
-}
-
 export async function startTestService(env: Record<string, string> = {}, opts: TestServiceOptions = {}): Promise<TestService> {
   const nats = opts.natsUrl ? { url: opts.natsUrl, stop: async () => {} } : await startTestNats();
   const db = await createTestDatabase();
@@ -83,7 +61,6 @@ export async function startTestService(env: Record<string, string> = {}, opts: T
         // not depend on the machine's speed, so their limit is 1 s (the limit's own tests use
         // busy loops, which miss any limit; the 100 ms default is checked in script-engine).
         JETCRON_SCRIPT_TIMEOUT_MS: '1000',
-        ...dispatchModeEnv(),
         ...baseEnv,
       },
       { dataDir },

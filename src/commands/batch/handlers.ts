@@ -9,21 +9,6 @@ import type { BatchEvent } from './types.ts';
 export type { BatchInput } from './decide.ts';
 
 /**
- * A `BatchAccepted` written before batches were commits carries its tasks: each is
- * appended to its own subject, in batch order; those already appended are skipped.
- */
-export async function materializeBatch(deps: CommandDeps, batch: BatchEvent): Promise<number> {
-  // Publishes go out in order on one connection, so the stream keeps the batch order.
-  const acks = (batch.data.tasks ?? []).map((e) =>
-    deps.store.append(SUBJECTS.task(e.org_id, e.data.task.id), e, 0).catch((err: unknown) => {
-      if (err instanceof ConcurrencyError) return 0;
-      throw err;
-    }),
-  );
-  return Math.max(0, ...(await Promise.all(acks)));
-}
-
-/**
  * Decides every task of the batch and stores them with the batch in one commit:
  * accepted all together or not at all. A batch under a fresh id goes on one of the
  * organization's create subjects (`SUBJECTS.creates`; its id names a sequence to find it

@@ -1,7 +1,6 @@
 import { Router } from 'express';
 import { createBatch, type BatchInput } from '../../commands/batch/handlers.ts';
 import { jsonObject } from '../body.ts';
-import { flowControlServed } from './tasks.ts';
 import { handler, type ApiDeps } from '../context.ts';
 import { idempotent, onceId } from '../idempotency.ts';
 import { orgPlan } from '../plan-limits.ts';
@@ -21,7 +20,6 @@ export function batchRoutes(deps: ApiDeps): Router {
     idempotent(deps),
     handler(async (req, res) => {
       const input = validate<BatchInput>(createBatchSchema, jsonObject(req));
-      flowControlServed(deps, input.flow_control);
       const { event, seq } = await createBatch(deps, req.orgId, input, await orgPlan(deps, req.orgId), onceId(res, 'cmd'));
       await deps.reads.wrote(req.orgId, seq);
       const created = event.data.created ?? event.data.tasks?.length ?? 0;

@@ -20,7 +20,6 @@ import { createEndpointSchema, updateEndpointSchema } from '../schemas/endpoint.
 import { validate } from '../validate.ts';
 import { orgPlan, planLimitFor } from '../plan-limits.ts';
 import { limitParam } from './executions.ts';
-import { flowControlServed } from './tasks.ts';
 
 const HISTORY_MS = 30 * 24 * 3_600_000;
 const iso = (d: Date | string | null) => (d == null ? null : new Date(d).toISOString());
@@ -81,7 +80,6 @@ export function endpointRoutes(deps: ApiDeps, rootUrl: () => string): Router {
   r.get('/endpoints/:id', handler(async (req, res) => void res.json({ data: resource(await load(req.orgId, req.params.id!)) })));
   r.post('/endpoints', idempotent(deps), handler(async (req, res) => {
     const body = validate<Input & { name: string }>(createEndpointSchema, jsonObject(req));
-    flowControlServed(deps, body.flow_control);
     const limit = await planLimitFor(deps, 'endpoint', req.orgId);
     await checkScript(deps.scripts, featuresOf(limit), 'endpoint', body.script);
     const { input, secrets, verificationSecret } = prepare(body);
@@ -90,7 +88,6 @@ export function endpointRoutes(deps: ApiDeps, rootUrl: () => string): Router {
   }));
   r.put('/endpoints/:id', handler(async (req, res) => {
     const body = validate<Input>(updateEndpointSchema, jsonObject(req));
-    flowControlServed(deps, body.flow_control);
     const plan = await orgPlan(deps, req.orgId);
     await checkScript(deps.scripts, plan, 'endpoint', body.script);
     const { input, secrets, verificationSecret } = prepare(body);

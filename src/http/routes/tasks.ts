@@ -29,7 +29,6 @@ async function createdAnswer(deps: ApiDeps, orgId: string, task: Task, seq: numb
  */
 export async function createTaskAnswer(deps: ApiDeps, orgId: string, body: Record<string, unknown>, onceTaskId?: string): Promise<{ data: unknown; message?: string }> {
   const input = validate<TaskInput & { url: string }>(createTaskSchema, body);
-  flowControlServed(deps, input.flow_control);
   const plan = await orgPlan(deps, orgId);
   await checkScript(deps.scripts, plan, 'task', input.script);
   if (input.debounce != null || input.debounce_key != null) {
@@ -40,17 +39,6 @@ export async function createTaskAnswer(deps: ApiDeps, orgId: string, body: Recor
   }
   const { state, seq } = await createTask(deps, orgId, input, onceTaskId, plan);
   return { data: await createdAnswer(deps, orgId, state!, seq) };
-}
-
-/**
- * Flow-control keys are held by the partition owners; a deployment still sending tasks
- * and forwards through DISPATCH (JETCRON_DISPATCH=queue, being retired) would ignore
- * them, so it refuses them rather than run a key's work unbounded.
- */
-export function flowControlServed(deps: Pick<ApiDeps, 'config'>, flow: unknown): void {
-  if (flow != null && deps.config.dispatchMode === 'queue') {
-    throw unprocessable('flow_control needs the partition owners (JETCRON_DISPATCH=owners, the default); this deployment sends tasks through DISPATCH', 'flow_control');
-  }
 }
 
 /** A changed task's answer: the decided state over what the read model has so far (its status). */
@@ -86,8 +74,7 @@ export function taskRoutes(deps: ApiDeps): Router {
 
   r.put('/tasks/:id', handler(async (req, res) => {
     const input = validate<TaskInput>(updateTaskSchema, jsonObject(req));
-    flowControlServed(deps, input.flow_control);
-    const plan = await orgPlan(deps, req.orgId);
+      const plan = await orgPlan(deps, req.orgId);
     await checkScript(deps.scripts, plan, 'task', input.script);
     const { state, seq } = await updateTask(deps, req.orgId, req.params.id!, input, plan);
     res.json({ data: await updatedAnswer(deps, req.orgId, state!, seq) });
