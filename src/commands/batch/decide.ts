@@ -1,7 +1,7 @@
 import { unprocessable } from '../../lib/errors.ts';
 import { withEventId, type CommandMeta } from '../meta.ts';
 import type { Plan } from '../organization/types.ts';
-import { checkDuration, checkInstant, checkLength, checkRequest, checkUrl, inItem } from '../payload-checks.ts';
+import { checkDuration, checkInstant, checkLength, checkRequest, checkUrl, emptyAsNone, inItem } from '../payload-checks.ts';
 import { decideTask, firstRunAt, MAX_LANE_LENGTH } from '../task/decide.ts';
 import type { TaskInput } from '../task/types.ts';
 import type { FlowControlInput } from '../flow-control/types.ts';
@@ -69,7 +69,9 @@ export const evolveBatch = (state: BatchEvent | null, event: BatchCommitEvent): 
  */
 export function decideBatch(command: BatchCommand, state: BatchEvent | null, meta: CommandMeta): BatchCommitEvent[] {
   if (state) return [];
-  const { orgId, plan, input } = command;
+  const { orgId, plan } = command;
+  // An empty callback_url is none, as a task's (its tasks' own fields are theirs: decideTask).
+  const input = emptyAsNone(command.input, ['callback_url']);
   checkBatchRules(input, meta.nowMs);
   const shared = {
     lane: input.lane ?? null,

@@ -2,7 +2,7 @@ import { notFound, unprocessable } from '../../lib/errors.ts';
 import { parseDuration } from '../../lib/duration.ts';
 import { unreachable } from '../../lib/unreachable.ts';
 import type { CommandMeta } from '../meta.ts';
-import { checkDuration, checkInstant, checkLength, checkRequest, checkUrl, MAX_NAME_LENGTH, MAX_SCRIPT_LENGTH } from '../payload-checks.ts';
+import { checkDuration, checkInstant, checkLength, checkRequest, checkUrl, emptyAsNone, MAX_NAME_LENGTH, MAX_SCRIPT_LENGTH } from '../payload-checks.ts';
 import { checkPlanFeatures } from '../plan-rules.ts';
 import { TASK_DEFAULTS, type Task, type TaskCommand, type TaskEvent, type TaskInput, type TaskSpec } from './types.ts';
 import { nameFromUrl } from '../../lib/default-name.ts';
@@ -34,6 +34,16 @@ export function firstRunAt(spec: Pick<TaskSpec, 'delay' | 'run_at'>, meta: Comma
 }
 
 export const MAX_LANE_LENGTH = 255;
+
+/**
+ * A task's fields whose empty text means what their absence means (see `emptyAsNone`):
+ * the spec's "empty means parallel", "empty = any 2xx", "empty = any body", and no
+ * callback, notification URL, script or debounce key.
+ */
+export const TASK_EMPTY_AS_NONE = ['lane', 'callback_url', 'on_failure_url', 'on_recovery_url', 'expected_status_codes', 'expected_body_pattern', 'script', 'debounce_key'] as const;
+
+/** A create's or update's input with its empty texts as none. */
+export const taskInput = <T extends TaskInput>(input: T): T => emptyAsNone(input, TASK_EMPTY_AS_NONE);
 
 /** `expected_status_codes`: comma-separated HTTP status codes. */
 export function checkStatusCodes(codes: string | null | undefined): void {
@@ -89,8 +99,11 @@ function specInput(input: TaskInput): Partial<TaskSpec> {
 
 export function decideTask(command: TaskCommand, state: Task | null, meta: CommandMeta): TaskEvent[] {
   const base = { id: meta.eventId, at: meta.now };
-  // Before anything else, "not found" included: a refused feature answers the same whatever the task.
-  if (command.type === 'CreateTask' || command.type === 'UpdateTask') checkPlanFeatures(command.plan, command.input);
+  if (command.type === 'CreateTask' || command.type === 'UpdateTask') {
+    command = { ...command, input: taskInput(command.input) } as typeof command;
+    // Before anything else, "not found" included: a refused feature answers the same whatever the task.
+    checkPlanFeatures(command.plan, command.input);
+  }
   if (command.type === 'CreateTask') {
     const input = command.input;
     const spec: TaskSpec = { ...TASK_DEFAULTS, name: input.name ?? nameFromUrl(input.url), ...specInput(input), url: input.url };
@@ -130,8 +143,10 @@ export function decideTask(command: TaskCommand, state: Task | null, meta: Comma
     case 'CancelTask':
       return [{ ...base, org_id, type: 'TaskCancelled', data: { task: { ...state, updated_at: meta.now }, reason: command.reason } }];
     case 'TriggerTask': {
-      checkUrl(command.callbackUrl, 'callback_url');
-      const execution = { id: meta.newId('exe'), scheduled_for: meta.now, callback_url: command.callbackUrl };
+      // An empty one is none: the task's own callback applies.
+      const callbackUrl = command.callbackUrl || null;
+      checkUrl(callbackUrl, 'callback_url');
+      const execution = { id: meta.newId('exe'), scheduled_for: meta.now, callback_url: callbackUrl };
       return [{ ...base, org_id, type: 'TaskTriggered', data: { task: state, execution } }];
     }
     default:

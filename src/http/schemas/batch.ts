@@ -1,4 +1,4 @@
-import { flowControlSchema, durationSchema, headersSchema, methodSchema, nameSchema, retryAttemptsSchema, timeoutSchema, timestampSchema, urlSchema } from './common.ts';
+import { flowControlSchema, durationSchema, headersSchema, methodSchema, nameSchema, optionalUrl, retryAttemptsSchema, timeoutSchema, timestampSchema, urlSchema } from './common.ts';
 
 import { MAX_BATCH_TASKS, MAX_BATCH_URL_LENGTH } from '../../commands/batch/decide.ts';
 
@@ -36,6 +36,6 @@ export const createBatchSchema = {
     delay: durationSchema,
     timeout_ms: timeoutSchema,
     retry_attempts: retryAttemptsSchema,
-    callback_url: url255,
+    callback_url: optionalUrl(url255),
   },
 } as const;

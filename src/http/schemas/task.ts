@@ -44,5 +44,5 @@ export const triggerTaskSchema = {
   $id: 'TriggerTask',
   type: 'object',
   additionalProperties: false,
-  properties: { callback_url: urlSchema },
+  properties: { callback_url: nullableUrl },
 } as const;
