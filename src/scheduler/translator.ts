@@ -298,7 +298,7 @@ export function createTranslator(deps: TranslatorDeps) {
     // The notifier's delivery records: NOTIFY already carried the job.
     ...forTypes(['NotificationSent', 'NotificationFailed'], nothing),
     // The owners' (flow-control keys, partition claims); plan-limit reservations.
-    ...forTypes(['FlowControlPaused', 'FlowControlResumed', 'QuotaReserved', 'PartitionClaimed'], nothing),
+    ...forTypes(['FlowControlPaused', 'FlowControlResumed', 'QuotaReserved', 'PartitionClaimed', 'ExecutionHandedToKey'], nothing),
   };
 
   async function handle(event: JetcronEvent, seq: number): Promise<void> {

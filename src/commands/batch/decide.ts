@@ -13,7 +13,8 @@ export interface BatchInput {
   /** The batch's tasks run in this lane, or under `flow_control`'s key: one of the two. */
   lane?: string;
   flow_control?: FlowControlInput;
-  tasks: Array<Pick<TaskInput, 'method' | 'headers' | 'body' | 'name'> & { url: string }>;
+  /** A task may name its own `flow_control`: in a lane, it waits for its lane and its key. */
+  tasks: Array<Pick<TaskInput, 'method' | 'headers' | 'body' | 'name' | 'flow_control'> & { url: string }>;
   method?: TaskInput['method'];
   headers?: Record<string, string>;
   run_at?: string;
@@ -92,7 +93,7 @@ export function decideBatch(command: BatchCommand, state: BatchEvent | null, met
       headers: { ...(input.headers ?? {}), ...(t.headers ?? {}) },
     };
     const taskId = memberId('tsk', command.batchId, i);
-    const [created] = inItem(`tasks[${i}]`, () => decideTask({ type: 'CreateTask', orgId, plan, input: taskInput, runAt: scheduledFor, taskId }, null, withEventId(meta, meta.newId('evt'))));
+    const [created] = inItem(`tasks[${i}]`, () => decideTask({ type: 'CreateTask', orgId, plan, input: taskInput, runAt: scheduledFor, taskId, inBatch: true }, null, withEventId(meta, meta.newId('evt'))));
     return created as TaskCreatedEvent;
   });
   checkHosts(input);

@@ -61,8 +61,10 @@ export function checkStatusCodes(codes: string | null | undefined): void {
  * Every rule of a task's spec, whatever path it came by (POST, PUT, a batch, a
  * debounced request): the request (payload-checks.ts), the other URLs and texts,
  * then the rules that span fields. `input` is what this command sets; `nowMs` bounds run_at.
+ * `batchLane`: the task's lane is its batch's, not one this command sets, so it may
+ * name a flow-control key too (the contract's "Batches": it waits for its lane and its key).
  */
-export function checkTaskRules(spec: TaskSpec, input: TaskInput, nowMs: number): void {
+export function checkTaskRules(spec: TaskSpec, input: TaskInput, nowMs: number, batchLane = false): void {
   checkLength(spec.name, 'name', MAX_NAME_LENGTH, 1);
   checkFlowControl(input.flow_control, { needsKey: true });
   checkRequest(spec);
@@ -87,7 +89,7 @@ export function checkTaskRules(spec: TaskSpec, input: TaskInput, nowMs: number):
   }
   checkStatusCodes(spec.expected_status_codes);
   // A lane is already the strictest control: one at a time, in order, a retry holding it.
-  if (spec.lane && spec.flow_control) throw unprocessable('a task sets lane or flow_control, not both', 'flow_control');
+  if (spec.lane && spec.flow_control && !batchLane) throw unprocessable('a task sets lane or flow_control, not both', 'flow_control');
 }
 
 /** The spec a create or update sends, `flow_control` in its stored form. */
@@ -107,7 +109,7 @@ export function decideTask(command: TaskCommand, state: Task | null, meta: Comma
   if (command.type === 'CreateTask') {
     const input = command.input;
     const spec: TaskSpec = { ...TASK_DEFAULTS, name: input.name ?? nameFromUrl(input.url), ...specInput(input), url: input.url };
-    checkTaskRules(spec, input, meta.nowMs);
+    checkTaskRules(spec, input, meta.nowMs, command.inBatch);
     // A debounced create arrives with its window's id and run time already fixed.
     const execution = { id: meta.newId('exe'), scheduled_for: command.runAt ?? firstRunAt(spec, meta), callback_url: null };
     const task: Task = {
@@ -130,7 +132,8 @@ export function decideTask(command: TaskCommand, state: Task | null, meta: Comma
       // A new delay or run_at replaces the other one.
       if (input.delay != null && input.run_at === undefined) spec.run_at = null;
       if (input.run_at != null && input.delay === undefined) spec.delay = null;
-      checkTaskRules(spec, input, meta.nowMs);
+      // A batch's task keeps its batch's lane beside its key while this sets neither.
+      checkTaskRules(spec, input, meta.nowMs, input.lane === undefined && input.flow_control === undefined);
       let pending = state.pending_execution;
       if (pending && ('delay' in input || 'run_at' in input)) {
         pending = { ...pending, scheduled_for: firstRunAt(spec, meta) };

@@ -21,7 +21,7 @@ export function batchRoutes(deps: ApiDeps): Router {
     idempotent(deps),
     handler(async (req, res) => {
       const input = validate<BatchInput>(createBatchSchema, jsonObject(req));
-      flowControlServed(deps, input.flow_control);
+      flowControlServed(deps, input.flow_control ?? input.tasks.find((t) => t.flow_control != null)?.flow_control);
       const { event, seq } = await createBatch(deps, req.orgId, input, await orgPlan(deps, req.orgId), onceId(res, 'cmd'));
       await deps.reads.wrote(req.orgId, seq);
       const created = event.data.created ?? event.data.tasks?.length ?? 0;

@@ -27,6 +27,8 @@ export const createBatchSchema = {
           headers: headersSchema,
           body: { type: ['string', 'object', 'array', 'null'] },
           name: nameSchema,
+          // In the batch's lane, a task that names a key waits for its lane and its key.
+          flow_control: flowControlSchema,
         },
       },
     },
