@@ -74,7 +74,8 @@ const withKey = { parameters: [pathId('key', 'The flow-control key as tasks name
 const FLOW_CONTROL =
   'A task (or a batch) with `flow_control: {key, parallelism?, rate?, period?}` runs under its key: at most `parallelism` executions of the key in flight at once, ' +
   'at most `rate` attempts started in any window of `period` (sliding; default 1s; wall clock), across every task naming the key. The latest create or update naming a key sets its limits. ' +
-  'Waiting executions stay `pending` and start in order of `scheduled_for`; a retry waiting for its time holds no slot. A task sets `lane` or `flow_control`, not both. ' +
+  'Waiting executions stay `pending` and start in order of `scheduled_for`; a retry waiting for its time holds no slot. A task sets `lane` or `flow_control`, not both; ' +
+  'a batch\'s tasks may each name one in the batch\'s lane (the lane\'s next starts only when its key has a free slot and room in its rate). ' +
   'Each item: `{key, parallelism, rate, period, waiting, in_flight, paused}`; `waiting` and `in_flight` come from the partition owners\' memory.';
 const withEvent = { parameters: [parameters.Id, parameters.EventId] };
 const history = { params: ['Limit'] as ParameterName[] };

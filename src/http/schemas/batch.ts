@@ -27,8 +27,10 @@ export const createBatchSchema = {
           headers: headersSchema,
           body: { type: ['string', 'object', 'array', 'null'] },
           name: nameSchema,
-          // In the batch's lane, a task that names a key waits for its lane and its key.
-          flow_control: flowControlSchema,
+          flow_control: {
+            ...flowControlSchema,
+            description: "The task's flow-control key: in the batch's lane it still runs one at a time in order, and the lane's next starts only when its key has a free slot and room in its rate.",
+          },
         },
       },
     },
