@@ -56,6 +56,8 @@ export class PartitionQueues {
   private readonly wakes = new TimerHeap<null>();
   /** The executions that wait for a second key (see Gate). */
   private readonly gates = new Map<string, HeldGate>();
+  /** The gates a `take` passed executions to, taken from in the same call. */
+  private readonly gated = new Set<string>();
 
   /** The latest create or update naming `key` sets its limits. */
   setLimits(key: string, limits: KeyLimits): void {
@@ -79,7 +81,7 @@ export class PartitionQueues {
   enqueue(executionId: string, key: string | null, dueAt: number, order: number, gate?: Gate): void {
     this.where.set(executionId, key);
     if (key === null) {
-      this.gates.delete(executionId);
+      if (this.gates.size) this.gates.delete(executionId);
       this.pushFree({ executionId, dueAt, order });
       return;
     }
@@ -208,26 +210,26 @@ export class PartitionQueues {
       out.push(top.executionId);
     }
     for (const { key } of this.wakes.popDue(now)) this.touched.add(key);
-    const gated = new Set<string>();
-    for (const key of this.touched) this.takeFrom(key, now, out, gated);
+    for (const key of this.touched) this.takeFrom(key, now, out);
     // The gates the loop's heads passed to: what they let start now, starts now.
-    for (const key of gated) this.takeFrom(key, now, out, gated);
+    for (const key of this.gated) this.takeFrom(key, now, out);
+    this.gated.clear();
     this.touched.clear();
     return out;
   }
 
   /** What one key starts at `now` into `out`; an execution with a gate moves on to its gate's key (named in `gated`). */
-  private takeFrom(key: string, now: number, out: string[], gated: Set<string>): void {
+  private takeFrom(key: string, now: number, out: string[]): void {
     const queue = this.keys.get(key);
     if (!queue) return;
     for (const id of queue.take(now)) {
-      const gate = this.gates.get(id);
+      const gate = this.gates.size ? this.gates.get(id) : undefined;
       if (!gate || gate.passed) out.push(id);
       else {
         gate.passed = true;
         this.gateQueue(gate).enqueue(id, gate.dueAt, gate.order);
         this.touched.add(gate.key);
-        gated.add(gate.key);
+        this.gated.add(gate.key);
       }
     }
     // An idle key's queue is dropped once its rate window is empty too, and its limits
@@ -256,7 +258,7 @@ export class PartitionQueues {
    * start), and a retry waits for its first key again, then for the gate.
    */
   private leaveGate(executionId: string, retryAt: number | null, order: number): void {
-    const gate = this.gates.get(executionId);
+    const gate = this.gates.size ? this.gates.get(executionId) : undefined;
     if (!gate) return;
     if (gate.passed) {
       const queue = this.gateQueue(gate);
