@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -107,6 +107,18 @@ describe('admin CLI', () => {
     assert.equal(run.code, 0, run.stderr);
     await eventually(async () => (await api(second.api_key)('GET', '/organization')).status === 401, 30_000);
     assert.equal((await api(acme.api_key)('GET', '/organization')).status, 200);
+  });
+
+  test('help, -h and --help print the usage on stdout and exit 0; --version prints the package\'s version', async () => {
+    const { version } = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { version: string };
+    const [help, short, long, after, ver] = await Promise.all([cli('help'), cli('-h'), cli('--help'), cli('org', 'create', '--help'), cli('--version')]);
+    for (const run of [help, short, long, after]) {
+      assert.equal(run.code, 0, run.stderr);
+      assert.match(run.stdout, /^usage:\n/);
+      assert.match(run.stdout, /jetcron org create --name NAME/);
+      assert.equal(run.stderr, '');
+    }
+    assert.deepEqual([ver.code, ver.stdout, ver.stderr], [0, `${version}\n`, '']);
   });
 
   test('bad usage exits 2 with a message', async () => {

@@ -4,6 +4,7 @@ import { eventually, startTestService, type Api, type TestService } from './supp
 import { startGateTarget } from './support/gate-target.ts';
 import { startTarget } from './support/target.ts';
 import { readStatus } from '../src/cli/status.ts';
+import { flowKeyPartition, taskPartition } from '../src/commands/partition/partition-of.ts';
 import { statusText } from '../src/cli/status-text.ts';
 import { connectDb } from '../src/db/connect.ts';
 import { connectNats } from '../src/nats/connection.ts';
@@ -15,13 +16,17 @@ import { connectNats } from '../src/nats/connection.ts';
 // 1 service minute = 6 ms: retries come quickly (a key's period is wall clock, not scaled).
 const SCALE = '0.0001';
 
+// The task partitions (the default, said here so the tests can place a lane beside its key or apart).
+const PARTITIONS = 8;
+
 let svc: TestService;
 let api: Api;
+let orgId: string;
 let other: Api;
 
 before(async () => {
-  svc = await startTestService({ JETCRON_TIME_SCALE: SCALE });
-  api = (await svc.createOrg()).api;
+  svc = await startTestService({ JETCRON_TIME_SCALE: SCALE, JETCRON_PARTITIONS: String(PARTITIONS) });
+  ({ api, orgId } = await svc.createOrg());
   other = (await svc.createOrg()).api;
 });
 after(async () => {
@@ -225,6 +230,154 @@ test('a batch under a key: its tasks keep the key\'s parallelism and run in the 
     assert.deepEqual(target.received.slice(2).map((r) => r.path), tasks.slice(2).map((_, i) => `/batch/${i + 2}`));
     const listed = (await api('GET', '/tasks')).body.data.filter((t: { flow_control: { key: string } | null }) => t.flow_control?.key === 'batch-key');
     assert.equal(listed.length, 8);
+  } finally {
+    await target.close();
+  }
+});
+
+// A batch's tasks may each name a key (the contract's "Batches", decided 2026-12-06): they
+// are still tasks of the batch's lane, and the lane's head starts only when its key has
+// a free slot and room in its rate.
+const laneExecutions = async (a: Api, lane: string): Promise<string[]> =>
+  ((await a('GET', '/tasks')).body.data as Array<{ lane: string | null; created_at: string; id: string; last_execution_id: string }>)
+    .filter((t) => t.lane === lane)
+    .sort((x, y) => x.id.localeCompare(y.id))
+    .map((t) => t.last_execution_id);
+
+/** A lane of the organization whose partition is (or is not) its key's: a lane's head then waits in its own partition's key, or is handed to the key's. */
+function laneBy(orgId: string, key: string, sameAsKey: boolean, prefix: string): string {
+  for (let i = 0; ; i++) {
+    const lane = `${prefix}-${sameAsKey ? 'beside' : 'apart'}-${i}`;
+    if ((taskPartition({ org_id: orgId, id: 'x', lane, flow_control: null }, PARTITIONS) === flowKeyPartition(orgId, key, PARTITIONS)) === sameAsKey) return lane;
+  }
+}
+
+for (const sameAsKey of [true, false]) {
+  test(`a batch's lane task naming a key waits for its key's free slot; the lane waits for its head (lane ${sameAsKey ? 'in its key\'s partition' : 'in another partition'})`, async () => {
+    const target = await startGateTarget();
+    try {
+      const key = { key: `lane-gate-key-${sameAsKey}`, parallelism: 1 };
+      const lane = laneBy(orgId, key.key, sameAsKey, 'gate-lane');
+      const [single] = await createTasks(api, 1, () => ({ url: `${target.url}/single`, flow_control: key }));
+      // The single task holds the key's one slot until the test answers it.
+      await eventually(() => target.received.length === 1, 60_000, 20);
+      const res = await api('POST', '/tasks/batch', {
+        lane,
+        tasks: [{ url: `${target.url}/lane/0`, flow_control: key }, { url: `${target.url}/lane/1`, flow_control: key }, { url: `${target.url}/lane/2` }],
+      });
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+      assert.equal(res.body.data.created, 3);
+      // The lane's head is due and waits under the key, beside the single task in flight.
+      await eventually(async () => {
+        const k = (await api('GET', `/flow-control/${key.key}`)).body.data;
+        return k?.waiting === 1 && k.in_flight === 1 ? k : null;
+      }, 60_000, 50);
+      assert.deepEqual(target.received.map((r) => r.path), ['/single']);
+      const order = ['/lane/0', '/lane/1', '/lane/2'];
+      for (const [i, next] of order.entries()) {
+        target.received.at(-1)!.release();
+        await eventually(() => target.received.length === 2 + i, 60_000, 20);
+        assert.equal(target.received.at(-1)!.path, next);
+      }
+      target.received.at(-1)!.release();
+      const executions = await laneExecutions(api, lane);
+      assert.equal(executions.length, 3);
+      await allSucceeded(api, [single!, ...executions]);
+      assert.equal(target.maxOpen(), 1, 'one at a time: the key\'s one slot, then the lane');
+      const keyed = (await api('GET', '/tasks')).body.data.filter((t: { lane: string | null; flow_control: unknown }) => t.lane === lane && t.flow_control);
+      assert.equal(keyed.length, 2, 'each keyed task shows its key beside its lane');
+    } finally {
+      await target.close();
+    }
+  });
+}
+
+for (const sameAsKey of [true, false]) {
+  test(`a lane cancel while the lane's head waits for its paused key cancels it; a resume then sends nothing of the lane (lane ${sameAsKey ? 'in its key\'s partition' : 'in another partition'})`, async () => {
+    const target = await startTarget();
+    try {
+      const key = `cancel-key-${sameAsKey}`;
+      const lane = laneBy(orgId, key, sameAsKey, 'cancel-lane');
+      assert.equal((await api('POST', `/flow-control/${key}/pause`)).status, 200);
+      const res = await api('POST', '/tasks/batch', { lane, tasks: [{ url: `${target.url}/cancelled/0`, flow_control: { key, parallelism: 1 } }, { url: `${target.url}/cancelled/1` }] });
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+      await eventually(async () => ((await api('GET', `/flow-control/${key}`)).body.data?.waiting === 1 ? true : null), 60_000, 50);
+      const executions = await laneExecutions(api, lane);
+      const cancelled = await api('DELETE', `/tasks?lane=${lane}`);
+      assert.equal(cancelled.body.data.cancelled, 2, JSON.stringify(cancelled.body));
+      await eventually(async () => ((await executionsOf(api, executions)).every((e) => e.status === 'cancelled') ? true : null), 60_000, 100);
+      await eventually(async () => ((await api('GET', `/flow-control/${key}`)).body.data?.waiting === 0 ? true : null), 60_000, 50);
+      // After the resume, a task of the key runs; had the lane's head still waited, it would have gone first.
+      assert.equal((await api('POST', `/flow-control/${key}/resume`)).status, 200);
+      const [after] = await createTasks(api, 1, () => ({ url: `${target.url}/after`, flow_control: { key, parallelism: 1 } }));
+      await allSucceeded(api, [after!]);
+      assert.deepEqual(target.received.map((r) => r.path), ['/after']);
+    } finally {
+      await target.close();
+    }
+  });
+}
+
+test('a paused key holds the lane\'s head naming it, and the lane behind it; a resume runs them in order', async () => {
+  const target = await startTarget();
+  try {
+    assert.equal((await api('POST', '/flow-control/lane-paused-key/pause')).status, 200);
+    const res = await api('POST', '/tasks/batch', {
+      lane: 'paused-lane',
+      tasks: [{ url: `${target.url}/held/0`, flow_control: { key: 'lane-paused-key', parallelism: 5 } }, { url: `${target.url}/held/1` }],
+    });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    await eventually(async () => ((await api('GET', '/flow-control/lane-paused-key')).body.data?.waiting === 1 ? true : null), 60_000, 50);
+    assert.equal(target.received.length, 0, 'the head waits for its key, the lane for its head');
+    assert.equal((await api('POST', '/flow-control/lane-paused-key/resume')).status, 200);
+    await allSucceeded(api, await laneExecutions(api, 'paused-lane'));
+    assert.deepEqual(target.received.map((r) => r.path), ['/held/0', '/held/1']);
+  } finally {
+    await target.close();
+  }
+});
+
+test('a batch task\'s flow_control: an error names the task, and nothing of the batch is created', async () => {
+  const url = 'https://example.com/never';
+  const cases: Array<[Record<string, unknown>, string]> = [
+    [{ key: 'k', parallelism: 0 }, 'tasks[1].flow_control.parallelism'],
+    [{ key: 'k', rate: 100_001 }, 'tasks[1].flow_control.rate'],
+    [{ parallelism: 2 }, 'tasks[1].flow_control.key'],
+    [{ key: 'k' }, 'tasks[1].flow_control'],
+    [{ key: 'k', parallelism: 2, burst: 1 }, 'tasks[1].flow_control.burst'],
+  ];
+  for (const [flowControl, field] of cases) {
+    const res = await api('POST', '/tasks/batch', { lane: 'refused-lane', delay: '1d', tasks: [{ url }, { url, flow_control: flowControl }] });
+    assert.equal(res.status, 422, JSON.stringify(res.body));
+    assert.equal(res.body.error.field, field, JSON.stringify(res.body));
+  }
+  assert.deepEqual(await laneExecutions(api, 'refused-lane'), []);
+});
+
+test('pausing a key no task named yet creates this organization\'s paused key; another organization never sees or changes it', async () => {
+  const target = await startTarget();
+  try {
+    const paused = await api('POST', '/flow-control/unnamed-key/pause');
+    assert.equal(paused.status, 200, JSON.stringify(paused.body));
+    assert.deepEqual(paused.body.data, { key: 'unnamed-key', parallelism: null, rate: null, period: null, waiting: 0, in_flight: 0, paused: true });
+    assert.equal((await api('GET', '/flow-control/unnamed-key')).body.data.paused, true);
+    // The other organization: not there, and its resume changes nothing of ours.
+    assert.equal((await other('GET', '/flow-control/unnamed-key')).status, 404);
+    assert.ok(!(await other('GET', '/flow-control')).body.data.some((k: { key: string }) => k.key === 'unnamed-key'));
+    assert.equal((await other('POST', '/flow-control/unnamed-key/resume')).status, 404);
+    // Its own pause and resume of the same name are its own key's.
+    assert.equal((await other('POST', '/flow-control/unnamed-key/pause')).body.data.paused, true);
+    assert.equal((await other('POST', '/flow-control/unnamed-key/resume')).body.data.paused, false);
+    assert.equal((await api('GET', '/flow-control/unnamed-key')).body.data.paused, true);
+    // Our task naming the key waits; theirs runs.
+    const [ours] = await createTasks(api, 1, () => ({ url: `${target.url}/ours`, flow_control: { key: 'unnamed-key', parallelism: 1 } }));
+    const [theirs] = await createTasks(other, 1, () => ({ url: `${target.url}/theirs`, flow_control: { key: 'unnamed-key', parallelism: 1 } }));
+    await allSucceeded(other, [theirs!]);
+    await eventually(async () => ((await api('GET', '/flow-control/unnamed-key')).body.data.waiting === 1 ? true : null), 60_000, 50);
+    assert.equal((await api('GET', `/executions/${ours}`)).body.data.status, 'pending');
+    assert.deepEqual(target.received.map((r) => r.path), ['/theirs']);
+    assert.equal((await api('POST', '/flow-control/unnamed-key/resume')).body.data.paused, false);
+    await allSucceeded(api, [ours!]);
   } finally {
     await target.close();
   }

@@ -179,3 +179,185 @@ test('sending: from its start to its result; a result read from elsewhere meanwh
   assert.equal(s.sending(executionOf(keyed)), false);
   assert.equal(s.sending(executionOf(free)), false);
 });
+
+// A batch's lane task naming a key (the contract's "Batches", decided 2026-12-06): it
+// is its lane's, one at a time and in order, and its lane's head waits for its key.
+function inBatchLane(lane: string, input: TaskInput = {}, org = 'org_a'): TaskEvent {
+  const [event] = decideTask({ type: 'CreateTask', orgId: org, plan: 'pro', input: { url: 'https://example.com/x', lane, ...input }, inBatch: true }, null, meta());
+  return event!;
+}
+
+test('a lane\'s head naming a key starts only when the key has a free slot; the lane waits behind it', () => {
+  const s = new OwnedTasks(0, 1);
+  const single = created(flow('k', { parallelism: 1 }));
+  const a = inBatchLane('l', flow('k', { parallelism: 1 }));
+  const b = inBatchLane('l', flow('k', { parallelism: 1 }));
+  [single, a, b].forEach((t, i) => s.onTaskEvent(t, i + 1, 0));
+  assert.deepEqual(ids(s.take(T0)), [executionOf(single)], 'the key\'s one slot is the single task\'s; the lane\'s head waits for it');
+  assert.deepEqual(s.flowKeys('org_a'), [{ key: 'k', waiting: 1, in_flight: 1, paused: false }]);
+  s.onResult(finished(s.get(executionOf(single))!.job));
+  assert.deepEqual(ids(s.take(T0 + 1)), [executionOf(a)]);
+  assert.deepEqual(s.take(T0 + 2), [], 'b waits for its lane');
+  s.onResult(finished(s.get(executionOf(a))!.job));
+  assert.deepEqual(ids(s.take(T0 + 3)), [executionOf(b)]);
+});
+
+test('a lane\'s head naming a rate-limited key waits for room in the rate', () => {
+  const s = new OwnedTasks(0, 1);
+  const [a, b] = [inBatchLane('l', flow('r', { rate: 1, period: '10s' })), inBatchLane('l', flow('r', { rate: 1, period: '10s' }))];
+  [a, b].forEach((t, i) => s.onTaskEvent(t, i + 1, 0));
+  const [run] = s.take(T0);
+  assert.equal(run?.id, executionOf(a));
+  s.onResult(finished(run!.job, { startedAt: T0 }));
+  assert.deepEqual(s.take(T0 + 9_999), [], 'b is the lane\'s head, the key\'s window is full');
+  assert.equal(s.nextWakeAt(T0 + 9_999), T0 + 10_000);
+  assert.deepEqual(ids(s.take(T0 + 10_000)), [executionOf(b)]);
+});
+
+test('a paused key holds the lane\'s head naming it; lane tasks without the key are not held by it', () => {
+  const s = new OwnedTasks(0, 1);
+  const a = inBatchLane('l', flow('k', { parallelism: 5 }));
+  const other = inBatchLane('m');
+  s.onFlowKeyEvent(paused('org_a', 'k'));
+  [a, other].forEach((t, i) => s.onTaskEvent(t, i + 1, 0));
+  assert.deepEqual(ids(s.take(T0)), [executionOf(other)]);
+  assert.deepEqual(s.flowKeys('org_a'), [{ key: 'k', waiting: 1, in_flight: 0, paused: true }]);
+  s.onFlowKeyEvent(paused('org_a', 'k', false));
+  assert.deepEqual(ids(s.take(T0 + 1)), [executionOf(a)]);
+});
+
+test('a lane head\'s retry keeps its lane and frees its key\'s slot; the retry waits for the key again', () => {
+  const s = new OwnedTasks(0, 1);
+  const a = inBatchLane('l', { ...flow('k', { parallelism: 1 }), retry_attempts: 2 });
+  const b = inBatchLane('l', flow('k', { parallelism: 1 }));
+  const single = created(flow('k', { parallelism: 1 }));
+  [a, b, single].forEach((t, i) => s.onTaskEvent(t, i + 1, 0));
+  const [run] = s.take(T0);
+  assert.equal(run?.id, executionOf(a));
+  s.onResult(finished(run!.job, { status: 'failed', retryAt: T0 + 5_000 }));
+  assert.deepEqual(ids(s.take(T0 + 1)), [executionOf(single)], 'the key\'s slot is free; b still waits for a, its lane\'s head');
+  assert.deepEqual(s.take(T0 + 5_000), [], 'a\'s retry waits for the slot the single task holds');
+  s.onResult(finished(s.get(executionOf(single))!.job));
+  assert.deepEqual(ids(s.take(T0 + 5_001)), [executionOf(a)]);
+  s.onResult(finished(s.get(executionOf(a))!.job));
+  assert.deepEqual(ids(s.take(T0 + 5_002)), [executionOf(b)]);
+});
+
+test('a takeover holds a lane\'s gated head as its predecessor did: a result read back frees the key', () => {
+  const a = inBatchLane('l', flow('k', { parallelism: 1 }));
+  const b = inBatchLane('l', flow('k', { parallelism: 1 }));
+  const live = new OwnedTasks(0, 1);
+  [a, b].forEach((t, i) => live.onTaskEvent(t, i + 1, 0));
+  const [run] = live.take(T0);
+  const next = new OwnedTasks(0, 1);
+  [a, b].forEach((t, i) => next.onTaskEvent(t, i + 1, 0));
+  next.onResult(finished(run!.job));
+  assert.deepEqual(ids(next.take(T0 + 1)), [executionOf(b)]);
+  assert.deepEqual(next.flowKeys('org_a'), [{ key: 'k', waiting: 0, in_flight: 1, paused: false }]);
+});
+
+/** A lane of org_a whose partition is not the key's. */
+function laneApartFrom(key: string): string {
+  for (let i = 0; ; i++) if (taskPartition({ org_id: 'org_a', id: 'x', lane: `l${i}`, flow_control: null }, P) !== flowKeyPartition('org_a', key, P)) return `l${i}`;
+}
+
+/** Every partition's owner, fed the same log. */
+function owners(events: TaskEvent[]) {
+  const all = Array.from({ length: P }, (_, p) => new OwnedTasks(p, P));
+  for (const h of all) events.forEach((e, i) => h.onTaskEvent(e, i + 1, 0));
+  return all;
+}
+
+test('a lane in another partition than its key: its head is handed to the key\'s owner, which sends it within the key\'s limits', () => {
+  const lane = laneApartFrom('k');
+  const single = created(flow('k', { parallelism: 1 }));
+  const a = inBatchLane(lane, flow('k', { parallelism: 1 }));
+  const b = inBatchLane(lane, flow('k', { parallelism: 1 }));
+  const all = owners([single, a, b]);
+  const laneOwner = all[taskPartition(a.data.task, P)]!;
+  const keyOwner = all[flowKeyPartition('org_a', 'k', P)]!;
+  assert.deepEqual(ids(keyOwner.take(T0)), [executionOf(single)]);
+  assert.deepEqual(laneOwner.take(T0), [], 'the lane\'s head is not sent by its lane\'s owner');
+  const [handoff, ...more] = laneOwner.takeHandoffs();
+  assert.deepEqual(more, []);
+  assert.equal(handoff!.data.execution_id, executionOf(a));
+  assert.deepEqual([handoff!.id, handoff!.data.key, handoff!.data.limits], [`${executionOf(a)}.handed.1`, 'k', { parallelism: 1, rate: null, period: '1s' }]);
+  // Every owner reads the hand-off from the log; only the key's holds it.
+  for (const h of all) h.onHandedToKey(handoff!, 10, 0);
+  assert.equal(all.filter((h) => h.handedIn(executionOf(a))).length, 1);
+  assert.deepEqual(keyOwner.take(T0 + 1), [], 'the key\'s one slot is the single task\'s');
+  assert.deepEqual(keyOwner.flowKeys('org_a'), [{ key: 'k', waiting: 1, in_flight: 1, paused: false }]);
+  keyOwner.onResult(finished(keyOwner.get(executionOf(single))!.job));
+  const [sent] = keyOwner.take(T0 + 2);
+  assert.equal(sent?.id, executionOf(a));
+  assert.ok(keyOwner.handedIn(sent!.id));
+  // Its result, on the execution's subject: over for the key's owner, applied by the lane's.
+  const result = finished(sent!.job);
+  for (const h of all) h.onResult(result);
+  assert.equal(keyOwner.get(executionOf(a)), undefined);
+  assert.deepEqual(keyOwner.flowKeys('org_a'), [{ key: 'k', waiting: 0, in_flight: 0, paused: false }]);
+  assert.deepEqual(laneOwner.take(T0 + 3), []);
+  assert.deepEqual(laneOwner.takeHandoffs().map((h) => h.data.execution_id), [executionOf(b)], 'the lane\'s next, once its head\'s result is in');
+});
+
+test('a handed head\'s retry: its lane holds it, and hands it over again when due; a stale result is ignored', () => {
+  const lane = laneApartFrom('k');
+  const a = inBatchLane(lane, { ...flow('k', { parallelism: 1 }), retry_attempts: 2 });
+  const b = inBatchLane(lane, flow('k', { parallelism: 1 }));
+  const all = owners([a, b]);
+  const laneOwner = all[taskPartition(a.data.task, P)]!;
+  const keyOwner = all[flowKeyPartition('org_a', 'k', P)]!;
+  laneOwner.take(T0);
+  const [first] = laneOwner.takeHandoffs();
+  keyOwner.onHandedToKey(first!, 10, 0);
+  laneOwner.onHandedToKey(first!, 10, 0);
+  const [sent] = keyOwner.take(T0);
+  const failed = finished(sent!.job, { status: 'failed', retryAt: T0 + 5_000 });
+  keyOwner.onResult(failed);
+  laneOwner.onResult(failed);
+  assert.deepEqual([laneOwner.take(T0 + 1), laneOwner.takeHandoffs()], [[], []], 'b waits: the retry keeps the lane');
+  laneOwner.onResult(failed);
+  assert.deepEqual(laneOwner.take(T0 + 4_999), [], 'the same result read again changes nothing');
+  laneOwner.take(T0 + 5_000);
+  const [second] = laneOwner.takeHandoffs();
+  assert.deepEqual([second!.id, second!.data.job.attempt], [`${executionOf(a)}.handed.2`, 2]);
+});
+
+test('a handed head whose task is deleted while it waits for its key: the key\'s owner cancels it, and its lane goes on', () => {
+  const lane = laneApartFrom('k');
+  const a = inBatchLane(lane, flow('k', { parallelism: 1 }));
+  const b = inBatchLane(lane);
+  const all = owners([a, b]);
+  const laneOwner = all[taskPartition(a.data.task, P)]!;
+  const keyOwner = all[flowKeyPartition('org_a', 'k', P)]!;
+  keyOwner.onFlowKeyEvent(paused('org_a', 'k'));
+  laneOwner.take(T0);
+  const [handoff] = laneOwner.takeHandoffs();
+  for (const h of all) h.onHandedToKey(handoff!, 10, 0);
+  assert.deepEqual(keyOwner.take(T0), [], 'paused');
+  const deleted: TaskEvent = { type: 'TaskDeleted', id: 'evt_del', at: a.at, org_id: 'org_a', data: { task: a.data.task } };
+  for (const h of all) h.onTaskEvent(deleted, 11, 0);
+  assert.deepEqual(laneOwner.takeCancels(), [], 'the lane\'s owner leaves a handed head to its key\'s owner');
+  const [cancel, ...more] = keyOwner.takeCancels();
+  assert.deepEqual([cancel?.type, cancel?.data.execution_id, more.length], ['ExecutionCancelled', executionOf(a), 0]);
+  for (const h of all) h.onResult(cancel!);
+  assert.deepEqual(ids(laneOwner.take(T0 + 1)), [executionOf(b)]);
+});
+
+test('a takeover of the lane\'s partition reads its predecessor\'s hand-off: the head stays handed, not handed twice', () => {
+  const lane = laneApartFrom('k');
+  const a = inBatchLane(lane, flow('k', { parallelism: 1 }));
+  const b = inBatchLane(lane, flow('k', { parallelism: 1 }));
+  const laneP = taskPartition(a.data.task, P);
+  const before = new OwnedTasks(laneP, P);
+  [a, b].forEach((t, i) => before.onTaskEvent(t, i + 1, 0));
+  before.take(T0);
+  const [handoff] = before.takeHandoffs();
+  const next = new OwnedTasks(laneP, P);
+  [a, b].forEach((t, i) => next.onTaskEvent(t, i + 1, 0));
+  next.onHandedToKey(handoff!, 10, 0);
+  assert.deepEqual([next.take(T0 + 1), next.takeHandoffs()], [[], []]);
+  next.onResult(finished(handoff!.data.job));
+  next.take(T0 + 2);
+  assert.deepEqual(next.takeHandoffs().map((h) => [h.id, h.data.execution_id]), [[`${executionOf(b)}.handed.1`, executionOf(b)]]);
+});

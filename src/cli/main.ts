@@ -27,7 +27,17 @@ const USAGE = `usage:
   jetcron projections failures [--consumer NAME]
   jetcron projections retry [--consumer NAME] [--seq N [--index I]] [--wait SECONDS]
   jetcron replay --projection FILE [--from-start] [--follow]
-  jetcron status [--json]`;
+  jetcron status [--json]
+  jetcron help | -h | --help
+  jetcron --version
+
+--data-dir DIR: where the embedded default keeps its servers' data and address (default
+JETCRON_DATA_DIR, else .jetcron); NATS_URL and DATABASE_URL name servers of your own.`;
+
+/** The package's version, as its package.json says. */
+function version(): string {
+  return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+}
 
 class UsageError extends Error {}
 
@@ -102,6 +112,9 @@ async function main(argv: string[]): Promise<void> {
   const dataDir = flags.get('data-dir') ?? defaultDataDir();
   const [cmd, sub] = words;
   const print = (obj: unknown): void => void process.stdout.write(`${JSON.stringify(obj)}\n`);
+  // As any CLI: the usage asked for goes to stdout and is no error; so is the version.
+  if (flags.has('version') || cmd === 'version') return void process.stdout.write(`${version()}\n`);
+  if (flags.has('help') || cmd === 'help' || cmd === '-h') return void process.stdout.write(`${USAGE}\n`);
   switch (`${cmd ?? ''} ${sub ?? ''}`.trim()) {
     case 'serve':
       return runServe(flags, dataDir);

@@ -109,6 +109,23 @@ export function checkRequest(spec: Partial<RequestSpec>, prefix = ''): void {
 }
 
 /**
+ * `input` with each of `fields` that is the empty text set to null. These are the
+ * fields whose absence means "none" (no lane, any 2xx, any body, no callback, no
+ * script, …): the spec lets the empty text say it too, on every path. A field with a
+ * format of its own (a duration, a time, a cron expression, a name, a key) refuses the
+ * empty text instead. The input itself when nothing changes.
+ */
+export function emptyAsNone<T extends object>(input: T, fields: readonly string[]): T {
+  let out: Record<string, unknown> | undefined;
+  for (const field of fields) {
+    if ((input as Record<string, unknown>)[field] !== '') continue;
+    out ??= { ...input } as Record<string, unknown>;
+    out[field] = null;
+  }
+  return (out as T | undefined) ?? input;
+}
+
+/**
  * Runs `fn`, re-raising a rule break with the item's place in the call: `tasks[3]`
  * turns `body` into `tasks[3].body` (a batch's task, a synced schedule).
  */

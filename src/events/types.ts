@@ -9,11 +9,11 @@ import type { OrganizationEvent } from '../commands/organization/types.ts';
 import type { TaskEvent } from '../commands/task/types.ts';
 import type { EndpointEvent } from '../commands/endpoint/types.ts';
 import type { QuotaEvent } from '../commands/quota.ts';
-import type { PartitionEvent } from '../commands/partition/types.ts';
+import type { HandoffEvent, PartitionEvent } from '../commands/partition/types.ts';
 import type { FlowKeyEvent } from '../commands/flow-control/types.ts';
 import type { InboundDebounceEvent, InboundEventEvent } from '../commands/inbound-event/types.ts';
 
-export type JetcronEvent = OrganizationEvent | ApiKeyEvent | TaskEvent | ExecutionEvent | DebounceEvent | BatchEvent | ScheduleEvent | MonitorEvent | NotificationEvent | EndpointEvent | InboundEventEvent | InboundDebounceEvent | QuotaEvent | PartitionEvent | FlowKeyEvent;
+export type JetcronEvent = OrganizationEvent | ApiKeyEvent | TaskEvent | ExecutionEvent | DebounceEvent | BatchEvent | ScheduleEvent | MonitorEvent | NotificationEvent | EndpointEvent | InboundEventEvent | InboundDebounceEvent | QuotaEvent | PartitionEvent | HandoffEvent | FlowKeyEvent;
 export type EventType = JetcronEvent['type'];
 
 /** The event of one type. */

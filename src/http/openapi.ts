@@ -1,14 +1,7 @@
 import { idempotencyKeyParameter } from './idempotency.ts';
 import { EXECUTION_STATUSES, LIST_LIMIT } from './routes/executions.ts';
 import { errorSchema } from './schemas/common.ts';
-import { updateOrganizationSchema } from './schemas/organization.ts';
-import { createTaskSchema, triggerTaskSchema, updateTaskSchema } from './schemas/task.ts';
-import { createEndpointSchema, updateEndpointSchema } from './schemas/endpoint.ts';
-import { createBatchSchema } from './schemas/batch.ts';
-import { createMonitorSchema, updateMonitorSchema } from './schemas/monitor.ts';
-import { createScheduleSchema, updateScheduleSchema } from './schemas/schedule.ts';
-import { syncSchema } from './schemas/sync.ts';
-import { scriptTestSchema } from './schemas/script.ts';
+import { REQUEST_SCHEMAS, type RequestSchemaName } from './schemas/index.ts';
 import { liveMessageSchema } from './schemas/live.ts';
 import { KEEP_ALIVE_MS } from '../live/feeds.ts';
 
@@ -54,8 +47,8 @@ const PING_KEY_ROTATE = 'Answers `{data: {ping_key}}`. `GET /organization` shows
 interface OpOptions {
   /** A longer text than the summary. */
   description?: string;
-  /** The component schema of the JSON request body. */
-  body?: string;
+  /** The component schema of the JSON request body (one of REQUEST_SCHEMAS). */
+  body?: RequestSchemaName;
   /** The body may be left out (a trigger: `{}` then). */
   bodyOptional?: boolean;
   /** The success status. */
@@ -81,7 +74,8 @@ const withKey = { parameters: [pathId('key', 'The flow-control key as tasks name
 const FLOW_CONTROL =
   'A task (or a batch) with `flow_control: {key, parallelism?, rate?, period?}` runs under its key: at most `parallelism` executions of the key in flight at once, ' +
   'at most `rate` attempts started in any window of `period` (sliding; default 1s; wall clock), across every task naming the key. The latest create or update naming a key sets its limits. ' +
-  'Waiting executions stay `pending` and start in order of `scheduled_for`; a retry waiting for its time holds no slot. A task sets `lane` or `flow_control`, not both. ' +
+  'Waiting executions stay `pending` and start in order of `scheduled_for`; a retry waiting for its time holds no slot. A task sets `lane` or `flow_control`, not both; ' +
+  'a batch\'s tasks may each name one in the batch\'s lane (the lane\'s next starts only when its key has a free slot and room in its rate). ' +
   'Each item: `{key, parallelism, rate, period, waiting, in_flight, paused}`; `waiting` and `in_flight` come from the partition owners\' memory.';
 const withEvent = { parameters: [parameters.Id, parameters.EventId] };
 const history = { params: ['Limit'] as ParameterName[] };
@@ -94,19 +88,7 @@ export function openApiDocument(serverUrl: string) {
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'pk_….sk_… API key' } },
       schemas: {
-        CreateTask: strip(createTaskSchema),
-        UpdateTask: strip(updateTaskSchema),
-        TriggerTask: strip(triggerTaskSchema),
-        UpdateOrganization: strip(updateOrganizationSchema),
-        CreateBatch: strip(createBatchSchema),
-        CreateSchedule: strip(createScheduleSchema),
-        UpdateSchedule: strip(updateScheduleSchema),
-        CreateMonitor: strip(createMonitorSchema),
-        UpdateMonitor: strip(updateMonitorSchema),
-        Sync: strip(syncSchema),
-        ScriptTest: strip(scriptTestSchema),
-        CreateEndpoint: strip(createEndpointSchema),
-        UpdateEndpoint: strip(updateEndpointSchema),
+        ...Object.fromEntries(Object.entries(REQUEST_SCHEMAS).map(([name, schema]) => [name, strip(schema)])),
         LiveMessage: liveMessageSchema,
         Error: errorSchema,
       },

@@ -18,7 +18,8 @@ export type ScriptOwner = keyof typeof SCRIPT_HOOKS;
  * first, so a Free organization hears that scripts need Pro (403), whatever the script.
  */
 export async function checkScript(engine: ScriptEngine, plan: Plan, owner: ScriptOwner, script: string | null | undefined, field = 'script'): Promise<void> {
-  if (script == null) return;
+  // Empty is none, as the deciders store it (payload-checks.ts, emptyAsNone).
+  if (script == null || script === '') return;
   checkPlanFeatures(plan, { script });
   const problem = await engine.check(script, SCRIPT_HOOKS[owner]);
   if (problem) throw unprocessable(`script: ${problem}`, field);

@@ -49,8 +49,8 @@ const IGNORED = [
   'EndpointUpdated', 'EndpointPaused', 'EndpointResumed', 'InboundEventReceived', 'InboundEventReplayed', 'InboundDebounceOpened',
   // Debounce, batch: their tasks arrive as TaskCreated (and TaskUpdated).
   'DebounceWindowOpened', 'BatchAccepted',
-  // This notifier's own delivery records; flow-control keys, plan-limit reservations, partition claims.
-  'NotificationSent', 'NotificationFailed', 'FlowControlPaused', 'FlowControlResumed', 'QuotaReserved', 'PartitionClaimed',
+  // This notifier's own delivery records; flow-control keys, plan-limit reservations, partition claims, a lane head's hand-off.
+  'NotificationSent', 'NotificationFailed', 'FlowControlPaused', 'FlowControlResumed', 'QuotaReserved', 'PartitionClaimed', 'ExecutionHandedToKey',
 ] as const satisfies readonly EventType[];
 
 const IGNORED_TYPES: ReadonlySet<string> = new Set<string>(IGNORED);

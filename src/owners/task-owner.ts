@@ -5,6 +5,7 @@ import type { AttemptResult, ExecutionEvent } from '../commands/execution/types.
 import { adoptedResult, canBeLate, lateResult } from '../commands/execution/late-results.ts';
 import { OwnedTasks, type OwnedExecution } from '../commands/partition/owned-tasks.ts';
 import { TASK_EVENT_TYPES, type TaskEvent } from '../commands/task/types.ts';
+import { evolveTask } from '../commands/task/decide.ts';
 import type { AttemptRunner } from '../dispatchers/attempt-runner.ts';
 import { NotSent } from '../dispatchers/outbound-client.ts';
 import type { HostBlocks } from '../dispatchers/host-blocks.ts';
@@ -30,6 +31,7 @@ import type { DueTick } from '../commands/partition/owned-schedules.ts';
 import { lastPerSubject } from '../nats/last-per-subject.ts';
 import { endpointPartition } from '../commands/partition/partition-of.ts';
 import { STREAMS } from '../../streams/definitions.ts';
+import type { HandoffEvent } from '../commands/partition/types.ts';
 
 export interface TaskOwnerDeps {
   nats: Nats;
@@ -126,16 +128,34 @@ export async function ownTaskPartition(
     stop.abort();
   };
 
-  /** Appends and, once stored, applies: the state follows the log, never ahead of it. */
+  /**
+   * Appends and, once stored, applies: the state follows the log, never ahead of it. A
+   * lane's head handed in by another partition has its result on its own subject, where
+   * its lane's owner reads it.
+   */
   const record = async (events: ExecutionEvent[]) => {
+    const handed = events.filter((e) => state.handedIn(e.data.execution_id));
+    const owned = handed.length ? events.filter((e) => !handed.includes(e)) : events;
     try {
-      await log.append(events);
+      if (owned.length) await log.append(owned);
     } catch (err) {
-      if (err instanceof Fenced) await recordLate(events);
+      if (err instanceof Fenced) await recordLate(owned);
       throw err;
     }
+    for (const e of handed) await deps.store.append(SUBJECTS.execution(e.org_id, e.data.execution_id), e);
     for (const e of events) state.onResult(e);
     schedulePump();
+  };
+
+  /** Lane heads handed to their key's partition, each on its execution's subject; one not stored is handed over again later. */
+  const handOver = async (events: HandoffEvent[]) => {
+    for (const e of events) {
+      await deps.store.append(SUBJECTS.execution(e.org_id, e.data.execution_id), e).catch((err: unknown) => {
+        deps.log(`owner of partition ${partition}: hand-off of ${e.data.execution_id} not stored: ${(err as Error).message}`);
+        state.handOffFailed(e.data.execution_id, deps.clock.now() + RETRY_START_MS);
+        schedulePump();
+      });
+    }
   };
 
   /**
@@ -168,6 +188,8 @@ export async function ownTaskPartition(
     const now = deps.clock.now();
     for (const exec of state.take(now)) track(run(exec));
     for (const tick of state.schedules.dueTicks(now)) track(recordDueTick(tick));
+    const handoffs = state.takeHandoffs();
+    if (handoffs.length) track(handOver(handoffs));
     const next = state.nextWakeAt(deps.clock.now());
     if (next !== null && next < wakeAt) {
       clearTimeout(wake);
@@ -246,6 +268,16 @@ export async function ownTaskPartition(
     if (!(err instanceof Fenced)) throw err;
   });
 
+  /**
+   * A lane's head handed in by another partition: its task is that partition's, so whether
+   * it was deleted since (a delete read before the hand-off) is asked of the log. A task
+   * never changed since its batch has nothing on its own subject.
+   */
+  async function handedInTaskGone(exec: OwnedExecution): Promise<boolean> {
+    const last = await deps.store.last<TaskEvent>(SUBJECTS.task(exec.job.org_id, exec.sourceId));
+    return last !== null && evolveTask(null, last.event) === null;
+  }
+
   async function attempt(exec: OwnedExecution): Promise<void> {
     const job = exec.job;
     const hosts = deps.hosts();
@@ -255,7 +287,7 @@ export async function ownTaskPartition(
     const plan = planAttempt({
       job,
       sofar: { uncounted: exec.uncounted, done: false },
-      sourceGone: state.sourceGone(exec),
+      sourceGone: state.sourceGone(exec) || (exec.handedIn === true && await handedInTaskGone(exec)),
       requestGone: !!job.inbound && !blockedUntil && !forward,
       forwardMethod: forward?.method ?? null,
       host,
@@ -306,8 +338,9 @@ export async function ownTaskPartition(
       }
       else if (FLOW_KEY_EVENT_TYPES.has(e.type)) state.onFlowKeyEvent(e as FlowKeyEvent);
       else if (SCHEDULE_EVENT_TYPES.has(e.type)) state.onScheduleEvent(e as ScheduleEvent, seq, i, e.traceparent ?? traceparent);
-      // On an execution's own subject: a fenced owner's late result, or what DISPATCH
-      // recorded for a task before the owners took tasks over.
+      else if (e.type === 'ExecutionHandedToKey') state.onHandedToKey(e, seq, i, e.traceparent ?? traceparent);
+      // On an execution's own subject: a fenced owner's late result, or the result of a lane
+      // head its key's owner sent (a hand-off between partitions).
       else if (RESULT_EVENTS.has(e.type)) state.onResultElsewhere(e as ExecutionEvent);
     });
   };

@@ -276,7 +276,7 @@ const projections: EventHandlers<void, [ProjectionBatch]> = {
   ...forTypes(['NotificationSent', 'NotificationFailed'], nothing),
   ...forTypes(['FlowControlPaused', 'FlowControlResumed'], flowKey),
   // Plan-limit reservations (read back by the quota decider) and partition claims (by the owners).
-  ...forTypes(['QuotaReserved', 'PartitionClaimed'], nothing),
+  ...forTypes(['QuotaReserved', 'PartitionClaimed', 'ExecutionHandedToKey'], nothing),
   // The monitor as its row already has it (an owner's anchor for takeovers): no row changes.
   MonitorRestated: nothing,
 };

@@ -1,7 +1,7 @@
 import { unprocessable } from '../../lib/errors.ts';
 import { withEventId, type CommandMeta } from '../meta.ts';
 import type { Plan } from '../organization/types.ts';
-import { checkDuration, checkInstant, checkLength, checkRequest, checkUrl, inItem } from '../payload-checks.ts';
+import { checkDuration, checkInstant, checkLength, checkRequest, checkUrl, emptyAsNone, inItem } from '../payload-checks.ts';
 import { decideTask, firstRunAt, MAX_LANE_LENGTH } from '../task/decide.ts';
 import type { TaskInput } from '../task/types.ts';
 import type { FlowControlInput } from '../flow-control/types.ts';
@@ -13,7 +13,8 @@ export interface BatchInput {
   /** The batch's tasks run in this lane, or under `flow_control`'s key: one of the two. */
   lane?: string;
   flow_control?: FlowControlInput;
-  tasks: Array<Pick<TaskInput, 'method' | 'headers' | 'body' | 'name'> & { url: string }>;
+  /** A task may name its own `flow_control`: in a lane, it waits for its lane and its key. */
+  tasks: Array<Pick<TaskInput, 'method' | 'headers' | 'body' | 'name' | 'flow_control'> & { url: string }>;
   method?: TaskInput['method'];
   headers?: Record<string, string>;
   run_at?: string;
@@ -69,7 +70,9 @@ export const evolveBatch = (state: BatchEvent | null, event: BatchCommitEvent): 
  */
 export function decideBatch(command: BatchCommand, state: BatchEvent | null, meta: CommandMeta): BatchCommitEvent[] {
   if (state) return [];
-  const { orgId, plan, input } = command;
+  const { orgId, plan } = command;
+  // An empty callback_url is none, as a task's (its tasks' own fields are theirs: decideTask).
+  const input = emptyAsNone(command.input, ['callback_url']);
   checkBatchRules(input, meta.nowMs);
   const shared = {
     lane: input.lane ?? null,
@@ -90,7 +93,7 @@ export function decideBatch(command: BatchCommand, state: BatchEvent | null, met
       headers: { ...(input.headers ?? {}), ...(t.headers ?? {}) },
     };
     const taskId = memberId('tsk', command.batchId, i);
-    const [created] = inItem(`tasks[${i}]`, () => decideTask({ type: 'CreateTask', orgId, plan, input: taskInput, runAt: scheduledFor, taskId }, null, withEventId(meta, meta.newId('evt'))));
+    const [created] = inItem(`tasks[${i}]`, () => decideTask({ type: 'CreateTask', orgId, plan, input: taskInput, runAt: scheduledFor, taskId, inBatch: true }, null, withEventId(meta, meta.newId('evt'))));
     return created as TaskCreatedEvent;
   });
   checkHosts(input);

@@ -4,7 +4,7 @@ import { unprocessable } from '../../lib/errors.ts';
 import type { CommandMeta } from '../meta.ts';
 import type { Plan } from '../organization/types.ts';
 import { checkPlanFeatures } from '../plan-rules.ts';
-import { checkTaskRules } from '../task/decide.ts';
+import { checkTaskRules, taskInput } from '../task/decide.ts';
 import { TASK_DEFAULTS, type TaskInput, type TaskSpec } from '../task/types.ts';
 import { nameFromUrl } from '../../lib/default-name.ts';
 import type { DebounceEvent, DebounceWindow } from './types.ts';
@@ -22,6 +22,9 @@ export type DebounceCommand = {
 
 export const evolveDebounce = (_state: DebounceWindow | null, event: DebounceEvent): DebounceWindow => event.data.window;
 
+/** Whether a create is a debounced one: it names a window's length or key (an empty key is none). */
+export const isDebounced = (input: TaskInput): boolean => input.debounce != null || (input.debounce_key != null && input.debounce_key !== '');
+
 /** The window still taking requests at `nowMs`, if any. */
 export const openWindow = (window: DebounceWindow | null, nowMs: number): DebounceWindow | null =>
   window && Date.parse(window.run_at) > nowMs ? window : null;
@@ -35,7 +38,7 @@ export const openWindow = (window: DebounceWindow | null, nowMs: number): Deboun
  * again.
  */
 export function decideDebounce(command: DebounceCommand, window: DebounceWindow | null, meta: CommandMeta): DebounceEvent[] {
-  const { input } = command;
+  const input = taskInput(command.input);
   checkPlanFeatures(command.plan, input);
   checkTaskRules({ ...TASK_DEFAULTS, name: nameFromUrl(input.url), ...input } as TaskSpec, input, meta.nowMs);
   const windowMs = parseDuration(input.debounce);

@@ -3,7 +3,7 @@ import { randomToken } from '../../lib/ids.ts';
 import { unreachable } from '../../lib/unreachable.ts';
 import type { CommandMeta } from '../meta.ts';
 import type { Plan } from '../organization/types.ts';
-import { checkBodySize, checkHeaders, checkLength, checkRange, checkUrl, MAX_NAME_LENGTH, RETRY_ATTEMPTS } from '../payload-checks.ts';
+import { checkBodySize, checkHeaders, checkLength, checkRange, checkUrl, emptyAsNone, MAX_NAME_LENGTH, RETRY_ATTEMPTS } from '../payload-checks.ts';
 import { checkPlanFeatures } from '../plan-rules.ts';
 import { checkFlowControl, normalizeLimits } from '../flow-control/rules.ts';
 import type { SealedSecrets } from '../../lib/sealed-secrets.ts';
@@ -34,11 +34,15 @@ export function evolveEndpoint(_state: Endpoint | null, event: EndpointEvent): E
 
 const strip = <T extends object>(o: T) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 
+/**
+ * Fields whose empty text means none (see `emptyAsNone`): the spec's empty
+ * forward_method and forward_body (the original is forwarded), no notification URL, no script.
+ */
+const ENDPOINT_EMPTY_AS_NONE = ['forward_method', 'forward_body', 'on_failure_url', 'on_recovery_url', 'script'] as const;
+
 /** The spec: an empty forward_method, forward_headers or forward_body means the original is forwarded. */
 function normalize(input: EndpointInput): Partial<EndpointSpec> {
   const { flow_control, ...out } = strip(input);
-  if (out.forward_method === '') out.forward_method = null;
-  if (out.forward_body === '') out.forward_body = null;
   if (out.forward_headers && Object.keys(out.forward_headers).length === 0) out.forward_headers = null;
   return flow_control === undefined ? out : { ...out, flow_control: flow_control && normalizeLimits(flow_control) };
 }
@@ -97,8 +101,11 @@ const verificationSecretOf = (command: Extract<EndpointCommand, { input: Endpoin
 
 export function decideEndpoint(command: EndpointCommand, state: Endpoint | null, meta: CommandMeta): EndpointEvent[] {
   const base = { id: meta.eventId, at: meta.now };
-  // Before anything else, "not found" included: a refused input answers the same whatever the endpoint.
-  if (command.type === 'CreateEndpoint' || command.type === 'UpdateEndpoint') checkInput(command);
+  if (command.type === 'CreateEndpoint' || command.type === 'UpdateEndpoint') {
+    command = { ...command, input: emptyAsNone(command.input, ENDPOINT_EMPTY_AS_NONE) } as typeof command;
+    // Before anything else, "not found" included: a refused input answers the same whatever the endpoint.
+    checkInput(command);
+  }
   if (command.type === 'CreateEndpoint') {
     const spec: EndpointSpec = { ...ENDPOINT_DEFAULTS, ...normalize(command.input), name: command.input.name };
     checkRules(spec);

@@ -9,6 +9,26 @@ interface FreeEntry {
 }
 
 /**
+ * The second key an execution waits for once its first key takes it: a batch's lane
+ * task naming a flow-control key starts when it is its lane's head and its key has a
+ * free slot and room in its rate (the contract's "Batches"). The lane holds it from
+ * then until its attempt ends, as any lane's head; the key only while it waits there
+ * and runs.
+ */
+export interface Gate {
+  key: string;
+  /** The key's limits as its task names them, for a key whose queue was dropped while idle. */
+  limits: KeyLimits;
+}
+
+interface HeldGate extends Gate {
+  dueAt: number;
+  order: number;
+  /** Taken by its first key: waiting in, or running under, this one. */
+  passed: boolean;
+}
+
+/**
  * Every waiting and running execution of one partition, as its owner holds them: keyed
  * ones (a lane, a flow-control key) in their key's queue, the rest in one due-time heap.
  * Pure: fed what the log says, asked with the time what starts now and when to look
@@ -34,6 +54,10 @@ export class PartitionQueues {
   private readonly touched = new Set<string>();
   /** Each key's wake time, as its queue last said. */
   private readonly wakes = new TimerHeap<null>();
+  /** The executions that wait for a second key (see Gate). */
+  private readonly gates = new Map<string, HeldGate>();
+  /** The gates a `take` passed executions to, taken from in the same call. */
+  private readonly gated = new Set<string>();
 
   /** The latest create or update naming `key` sets its limits. */
   setLimits(key: string, limits: KeyLimits): void {
@@ -53,13 +77,15 @@ export class PartitionQueues {
     this.touched.add(key);
   }
 
-  /** An execution to run at `dueAt` (or its retry, on a key that does not hold a slot for it). */
-  enqueue(executionId: string, key: string | null, dueAt: number, order: number): void {
+  /** An execution to run at `dueAt` (or its retry, on a key that does not hold a slot for it); `gate`: the key it waits for next. */
+  enqueue(executionId: string, key: string | null, dueAt: number, order: number, gate?: Gate): void {
     this.where.set(executionId, key);
     if (key === null) {
+      if (this.gates.size) this.gates.delete(executionId);
       this.pushFree({ executionId, dueAt, order });
       return;
     }
+    if (gate) this.gates.set(executionId, { ...gate, dueAt, order, passed: false });
     this.queueOf(key).enqueue(executionId, dueAt, order);
     this.touched.add(key);
   }
@@ -76,6 +102,7 @@ export class PartitionQueues {
     const queue = this.keys.get(key)!;
     queue.finished(executionId, retryAt, order);
     this.touched.add(key);
+    this.leaveGate(executionId, retryAt, order);
     if (retryAt === null) this.forget(executionId, queue);
   }
 
@@ -85,6 +112,11 @@ export class PartitionQueues {
     if (key === undefined) return;
     if (key !== null) {
       this.touched.add(key);
+      const gate = this.gates.get(executionId);
+      if (gate) {
+        gate.dueAt = dueAt;
+        if (gate.passed) this.gateQueue(gate).reschedule(executionId, dueAt);
+      }
       return this.keys.get(key)!.reschedule(executionId, dueAt);
     }
     const waiting = this.freeWaiting.get(executionId);
@@ -100,6 +132,8 @@ export class PartitionQueues {
     else {
       this.keys.get(key)!.markStarted(executionId);
       this.touched.add(key);
+      const gate = this.gates.get(executionId);
+      if (gate?.passed) this.gateQueue(gate).markStarted(executionId);
     }
   }
 
@@ -115,6 +149,8 @@ export class PartitionQueues {
     const queue = this.keys.get(key)!;
     queue.remove(executionId);
     this.touched.add(key);
+    const gate = this.gates.get(executionId);
+    if (gate?.passed) this.gateQueue(gate).remove(executionId);
     this.forget(executionId, queue);
   }
 
@@ -153,11 +189,13 @@ export class PartitionQueues {
     return [...names].map((key) => ({ key, ...this.keyStats(key) }));
   }
 
-  /** The execution's key's queue; the key is looked at on the next take (its rate window changes). */
+  /** The queue that counts the execution's starts (its gate's, when it has one); the key is looked at on the next take (its rate window changes). */
   private keyed(executionId: string): KeyQueue | undefined {
     const key = this.where.get(executionId);
     if (!key) return undefined;
     this.touched.add(key);
+    const gate = this.gates.get(executionId);
+    if (gate) return this.gateQueue(gate);
     return this.keys.get(key);
   }
 
@@ -172,26 +210,64 @@ export class PartitionQueues {
       out.push(top.executionId);
     }
     for (const { key } of this.wakes.popDue(now)) this.touched.add(key);
-    for (const key of this.touched) {
-      const queue = this.keys.get(key);
-      if (!queue) continue;
-      out.push(...queue.take(now));
-      // An idle key's queue is dropped once its rate window is empty too, and its limits
-      // with it (the next execution's task names them again; a pause stays), so a key
-      // costs memory only while in use and never forgets a start.
-      if (queue.forgettable(now)) {
-        this.keys.delete(key);
-        this.limits.delete(key);
-        this.wakes.delete(key);
-        continue;
-      }
-      // Idle with starts still in its window: looked at again when the window may be empty.
-      const wake = queue.nextWakeAt(now) ?? (queue.idle ? now + queue.periodMs : null);
-      if (wake === null) this.wakes.delete(key);
-      else if (this.wakes.dueOf(key) !== wake) this.wakes.set(key, wake, wake, null);
-    }
+    for (const key of this.touched) this.takeFrom(key, now, out);
+    // The gates the loop's heads passed to: what they let start now, starts now.
+    for (const key of this.gated) this.takeFrom(key, now, out);
+    this.gated.clear();
     this.touched.clear();
     return out;
+  }
+
+  /** What one key starts at `now` into `out`; an execution with a gate moves on to its gate's key (named in `gated`). */
+  private takeFrom(key: string, now: number, out: string[]): void {
+    const queue = this.keys.get(key);
+    if (!queue) return;
+    for (const id of queue.take(now)) {
+      const gate = this.gates.size ? this.gates.get(id) : undefined;
+      if (!gate || gate.passed) out.push(id);
+      else {
+        gate.passed = true;
+        this.gateQueue(gate).enqueue(id, gate.dueAt, gate.order);
+        this.touched.add(gate.key);
+        this.gated.add(gate.key);
+      }
+    }
+    // An idle key's queue is dropped once its rate window is empty too, and its limits
+    // with it (the next execution's task names them again; a pause stays), so a key
+    // costs memory only while in use and never forgets a start.
+    if (queue.forgettable(now)) {
+      this.keys.delete(key);
+      this.limits.delete(key);
+      this.wakes.delete(key);
+      return;
+    }
+    // Idle with starts still in its window: looked at again when the window may be empty.
+    const wake = queue.nextWakeAt(now) ?? (queue.idle ? now + queue.periodMs : null);
+    if (wake === null) this.wakes.delete(key);
+    else if (this.wakes.dueOf(key) !== wake) this.wakes.set(key, wake, wake, null);
+  }
+
+  /** The gate's key's queue, its limits given again when it was dropped while idle. */
+  private gateQueue(gate: Gate): KeyQueue {
+    if (!this.limits.has(gate.key)) this.setLimits(gate.key, gate.limits);
+    return this.queueOf(gate.key);
+  }
+
+  /**
+   * An attempt ended under its gate: the gate's slot is free (its rate window keeps the
+   * start), and a retry waits for its first key again, then for the gate.
+   */
+  private leaveGate(executionId: string, retryAt: number | null, order: number): void {
+    const gate = this.gates.size ? this.gates.get(executionId) : undefined;
+    if (!gate) return;
+    if (gate.passed) {
+      const queue = this.gateQueue(gate);
+      queue.finished(executionId, null, order);
+      queue.remove(executionId);
+      this.touched.add(gate.key);
+      gate.passed = false;
+    }
+    if (retryAt !== null) gate.dueAt = retryAt;
   }
 
   /** When `take` may next return something on its own (null: only an event can change that). */
@@ -230,6 +306,8 @@ export class PartitionQueues {
   }
 
   private forget(executionId: string, queue: KeyQueue): void {
-    if (!queue.has(executionId)) this.where.delete(executionId);
+    if (queue.has(executionId)) return;
+    this.where.delete(executionId);
+    this.gates.delete(executionId);
   }
 }

@@ -2,7 +2,7 @@ import { ApiError, notFound, unprocessable } from '../../lib/errors.ts';
 import { randomToken } from '../../lib/ids.ts';
 import { unreachable } from '../../lib/unreachable.ts';
 import type { CommandMeta } from '../meta.ts';
-import { checkLength, checkRange, checkUrl, MAX_NAME_LENGTH } from '../payload-checks.ts';
+import { checkLength, checkRange, checkUrl, emptyAsNone, MAX_NAME_LENGTH } from '../payload-checks.ts';
 import { cronError, isTimeZone, nextTick } from '../schedule/cron.ts';
 import { dueRun, endOutcome, endRun, nextDeadline, readSignal, runLimit, startRun } from './runs.ts';
 import {
@@ -114,6 +114,9 @@ export function expectation(spec: MonitorSpec, fromMs: number, meta: Pick<Comman
 
 const strip = <T extends object>(o: T) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 
+/** What a create or update sets: the fields sent, an empty notification URL as none (see `emptyAsNone`). */
+const monitorInput = (input: MonitorInput) => strip(emptyAsNone(input, ['on_failure_url', 'on_recovery_url']));
+
 /**
  * A deadline came due: unless a ping, pause or change moved it (the monitor's
  * `deadline_at` is no longer this one), the monitor goes down: `too_long` when a run's
@@ -172,7 +175,7 @@ export function decideMonitor(command: MonitorCommand, state: Monitor | null, me
   const base = { id: meta.eventId, at: meta.now };
   if (command.type === 'CheckDeadline') return checkDeadline(command.deadlineAt, state, meta);
   if (command.type === 'CreateMonitor') {
-    const spec: MonitorSpec = { ...MONITOR_DEFAULTS, ...strip(command.input), name: command.input.name, schedule_type: command.input.schedule_type };
+    const spec: MonitorSpec = { ...MONITOR_DEFAULTS, ...monitorInput(command.input), name: command.input.name, schedule_type: command.input.schedule_type };
     checkMonitorRules(spec);
     checkSlugFree(spec.slug, command.slugOwner, null);
     const monitor: Monitor = {
@@ -198,7 +201,7 @@ export function decideMonitor(command: MonitorCommand, state: Monitor | null, me
   const at = { updated_at: meta.now };
   switch (command.type) {
     case 'UpdateMonitor': {
-      const input = strip(command.input);
+      const input = monitorInput(command.input);
       const spec: MonitorSpec = { ...state, ...input };
       checkMonitorRules(spec);
       checkSlugFree(spec.slug, command.slugOwner, state.id);

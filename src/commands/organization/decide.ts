@@ -1,6 +1,7 @@
 import { ApiError, notFound } from '../../lib/errors.ts';
 import { unreachable } from '../../lib/unreachable.ts';
 import type { CommandMeta } from '../meta.ts';
+import { emptyAsNone } from '../payload-checks.ts';
 import type { Organization, OrganizationCommand, OrganizationEvent } from './types.ts';
 
 /** How long the secret a rotation replaced keeps signing beside the new one (wall clock, not scaled). */
@@ -59,11 +60,13 @@ export function decideOrganization(
       }];
     case 'UpdateSettings': {
       const changed = Object.keys(command.settings);
+      // An empty address is none (see `emptyAsNone`): no email, no webhook.
+      const settings = emptyAsNone(command.settings, ['notification_email', 'notification_webhook_url']);
       return [{
         ...base,
         org_id,
         type: 'OrganizationSettingsUpdated',
-        data: { organization: { ...state, ...command.settings, updated_at: meta.now }, changed },
+        data: { organization: { ...state, ...settings, updated_at: meta.now }, changed },
       }];
     }
     case 'RotateWebhookSecret':

@@ -1,6 +1,6 @@
 import { MinHeap } from '../../lib/min-heap.ts';
 import { LANE_LIMITS } from '../flow-control/key-queue.ts';
-import { PartitionQueues } from '../flow-control/partition-queues.ts';
+import { PartitionQueues, type Gate } from '../flow-control/partition-queues.ts';
 import { executionCancelled } from '../execution/ending.ts';
 import type { AttemptJob, CallbackJob } from '../execution/job.ts';
 import type { Endpoint } from '../endpoint/types.ts';
@@ -10,7 +10,8 @@ import type { ExecutionEvent } from '../execution/types.ts';
 import { adoptsLate, isLate, type LateResult } from '../execution/late-results.ts';
 import type { PlannedExecution, Task, TaskEvent } from '../task/types.ts';
 import { flowLimits } from '../flow-control/rules.ts';
-import type { FlowKeyEvent } from '../flow-control/types.ts';
+import type { FlowControl, FlowKeyEvent } from '../flow-control/types.ts';
+import type { HandoffEvent } from './types.ts';
 import { endpointPartition, flowKeyPartition, schedulePartition, taskPartition } from './partition-of.ts';
 import { ScheduleStates } from './owned-schedules.ts';
 import { scheduleAttemptJob } from '../execution/schedule-jobs.ts';
@@ -29,6 +30,13 @@ function flowKeyName(ownerKey: string): { org_id: string; key: string } | null {
 }
 const keyOf = (task: Task): string | null =>
   task.lane ? laneKey(task.org_id, task.lane) : task.flow_control ? flowKey(task.org_id, task.flow_control.key) : null;
+/**
+ * A batch's lane task naming a key (the contract's "Batches"): its lane's head starts
+ * only when its key has a free slot and room in its rate too. A key of the lane's own
+ * partition is a gate in its queues; a key of another partition is its owner's, and the
+ * head is handed to it (`ExecutionHandedToKey`).
+ */
+const laneKeyOf = (task: Task): FlowControl | null => (task.lane && task.flow_control ? task.flow_control : null);
 
 /** A task object's partition, by the count it was computed for (decoded events are shared by a process's owners). */
 const partitionOfTask = new WeakMap<Task, { partitions: number; partition: number }>();
@@ -59,7 +67,9 @@ export type Phase =
   /** Will not run: its `ExecutionCancelled` is to be recorded. */
   | 'cancelling'
   /** Its result is recorded; its completion callback is due (or being sent). */
-  | 'callback';
+  | 'callback'
+  /** Its lane's head, handed to its key's owner in another partition, which sends it; its result is read from the execution's subject. */
+  | 'handed';
 
 export interface OwnedExecution {
   id: string;
@@ -86,6 +96,11 @@ export interface OwnedExecution {
   adopt: LateResult | null;
   /** The W3C trace context of the event that planned it: its attempts continue that trace. */
   traceparent: string | undefined;
+  /**
+   * Another partition's lane's head, handed to this partition's key: sent here once, its
+   * result recorded on the execution's subject for its lane's owner, and over here then.
+   */
+  handedIn?: true;
 }
 
 interface OwnedTask {
@@ -117,6 +132,12 @@ export class OwnedTasks {
   /** Origins of the live executions, lowest first (entries of ended ones are dropped lazily). */
   private readonly origins = new MinHeap<number>((a, b) => a < b);
   private readonly originCounts = new Map<number, number>();
+  /** Lane heads to hand to their key's partition, to be appended (see laneKeyOf). */
+  private readonly handoffs: HandoffEvent[] = [];
+  /** How many times each lane head was handed over, as the log says (the next hand-off's id). */
+  private readonly handoffCounts = new Map<string, number>();
+  /** The executions handed in, by their task: a delete cancels those still waiting. */
+  private readonly handedInBySource = new Map<string, Set<string>>();
 
   readonly partition: number;
   readonly partitions: number;
@@ -145,6 +166,8 @@ export class OwnedTasks {
   sourceGone(exec: OwnedExecution): boolean {
     if (exec.forward) return !this.endpoints.get(exec.sourceId);
     if (exec.job.source.type === 'schedule') return !this.schedules.get(exec.sourceId);
+    // Its task is its lane's owner's; a delete cancels it while it waits (handedInGone).
+    if (exec.handedIn) return false;
     return this.tasks.get(exec.sourceId)?.gone ?? true;
   }
 
@@ -235,7 +258,11 @@ export class OwnedTasks {
         // A new execution belongs to the partition of the task as it is now; one already held
         // stays with its owner when an update moves the task's lane or key elsewhere. A
         // task's lane or key is in the same partition, so its limits are no one else's.
-        if (this.partitionOf(task) !== this.partition) return;
+        if (this.partitionOf(task) !== this.partition) {
+          // A batch's lane task naming a key sets the key's limits in the key's own partition too.
+          if (task.lane && task.flow_control && event.type === 'TaskCreated') this.flowKeyLimits(task, false);
+          return;
+        }
         this.keyLimits(task, event.type === 'TaskTriggered');
         this.plan(task, event.data.execution, seq, logOrder(seq, index), event.type === 'TaskTriggered', traceparent);
         return;
@@ -246,6 +273,7 @@ export class OwnedTasks {
       case 'TaskDeleted':
       case 'TaskCancelled':
         if (owned) this.gone(owned, event.type === 'TaskDeleted' ? 'task deleted' : 'task cancelled', Date.parse(event.at));
+        else if (this.handedInBySource.has(task.id)) this.handedInGone(task.id, event.type === 'TaskDeleted' ? 'task deleted' : 'task cancelled', Date.parse(event.at));
         return;
     }
   }
@@ -362,6 +390,11 @@ export class OwnedTasks {
     const exec = this.executions.get(event.data.execution_id);
     if (!exec) return;
     exec.adopt = null;
+    if (exec.handedIn) return this.handedInResult(exec, event);
+    // A handed head's attempt is its key's owner's: its result counts while handed, for that attempt only.
+    if (event.type === 'AttemptStarted' || event.type === 'AttemptFinished' || event.type === 'AttemptDeferred') {
+      if (exec.phase === 'handed' ? event.data.attempt !== exec.job.attempt : this.keyElsewhere(exec)) return;
+    }
     // Read back at a takeover, a result may belong to an execution this state has only seen waiting.
     if (event.type !== 'AttemptStarted' && event.type !== 'ExecutionCancelled') this.queues.markStarted(exec.id);
     switch (event.type) {
@@ -431,10 +464,66 @@ export class OwnedTasks {
     for (const id of this.queues.take(now)) {
       const exec = this.executions.get(id);
       if (!exec) continue;
-      if (exec.phase === 'queued') exec.phase = 'running';
+      if (exec.phase === 'queued') {
+        const flow = this.keyElsewhere(exec);
+        if (flow) {
+          this.handOff(exec, flow, now);
+          continue;
+        }
+        exec.phase = 'running';
+      }
       out.push(exec);
     }
     return out;
+  }
+
+  /** The lane heads handed over since the last call, to append (each on its execution's subject). */
+  takeHandoffs(): HandoffEvent[] {
+    return this.handoffs.splice(0);
+  }
+
+  /** A hand-off that could not be appended: its lane holds it, and hands it over again at `at`. */
+  handOffFailed(executionId: string, at: number): void {
+    const exec = this.executions.get(executionId);
+    if (exec?.phase !== 'handed') return;
+    exec.phase = 'queued';
+    this.queues.finished(exec.id, at, exec.order);
+  }
+
+  /** Whether the execution was handed in by another partition's lane (its results go to its own subject). */
+  handedIn(executionId: string): boolean {
+    return this.executions.get(executionId)?.handedIn === true;
+  }
+
+  /**
+   * A lane's head handed to a key (read from the log by every owner). The key's owner
+   * holds it under its key until it has a slot and room in the rate, then sends it once;
+   * the lane's owner, reading back its own hand-off (or its predecessor's, at a
+   * takeover), holds the head as handed.
+   */
+  onHandedToKey(event: HandoffEvent, seq: number, index: number, traceparent?: string): void {
+    const { execution_id: id, key, job } = event.data;
+    const held = this.executions.get(id);
+    if (held && !held.handedIn) {
+      this.handoffCounts.set(id, Math.max(this.handoffCounts.get(id) ?? 0, event.data.handoff));
+      if (held.phase === 'queued' && held.job.attempt === job.attempt) {
+        this.queues.markStarted(id);
+        held.phase = 'handed';
+      }
+      return;
+    }
+    if (held || flowKeyPartition(event.org_id, key, this.partitions) !== this.partition) return;
+    const fkey = flowKey(event.org_id, key);
+    if (!this.queues.hasLimits(fkey)) this.queues.setLimits(fkey, flowLimits(event.data.limits));
+    const exec: OwnedExecution = {
+      id, sourceId: job.source.id, forward: null, job, triggered: true, uncounted: event.data.uncounted_attempts,
+      origin: seq, order: logOrder(seq, index), phase: 'queued', cancel: null, callback: null, adopt: null, traceparent, handedIn: true,
+    };
+    this.track(exec);
+    let set = this.handedInBySource.get(exec.sourceId);
+    if (!set) this.handedInBySource.set(exec.sourceId, (set = new Set()));
+    set.add(id);
+    this.queues.enqueue(id, fkey, Date.parse(job.scheduled_for), exec.order);
   }
 
   /** The cancellations to record now; each is handed out once (its record, read back, ends it). */
@@ -476,7 +565,14 @@ export class OwnedTasks {
     };
     this.track(exec);
     owned.executions.add(exec.id);
-    this.queues.enqueue(exec.id, keyOf(task), this.dueOf(exec, task), order);
+    this.queues.enqueue(exec.id, keyOf(task), this.dueOf(exec, task), order, this.gateOf(task));
+  }
+
+  /** A lane task's key of this partition: its lane's head waits in it too (PartitionQueues' gate). */
+  private gateOf(task: Task): Gate | undefined {
+    const flow = laneKeyOf(task);
+    if (!flow || flowKeyPartition(task.org_id, flow.key, this.partitions) !== this.partition) return undefined;
+    return { key: flowKey(task.org_id, flow.key), limits: flowLimits(flow) };
   }
 
   private track(exec: OwnedExecution): void {
@@ -525,10 +621,16 @@ export class OwnedTasks {
     if (!key) return;
     if (task.lane) {
       if (!this.queues.hasLimits(key)) this.queues.setLimits(key, LANE_LIMITS);
-      return;
+      if (!task.flow_control) return;
     }
-    if (triggered && this.queues.hasLimits(key)) return;
+    this.flowKeyLimits(task, triggered);
+  }
+
+  /** A key's limits, set in the key's own partition (a batch's lane task naming it may be planned in another: its lane's). */
+  private flowKeyLimits(task: Task, triggered: boolean): void {
     const flow = task.flow_control!;
+    const key = flowKey(task.org_id, flow.key);
+    if (triggered && this.queues.hasLimits(key)) return;
     if (flowKeyPartition(task.org_id, flow.key, this.partitions) === this.partition) this.queues.setLimits(key, flowLimits(flow));
   }
 
@@ -543,6 +645,49 @@ export class OwnedTasks {
         : { id: exec.id, scheduled_for: exec.job.scheduled_for, callback_url: exec.job.push_callback_url };
       exec.job = taskAttemptJob(task, planned, exec.job.attempt);
       this.queues.reschedule(exec.id, this.dueOf(exec, task), exec.order);
+    }
+  }
+
+  /** A lane task's key when another partition holds it: its lane's head is handed there. */
+  private keyElsewhere(exec: OwnedExecution): FlowControl | null {
+    if (exec.forward || exec.handedIn) return null;
+    const task = this.tasks.get(exec.sourceId)?.task;
+    const flow = task ? laneKeyOf(task) : null;
+    return flow && flowKeyPartition(exec.job.org_id, flow.key, this.partitions) !== this.partition ? flow : null;
+  }
+
+  /** The lane's head goes to its key's owner: the lane holds it (in flight) until its result is read. */
+  private handOff(exec: OwnedExecution, flow: FlowControl, now: number): void {
+    exec.phase = 'handed';
+    const handoff = (this.handoffCounts.get(exec.id) ?? 0) + 1;
+    this.handoffCounts.set(exec.id, handoff);
+    const { key, ...limits } = flow;
+    this.handoffs.push({
+      type: 'ExecutionHandedToKey',
+      id: `${exec.id}.handed.${handoff}`,
+      at: new Date(now).toISOString(),
+      org_id: exec.job.org_id,
+      data: { execution_id: exec.id, key, limits, job: exec.job, uncounted_attempts: exec.uncounted, handoff },
+    });
+  }
+
+  /** A handed-in execution's own result: its attempt is over here (the key's slot is free, the rate keeps its start). */
+  private handedInResult(exec: OwnedExecution, event: ExecutionEvent): void {
+    if (event.type === 'AttemptStarted') return;
+    this.queues.markStarted(exec.id);
+    if (event.type === 'AttemptFinished') this.queues.recordedStart(exec.id, Date.parse(event.data.started_at));
+    this.queues.finished(exec.id, null, exec.order);
+    this.drop(exec);
+  }
+
+  /** A handed-in execution's task deleted or cancelled: one still waiting for its key is cancelled (its lane's owner reads it). */
+  private handedInGone(taskId: string, reason: string, atMs: number): void {
+    for (const id of this.handedInBySource.get(taskId) ?? []) {
+      const exec = this.executions.get(id)!;
+      if (exec.phase !== 'queued') continue;
+      this.queues.remove(exec.id);
+      const { job } = exec;
+      this.markCancelling(exec, executionCancelled(job.org_id, { execution_id: exec.id, source: job.source, reason, lane: job.lane }, atMs));
     }
   }
 
@@ -572,7 +717,12 @@ export class OwnedTasks {
     this.executions.delete(exec.id);
     this.queues.remove(exec.id);
     this.cancelling.delete(exec.id);
-    if (exec.forward || exec.job.source.type === 'schedule') {
+    this.handoffCounts.delete(exec.id);
+    if (exec.handedIn) {
+      const set = this.handedInBySource.get(exec.sourceId);
+      set?.delete(exec.id);
+      if (set && set.size === 0) this.handedInBySource.delete(exec.sourceId);
+    } else if (exec.forward || exec.job.source.type === 'schedule') {
       const runs = exec.forward ? this.deliveries : this.scheduleRuns;
       const set = runs.get(exec.sourceId);
       set?.delete(exec.id);

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { notFound, unprocessable } from '../../lib/errors.ts';
-import { checkLength, checkRequest, checkUrl, MAX_NAME_LENGTH, MAX_SCRIPT_LENGTH } from '../payload-checks.ts';
+import { checkLength, checkRequest, checkUrl, emptyAsNone, MAX_NAME_LENGTH, MAX_SCRIPT_LENGTH } from '../payload-checks.ts';
 import { checkStatusCodes } from '../task/decide.ts';
 import { unreachable } from '../../lib/unreachable.ts';
 import type { CommandMeta } from '../meta.ts';
@@ -115,10 +115,16 @@ function recordTick(tickAt: string, state: Schedule | null, meta: CommandMeta): 
   }];
 }
 
+/** A schedule's fields whose empty text means none (see `emptyAsNone`): any 2xx, no script. */
+const SCHEDULE_EMPTY_AS_NONE = ['expected_status_codes', 'script'] as const;
+
 export function decideSchedule(command: ScheduleCommand, state: Schedule | null, meta: CommandMeta): ScheduleEvent[] {
   const base = { id: meta.eventId, at: meta.now };
-  // Before anything else, "not found" included: a refused feature answers the same whatever the schedule.
-  if (command.type === 'CreateSchedule' || command.type === 'UpdateSchedule') checkPlanFeatures(command.plan, command.input);
+  if (command.type === 'CreateSchedule' || command.type === 'UpdateSchedule') {
+    command = { ...command, input: emptyAsNone(command.input, SCHEDULE_EMPTY_AS_NONE) } as typeof command;
+    // Before anything else, "not found" included: a refused feature answers the same whatever the schedule.
+    checkPlanFeatures(command.plan, command.input);
+  }
   if (command.type === 'RecordTick') return recordTick(command.tickAt, state, meta);
   if (command.type === 'CreateSchedule') {
     const input = Object.fromEntries(Object.entries(command.input).filter(([, v]) => v !== undefined)) as ScheduleInput;
@@ -152,14 +158,17 @@ export function decideSchedule(command: ScheduleCommand, state: Schedule | null,
     }
     case 'DeleteSchedule':
       return [{ ...base, org_id, type: 'ScheduleDeleted', data: { schedule: { ...state, updated_at: meta.now } } }];
-    case 'TriggerSchedule':
-      checkUrl(command.callbackUrl, 'callback_url');
+    case 'TriggerSchedule': {
+      // An empty one is none: the schedule's own callback applies.
+      const callbackUrl = command.callbackUrl || null;
+      checkUrl(callbackUrl, 'callback_url');
       return [{
         ...base,
         org_id,
         type: 'ScheduleTriggered',
-        data: { schedule: state, execution: { id: meta.newId('exe'), scheduled_for: meta.now, callback_url: command.callbackUrl } },
+        data: { schedule: state, execution: { id: meta.newId('exe'), scheduled_for: meta.now, callback_url: callbackUrl } },
       }];
+    }
     default:
       return unreachable(command);
   }

@@ -2,7 +2,7 @@ import { notFound, unprocessable } from '../../lib/errors.ts';
 import { parseDuration } from '../../lib/duration.ts';
 import { unreachable } from '../../lib/unreachable.ts';
 import type { CommandMeta } from '../meta.ts';
-import { checkDuration, checkInstant, checkLength, checkRequest, checkUrl, MAX_NAME_LENGTH, MAX_SCRIPT_LENGTH } from '../payload-checks.ts';
+import { checkDuration, checkInstant, checkLength, checkRequest, checkUrl, emptyAsNone, MAX_NAME_LENGTH, MAX_SCRIPT_LENGTH } from '../payload-checks.ts';
 import { checkPlanFeatures } from '../plan-rules.ts';
 import { TASK_DEFAULTS, type Task, type TaskCommand, type TaskEvent, type TaskInput, type TaskSpec } from './types.ts';
 import { nameFromUrl } from '../../lib/default-name.ts';
@@ -35,6 +35,16 @@ export function firstRunAt(spec: Pick<TaskSpec, 'delay' | 'run_at'>, meta: Comma
 
 export const MAX_LANE_LENGTH = 255;
 
+/**
+ * A task's fields whose empty text means what their absence means (see `emptyAsNone`):
+ * the spec's "empty means parallel", "empty = any 2xx", "empty = any body", and no
+ * callback, notification URL, script or debounce key.
+ */
+export const TASK_EMPTY_AS_NONE = ['lane', 'callback_url', 'on_failure_url', 'on_recovery_url', 'expected_status_codes', 'expected_body_pattern', 'script', 'debounce_key'] as const;
+
+/** A create's or update's input with its empty texts as none. */
+export const taskInput = <T extends TaskInput>(input: T): T => emptyAsNone(input, TASK_EMPTY_AS_NONE);
+
 /** `expected_status_codes`: comma-separated HTTP status codes. */
 export function checkStatusCodes(codes: string | null | undefined): void {
   if (codes == null) return;
@@ -51,8 +61,10 @@ export function checkStatusCodes(codes: string | null | undefined): void {
  * Every rule of a task's spec, whatever path it came by (POST, PUT, a batch, a
  * debounced request): the request (payload-checks.ts), the other URLs and texts,
  * then the rules that span fields. `input` is what this command sets; `nowMs` bounds run_at.
+ * `batchLane`: the task's lane is its batch's, not one this command sets, so it may
+ * name a flow-control key too (the contract's "Batches": it waits for its lane and its key).
  */
-export function checkTaskRules(spec: TaskSpec, input: TaskInput, nowMs: number): void {
+export function checkTaskRules(spec: TaskSpec, input: TaskInput, nowMs: number, batchLane = false): void {
   checkLength(spec.name, 'name', MAX_NAME_LENGTH, 1);
   checkFlowControl(input.flow_control, { needsKey: true });
   checkRequest(spec);
@@ -77,7 +89,7 @@ export function checkTaskRules(spec: TaskSpec, input: TaskInput, nowMs: number):
   }
   checkStatusCodes(spec.expected_status_codes);
   // A lane is already the strictest control: one at a time, in order, a retry holding it.
-  if (spec.lane && spec.flow_control) throw unprocessable('a task sets lane or flow_control, not both', 'flow_control');
+  if (spec.lane && spec.flow_control && !batchLane) throw unprocessable('a task sets lane or flow_control, not both', 'flow_control');
 }
 
 /** The spec a create or update sends, `flow_control` in its stored form. */
@@ -89,12 +101,15 @@ function specInput(input: TaskInput): Partial<TaskSpec> {
 
 export function decideTask(command: TaskCommand, state: Task | null, meta: CommandMeta): TaskEvent[] {
   const base = { id: meta.eventId, at: meta.now };
-  // Before anything else, "not found" included: a refused feature answers the same whatever the task.
-  if (command.type === 'CreateTask' || command.type === 'UpdateTask') checkPlanFeatures(command.plan, command.input);
+  if (command.type === 'CreateTask' || command.type === 'UpdateTask') {
+    command = { ...command, input: taskInput(command.input) } as typeof command;
+    // Before anything else, "not found" included: a refused feature answers the same whatever the task.
+    checkPlanFeatures(command.plan, command.input);
+  }
   if (command.type === 'CreateTask') {
     const input = command.input;
     const spec: TaskSpec = { ...TASK_DEFAULTS, name: input.name ?? nameFromUrl(input.url), ...specInput(input), url: input.url };
-    checkTaskRules(spec, input, meta.nowMs);
+    checkTaskRules(spec, input, meta.nowMs, command.inBatch);
     // A debounced create arrives with its window's id and run time already fixed.
     const execution = { id: meta.newId('exe'), scheduled_for: command.runAt ?? firstRunAt(spec, meta), callback_url: null };
     const task: Task = {
@@ -117,7 +132,8 @@ export function decideTask(command: TaskCommand, state: Task | null, meta: Comma
       // A new delay or run_at replaces the other one.
       if (input.delay != null && input.run_at === undefined) spec.run_at = null;
       if (input.run_at != null && input.delay === undefined) spec.delay = null;
-      checkTaskRules(spec, input, meta.nowMs);
+      // A batch's task keeps its batch's lane beside its key while this sets neither.
+      checkTaskRules(spec, input, meta.nowMs, input.lane === undefined && input.flow_control === undefined);
       let pending = state.pending_execution;
       if (pending && ('delay' in input || 'run_at' in input)) {
         pending = { ...pending, scheduled_for: firstRunAt(spec, meta) };
@@ -130,8 +146,10 @@ export function decideTask(command: TaskCommand, state: Task | null, meta: Comma
     case 'CancelTask':
       return [{ ...base, org_id, type: 'TaskCancelled', data: { task: { ...state, updated_at: meta.now }, reason: command.reason } }];
     case 'TriggerTask': {
-      checkUrl(command.callbackUrl, 'callback_url');
-      const execution = { id: meta.newId('exe'), scheduled_for: meta.now, callback_url: command.callbackUrl };
+      // An empty one is none: the task's own callback applies.
+      const callbackUrl = command.callbackUrl || null;
+      checkUrl(callbackUrl, 'callback_url');
+      const execution = { id: meta.newId('exe'), scheduled_for: meta.now, callback_url: callbackUrl };
       return [{ ...base, org_id, type: 'TaskTriggered', data: { task: state, execution } }];
     }
     default:

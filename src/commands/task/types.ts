@@ -65,7 +65,8 @@ export type TaskInput = Partial<Omit<TaskSpec, 'flow_control'>> & { flow_control
 
 // `plan`: the organization's, for the fields only some plans have.
 export type TaskCommand =
-  | { type: 'CreateTask'; orgId: string; plan: Plan; input: TaskInput & { url: string }; taskId?: string; runAt?: string }
+  /** `inBatch`: a batch's task, in its batch's lane (it may name a flow-control key too). */
+  | { type: 'CreateTask'; orgId: string; plan: Plan; input: TaskInput & { url: string }; taskId?: string; runAt?: string; inBatch?: boolean }
   | { type: 'UpdateTask'; plan: Plan; input: TaskInput }
   | { type: 'DeleteTask' }
   | { type: 'CancelTask'; reason: string }

@@ -2,6 +2,7 @@ import { Router } from 'express';
 import { createTask, deleteTask, triggerTask, updateTask } from '../../commands/task/handlers.ts';
 import type { Task, TaskInput } from '../../commands/task/types.ts';
 import { createDebouncedTask } from '../../commands/debounce/handlers.ts';
+import { isDebounced } from '../../commands/debounce/decide.ts';
 import { taskDoc } from '../../projections/apply-event.ts';
 import { notFound, unprocessable } from '../../lib/errors.ts';
 import { jsonObject } from '../body.ts';
@@ -31,7 +32,7 @@ export async function createTaskAnswer(deps: ApiDeps, orgId: string, body: Recor
   const input = validate<TaskInput & { url: string }>(createTaskSchema, body);
   const plan = await orgPlan(deps, orgId);
   await checkScript(deps.scripts, plan, 'task', input.script);
-  if (input.debounce != null || input.debounce_key != null) {
+  if (isDebounced(input)) {
     // The window's rules (all three fields together) are checked before it decides create or replace.
     const d = await createDebouncedTask(deps, orgId, input as Parameters<typeof createDebouncedTask>[2], plan);
     const message = d.replaced ? 'Debounced: replaced the pending payload; the run time is unchanged' : 'Debounce window opened';

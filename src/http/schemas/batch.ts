@@ -1,4 +1,4 @@
-import { flowControlSchema, durationSchema, headersSchema, methodSchema, nameSchema, retryAttemptsSchema, timeoutSchema, timestampSchema, urlSchema } from './common.ts';
+import { flowControlSchema, durationSchema, headersSchema, methodSchema, nameSchema, optionalUrl, retryAttemptsSchema, timeoutSchema, timestampSchema, urlSchema } from './common.ts';
 
 import { MAX_BATCH_TASKS, MAX_BATCH_URL_LENGTH } from '../../commands/batch/decide.ts';
 
@@ -27,6 +27,10 @@ export const createBatchSchema = {
           headers: headersSchema,
           body: { type: ['string', 'object', 'array', 'null'] },
           name: nameSchema,
+          flow_control: {
+            ...flowControlSchema,
+            description: "The task's flow-control key: in the batch's lane it still runs one at a time in order, and the lane's next starts only when its key has a free slot and room in its rate.",
+          },
         },
       },
     },
@@ -36,6 +40,6 @@ export const createBatchSchema = {
     delay: durationSchema,
     timeout_ms: timeoutSchema,
     retry_attempts: retryAttemptsSchema,
-    callback_url: url255,
+    callback_url: optionalUrl(url255),
   },
 } as const;

@@ -7,7 +7,11 @@ import { HEADER_NAME_PATTERN, HTTP_METHODS, MAX_HEADER_VALUE_LENGTH, MAX_HEADERS
 
 /** http(s) only; `format: uri` is checked by parsing it as the HTTP client will, port included (1..65535). */
 export const urlSchema = { type: 'string', minLength: 1, maxLength: MAX_URL_LENGTH, pattern: '^[hH][tT][tT][pP][sS]?://[^\\s/?#]+', format: 'uri' } as const;
-export const nullableUrl = { anyOf: [urlSchema, { type: 'null' }] } as const;
+/** The empty text, where it means the same as null: none (the deciders store null; payload-checks.ts, emptyAsNone). */
+export const emptyText = { type: 'string', maxLength: 0, description: 'Empty: none, as null' } as const;
+/** An optional URL (a callback, a notification): null or empty means none. */
+export const optionalUrl = <T extends object>(url: T) => ({ anyOf: [url, { type: 'null' }, emptyText] }) as const;
+export const nullableUrl = optionalUrl(urlSchema);
 /** `jetcron-duration`: the pattern, at most 3650d (10 years). */
 export const durationSchema = { type: 'string', pattern: DURATION_PATTERN, format: 'jetcron-duration' } as const;
 export const nullable = <T extends object>(schema: T) => ({ anyOf: [schema, { type: 'null' }] }) as const;

@@ -13,7 +13,7 @@ const scheduleProperties = {
   enabled: { type: 'boolean' },
   notify_on_failure: { type: ['boolean', 'null'] },
   notify_on_recovery: { type: ['boolean', 'null'] },
-  expected_status_codes: nullable({ type: 'string', maxLength: 255 }),
+  expected_status_codes: { ...nullable({ type: 'string', maxLength: 255 }), description: 'Comma-separated codes counted as success. Empty or null: any 2xx.' },
   script: nullable(scriptSchema),
 } as const;
 
