@@ -30,6 +30,10 @@ export const SUBJECTS = {
   /** A notification delivery that is due (NOTIFY stream). */
   notify: (org: string) => `notify.${org}.send`,
   endpoint: (org: string, id: string) => `evt.${org}.endpoint.${id}`,
+  /** An organization's notification channels, one aggregate: each event carries the whole set (one direct get loads it). */
+  channels: (org: string) => `evt.${org}.channels`,
+  /** Every organization's channels subject: the notifier's channel directory follows them. */
+  allChannels: 'evt.*.channels',
   /** Every monitor's subject: the deadline keeper reads the last of each, then follows them. */
   monitors: 'evt.*.monitor.*',
   /** A monitor partition owner's claims and commits of pings and goings down, each guarded by the one before (fencing). */

@@ -28,14 +28,19 @@ export interface NotificationJob {
 /** Msg id on NOTIFY: deciding the same transition again (a replay) publishes nothing new. */
 export const notifyMsgId = (job: Pick<NotificationJob, 'id' | 'channel'>) => `${job.id}:${job.channel}`;
 
+/** The resource's own URL for this transition: on_failure_url, on_recovery_url; none for being disabled. */
+const ownUrl = (source: NotifySource, transition: Transition): string | null =>
+  transition === 'failed' ? source.on_failure_url : transition === 'recovered' ? source.on_recovery_url : null;
+
 /**
  * Whether the organization's channels (its webhook and email) hear about this
  * transition: the resource's flag when set, else the organization's.
  */
 export function organizationWants(source: NotifySource, org: Organization, transition: Transition): boolean {
-  return transition === 'failed'
-    ? (source.notify_on_failure ?? org.notify_on_failure)
-    : (source.notify_on_recovery ?? org.notify_on_recovery);
+  // Being disabled is news of a failure: the failure flag decides.
+  return transition === 'recovered'
+    ? (source.notify_on_recovery ?? org.notify_on_recovery)
+    : (source.notify_on_failure ?? org.notify_on_failure);
 }
 
 /**
@@ -43,7 +48,7 @@ export function organizationWants(source: NotifySource, org: Organization, trans
  * first, so a transition nobody hears about costs no notification id, payload or job.
  */
 export function notifies(source: NotifySource, org: Organization, transition: Transition, emailEnabled: boolean): boolean {
-  if (transition === 'failed' ? source.on_failure_url : source.on_recovery_url) return true;
+  if (ownUrl(source, transition)) return true;
   return organizationWants(source, org, transition) && !!(org.notification_webhook_url || (org.notification_email && emailEnabled));
 }
 
@@ -84,7 +89,7 @@ export function planNotifications(input: {
       jobs.push({ ...base, channel: 'email', target: org.notification_email, ...emailMessage(source, transition, execution) });
     }
   }
-  const own = transition === 'failed' ? source.on_failure_url : source.on_recovery_url;
+  const own = ownUrl(source, transition);
   if (own) {
     jobs.push({ ...base, channel: 'source_webhook', target: own, body: JSON.stringify(webhookPayload(source, transition, execution, false)) });
   }

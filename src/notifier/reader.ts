@@ -50,7 +50,9 @@ const IGNORED = [
   // Debounce, batch: their tasks arrive as TaskCreated (and TaskUpdated).
   'DebounceWindowOpened', 'BatchAccepted',
   // This notifier's own delivery records; flow-control keys, plan-limit reservations, partition claims.
-  'NotificationSent', 'NotificationFailed', 'FlowControlPaused', 'FlowControlResumed', 'QuotaReserved', 'PartitionClaimed',
+  'NotificationSent', 'NotificationFailed', 'ChannelTested', 'FlowControlPaused', 'FlowControlResumed', 'QuotaReserved', 'PartitionClaimed',
+  // Notification channels: read from their own subject when a transition is planned (`ChannelDirectory`).
+  'ChannelCreated', 'ChannelUpdated', 'ChannelDeleted',
 ] as const satisfies readonly EventType[];
 
 const IGNORED_TYPES: ReadonlySet<string> = new Set<string>(IGNORED);

@@ -296,7 +296,9 @@ export function createTranslator(deps: TranslatorDeps) {
     // window's deliveries arrive as InboundEventReceived.
     ...forTypes(['DebounceWindowOpened', 'InboundDebounceOpened'], nothing),
     // The notifier's delivery records: NOTIFY already carried the job.
-    ...forTypes(['NotificationSent', 'NotificationFailed'], nothing),
+    ...forTypes(['NotificationSent', 'NotificationFailed', 'ChannelTested'], nothing),
+    // Notification channels: the notifier's.
+    ...forTypes(['ChannelCreated', 'ChannelUpdated', 'ChannelDeleted'], nothing),
     // The owners' (flow-control keys, partition claims); plan-limit reservations.
     ...forTypes(['FlowControlPaused', 'FlowControlResumed', 'QuotaReserved', 'PartitionClaimed'], nothing),
   };
