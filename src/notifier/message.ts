@@ -50,6 +50,8 @@ export interface NotifySource {
   notify_on_recovery: boolean | null;
   on_failure_url: string | null;
   on_recovery_url: string | null;
+  /** The organization's channels it notifies: null = every one (see `channelsFor` in plan.ts). */
+  channels?: string[] | null;
   /** A monitor that went down: why. */
   down?: MonitorDown;
 }
