@@ -6,11 +6,8 @@ import { createRequire } from 'node:module';
 import { after, before, describe, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { SUBJECTS } from '../streams/subjects.ts';
-import type { NotificationEvent } from '../src/commands/notification/types.ts';
-import { decodeJson } from '../src/lib/json.ts';
 import { connectNats, type Nats } from '../src/nats/connection.ts';
-import { notificationIdFor } from '../src/notifier/plan.ts';
-import { notifierIdle } from './support/positions.ts';
+import { notificationRecords, notifierIdle } from './support/positions.ts';
 import { eventually, startTestService, type Api, type TestService } from './support/service.ts';
 import { startHangingTarget, startSmtp } from './support/smtp.ts';
 import { startTarget, type ReceivedRequest } from './support/target.ts';
@@ -357,7 +354,7 @@ describe('notification channels', () => {
 
       // Delivery records name the channel; each is the channel's last_delivery.
       const records = await eventually(async () => {
-        const d = await deliveries(o.orgId, tasks[0].last_execution_id);
+        const d = await notificationRecords(nats, o.orgId, tasks[0].last_execution_id);
         return d.length === 3 ? d : null;
       });
       assert.deepEqual(records.map((e) => e.data.channel_id ?? e.data.channel).sort(), [all.id, named.id, 'org_webhook'].sort());
@@ -432,7 +429,7 @@ describe('notification channels', () => {
       assert.equal(hanging.received, 10);
       // The failing channel: three tries each (now, 5 s, 20 s scaled), then given up, recorded.
       const first = tasks[0]!.body.data;
-      const failed = await eventually(async () => (await deliveries(o.orgId, first.last_execution_id)).find((e) => e.data.channel_id === failing.id && e.type === 'NotificationFailed'), 30_000);
+      const failed = await eventually(async () => (await notificationRecords(nats, o.orgId, first.last_execution_id)).find((e) => e.data.channel_id === failing.id && e.type === 'NotificationFailed'), 30_000);
       assert.equal(failed.data.attempts, 3);
       assert.equal(failed.data.status_code, 500);
       // Executions go on while the hanging channel holds its requests (a new task's success notifies no one).
@@ -443,7 +440,7 @@ describe('notification channels', () => {
       });
       assert.equal(done.status, 'success');
       assert.equal(hanging.received, 10, 'the hanging requests are still open');
-      assert.ok(!(await deliveries(o.orgId, first.last_execution_id)).some((e) => e.data.channel_kind === 'slack'), 'no hanging delivery has ended yet');
+      assert.ok(!(await notificationRecords(nats, o.orgId, first.last_execution_id)).some((e) => e.data.channel_kind === 'slack'), 'no hanging delivery has ended yet');
     } finally {
       await hanging.close();
       await down.close();
@@ -460,16 +457,4 @@ describe('notification channels', () => {
       assert.ok(!logs.some((l) => l.includes(secret)), `a log line holds ${secret}`);
     }
   });
-
-  /** The delivery records of one notification (`evt.<org>.notify.<id>`), in order. */
-  async function deliveries(orgId: string, executionId: string): Promise<NotificationEvent[]> {
-    const subject = SUBJECTS.notification(orgId, notificationIdFor(executionId));
-    const out: NotificationEvent[] = [];
-    for (let seq = 1; ;) {
-      const m = await nats.jsm.direct.getMessage('EVENTS', { next_by_subj: subject, seq });
-      if (!m) return out;
-      out.push(decodeJson<NotificationEvent>(m.data));
-      seq = m.seq + 1;
-    }
-  }
 });

@@ -12,7 +12,9 @@ import type { TimerValue } from '../../src/scheduler/timer-store.ts';
 import { decodeJson } from '../../src/lib/json.ts';
 import { askFlowStats } from '../../src/owners/flow-stats.ts';
 import { ownersDispatch } from './service.ts';
-import { connectNats } from '../../src/nats/connection.ts';
+import { connectNats, type Nats } from '../../src/nats/connection.ts';
+import type { NotificationEvent } from '../../src/commands/notification/types.ts';
+import { notificationIdFor } from '../../src/notifier/plan.ts';
 import { PROJECTOR_NAME } from '../../src/projections/projector.ts';
 import { eventually } from './wait.ts';
 
@@ -85,5 +87,17 @@ export async function projectedUpToNow(natsUrl: string, databaseUrl: string): Pr
   } finally {
     await db.end();
     await nats.close();
+  }
+}
+
+/** The delivery records of one execution's notification (`evt.<org>.notify.<id>`), in log order. */
+export async function notificationRecords(nats: Nats, orgId: string, executionId: string): Promise<NotificationEvent[]> {
+  const subject = SUBJECTS.notification(orgId, notificationIdFor(executionId));
+  const out: NotificationEvent[] = [];
+  for (let seq = 1; ;) {
+    const m = await nats.jsm.direct.getMessage(STREAMS.events.name, { next_by_subj: subject, seq });
+    if (!m) return out;
+    out.push(decodeJson<NotificationEvent>(m.data));
+    seq = m.seq + 1;
   }
 }
