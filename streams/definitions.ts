@@ -79,6 +79,13 @@ export const KV_BUCKETS = {
    * sequence of the last transition (src/notifier/state.ts). Absent = not failing.
    */
   notifyState: { name: 'notify-state', ttlMs: 0 },
+  /**
+   * The notifier's sends (`<notification id>.<channel or chn_ id>`): a try is marked as
+   * sending before its request leaves and as ended (with its result) after, so a
+   * delivery redelivered after a crash knows whether it was already sent
+   * (src/notifier/send-ledger.ts). A day outlives any delivery's tries.
+   */
+  notifySends: { name: 'notify-sends', ttlMs: 24 * 3_600_000 },
   /** Service-wide settings shared by every process, e.g. the key endpoint secrets are sealed with. */
   config: { name: 'config', ttlMs: 0 },
   /**

@@ -30,6 +30,10 @@ export const SUBJECTS = {
   schedule: (org: string, id: string) => `evt.${org}.schedule.${id}`,
   /** Every schedule's subject: a task owner taking over reads the last of each (its schedules, as they are now). */
   schedules: 'evt.*.schedule.*',
+  /** An organization's notification channels, one aggregate: each event carries the whole set (one direct get loads it). */
+  channels: (org: string) => `evt.${org}.channels`,
+  /** Every organization's channels subject: the notifier's channel directory follows them. */
+  allChannels: 'evt.*.channels',
   /** Every monitor's subject: a monitor owner taking over reads the last of each. */
   monitors: 'evt.*.monitor.*',
   /** A monitor partition owner's claims and commits of pings and goings down, each guarded by the one before (fencing). */

@@ -460,6 +460,55 @@ describe('web console (Chromium)', { skip }, () => {
     await tab.context.close();
   });
 
+  test('channels: created in the form, its secret never shown again, "send test" shows what the receiver said, edited, deleted', async () => {
+    const tab = await openConsole();
+    const { page } = tab;
+    await signIn(tab, org.apiKey);
+    const secret = 'hooks-console-secret-path-0000000000abcd';
+    target.release();
+    await go(page, '#/channels');
+    await page.getByRole('heading', { name: 'Channels', level: 1 }).waitFor();
+    await page.getByRole('link', { name: 'New channel' }).click();
+    await page.getByLabel('Kind').selectOption('mattermost');
+    await page.getByLabel('Name').fill('ops chat');
+    // A bad URL: the API's 422 names config.webhook_url and the form shows it on that field.
+    await page.getByLabel('webhook_url *').fill('not a url');
+    await page.getByRole('button', { name: 'Create channel' }).click();
+    assert.equal(await page.getByLabel('webhook_url *').getAttribute('aria-invalid'), 'true');
+    await page.getByLabel('webhook_url *').fill(`${target.url}/chat/${secret}`);
+    await page.getByLabel('Every event').uncheck();
+    await page.getByLabel('task.recovered', { exact: true }).uncheck();
+    await page.getByRole('button', { name: 'Create channel' }).click();
+    await page.getByRole('heading', { name: 'ops chat', level: 1 }).waitFor();
+    await page.getByText('***abcd').waitFor();
+    assert.ok(!(await page.content()).includes(secret), 'the secret is not on the page');
+
+    await page.getByRole('button', { name: 'Send test' }).click();
+    await page.getByText('Delivered: HTTP 200').waitFor();
+    const sent = target.received.find((r) => r.url === `/chat/${secret}`);
+    assert.match(JSON.parse(sent!.body).text, /test message for channel "ops chat"/);
+
+    // Edit: a new name; the secret's box left empty keeps the stored value.
+    await page.getByRole('link', { name: 'Edit' }).click();
+    await page.getByLabel('Name').fill('ops alerts');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('heading', { name: 'ops alerts', level: 1 }).waitFor();
+    const stored = (await org.api('GET', '/channels')).body.data.find((c: { name: string }) => c.name === 'ops alerts');
+    assert.equal(stored.config.webhook_url, '***abcd');
+    assert.ok(!stored.events.includes('task.recovered') && stored.events.includes('task.failed'));
+
+    await go(page, '#/channels');
+    const row = page.getByRole('row', { name: /ops alerts/ });
+    await row.getByText('success').waitFor();
+    assert.ok(!(await page.content()).includes(secret));
+    await row.getByRole('link', { name: 'ops alerts' }).click();
+    await page.getByRole('button', { name: 'Delete' }).click();
+    await page.getByRole('button', { name: 'Delete this channel' }).click();
+    await page.getByRole('heading', { name: 'Channels', level: 1 }).waitFor();
+    await page.getByText(/No channels yet/).waitFor();
+    await tab.context.close();
+  });
+
   test('at phone width (375 px) no page is wider than the screen', async () => {
     const tab = await openConsole({ width: 375, height: 812 });
     const { page } = tab;
@@ -468,7 +517,7 @@ describe('web console (Chromium)', { skip }, () => {
     const endpoints = (await org.api('GET', '/endpoints')).body.data;
     const executions = (await org.api('GET', '/executions?limit=1')).body.data;
     assert.ok(tasks.length && endpoints.length && executions.length, 'the earlier tests left data to show');
-    for (const hash of ['#/', '#/executions', `#/executions/${executions[0].id}`, '#/tasks', `#/tasks/${tasks[0].id}`, '#/tasks/new', '#/monitors', `#/endpoints/${endpoints[0].id}`, '#/flow-control', '#/organization']) {
+    for (const hash of ['#/', '#/executions', `#/executions/${executions[0].id}`, '#/tasks', `#/tasks/${tasks[0].id}`, '#/tasks/new', '#/monitors', `#/endpoints/${endpoints[0].id}`, '#/flow-control', '#/channels', '#/channels/new', '#/organization']) {
       await go(page, hash);
       await page.locator('.page h1').waitFor();
       await page.locator('.loading').waitFor({ state: 'detached' });

@@ -74,7 +74,11 @@ const ANY_BODY = { '""': ok(''), null: NONE, '[]': ok([]) };
 const FORMAT = { '""': refused, null: NONE };
 const REFUSED = { '""': refused };
 
+/** A resource's notification channels: null = every channel of the organization, [] = none. */
+const CHANNELS = { null: NONE, '[]': ok([]) };
+
 const TASK_FIELDS = {
+  channels: CHANNELS,
   url: REFUSED,
   name: REFUSED,
   method: REFUSED,
@@ -99,6 +103,7 @@ const TASK_FIELDS = {
   debounce_key: STRING_NONE,
 };
 const SCHEDULE_FIELDS = {
+  channels: CHANNELS,
   url: REFUSED,
   cron: REFUSED,
   timezone: REFUSED,
@@ -111,6 +116,7 @@ const SCHEDULE_FIELDS = {
   script: STRING_NONE,
 };
 const MONITOR_FIELDS = {
+  channels: CHANNELS,
   name: REFUSED,
   schedule_type: REFUSED,
   // Required for an interval monitor (the base is one).
@@ -126,6 +132,7 @@ const MONITOR_FIELDS = {
   on_recovery_url: STRING_NONE,
 };
 const ENDPOINT_FIELDS = {
+  channels: CHANNELS,
   name: REFUSED,
   // Collect-only: records events, forwards nothing.
   forward_urls: { '[]': ok([]) },
@@ -223,6 +230,10 @@ const EXPECTED: Record<RequestSchemaName, Record<string, Partial<Record<Empty, O
   CreateEndpoint: ENDPOINT_FIELDS,
   UpdateEndpoint: ENDPOINT_FIELDS,
   UpdateOrganization: { notification_email: STRING_NONE, notification_webhook_url: STRING_NONE },
+  // A channel's kind and name have formats of their own; `events: null` hears every event, [] none.
+  CreateChannel: { kind: REFUSED, name: REFUSED, events: { null: NONE, '[]': ok([]) } },
+  UpdateChannel: { kind: REFUSED, name: REFUSED, events: { null: NONE, '[]': ok([]) } },
+  TestChannel: {},
 };
 
 const OK_URL = 'http://127.0.0.1:9/never';
@@ -253,6 +264,9 @@ const BASE: Record<RequestSchemaName, Record<string, unknown>> = {
   CreateEndpoint: { name: 'empty values', forward_urls: [OK_URL] },
   UpdateEndpoint: {},
   UpdateOrganization: {},
+  CreateChannel: { kind: 'webhook', name: 'empty values', config: { url: OK_URL } },
+  UpdateChannel: {},
+  TestChannel: {},
 };
 
 /** What a field inside an object needs around it, by the object's path (`undefined` leaves a base field out). */
@@ -287,7 +301,7 @@ function placed(field: Field, value: unknown): Record<string, unknown> {
 const valueAt = (data: any, path: string) => path.split('.').reduce((v, k) => v?.[k], data);
 
 /** The schemas whose answer is the resource written, where an accepted value's `stored` is looked for. */
-const ANSWERS_RESOURCE = new Set<RequestSchemaName>(['CreateTask', 'UpdateTask', 'CreateSchedule', 'UpdateSchedule', 'CreateMonitor', 'UpdateMonitor', 'CreateEndpoint', 'UpdateEndpoint', 'UpdateOrganization']);
+const ANSWERS_RESOURCE = new Set<RequestSchemaName>(['CreateTask', 'UpdateTask', 'CreateSchedule', 'UpdateSchedule', 'CreateMonitor', 'UpdateMonitor', 'CreateEndpoint', 'UpdateEndpoint', 'UpdateOrganization', 'CreateChannel', 'UpdateChannel']);
 
 describe('every field of every request schema with its empty values', () => {
   let svc: TestService;
@@ -314,6 +328,9 @@ describe('every field of every request schema with its empty values', () => {
       case 'CreateEndpoint': return ['POST', '/endpoints'];
       case 'UpdateEndpoint': return ['PUT', `/endpoints/${await created('/endpoints', BASE.CreateEndpoint)}`];
       case 'UpdateOrganization': return ['PUT', '/organization'];
+      case 'CreateChannel': return ['POST', '/channels'];
+      case 'UpdateChannel': return ['PUT', `/channels/${await created('/channels', BASE.CreateChannel)}`];
+      case 'TestChannel': return ['POST', `/channels/${await created('/channels', BASE.CreateChannel)}/test`];
     }
   };
 

@@ -247,11 +247,13 @@ describe('OpenAPI document', () => {
       'PUT /sync': {},
       'POST /scripts/test': { script: 'function filter(req) return true end', hook: 'filter', request: { body: '{}' } },
       'PUT /organization': { notify_on_failure: false },
+      'POST /channels': { kind: 'webhook', name: 'openapi channel', config: { url: `${target.url}/channel` } },
+      'PUT /channels/{id}': { name: 'renamed' },
     });
     /** Values for required query parameters, by name. */
     const queries: Record<string, string> = { lane: LANE };
 
-    const RESOURCE_PREFIX: Record<string, IdPrefix> = { 'flow-control': 'evt', tasks: 'tsk', schedules: 'sch', monitors: 'mon', endpoints: 'ep', executions: 'exe' };
+    const RESOURCE_PREFIX: Record<string, IdPrefix> = { 'flow-control': 'evt', tasks: 'tsk', schedules: 'sch', monitors: 'mon', endpoints: 'ep', executions: 'exe', channels: 'chn' };
 
     const urlOf = (op: Operation, idFor: (resource: string) => string, event: string) => {
       const resource = op.path.split('/')[1]!;
@@ -287,6 +289,7 @@ describe('OpenAPI document', () => {
       ids.monitors = (await create('/monitors')).id;
       const endpoint = await create('/endpoints');
       ids.endpoints = endpoint.id;
+      ids.channels = (await create('/channels')).id;
       const trigger = await api('POST', `/tasks/${ids.tasks}/trigger`);
       assert.equal(trigger.status, 202, JSON.stringify(trigger.body));
       ids.executions = trigger.body.data.execution_id;

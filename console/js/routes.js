@@ -1,4 +1,5 @@
 // Which page each hash path shows. `section` marks the nav link that is current.
+import { channelDetail, channelEdit, channelNew, channelsList } from './pages/channels.js';
 import { endpointDetail, endpointEdit, endpointNew, endpointsList, inboundEventDetail } from './pages/endpoints.js';
 import { executionDetail, executionsList } from './pages/executions.js';
 import { flowControlList } from './pages/flow-control.js';
@@ -31,6 +32,10 @@ export const ROUTES = [
   r('endpoints/:id', 'endpoints', endpointDetail),
   r('endpoints/:id/edit', 'endpoints', endpointEdit),
   r('endpoints/:id/events/:eventId', 'endpoints', inboundEventDetail),
+  r('channels', 'channels', channelsList),
+  r('channels/new', 'channels', channelNew),
+  r('channels/:id', 'channels', channelDetail),
+  r('channels/:id/edit', 'channels', channelEdit),
   r('flow-control', 'flow-control', flowControlList),
   r('organization', 'organization', organizationPage),
 ];

@@ -6,7 +6,7 @@ export interface CommandMeta {
   eventId: string;
   /** JETCRON_TIME_SCALE applied to service-counted waits. */
   scaleWait(ms: number): number;
-  newId(prefix: 'tsk' | 'exe' | 'sch' | 'mon' | 'png' | 'ep' | 'evt'): string;
+  newId(prefix: 'tsk' | 'exe' | 'sch' | 'mon' | 'png' | 'ep' | 'evt' | 'chn'): string;
 }
 
 /**

@@ -232,9 +232,25 @@ const migrations: Record<string, Migration> = {
         )`.execute(db);
     },
   },
+  // Notification channels (issue 38): the definition as responses show it (secrets masked;
+  // the sealed values live in the events only) and the last delivery, a test included.
+  '0012_channels': {
+    async up(db) {
+      await sql`CREATE TABLE channels (
+          id text PRIMARY KEY,
+          org_id text NOT NULL,
+          doc jsonb NOT NULL,
+          last_delivery jsonb,
+          created_at timestamptz NOT NULL,
+          updated_at timestamptz NOT NULL
+        );
+        CREATE INDEX channels_org_created ON channels (org_id, created_at DESC, id DESC);`.execute(db);
+    },
+  },
 };
 
 export const READ_MODEL_TABLES = [
+  'channels',
   'flow_control_keys',
   'endpoints',
   'inbound_events',

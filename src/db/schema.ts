@@ -164,7 +164,18 @@ export interface FlowControlKeysTable {
   updated_at: Date | string;
 }
 
+/** `doc`: `{kind, name, config, events}`, secrets masked; `last_delivery`: `{at, ok, status_code, error}`. */
+export interface ChannelsTable {
+  id: string;
+  org_id: string;
+  doc: Json<Record<string, unknown>>;
+  last_delivery: ColumnType<Record<string, unknown> | null, string | null, string | null>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
 export interface Database {
+  channels: ChannelsTable;
   flow_control_keys: FlowControlKeysTable;
   organizations: OrganizationsTable;
   api_keys: ApiKeysTable;

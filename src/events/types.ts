@@ -11,9 +11,10 @@ import type { EndpointEvent } from '../commands/endpoint/types.ts';
 import type { QuotaEvent } from '../commands/quota.ts';
 import type { HandoffEvent, PartitionEvent } from '../commands/partition/types.ts';
 import type { FlowKeyEvent } from '../commands/flow-control/types.ts';
+import type { ChannelEvent, ChannelTestEvent } from '../commands/channel/types.ts';
 import type { InboundDebounceEvent, InboundEventEvent } from '../commands/inbound-event/types.ts';
 
-export type JetcronEvent = OrganizationEvent | ApiKeyEvent | TaskEvent | ExecutionEvent | DebounceEvent | BatchEvent | ScheduleEvent | MonitorEvent | NotificationEvent | EndpointEvent | InboundEventEvent | InboundDebounceEvent | QuotaEvent | PartitionEvent | HandoffEvent | FlowKeyEvent;
+export type JetcronEvent = OrganizationEvent | ApiKeyEvent | TaskEvent | ExecutionEvent | DebounceEvent | BatchEvent | ScheduleEvent | MonitorEvent | NotificationEvent | EndpointEvent | InboundEventEvent | InboundDebounceEvent | QuotaEvent | PartitionEvent | HandoffEvent | FlowKeyEvent | ChannelEvent | ChannelTestEvent;
 export type EventType = JetcronEvent['type'];
 
 /** The event of one type. */

@@ -22,6 +22,7 @@ import { flowControlRoutes } from './routes/flow-control.ts';
 import { scheduleRoutes } from './routes/schedules.ts';
 import { syncRoutes } from './routes/sync.ts';
 import { taskRoutes } from './routes/tasks.ts';
+import { channelRoutes } from './routes/channels.ts';
 import { liveRoutes } from './routes/live.ts';
 import { consoleRoutes } from './console-files.ts';
 import { createTaskReceiver } from './task-receiver.ts';
@@ -123,6 +124,7 @@ export function createApp(
   api.use(monitorRoutes(deps, rootUrl, pings.tokens));
   api.use(endpointRoutes(deps, rootUrl));
   api.use(flowControlRoutes(deps));
+  api.use(channelRoutes(deps, rootUrl));
   api.use(syncRoutes(deps));
   api.use(executionRoutes(deps));
   api.use(organizationRoutes(deps));

@@ -13,6 +13,7 @@ import type { HooksFor } from '../inbound/pipeline.ts';
 import type { SecretBox } from '../lib/secret-box.ts';
 import type { Health } from './health.ts';
 import type { LiveFeeds } from '../live/feeds.ts';
+import type { ChannelSender } from '../notifier/channels/send.ts';
 
 export interface ApiDeps extends CommandDeps {
   config: Config;
@@ -31,6 +32,8 @@ export interface ApiDeps extends CommandDeps {
   scripts: ScriptEngine;
   /** The live feeds (`GET /live`) of this process. */
   live: LiveFeeds;
+  /** Sends a channel's test message now (`POST /channels/{id}/test`). */
+  channelSender: ChannelSender;
 }
 
 export interface AuthedRequest extends Request {

@@ -3,6 +3,7 @@ import { EXECUTION_STATUSES, LIST_LIMIT } from './routes/executions.ts';
 import { errorSchema } from './schemas/common.ts';
 import { REQUEST_SCHEMAS, type RequestSchemaName } from './schemas/index.ts';
 import { liveMessageSchema } from './schemas/live.ts';
+import { createChannelSchema, testChannelSchema, updateChannelSchema } from './schemas/channel.ts';
 import { KEEP_ALIVE_MS } from '../live/feeds.ts';
 
 // Built from the very schema objects that validate requests, so the document cannot drift.
@@ -21,7 +22,7 @@ const query = (name: string, description: string, schema: object, required = fal
 
 // Written out in every operation rather than referenced, so a reader needs no $ref resolution.
 const parameters = {
-  Id: pathId('id', 'The resource id (`tsk_…`, `sch_…`, `mon_…`, `ep_…`, `exe_…`)'),
+  Id: pathId('id', 'The resource id (`tsk_…`, `sch_…`, `mon_…`, `ep_…`, `chn_…`, `exe_…`)'),
   EventId: pathId('event_id', 'The inbound event id (`evt_…`)'),
   Limit: query('limit', 'At most this many, newest first', { type: 'integer', minimum: 1, maximum: LIST_LIMIT.max, default: LIST_LIMIT.fallback }),
   Offset: query('offset', 'Skip this many', { type: 'integer', minimum: 0, default: 0 }),
@@ -77,6 +78,12 @@ const FLOW_CONTROL =
   'Waiting executions stay `pending` and start in order of `scheduled_for`; a retry waiting for its time holds no slot. A task sets `lane` or `flow_control`, not both; ' +
   'a batch\'s tasks may each name one in the batch\'s lane (the lane\'s next starts only when its key has a free slot and room in its rate). ' +
   'Each item: `{key, parallelism, rate, period, waiting, in_flight, paused}`; `waiting` and `in_flight` come from the partition owners\' memory.';
+const CHANNELS =
+  'Kinds and their `config`: email {to}; webhook {url} (the organization webhook\'s JSON and signing); slack, mattermost, google_chat, discord, teams {webhook_url}; ' +
+  'telegram {bot_token, chat_id, api_url?}; ntfy {server_url?, topic, token?}; pagerduty {routing_key, api_url?}; opsgenie {api_key, region?, api_url?}; ' +
+  'pushover {app_token, user_key, api_url?}; gotify {server_url, app_token}. Secrets are write-only and shown as *** and their last 4 characters. ' +
+  '`events` (null = all) chooses what the channel hears; a resource\'s `channels` (null = every channel) chooses which channels hear about it. ' +
+  'Responses add `last_delivery: {at, ok, status_code, error}` (a test counts).';
 const withEvent = { parameters: [parameters.Id, parameters.EventId] };
 const history = { params: ['Limit'] as ParameterName[] };
 
@@ -124,6 +131,9 @@ export function openApiDocument(serverUrl: string) {
       '/endpoints/{id}/events': { ...withId, get: op('Inbound events of the last 30 days, newest first', history) },
       '/endpoints/{id}/events/{event_id}': { ...withEvent, get: op('One inbound event with its stored request') },
       '/endpoints/{id}/events/{event_id}/replay': { ...withEvent, post: op('Forward the stored request again', { ok: '202' }) },
+      '/channels': { get: op('List notification channels'), post: op('Create a notification channel', { body: 'CreateChannel', ok: '201', description: CHANNELS }) },
+      '/channels/{id}': { ...withId, get: op('Get a channel'), put: op('Update a channel: the fields it names; config values given replace the stored ones', { body: 'UpdateChannel' }), delete: op('Delete a channel', { ok: '204' }) },
+      '/channels/{id}/test': { ...withId, post: op('Send the channel a test message now: answers {ok, status_code, error} with what the receiver said', { body: 'TestChannel', bodyOptional: true }) },
       '/flow-control': {
         get: op("The organization's flow-control keys: limits, what waits and runs now, pause", { description: FLOW_CONTROL }),
       },

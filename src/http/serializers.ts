@@ -51,6 +51,8 @@ export function taskResource(t: TaskRow) {
   return {
     // Tasks stored before flow control have no such field.
     flow_control: null,
+    // Resources made before notification channels name none: every channel.
+    channels: null,
     ...(t.doc as Record<string, unknown>),
     id: t.id,
     status: t.status,

@@ -25,3 +25,9 @@ export interface SealedSecrets {
   /** base64 of the ciphertext of the map's JSON. */
   data: string;
 }
+
+/** What seals and opens such maps (the service's `SecretBox`), as the command handlers see it. */
+export interface Sealer {
+  seal(plain: Record<string, string>): SealedSecrets | null;
+  open(sealed: SealedSecrets | null | undefined): Record<string, string>;
+}

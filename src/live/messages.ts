@@ -85,7 +85,9 @@ const messages: EventHandlers<LiveMessage | null, [Base]> = {
   ...forTypes(['MonitorCreated', 'MonitorUpdated', 'MonitorDeleted', 'MonitorPaused', 'MonitorResumed', 'MonitorPinged', 'MonitorWentDown'], monitor),
   ...forTypes(['EndpointCreated', 'EndpointUpdated', 'EndpointDeleted', 'EndpointPaused', 'EndpointResumed'], endpoint),
   ...forTypes(['InboundEventReceived', 'InboundEventReplayed'], inboundEvent),
-  ...forTypes(['BatchAccepted', 'DebounceWindowOpened', 'InboundDebounceOpened', 'FlowControlPaused', 'FlowControlResumed', 'QuotaReserved', 'PartitionClaimed', 'ExecutionHandedToKey', 'NotificationSent', 'NotificationFailed', 'MonitorRestated'], none),
+  ...forTypes(['BatchAccepted', 'DebounceWindowOpened', 'InboundDebounceOpened', 'FlowControlPaused', 'FlowControlResumed', 'QuotaReserved', 'PartitionClaimed', 'ExecutionHandedToKey', 'NotificationSent', 'NotificationFailed', 'MonitorRestated',
+    // Channels: their page reads them again after each action of its own.
+    'ChannelCreated', 'ChannelUpdated', 'ChannelDeleted', 'ChannelTested'], none),
 };
 
 /** The live message of an event, or null for events no list shows (bookkeeping, and events another one already announces). */

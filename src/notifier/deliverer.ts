@@ -3,8 +3,6 @@ import { CONSUMERS } from '../../streams/definitions.ts';
 import { SUBJECTS } from '../../streams/subjects.ts';
 import type { NotificationChannel, NotificationDelivery, NotificationEvent } from '../commands/notification/types.ts';
 import type { OutboundClient } from '../dispatchers/outbound-client.ts';
-import { signedHeaders } from '../dispatchers/signing.ts';
-import { signingSecrets } from '../commands/organization/decide.ts';
 import type { EventStore } from '../events/store.ts';
 import type { Clock } from '../lib/clock.ts';
 import { decodeJson } from '../lib/json.ts';
@@ -13,15 +11,17 @@ import type { Supervisor } from '../nats/supervisor.ts';
 import { consumeWork } from '../nats/work-consumer.ts';
 import type { Directory } from '../nats/org-directory.ts';
 import type { Mailer } from './mailer.ts';
-import type { NotificationJob } from './plan.ts';
+import { deliveryKey, type NotificationJob } from './plan.ts';
 import { traceparentOf } from '../nats/follow.ts';
 import { inSpan, SpanKind } from '../telemetry/tracing.ts';
-import { tracedSend } from '../telemetry/traced-send.ts';
+import { sendSigned, type TryResult } from './send.ts';
+import type { ChannelSender } from './channels/send.ts';
+import { RECEIVER_DEDUPES } from './channels/formats.ts';
+import type { SendLedger } from './send-ledger.ts';
 
 /** Waits before the 2nd and 3rd try (scaled by JETCRON_TIME_SCALE): 3 tries in all. */
 export const NOTIFY_RETRY_DELAYS_MS = [5_000, 20_000] as const;
 export const NOTIFY_MAX_TRIES = NOTIFY_RETRY_DELAYS_MS.length + 1;
-const WEBHOOK_TIMEOUT_MS = 10_000;
 
 export interface DelivererDeps {
   nats: Nats;
@@ -29,6 +29,10 @@ export interface DelivererDeps {
   directory: Directory;
   outbound: OutboundClient;
   mailer: Mailer | null;
+  /** Sends to the organizations' notification channels. */
+  channels: ChannelSender;
+  /** Where each delivery stands across crashes (KV `notify-sends`). */
+  ledger: SendLedger;
   clock: Clock;
   concurrency: number;
   log: (m: string) => void;
@@ -37,47 +41,28 @@ export interface DelivererDeps {
   onTry?: (channel: NotificationChannel, result: 'sent' | 'retried' | 'failed') => void;
 }
 
-type TryResult = { ok: true; status_code: number | null } | { ok: false; final: boolean; status_code: number | null; error: string };
+/** A try a crash cut short, as its delivery records it: not sent again, so it cannot arrive twice. */
+const interrupted = (tried: number): TryResult => ({
+  ok: false, final: true, status_code: null,
+  error: `the notifier stopped while try ${tried} was being sent; it is not sent again, so that it cannot arrive twice`,
+});
 
 /**
  * Delivers notifications from NOTIFY (durable consumer `notifiers`, shared by every
  * notifier process): signs and POSTs webhooks with the outbound client (SSRF guard
- * included), sends email through SMTP. A failed try is handed back with `nak(delay)`
- * (5 s, then 20 s, scaled); the result (`NotificationSent` or, after the last try,
- * `NotificationFailed`) is appended to `evt.<org>.notify.<id>` before the ack.
- * A slow or dead target holds one of `concurrency` slots for at most its timeout and
- * then waits in the stream, so it never holds up other notifications.
+ * included), sends email through SMTP, and each channel's message in its vendor's
+ * format (`channels/`). A failed try is handed back with `nak(delay)` (5 s, then 20 s,
+ * scaled); the result (`NotificationSent` or, after the last try, `NotificationFailed`)
+ * is appended to `evt.<org>.notify.<id>` before the ack. A slow or dead target holds
+ * one of `concurrency` slots for at most its timeout and then waits in the stream, so
+ * it never holds up other notifications.
+ *
+ * Each try is marked in the send ledger before its request leaves and after it comes
+ * back: a delivery redelivered after a crash that finds its try still `sending` is not
+ * sent again (the receiver may have it) unless the receiver folds repeats itself
+ * (PagerDuty, Opsgenie); one that finds it `ended` only records and acks.
  */
 export function startDeliverer(deps: DelivererDeps) {
-
-  async function sendWebhook(job: NotificationJob): Promise<TryResult> {
-    const org = await deps.directory.organization(job.org_id);
-    if (!org) return { ok: false, final: true, status_code: null, error: `organization ${job.org_id} not found` };
-    const body = job.body ?? '';
-    const nowMs = deps.clock.now();
-    const headers: Record<string, string> = {
-      'Content-Type': 'application/json',
-      'User-Agent': 'jetcron-notifier',
-      'X-Jetcron-Event': job.event,
-      'X-Jetcron-Notification-Id': job.id,
-      ...signedHeaders({
-        secrets: signingSecrets(org, nowMs),
-        taskId: job.source.type === 'task' ? job.source.id : undefined,
-        executionId: job.signing_id,
-        webhookId: job.id,
-        body,
-        nowMs,
-      }),
-    };
-    const r = await tracedSend(deps.outbound, { url: job.target, method: 'POST', headers, body, timeoutMs: WEBHOOK_TIMEOUT_MS });
-    if (r.kind === 'response') {
-      if (r.statusCode >= 200 && r.statusCode < 300) return { ok: true, status_code: r.statusCode };
-      return { ok: false, final: false, status_code: r.statusCode, error: `HTTP ${r.statusCode}` };
-    }
-    // A refused or invalid target will not get better by waiting.
-    return { ok: false, final: r.error === 'refused_target' || r.error === 'invalid_url', status_code: null, error: r.message };
-  }
-
   async function sendEmail(job: NotificationJob): Promise<TryResult> {
     if (!deps.mailer) return { ok: false, final: true, status_code: null, error: 'email is off on this notifier (no SMTP_URL)' };
     try {
@@ -91,6 +76,20 @@ export function startDeliverer(deps: DelivererDeps) {
     }
   }
 
+  function send(job: NotificationJob): Promise<TryResult> {
+    const ids = { notificationId: job.id, signingId: job.signing_id, taskId: job.source.type === 'task' ? job.source.id : undefined };
+    switch (job.channel) {
+      case 'email':
+        return sendEmail(job);
+      case 'channel':
+        if (!job.to_channel || !job.message) return Promise.resolve({ ok: false, final: true, status_code: null, error: 'the delivery names no channel' });
+        return deps.channels(job.to_channel, job.message, ids);
+      case 'org_webhook':
+      case 'source_webhook':
+        return sendSigned(deps, { orgId: job.org_id, url: job.target, body: job.body ?? '', event: job.event, ...ids });
+    }
+  }
+
   async function record(job: NotificationJob, result: TryResult, tries: number): Promise<void> {
     const data: NotificationDelivery = {
       notification_id: job.id,
@@ -98,6 +97,7 @@ export function startDeliverer(deps: DelivererDeps) {
       source: job.source,
       execution_id: job.execution_id,
       channel: job.channel,
+      ...(job.to_channel ? { channel_id: job.to_channel.id, channel_kind: job.to_channel.kind } : {}),
       target: job.target,
       attempts: tries,
       status_code: result.status_code,
@@ -106,7 +106,7 @@ export function startDeliverer(deps: DelivererDeps) {
     const type = result.ok ? 'NotificationSent' : 'NotificationFailed';
     const event = {
       type,
-      id: `${job.id}.${job.channel}.${result.ok ? 'sent' : 'failed'}`,
+      id: `${job.id}.${deliveryKey(job)}.${result.ok ? 'sent' : 'failed'}`,
       at: new Date(deps.clock.now()).toISOString(),
       org_id: job.org_id,
       data,
@@ -119,25 +119,46 @@ export function startDeliverer(deps: DelivererDeps) {
     const job = decodeJson<NotificationJob>(msg.data);
     return inSpan(`notify ${job.event}`, {
       kind: SpanKind.CONSUMER, traceparent: traceparentOf(msg),
-      attributes: () => ({ 'jetcron.org_id': job.org_id, 'jetcron.notification_id': job.id, 'jetcron.channel': job.channel }),
+      attributes: () => ({ 'jetcron.org_id': job.org_id, 'jetcron.notification_id': job.id, 'jetcron.channel': deliveryKey(job) }),
     }, () => deliver(msg, job, handedBack));
+  }
+
+  const label = (job: NotificationJob) => `${job.event} ${job.id} to ${deliveryKey(job)}`;
+
+  async function finish(msg: JsMsg, job: NotificationJob, result: TryResult, tries: number, handedBack: () => boolean): Promise<void> {
+    await record(job, result, tries);
+    if (!handedBack()) msg.ack();
+    deps.onTry?.(job.channel, result.ok ? 'sent' : 'failed');
   }
 
   async function deliver(msg: JsMsg, job: NotificationJob, handedBack: () => boolean): Promise<void> {
     // Every redelivery counts as a try, whether a retry we asked for or one after a crash.
     const tries = Math.max(1, msg.info.deliveryCount);
-    const result = job.channel === 'email' ? await sendEmail(job) : await sendWebhook(job);
+    const key = `${job.id}.${deliveryKey(job)}`;
+    const known = await deps.ledger.get(key);
+    const was = known.value;
+    if (was?.state === 'ended') return finish(msg, job, was.result, was.tries, handedBack);
+    if (was?.state === 'sending' && !(job.to_channel && RECEIVER_DEDUPES.has(job.to_channel.kind))) {
+      const result = interrupted(was.try);
+      deps.log(`notifier: ${label(job)}: ${result.ok ? '' : result.error}`);
+      if ((await deps.ledger.put(key, { state: 'ended', tries: was.try, result }, known.revision)) === false) return;
+      return finish(msg, job, result, was.try, handedBack);
+    }
+    const claimed = await deps.ledger.put(key, { state: 'sending', try: tries }, known.revision);
+    // Another copy of this delivery (one redelivered while this one was slow) has it.
+    if (claimed === false) return;
+    const result = await send(job);
     if (!result.ok && !result.final && tries < NOTIFY_MAX_TRIES) {
+      if ((await deps.ledger.put(key, { state: 'waiting', try: tries }, claimed)) === false) return;
       const delay = deps.clock.wait(NOTIFY_RETRY_DELAYS_MS[Math.min(tries, NOTIFY_RETRY_DELAYS_MS.length) - 1]!);
-      deps.log(`notifier: ${job.event} ${job.id} to ${job.channel} failed (try ${tries}): ${result.error}; again in ${delay} ms`);
+      deps.log(`notifier: ${label(job)} failed (try ${tries}): ${result.error}; again in ${delay} ms`);
       if (!handedBack()) msg.nak(Math.max(delay, 1));
       deps.onTry?.(job.channel, 'retried');
       return;
     }
-    if (!result.ok) deps.log(`notifier: ${job.event} ${job.id} to ${job.channel} given up after ${tries} tries: ${result.error}`);
-    await record(job, result, tries);
-    if (!handedBack()) msg.ack();
-    deps.onTry?.(job.channel, result.ok ? 'sent' : 'failed');
+    if (!result.ok) deps.log(`notifier: ${label(job)} given up after ${tries} tries: ${result.error}`);
+    if ((await deps.ledger.put(key, { state: 'ended', tries, result }, claimed)) === false) return;
+    await finish(msg, job, result, tries, handedBack);
   }
 
   const work = consumeWork({

@@ -50,6 +50,8 @@ export interface NotifySource {
   notify_on_recovery: boolean | null;
   on_failure_url: string | null;
   on_recovery_url: string | null;
+  /** The organization's channels it notifies: null = every one (see `channelsFor` in plan.ts). */
+  channels?: string[] | null;
   /** A monitor that went down: why. */
   down?: MonitorDown;
 }
@@ -68,7 +70,9 @@ export interface ExecutionSummary {
 const LABEL: Record<NotifySourceType, string> = { task: 'Task', schedule: 'Schedule', monitor: 'Monitor', endpoint: 'Endpoint' };
 
 export function eventName(type: NotifySourceType, transition: Transition): NotificationEventName {
-  if (type === 'monitor') return transition === 'failed' ? 'monitor.down' : 'monitor.recovered';
+  if (type === 'monitor') return transition === 'recovered' ? 'monitor.recovered' : 'monitor.down';
+  // Only schedules and endpoints are disabled (a task runs once, a monitor is paused by its owner).
+  if (transition === 'disabled') return type === 'endpoint' ? 'endpoint.disabled' : 'schedule.disabled';
   return `${type}.${transition}`;
 }
 
@@ -85,6 +89,10 @@ function outcomeText(e: ExecutionSummary): string {
 /** One line for chat tools (Slack/Mattermost/Google Chat `text`, Discord `content`). */
 export function summaryLine(source: NotifySource, transition: Transition, execution: ExecutionSummary | null): string {
   const attempts = execution ? ` after ${execution.attempt} attempt${execution.attempt === 1 ? '' : 's'}` : '';
+  if (transition === 'disabled') {
+    const detail = execution ? `; the last: ${outcomeText(execution)}` : '';
+    return `jetcron: ${what(source)} was disabled after failing again and again${detail}${source.url ? ` (${source.url})` : ''}`;
+  }
   if (source.type === 'monitor') {
     if (transition !== 'failed') return `jetcron: ${what(source)} is up again`;
     return `jetcron: ${what(source)} is down${source.down ? `: ${downText(source.down)}` : ''}`;
@@ -114,7 +122,9 @@ export function webhookPayload(source: NotifySource, transition: Transition, exe
 }
 
 export function emailMessage(source: NotifySource, transition: Transition, execution: ExecutionSummary | null): { subject: string; text: string } {
-  const state = source.type === 'monitor'
+  const state = transition === 'disabled'
+    ? 'was disabled'
+    : source.type === 'monitor'
     ? (transition === 'failed' ? 'is down' : 'is up again')
     : transition === 'failed'
       ? (execution?.status === 'timeout' ? 'timed out' : 'failed')

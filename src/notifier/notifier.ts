@@ -8,6 +8,10 @@ import { startDeliverer, type DelivererDeps } from './deliverer.ts';
 import { createMailer, parseSmtpUrl, type Mailer } from './mailer.ts';
 import { ensureCheckpoint, startNotifyReader } from './reader.ts';
 import { defaultResolvers } from './sources.ts';
+import { createChannelDirectory } from './channel-directory.ts';
+import { createChannelSender } from './channels/send.ts';
+import { openSendLedger } from './send-ledger.ts';
+import type { Sealer } from '../lib/sealed-secrets.ts';
 
 export interface NotifierDeps {
   nats: Nats;
@@ -22,6 +26,10 @@ export interface NotifierDeps {
   supervisor: Supervisor;
   /** Deliveries in flight per process. */
   concurrency?: number;
+  /** Opens the channels' sealed secrets (the service's secret box). */
+  secrets: Sealer;
+  /** `{root_url}`: what channel messages link to (read when a notification is planned). */
+  rootUrl: () => string;
   onTry?: DelivererDeps['onTry'];
 }
 
@@ -40,6 +48,7 @@ export async function startNotifier(deps: NotifierDeps) {
   }
   // Before anything is read: a first start begins at the end of the log.
   await ensureCheckpoint(deps.nats, deps.log);
+  const channels = createChannelDirectory(deps.nats, deps.store);
   const reader = startNotifyReader({
     nats: deps.nats,
     directory: deps.directory,
@@ -49,6 +58,8 @@ export async function startNotifier(deps: NotifierDeps) {
     supervisor: deps.supervisor,
     resolvers: defaultResolvers(deps.store),
     emailEnabled: mailer !== null,
+    channels: (orgId) => channels.channels(orgId),
+    rootUrl: deps.rootUrl,
   });
   const deliverer = startDeliverer({
     nats: deps.nats,
@@ -56,6 +67,8 @@ export async function startNotifier(deps: NotifierDeps) {
     directory: deps.directory,
     outbound: deps.outbound,
     mailer,
+    channels: createChannelSender({ outbound: deps.outbound, mailer, box: deps.secrets, directory: deps.directory, clock: deps.clock }),
+    ledger: await openSendLedger(deps.nats),
     clock: deps.clock,
     concurrency: deps.concurrency ?? 64,
     log: deps.log,
@@ -66,6 +79,7 @@ export async function startNotifier(deps: NotifierDeps) {
     async stop() {
       await reader.stop();
       await deliverer.stop();
+      channels.close();
       mailer?.close();
     },
   };

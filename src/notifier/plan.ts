@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { NotificationChannel, NotificationEventName, NotifySourceType } from '../commands/notification/types.ts';
+import type { Channel } from '../commands/channel/types.ts';
+import { channelMessage, type ChannelMessage } from './channels/message.ts';
 import type { Organization } from '../commands/organization/types.ts';
 import { emailMessage, eventName, webhookPayload, type ExecutionSummary, type NotifySource } from './message.ts';
 import type { Transition } from './state.ts';
@@ -22,29 +24,55 @@ export interface NotificationJob {
   /** Email. */
   subject?: string;
   text?: string;
+  /**
+   * `channel`: the channel as it was when the notification was decided, its secrets
+   * sealed (nothing in NOTIFY holds one in the clear), and what it is told.
+   */
+  channel_id?: string;
+  to_channel?: Channel;
+  message?: ChannelMessage;
   created_at: string;
 }
 
+/** Which delivery of a notification this is: the channel's id, or the organization's or the resource's own. */
+export const deliveryKey = (job: Pick<NotificationJob, 'channel' | 'channel_id'>) => job.channel_id ?? job.channel;
+
 /** Msg id on NOTIFY: deciding the same transition again (a replay) publishes nothing new. */
-export const notifyMsgId = (job: Pick<NotificationJob, 'id' | 'channel'>) => `${job.id}:${job.channel}`;
+export const notifyMsgId = (job: Pick<NotificationJob, 'id' | 'channel' | 'channel_id'>) => `${job.id}:${deliveryKey(job)}`;
+
+/**
+ * The organization's channels that hear this notification: the resource's `channels`
+ * (null = every one) and each channel's `events` (null = every event) both say so;
+ * email channels only where this notifier has SMTP.
+ */
+export function channelsFor(channels: readonly Channel[], source: Pick<NotifySource, 'channels'>, event: NotificationEventName, emailEnabled: boolean): Channel[] {
+  const named = source.channels ?? null;
+  return channels.filter((c) => (named === null || named.includes(c.id)) && (c.events === null || c.events.includes(event)) && (c.kind !== 'email' || emailEnabled));
+}
+
+/** The resource's own URL for this transition: on_failure_url, on_recovery_url; none for being disabled. */
+const ownUrl = (source: NotifySource, transition: Transition): string | null =>
+  transition === 'failed' ? source.on_failure_url : transition === 'recovered' ? source.on_recovery_url : null;
 
 /**
  * Whether the organization's channels (its webhook and email) hear about this
  * transition: the resource's flag when set, else the organization's.
  */
 export function organizationWants(source: NotifySource, org: Organization, transition: Transition): boolean {
-  return transition === 'failed'
-    ? (source.notify_on_failure ?? org.notify_on_failure)
-    : (source.notify_on_recovery ?? org.notify_on_recovery);
+  // Being disabled is news of a failure: the failure flag decides.
+  return transition === 'recovered'
+    ? (source.notify_on_recovery ?? org.notify_on_recovery)
+    : (source.notify_on_failure ?? org.notify_on_failure);
 }
 
 /**
  * Whether a transition makes any delivery (`planNotifications` returns some): checked
  * first, so a transition nobody hears about costs no notification id, payload or job.
  */
-export function notifies(source: NotifySource, org: Organization, transition: Transition, emailEnabled: boolean): boolean {
-  if (transition === 'failed' ? source.on_failure_url : source.on_recovery_url) return true;
-  return organizationWants(source, org, transition) && !!(org.notification_webhook_url || (org.notification_email && emailEnabled));
+export function notifies(source: NotifySource, org: Organization, transition: Transition, emailEnabled: boolean, channels: readonly Channel[] = []): boolean {
+  if (ownUrl(source, transition)) return true;
+  if (!organizationWants(source, org, transition)) return false;
+  return !!(org.notification_webhook_url || (org.notification_email && emailEnabled)) || channelsFor(channels, source, eventName(source.type, transition), emailEnabled).length > 0;
 }
 
 /**
@@ -63,6 +91,10 @@ export function planNotifications(input: {
   execution: ExecutionSummary | null;
   emailEnabled: boolean;
   now: number;
+  /** The organization's channels, and what their messages link to and say happened when. */
+  channels?: readonly Channel[];
+  rootUrl?: string;
+  at?: string;
 }): NotificationJob[] {
   const { id, transition, source, org, execution } = input;
   const base = {
@@ -83,8 +115,13 @@ export function planNotifications(input: {
     if (org.notification_email && input.emailEnabled) {
       jobs.push({ ...base, channel: 'email', target: org.notification_email, ...emailMessage(source, transition, execution) });
     }
+    const hearing = channelsFor(input.channels ?? [], source, base.event, input.emailEnabled);
+    if (hearing.length) {
+      const message = channelMessage({ source, transition, execution, at: input.at ?? base.created_at, rootUrl: input.rootUrl ?? '' });
+      for (const c of hearing) jobs.push({ ...base, channel: 'channel', channel_id: c.id, target: `${c.kind} ${c.id}`, to_channel: c, message });
+    }
   }
-  const own = transition === 'failed' ? source.on_failure_url : source.on_recovery_url;
+  const own = ownUrl(source, transition);
   if (own) {
     jobs.push({ ...base, channel: 'source_webhook', target: own, body: JSON.stringify(webhookPayload(source, transition, execution, false)) });
   }

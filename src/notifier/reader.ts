@@ -9,8 +9,9 @@ import type { Nats } from '../nats/connection.ts';
 import { keyedEventConsumer, startConsumers } from '../nats/consumer-kit.ts';
 import type { Directory } from '../nats/org-directory.ts';
 import type { NotifySourceType } from '../commands/notification/types.ts';
+import type { Channel } from '../commands/channel/types.ts';
 import { monitorDown, type ExecutionSummary, type NotifySource } from './message.ts';
-import { notificationIdFor, notifies, notifyMsgId, planNotifications, type NotificationJob } from './plan.ts';
+import { notificationIdFor, notifies, notifyMsgId, organizationWants, planNotifications, type NotificationJob } from './plan.ts';
 import { monitorSource, type SourceResolver } from './sources.ts';
 import { cachedNotifyState, nextState, openNotifyState, type CachedNotifyState, type NotifyStateStore, type Outcome } from './state.ts';
 import { isWrongLastSequence } from '../nats/jetstream-errors.ts';
@@ -30,6 +31,10 @@ export interface NotifyReaderDeps {
   resolvers: Partial<Record<NotifySourceType, SourceResolver>>;
   /** Whether this notifier sends email (SMTP_URL set): email deliveries are planned only then. */
   emailEnabled: boolean;
+  /** The organization's notification channels (`ChannelDirectory`); none when absent. */
+  channels?: (orgId: string) => Promise<Channel[]>;
+  /** `{root_url}`, what channel messages link to. */
+  rootUrl?: () => string;
 }
 
 /** The events that mean nothing for notifications (`handle` passes them, their chain is their subject). */
@@ -50,7 +55,9 @@ const IGNORED = [
   // Debounce, batch: their tasks arrive as TaskCreated (and TaskUpdated).
   'DebounceWindowOpened', 'BatchAccepted',
   // This notifier's own delivery records; flow-control keys, plan-limit reservations, partition claims, a lane head's hand-off.
-  'NotificationSent', 'NotificationFailed', 'FlowControlPaused', 'FlowControlResumed', 'QuotaReserved', 'PartitionClaimed', 'ExecutionHandedToKey',
+  'NotificationSent', 'NotificationFailed', 'ChannelTested', 'FlowControlPaused', 'FlowControlResumed', 'QuotaReserved', 'PartitionClaimed', 'ExecutionHandedToKey',
+  // Notification channels: read from their own subject when a transition is planned (`ChannelDirectory`).
+  'ChannelCreated', 'ChannelUpdated', 'ChannelDeleted',
 ] as const satisfies readonly EventType[];
 
 const IGNORED_TYPES: ReadonlySet<string> = new Set<string>(IGNORED);
@@ -67,7 +74,7 @@ export async function publishJob(nats: Nats, job: NotificationJob): Promise<void
  * Nothing here waits for a delivery.
  */
 export function createNotifyDecider(
-  deps: Pick<NotifyReaderDeps, 'directory' | 'clock' | 'resolvers' | 'emailEnabled' | 'log'>,
+  deps: Pick<NotifyReaderDeps, 'directory' | 'clock' | 'resolvers' | 'emailEnabled' | 'log' | 'channels' | 'rootUrl'>,
   states: NotifyStateStore & Partial<Pick<CachedNotifyState, 'created' | 'peek'>>,
   publish: (job: NotificationJob) => Promise<void>,
 ) {
@@ -92,7 +99,9 @@ export function createNotifyDecider(
     // Gone (deleted or cancelled while its last run was in flight): nothing to tell, nothing to keep.
     if (!resolved) return;
     const org = await deps.directory.organization(orgId);
-    if (org && notifies(resolved, org, step.transition, deps.emailEnabled)) {
+    // The channels are asked only when the organization's channels hear this transition at all.
+    const channels = org && deps.channels && organizationWants(resolved, org, step.transition) ? await deps.channels(orgId) : [];
+    if (org && notifies(resolved, org, step.transition, deps.emailEnabled, channels)) {
       const jobs = planNotifications({
         id: notificationId(),
         transition: step.transition,
@@ -101,6 +110,9 @@ export function createNotifyDecider(
         execution,
         emailEnabled: deps.emailEnabled,
         now: deps.clock.now(),
+        channels,
+        rootUrl: deps.rootUrl?.() ?? '',
+        at,
       });
       await Promise.all(jobs.map(publish));
     }

@@ -15,7 +15,7 @@ import { evolveEndpoint } from '../commands/endpoint/decide.ts';
 /** Loads a resource as it is now, or null when it is gone (deleted, cancelled) or unknown. */
 export type SourceResolver = (orgId: string, id: string) => Promise<NotifySource | null>;
 
-type Notifiable = Pick<NotifySource, 'id' | 'org_id' | 'name' | 'notify_on_failure' | 'notify_on_recovery'> & {
+type Notifiable = Pick<NotifySource, 'id' | 'org_id' | 'name' | 'notify_on_failure' | 'notify_on_recovery' | 'channels'> & {
   url?: string;
   on_failure_url?: string | null;
   on_recovery_url?: string | null;
@@ -46,6 +46,7 @@ function notifySource(type: NotifySourceType, r: Notifiable, opts: { url: boolea
     notify_on_failure: r.notify_on_failure, notify_on_recovery: r.notify_on_recovery,
     // Schedules have no on_failure_url/on_recovery_url of their own (the spec gives them none).
     on_failure_url: r.on_failure_url ?? null, on_recovery_url: r.on_recovery_url ?? null,
+    channels: r.channels ?? null,
   };
 }
 

@@ -19,7 +19,12 @@ export interface SourceState {
 }
 
 export type Outcome = 'failure' | 'success';
-export type Transition = 'failed' | 'recovered';
+/**
+ * What a notification announces. `nextState` makes failures and recoveries; `disabled`
+ * (a schedule or forward URL turned off after failing for long, the contract's
+ * destination health) is decided elsewhere and only planned and sent here.
+ */
+export type Transition = 'failed' | 'recovered' | 'disabled';
 
 /**
  * The failure/recovery state machine. A failure while not failing is the first of a
@@ -31,7 +36,7 @@ export function nextState(
   prev: SourceState | null,
   outcome: Outcome,
   at: { seq: number; time: string; executionId: string | null },
-): { transition: Transition; state: SourceState } | null {
+): { transition: 'failed' | 'recovered'; state: SourceState } | null {
   if (prev && prev.seq >= at.seq) return null;
   const failing = prev?.failing ?? false;
   if (outcome === 'failure' && !failing) {

@@ -1,6 +1,7 @@
 import { upcastMonitor } from '../commands/monitor/decide.ts';
 import type { Monitor, MonitorEvent, PingRecord } from '../commands/monitor/types.ts';
 import type { Endpoint } from '../commands/endpoint/types.ts';
+import type { Channel } from '../commands/channel/types.ts';
 import type { Organization } from '../commands/organization/types.ts';
 import type { InboundEventEvent } from '../commands/inbound-event/types.ts';
 import type { Schedule } from '../commands/schedule/types.ts';
@@ -91,6 +92,11 @@ function organizationRow(o: Organization) {
 function endpointRow(e: Endpoint) {
   const { org_id, slug, paused, sealed_secrets: _s, sealed_verification_secret: _v, created_at, updated_at, id, ...doc } = e;
   return { id, org_id, slug, doc, paused, created_at, updated_at };
+}
+
+/** A channel's row: what responses show of it (its sealed secrets stay in the events). */
+function channelRow(c: Channel) {
+  return { id: c.id, org_id: c.org_id, doc: { kind: c.kind, name: c.name, config: { ...c.config, ...c.secrets }, events: c.events }, created_at: c.created_at, updated_at: c.updated_at };
 }
 
 /** An inbound event's deliveries: one pending execution per forward URL, held or not. */
@@ -272,8 +278,22 @@ const projections: EventHandlers<void, [ProjectionBatch]> = {
   // inbound router) read back from their own subjects; the tasks they make arrive as
   // TaskCreated/TaskUpdated, an endpoint window's deliveries as InboundEventReceived.
   ...forTypes(['DebounceWindowOpened', 'InboundDebounceOpened', 'BatchAccepted'], nothing),
-  // The notifier's delivery records; no read model shows them.
-  ...forTypes(['NotificationSent', 'NotificationFailed'], nothing),
+  // The notifier's delivery records: no read model lists them; one to a channel is its `last_delivery`.
+  ...forTypes(['NotificationSent', 'NotificationFailed'], (e: Of<'NotificationSent' | 'NotificationFailed'>, batch: ProjectionBatch) => {
+    const d = e.data;
+    if (d.channel !== 'channel' || !d.channel_id) return;
+    batch.channelDelivery(d.channel_id, { at: e.at, ok: e.type === 'NotificationSent', status_code: d.status_code, error: d.error_message });
+  }),
+  ChannelTested: (e, batch) => batch.channelDelivery(e.data.channel.id, e.data.delivery),
+  ...forTypes(['ChannelCreated', 'ChannelUpdated'], (e: Of<'ChannelCreated' | 'ChannelUpdated'>, batch: ProjectionBatch) => {
+    batch.deletedChannels.delete(e.data.channel.id);
+    batch.channels.set(e.data.channel.id, channelRow(e.data.channel));
+  }),
+  ChannelDeleted: (e, batch) => {
+    batch.channels.delete(e.data.channel.id);
+    batch.channelDeliveries.delete(e.data.channel.id);
+    batch.deletedChannels.add(e.data.channel.id);
+  },
   ...forTypes(['FlowControlPaused', 'FlowControlResumed'], flowKey),
   // Plan-limit reservations (read back by the quota decider) and partition claims (by the owners).
   ...forTypes(['QuotaReserved', 'PartitionClaimed', 'ExecutionHandedToKey'], nothing),

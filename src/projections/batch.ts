@@ -94,6 +94,7 @@ const MONITOR_TYPES: ColumnTypes = {
   id: 'text', org_id: 'text', token: 'text', doc: 'jsonb', status: 'text', last_ping_at: TS, next_expected_at: TS,
   slug: 'text', down_reason: 'text', created_at: TS, updated_at: TS,
 };
+const CHANNEL_TYPES: ColumnTypes = { id: 'text', org_id: 'text', doc: 'jsonb', created_at: TS, updated_at: TS };
 const FLOW_KEY_TYPES: ColumnTypes = {
   org_id: 'text', key: 'text', parallelism: 'integer', rate: 'integer', period: 'text', paused: 'boolean', updated_at: TS,
 };
@@ -137,7 +138,17 @@ export class ProjectionBatch {
   readonly inboundEvents = new Map<string, Row>();
   /** Flow-control keys by `<org> <key>`: limits from the latest task naming them, and pause. */
   readonly flowKeys = new Map<string, Row>();
+  readonly channels = new Map<string, Row>();
+  readonly deletedChannels = new Set<string>();
+  /** Each channel's latest delivery in this batch (`last_delivery`). */
+  readonly channelDeliveries = new Map<string, { at: string; ok: boolean; status_code: number | null; error: string | null }>();
   size = 0;
+
+  /** A delivery to a channel (a notification's or a test's): the latest by time is its `last_delivery`. */
+  channelDelivery(id: string, d: { at: string; ok: boolean; status_code: number | null; error: string | null }): void {
+    const known = this.channelDeliveries.get(id);
+    if (!known || known.at <= d.at) this.channelDeliveries.set(id, { at: d.at, ok: d.ok, status_code: d.status_code, error: d.error });
+  }
 
   /** Merges `row` into the row kept for `id`; the batch owns the rows it keeps (each made for it), so in place. */
   patch(map: Map<string, Row>, id: string, row: Row): void {
@@ -211,6 +222,14 @@ export class ProjectionBatch {
     if (this.deletedEndpoints.size) {
       const ids = [...this.deletedEndpoints];
       out.push(...executionsOf(ids), sql`DELETE FROM inbound_events WHERE endpoint_id = ANY(${ids})`, sql`DELETE FROM endpoints WHERE id = ANY(${ids})`);
+    }
+    upsert('channels', 'id', this.channels.values(), CHANNEL_TYPES);
+    if (this.deletedChannels.size) out.push(sql`DELETE FROM channels WHERE id = ANY(${[...this.deletedChannels]})`);
+    // After the channels' own rows: a delivery never moves `last_delivery` back in time (a
+    // retried record of an older notification arriving late).
+    for (const [id, d] of this.channelDeliveries) {
+      out.push(sql`UPDATE channels SET last_delivery = ${JSON.stringify(d)}::jsonb
+        WHERE id = ${id} AND (last_delivery IS NULL OR (last_delivery->>'at')::timestamptz <= ${d.at}::timestamptz)`);
     }
     for (const [id, r] of this.reschedules) {
       out.push(sql`UPDATE executions SET scheduled_for = ${r.scheduled_for}, updated_at = ${r.at}

@@ -31,6 +31,8 @@ import { applyStreams } from '../nats/apply-streams.ts';
 import { connectNats } from '../nats/connection.ts';
 import { createDirectory } from '../nats/org-directory.ts';
 import { startNotifier } from '../notifier/notifier.ts';
+import { createChannelSender } from '../notifier/channels/send.ts';
+import { createMailer, parseSmtpUrl } from '../notifier/mailer.ts';
 import { startProjector } from '../projections/projector.ts';
 import { createWatermark } from '../projections/watermark.ts';
 import { createLiveFeeds } from '../live/feeds.ts';
@@ -201,11 +203,15 @@ async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () 
     metrics.timersPending.readFrom(() => owners.waitingForTime());
     metrics.hostBlocksActive.readFrom(() => owners.hostBlocksActive());
   }
+  // The key that seals endpoint and channel secrets: the API seals them, the notifier opens channels'.
+  const secrets = config.roles.has('api') || config.roles.has('notifier') ? await openSecretBox({ nats, envKey: config.secretsKey, log }) : null;
+  // `{root_url}`: with PORT=0 the port is known once the API listens (below), in this process.
+  let root = config.publicUrl ?? `http://${config.host}:${config.port}`;
   if (config.roles.has('notifier')) {
     const notifyOutbound = createOutboundClient({ allowPrivateTargets: config.allowPrivateTargets, connectionsPerOrigin: 16 });
     stoppers.push(named('notifier outbound client', () => notifyOutbound.close()));
     const n = await startNotifier({
-      nats, store, directory, outbound: notifyOutbound, clock, smtpUrl: config.smtpUrl, owner: instanceId, log, supervisor,
+      nats, store, directory, outbound: notifyOutbound, clock, smtpUrl: config.smtpUrl, owner: instanceId, log, supervisor, secrets: secrets!, rootUrl: () => root,
       onTry: (channel, result) => metrics.notifications.inc({ channel, result }),
     });
     stoppers.push(named('notifier', () => n.stop()));
@@ -223,10 +229,8 @@ async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () 
     stoppers.push(async () => rateLimiter.close());
     metrics.projectionSeq.readFrom(() => watermark.seq);
     metrics.apiProcesses.readFrom(() => rateLimiter.processCount());
-    let root = config.publicUrl ?? `http://${config.host}:${config.port}`;
     const endpoints = createEndpointDirectory(nats, store, db);
     stoppers.push(async () => endpoints.close());
-    const secrets = await openSecretBox({ nats, envKey: config.secretsKey, log });
     const board = openProgressBoard(nats, supervisor, config.processGroup, instanceId);
     stoppers.push(async () => board.close());
     const streams = createStreamInfo(nats);
@@ -243,9 +247,15 @@ async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () 
     stoppers.push(named('monitor partition owners', () => monitorOwners.stop()));
     monitorDeadlines = () => monitorOwners.counts();
     const monitorClient = createMonitorOwnerClient({ nats, partitions: config.partitions, local: monitorOwners.local });
-    const app = createRequestHandler({ config, db, nats, store, clock, directory, reads, rateLimiter, metrics, endpoints, secrets, hooks, health, scripts, live, monitorOwners: monitorClient }, log, () => root);
+    // `POST /channels/{id}/test` sends from here, as the notifier would.
+    const testOutbound = createOutboundClient({ allowPrivateTargets: config.allowPrivateTargets, connectionsPerOrigin: 4 });
+    stoppers.push(named('channel test outbound client', () => testOutbound.close()));
+    const testMailer = config.smtpUrl ? createMailer(parseSmtpUrl(config.smtpUrl)) : null;
+    stoppers.push(async () => testMailer?.close());
+    const channelSender = createChannelSender({ outbound: testOutbound, mailer: testMailer, box: secrets!, directory, clock });
+    const app = createRequestHandler({ config, db, nats, store, clock, directory, reads, rateLimiter, metrics, endpoints, secrets: secrets!, hooks, health, scripts, live, channelSender, monitorOwners: monitorClient }, log, () => root);
     // Inbound URLs skip express (and pings by token, in `app`): they are the hot path and need neither an API key nor JSON.
-    const receiver = createInboundReceiver({ nats, endpoints, hooks, secrets, metrics, log, store, reads });
+    const receiver = createInboundReceiver({ nats, endpoints, hooks, secrets: secrets!, metrics, log, store, reads });
     const server: Server = createServer((req, res) => {
       if (!receiver.handle(req, res)) app(req, res);
     });

@@ -8,7 +8,7 @@ import { currentTraceparent, inSpan } from './tracing.ts';
  * `traceparent` sent along, so the receiver's own tracing joins the trace. With
  * tracing off this is the plain send: no span, no header.
  */
-export function tracedSend(outbound: Pick<OutboundClient, 'send'>, req: OutboundRequest): Promise<OutboundResult> {
+export function tracedSend(outbound: Pick<OutboundClient, 'send'>, req: OutboundRequest, shownUrl?: string): Promise<OutboundResult> {
   return inSpan(req.method, { kind: SpanKind.CLIENT }, async (span) => {
     if (!span.isRecording()) return outbound.send(req);
     let port = '';
@@ -20,7 +20,7 @@ export function tracedSend(outbound: Pick<OutboundClient, 'send'>, req: Outbound
     } catch {
       /* an invalid URL: the send reports it */
     }
-    span.setAttributes({ 'http.request.method': req.method, 'url.full': redactUrl(req.url), 'server.address': host, ...(port ? { 'server.port': Number(port) } : {}) });
+    span.setAttributes({ 'http.request.method': req.method, 'url.full': redactUrl(shownUrl ?? req.url), 'server.address': host, ...(port ? { 'server.port': Number(port) } : {}) });
     const traceparent = currentTraceparent();
     const result = await outbound.send(traceparent ? { ...req, headers: { ...req.headers, traceparent } } : req);
     if (result.kind === 'response') {

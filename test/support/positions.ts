@@ -10,7 +10,9 @@ import { KV_BUCKETS, STREAMS } from '../../streams/definitions.ts';
 import { SUBJECTS } from '../../streams/subjects.ts';
 import { decodeJson } from '../../src/lib/json.ts';
 import { askFlowStats } from '../../src/owners/flow-stats.ts';
-import { connectNats } from '../../src/nats/connection.ts';
+import { connectNats, type Nats } from '../../src/nats/connection.ts';
+import type { NotificationEvent } from '../../src/commands/notification/types.ts';
+import { notificationIdFor } from '../../src/notifier/plan.ts';
 import { PROJECTOR_NAME } from '../../src/projections/projector.ts';
 import { eventually } from './wait.ts';
 
@@ -62,5 +64,17 @@ export async function projectedUpToNow(natsUrl: string, databaseUrl: string): Pr
   } finally {
     await db.end();
     await nats.close();
+  }
+}
+
+/** The delivery records of one execution's notification (`evt.<org>.notify.<id>`), in log order. */
+export async function notificationRecords(nats: Nats, orgId: string, executionId: string): Promise<NotificationEvent[]> {
+  const subject = SUBJECTS.notification(orgId, notificationIdFor(executionId));
+  const out: NotificationEvent[] = [];
+  for (let seq = 1; ;) {
+    const m = await nats.jsm.direct.getMessage(STREAMS.events.name, { next_by_subj: subject, seq });
+    if (!m) return out;
+    out.push(decodeJson<NotificationEvent>(m.data));
+    seq = m.seq + 1;
   }
 }

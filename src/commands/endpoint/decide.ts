@@ -1,4 +1,5 @@
 import { notFound, unprocessable } from '../../lib/errors.ts';
+import { checkResourceChannels } from '../channel/decide.ts';
 import { randomToken } from '../../lib/ids.ts';
 import { unreachable } from '../../lib/unreachable.ts';
 import type { CommandMeta } from '../meta.ts';
@@ -51,6 +52,7 @@ function checkRules(spec: EndpointSpec): void {
   checkLength(spec.name, 'name', MAX_NAME_LENGTH, 1);
   checkRange(spec.retry_attempts, 'retry_attempts', RETRY_ATTEMPTS);
   for (const field of ['on_failure_url', 'on_recovery_url'] as const) checkUrl(spec[field], field);
+  checkResourceChannels(spec.channels);
   if (spec.forward_urls.length > MAX_FORWARD_URLS) throw unprocessable(`forward_urls must NOT have more than ${MAX_FORWARD_URLS} items`, 'forward_urls');
   const seen = new Set<string>();
   spec.forward_urls.forEach((url, i) => {

@@ -21,6 +21,8 @@ export interface EndpointSpec {
   on_recovery_url: string | null;
   notify_on_failure: boolean | null;
   notify_on_recovery: boolean | null;
+  /** The organization's channels this resource notifies: null (or absent, before channels) = every one, [] = none. */
+  channels?: string[] | null;
   script: string | null;
   /**
    * A verification preset checked on every inbound request; its secret is kept sealed

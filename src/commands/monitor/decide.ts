@@ -1,4 +1,5 @@
 import { ApiError, notFound, unprocessable } from '../../lib/errors.ts';
+import { checkResourceChannels } from '../channel/decide.ts';
 import { randomToken } from '../../lib/ids.ts';
 import { unreachable } from '../../lib/unreachable.ts';
 import type { CommandMeta } from '../meta.ts';
@@ -79,6 +80,7 @@ export function checkMonitorRules(spec: MonitorSpec, names: Partial<Record<keyof
   checkLength(spec.cron_expression, 'cron_expression', 255, 1);
   checkLength(spec.timezone, 'timezone', 64, 1);
   for (const field of ['on_failure_url', 'on_recovery_url'] as const) checkUrl(spec[field], field);
+  checkResourceChannels(spec.channels);
   if (spec.schedule_type === 'interval') {
     if (spec.interval_seconds == null) throw unprocessable('interval_seconds is required for an interval monitor', 'interval_seconds');
   } else {

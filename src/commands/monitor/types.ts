@@ -16,6 +16,8 @@ export interface MonitorSpec {
   enabled: boolean;
   notify_on_failure: boolean | null;
   notify_on_recovery: boolean | null;
+  /** The organization's channels this resource notifies: null (or absent, before channels) = every one, [] = none. */
+  channels?: string[] | null;
   on_failure_url: string | null;
   on_recovery_url: string | null;
   /** The caller's key when the monitor is managed by PUT /sync. */

@@ -12,14 +12,26 @@ export type NotificationEventName =
   | 'monitor.down'
   | 'monitor.recovered'
   | 'endpoint.failed'
-  | 'endpoint.recovered';
+  | 'endpoint.recovered'
+  // Destination health (the contract's "auto-disable"): a schedule, or one forward URL of
+  // an endpoint, disabled after failing for long enough. Channels take them today; what
+  // decides them is not built yet.
+  | 'schedule.disabled'
+  | 'endpoint.disabled';
+
+/** Every notification event, in the order the API and the console list them. */
+export const NOTIFICATION_EVENTS: readonly NotificationEventName[] = [
+  'task.failed', 'task.recovered', 'schedule.failed', 'schedule.recovered', 'schedule.disabled',
+  'monitor.down', 'monitor.recovered', 'endpoint.failed', 'endpoint.recovered', 'endpoint.disabled',
+];
 
 /**
  * Where one notification goes: the organization's webhook (`org_webhook`, chat-tool
  * friendly), the resource's own `on_failure_url`/`on_recovery_url` (`source_webhook`),
- * or the organization's `notification_email` (`email`).
+ * or the organization's `notification_email` (`email`), or one of the organization's
+ * notification channels (`channel`, with its `channel_id`).
  */
-export type NotificationChannel = 'org_webhook' | 'source_webhook' | 'email';
+export type NotificationChannel = 'org_webhook' | 'source_webhook' | 'email' | 'channel';
 
 export interface NotificationDelivery {
   notification_id: string;
@@ -28,7 +40,10 @@ export interface NotificationDelivery {
   /** The execution that caused it; null for monitors. */
   execution_id: string | null;
   channel: NotificationChannel;
-  /** The URL, or the email address. */
+  /** `channel`: which one (`chn_…`) and its kind. */
+  channel_id?: string;
+  channel_kind?: string;
+  /** The URL, or the email address; for a channel its kind and id (its URLs may be secrets). */
   target: string;
   /** Tries made, this one included. */
   attempts: number;

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { checkResourceChannels } from '../channel/decide.ts';
 import { notFound, unprocessable } from '../../lib/errors.ts';
 import { checkLength, checkRequest, checkUrl, emptyAsNone, MAX_NAME_LENGTH, MAX_SCRIPT_LENGTH } from '../payload-checks.ts';
 import { checkStatusCodes } from '../task/decide.ts';
@@ -41,6 +42,7 @@ export function checkScheduleRules(spec: ScheduleSpec): void {
   if (err) throw unprocessable(err, 'cron');
   if (!isTimeZone(spec.timezone)) throw unprocessable(`unknown time zone "${spec.timezone}" (use an IANA name such as Europe/Berlin)`, 'timezone');
   checkLength(spec.name, 'name', MAX_NAME_LENGTH, 1);
+  checkResourceChannels(spec.channels);
   checkRequest(spec);
   checkStatusCodes(spec.expected_status_codes);
   checkLength(spec.script, 'script', MAX_SCRIPT_LENGTH);

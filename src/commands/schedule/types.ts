@@ -14,6 +14,8 @@ export interface ScheduleSpec {
   enabled: boolean;
   notify_on_failure: boolean | null;
   notify_on_recovery: boolean | null;
+  /** The organization's channels this resource notifies: null (or absent, before channels) = every one, [] = none. */
+  channels?: string[] | null;
   expected_status_codes: string | null;
   script: string | null;
   /** The caller's key when the schedule is managed by PUT /sync. */

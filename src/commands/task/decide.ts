@@ -1,4 +1,5 @@
 import { notFound, unprocessable } from '../../lib/errors.ts';
+import { checkResourceChannels } from '../channel/decide.ts';
 import { parseDuration } from '../../lib/duration.ts';
 import { unreachable } from '../../lib/unreachable.ts';
 import type { CommandMeta } from '../meta.ts';
@@ -69,6 +70,7 @@ export function checkTaskRules(spec: TaskSpec, input: TaskInput, nowMs: number, 
   checkFlowControl(input.flow_control, { needsKey: true });
   checkRequest(spec);
   for (const field of ['callback_url', 'on_failure_url', 'on_recovery_url'] as const) checkUrl(spec[field], field);
+  checkResourceChannels(spec.channels);
   checkDuration(spec.delay, 'delay');
   checkInstant(input.run_at, 'run_at', nowMs);
   checkLength(spec.lane, 'lane', MAX_LANE_LENGTH);

@@ -24,6 +24,8 @@ export interface TaskSpec {
   enabled: boolean;
   notify_on_failure: boolean | null;
   notify_on_recovery: boolean | null;
+  /** The organization's channels this resource notifies: null (or absent, before channels) = every one, [] = none. */
+  channels?: string[] | null;
   expected_status_codes: string | null;
   expected_body_pattern: string | null;
   on_failure_url: string | null;

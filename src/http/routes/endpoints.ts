@@ -35,6 +35,8 @@ export function endpointRoutes(deps: ApiDeps, rootUrl: () => string): Router {
     // Endpoints made before presets, or flow control, have none.
     verification: null,
     flow_control: null,
+    // Resources made before notification channels name none: every channel.
+    channels: null,
     ...(row.doc as Record<string, unknown>),
     id: row.id,
     slug: row.slug,

@@ -17,6 +17,8 @@ export function monitorRoutes(deps: ApiDeps, rootUrl: () => string, tokens: Ping
   const r = Router();
   const owner = slugOwner(deps.db);
   const resource = (row: Selectable<MonitorsTable>) => ({
+    // Resources made before notification channels name none: every channel.
+    channels: null,
     ...(row.doc as Record<string, unknown>),
     id: row.id,
     status: row.status,

@@ -19,6 +19,8 @@ const iso = (d: Date | string | null) => (d == null ? null : new Date(d).toISOSt
 function scheduleResource(row: ScheduleRow) {
   return {
     missed_ticks: 0,
+    // Resources made before notification channels name none: every channel.
+    channels: null,
     ...(row.doc as Record<string, unknown>),
     id: row.id,
     next_run_at: iso(row.next_run_at),

@@ -19,7 +19,7 @@ import { limitParam } from './executions.ts';
 async function createdAnswer(deps: ApiDeps, orgId: string, task: Task, seq: number) {
   await deps.reads.wrote(orgId, seq);
   const pending = task.pending_execution;
-  return { ...taskDoc(task), id: task.id, status: 'pending', next_run_at: pending?.scheduled_for ?? null, last_execution_id: pending?.id ?? null };
+  return { channels: null, ...taskDoc(task), id: task.id, status: 'pending', next_run_at: pending?.scheduled_for ?? null, last_execution_id: pending?.id ?? null };
 }
 
 /**
@@ -47,7 +47,7 @@ async function updatedAnswer(deps: ApiDeps, orgId: string, task: Task, seq: numb
   await deps.reads.wrote(orgId, seq);
   const pending = task.pending_execution;
   const row = await tasksWithStatus(deps.db).selectAll().where('id', '=', task.id).where('org_id', '=', orgId).executeTakeFirst();
-  return { ...(row ? taskResource(row) : {}), ...taskDoc(task), id: task.id, ...(pending ? { next_run_at: pending.scheduled_for, last_execution_id: pending.id } : {}) };
+  return { channels: null, ...(row ? taskResource(row) : {}), ...taskDoc(task), id: task.id, ...(pending ? { next_run_at: pending.scheduled_for, last_execution_id: pending.id } : {}) };
 }
 
 export function taskRoutes(deps: ApiDeps): Router {

@@ -1,3 +1,4 @@
+import { channelsSchema } from './channel.ts';
 import { MAX_FORWARD_URLS, VERIFICATION_TYPES } from '../../commands/endpoint/types.ts';
 import { endpointFlowControlSchema, headersSchema, methodSchema, nameSchema, nullable, nullableUrl, retryAttemptsSchema, scriptSchema, urlSchema } from './common.ts';
 
@@ -43,6 +44,7 @@ const endpointProperties = {
   on_recovery_url: nullableUrl,
   notify_on_failure: { type: ['boolean', 'null'] },
   notify_on_recovery: { type: ['boolean', 'null'] },
+  channels: channelsSchema,
   script: nullable(scriptSchema),
   secrets: nullable({
     type: 'object',

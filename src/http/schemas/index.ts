@@ -1,4 +1,5 @@
 import { createBatchSchema } from './batch.ts';
+import { createChannelSchema, testChannelSchema, updateChannelSchema } from './channel.ts';
 import { createEndpointSchema, updateEndpointSchema } from './endpoint.ts';
 import { createMonitorSchema, updateMonitorSchema } from './monitor.ts';
 import { updateOrganizationSchema } from './organization.ts';
@@ -27,6 +28,9 @@ export const REQUEST_SCHEMAS = {
   CreateEndpoint: createEndpointSchema,
   UpdateEndpoint: updateEndpointSchema,
   UpdateOrganization: updateOrganizationSchema,
+  CreateChannel: createChannelSchema,
+  UpdateChannel: updateChannelSchema,
+  TestChannel: testChannelSchema,
 } as const satisfies Record<string, { $id: string }>;
 
 export type RequestSchemaName = keyof typeof REQUEST_SCHEMAS;

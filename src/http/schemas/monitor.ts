@@ -1,3 +1,4 @@
+import { channelsSchema } from './channel.ts';
 import { GRACE_SECONDS, INTERVAL_SECONDS } from '../../commands/monitor/decide.ts';
 import { nameSchema, nullableUrl } from './common.ts';
 
@@ -19,6 +20,7 @@ const monitorProperties = {
   enabled: { type: 'boolean' },
   notify_on_failure: { type: ['boolean', 'null'] },
   notify_on_recovery: { type: ['boolean', 'null'] },
+  channels: channelsSchema,
   on_failure_url: nullableUrl,
   on_recovery_url: nullableUrl,
 } as const;

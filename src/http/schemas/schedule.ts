@@ -1,3 +1,4 @@
+import { channelsSchema } from './channel.ts';
 import { headersSchema, methodSchema, nameSchema, nullable, retryAttemptsSchema, scriptSchema, timeoutSchema, urlSchema } from './common.ts';
 
 const scheduleProperties = {
@@ -13,6 +14,7 @@ const scheduleProperties = {
   enabled: { type: 'boolean' },
   notify_on_failure: { type: ['boolean', 'null'] },
   notify_on_recovery: { type: ['boolean', 'null'] },
+  channels: channelsSchema,
   expected_status_codes: { ...nullable({ type: 'string', maxLength: 255 }), description: 'Comma-separated codes counted as success. Empty or null: any 2xx.' },
   script: nullable(scriptSchema),
 } as const;

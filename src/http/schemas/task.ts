@@ -1,3 +1,4 @@
+import { channelsSchema } from './channel.ts';
 import { flowControlSchema, durationSchema, headersSchema, methodSchema, nameSchema, nullable, nullableUrl, retryAttemptsSchema, scriptSchema, timeoutSchema, timestampSchema, urlSchema } from './common.ts';
 
 const taskProperties = {
@@ -16,6 +17,7 @@ const taskProperties = {
   enabled: { type: 'boolean' },
   notify_on_failure: { type: ['boolean', 'null'] },
   notify_on_recovery: { type: ['boolean', 'null'] },
+  channels: channelsSchema,
   expected_status_codes: { ...nullable({ type: 'string', maxLength: 255 }), description: 'Comma-separated codes counted as success. Empty or null: any 2xx.' },
   expected_body_pattern: { ...nullable({ type: 'string', maxLength: 1024 }), description: 'Text the response body must contain. Empty or null: any body.' },
   on_failure_url: nullableUrl,
