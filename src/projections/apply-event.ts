@@ -261,6 +261,9 @@ const projections: EventHandlers<void, [ProjectionBatch]> = {
   MonitorRestated: nothing,
 };
 
+/** Every event type the read models know of: the handler map is complete by type (the catalogue's test compares). */
+export const PROJECTED_EVENT_TYPES: readonly string[] = Object.keys(projections);
+
 export function applyEvent(batch: ProjectionBatch, event: JetcronEvent): void {
   batch.size++;
   handle(projections, event, batch);

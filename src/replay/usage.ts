@@ -1,0 +1,2 @@
+/** The replay's line of the CLI's usage (loaded without the replay's modules). */
+export const REPLAY_USAGE = 'jetcron replay --projection FILE [--from-start] [--since ISO|DURATION] [--from-seq N] [--types A,B] [--org ORG_ID] [--follow] [--strict] [--schema NAME]';
