@@ -94,7 +94,11 @@ describe('analysts: the event catalogue, and replay from anywhere', () => {
     await runTasks(apiB, ['ok']);
     middle = new Date().toISOString();
     await runTasks(api, ['ok', 'fail']);
-    await api('POST', '/monitors', { name: 'nightly', schedule_type: 'interval', interval_seconds: 3600 });
+    const monitor = (await api('POST', '/monitors', { name: 'nightly', schedule_type: 'interval', interval_seconds: 3600 })).body.data;
+    // Down on a failing ping, up again on the next: one closed period for the second example.
+    assert.equal((await fetch(`${monitor.ping_url}/fail`)).status, 200);
+    assert.equal((await fetch(monitor.ping_url)).status, 200);
+    await eventually(async () => (await api('GET', `/monitors/${monitor.id}/pings`)).body.data.length === 2);
   });
   after(async () => {
     await nats.close();
@@ -220,6 +224,16 @@ describe('analysts: the event catalogue, and replay from anywhere', () => {
     const sinceRows = expected(events.filter((e) => e.seq <= since.last_seq), (e) => e.event.at >= middle);
     assert.deepEqual(await table(), sinceRows);
     assert.ok(sinceRows[`${orgA} TaskCreated`] === 2 && !sinceRows[`${orgB} TaskCreated`], 'only the tasks created after that time');
+  });
+
+  test('the second example (examples/projections/reliability.ts): failures per target host per hour, and downtime per monitor', async () => {
+    const run = await cli(['replay', '--projection', path.join(root, 'examples/projections/reliability.ts'), '--from-start', '--types', 'AttemptFinished,MonitorWentDown,MonitorPinged']);
+    assert.equal(run.code, 0, run.stderr);
+    const attempts = (await log()).filter((e) => e.seq <= summary(run.stdout).last_seq && e.event.type === 'AttemptFinished').map((e) => e.event as Extract<JetcronEvent, { type: 'AttemptFinished' }>);
+    const hosts = (await sql<{ host: string; attempts: number; failed: number }>`SELECT host, sum(attempts)::int AS attempts, sum(failed)::int AS failed FROM analytics.host_failures GROUP BY host`.execute(db)).rows;
+    assert.deepEqual(hosts, [{ host: new URL(target.url).host, attempts: attempts.length, failed: attempts.filter((a) => a.data.status !== 'success').length }]);
+    const down = (await sql<{ reason: string; closed: boolean }>`SELECT reason, ended_at IS NOT NULL AS closed FROM analytics.monitor_downtime`.execute(db)).rows;
+    assert.deepEqual(down, [{ reason: 'failed', closed: true }]);
   });
 
   test('a rebuild of the read models leaves the projection alone: the next replay changes nothing', async () => {

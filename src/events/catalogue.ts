@@ -133,6 +133,17 @@ export function channelPatterns(): Array<{ name: string; pattern: RegExp; events
   }));
 }
 
+/**
+ * One subject filter that holds every stored event of `types` (of organization `org`,
+ * when given): the channel they all live on, its parameters as wildcards. Undefined
+ * when they live on several channels (nats-server 2.9 takes one filter a consumer).
+ */
+export function subjectFilterOf(types: readonly EventType[], org?: string): string | undefined {
+  const on = Object.values(CHANNELS).filter((c) => types.some((t) => c.events.includes(t)));
+  if (on.length !== 1) return undefined;
+  return on[0]!.address.split('.').map((t) => (t === ORG && org ? org : t.startsWith('{') ? '*' : t)).join('.');
+}
+
 const ENVELOPE = {
   type: 'object',
   description: 'What every stored event looks like; `data` is the event\'s own body (its message\'s schema). Readers ignore fields they do not know.',

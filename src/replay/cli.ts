@@ -6,7 +6,8 @@ import type { EventType } from '../events/types.ts';
 import { parseDuration } from '../lib/duration.ts';
 import { instantProblem } from '../lib/input-checks.ts';
 import { loadProjection } from './load.ts';
-import { DEFAULT_SCHEMA, replayProjection, SCHEMA_NAME, type ReplayOptions, type ReplayProgress } from './projection.ts';
+import { DEFAULT_SCHEMA } from './usage.ts';
+import { replayProjection, SCHEMA_NAME, type ReplayOptions, type ReplayProgress } from './projection.ts';
 import type { Selection } from './selection.ts';
 
 

@@ -14,7 +14,9 @@ import { openSupervisor, type Supervisor } from '../nats/supervisor.ts';
 import { applyEachApart, PROJECTOR_NAME } from '../projections/projector.ts';
 import { applySkippedAgain, forgetSkipped } from './retries.ts';
 import { eventFilter, filterKey, messagePrefilter, type Selection } from './selection.ts';
+import { subjectFilterOf } from '../events/catalogue.ts';
 import { firstSeqSince } from './since.ts';
+import { DEFAULT_SCHEMA } from './usage.ts';
 
 /**
  * A projection of the event log into tables of your own, for `jetcron replay` (or
@@ -42,7 +44,6 @@ export const defineProjection = (p: Projection): Projection => p;
 
 const NAME = /^[a-z][a-z0-9_]{0,62}$/;
 export const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
-export const DEFAULT_SCHEMA = 'analytics';
 const LEASE_WAIT_MS = 10_000;
 /** A batch without a selected event moves the checkpoint at most this often (one write per batch would be most of a filtered replay's cost). */
 const IDLE_CHECKPOINT_MS = 1_000;
@@ -83,6 +84,12 @@ export interface ReplayOptions {
 }
 
 export class ReplayRefused extends CommandError {}
+
+/** A selected event of a message, and its place in it. */
+export interface Picked {
+  event: JetcronEvent;
+  index: number;
+}
 
 /** A URL whose connections use `schema` for unqualified names (and nothing else). */
 function withSearchPath(url: string, schema: string): string {
@@ -140,13 +147,15 @@ export async function replayProjection(
 
     const keep = eventFilter(selection);
     const maybe = messagePrefilter(selection);
-    const decode = (data: Uint8Array): JetcronEvent[] => {
+    // Each selected event with its place in its message (what failure records and retries name).
+    const decode = (data: Uint8Array): Picked[] => {
       if (maybe && !maybe(data)) return [];
       const events = eventsOf<JetcronEvent>(JSON.parse(Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('utf8')));
-      return keep ? events.filter(keep) : events;
+      const picked = events.map((event, index) => ({ event, index }));
+      return keep ? picked.filter((p) => keep(p.event)) : picked;
     };
-    const flatten = (items: StreamItem<JetcronEvent[]>[]): StoredEvent<JetcronEvent>[] =>
-      items.flatMap((item) => item.event.map((event, index) => ({ event, seq: item.seq, subject: item.subject, index })));
+    const flatten = (items: StreamItem<Picked[]>[]): StoredEvent<JetcronEvent>[] =>
+      items.flatMap((item) => item.event.map(({ event, index }) => ({ event, seq: item.seq, subject: item.subject, index })));
 
     let applied = 0;
     let skipped = 0;
@@ -240,7 +249,7 @@ export async function replayProjection(
         return verdict;
       },
     };
-    const handle = async (batch: StreamItem<JetcronEvent[]>[]) => {
+    const handle = async (batch: StreamItem<Picked[]>[]) => {
       const events = flatten(batch);
       const last = batch[batch.length - 1]!.seq;
       if (!opts.strict) return applyBatch(events, last);
@@ -251,8 +260,10 @@ export async function replayProjection(
         await stopAtCulprit(events, err);
       }
     };
-    const reading = stoppedAt ? Promise.resolve(false) : readStream<JetcronEvent[]>(deps.nats, {
+    const reading = stoppedAt ? Promise.resolve(false) : readStream<Picked[]>(deps.nats, {
       stream: STREAMS.events.name, decode, startSeq: from, maxBatch: 1000, weigh: (events) => events.length,
+      // Types that live on one channel: the server sends only its messages (the catalogue knows where each type is stored).
+      filter: selection.types && subjectFilterOf(selection.types, selection.org),
       signal: run.signal, log: deps.log, name: consumer, supervisor: counting,
       // Up to the end the log has now: read once as a range; a follower follows the log.
       ...(opts.follow ? {} : { through: target }),
@@ -261,7 +272,7 @@ export async function replayProjection(
         reachedSeq(seq);
       },
       reapply: async (item, index) => {
-        const events = flatten([item as StreamItem<JetcronEvent[]>]).filter((e) => index === undefined || e.index === index);
+        const events = flatten([item as StreamItem<Picked[]>]).filter((e) => index === undefined || e.index === index);
         await db.transaction().execute(async (trx) => projection.apply(events, trx));
       },
       // A commit that keeps failing: its events that fail are recorded and skipped, the others applied.

@@ -5,7 +5,7 @@ import type { JetcronEvent } from '../events/types.ts';
 import { describeError, isTransient } from '../lib/transient.ts';
 import type { Nats } from '../nats/connection.ts';
 import { failureKey, failureRecordOf, itemName, type FailureRecord } from '../nats/failure-ledger.ts';
-import type { ReplayResult } from './projection.ts';
+import type { Picked, ReplayResult } from './projection.ts';
 
 /**
  * A replay's skipped events are tried again by its next run (the contract: "retries of
@@ -32,7 +32,7 @@ export async function forgetSkipped(nats: Nats, consumer: string): Promise<void>
 }
 
 export async function applySkippedAgain(
-  deps: { nats: Nats; consumer: string; decode: (data: Uint8Array) => JetcronEvent[]; log: (m: string) => void },
+  deps: { nats: Nats; consumer: string; decode: (data: Uint8Array) => Picked[]; log: (m: string) => void },
   apply: (events: StoredEvent<JetcronEvent>[]) => Promise<void>,
   strict = false,
 ): Promise<{ skipped: number; stoppedAt?: ReplayResult['stopped_at'] }> {
@@ -46,8 +46,8 @@ export async function applySkippedAgain(
       continue;
     }
     const events = deps.decode(stored.data)
-      .map((event, index) => ({ event, seq: stored.seq, subject: stored.subject, index }))
-      .filter((e) => record.index === undefined || e.event.id === record.event_id);
+      .map(({ event, index }) => ({ event, seq: stored.seq, subject: stored.subject, index }))
+      .filter((e) => record.index === undefined || e.index === record.index);
     try {
       if (events.length) await apply(events);
       await kv.delete(key);
