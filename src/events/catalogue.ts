@@ -67,8 +67,8 @@ const CHANNELS: Record<string, Channel> = {
   },
   creates: {
     address: lastToken(SUBJECTS.creates(ORG, 'x'), 'shard'), commits: true,
-    description: 'Single task creates: one commit per organization and turn of an API process, on one of a few shard subjects per organization',
-    parameters: { ...orgParam, shard: 'A shard number, from the commit id' }, events: ['TaskCreated'],
+    description: 'Single task creates (one commit per organization and turn of an API process), and batches without an Idempotency-Key (their `TaskCreated`, then `BatchAccepted`), on one of a few shard subjects per organization',
+    parameters: { ...orgParam, shard: 'A shard number, from the commit id' }, events: ['TaskCreated', 'BatchAccepted'],
   },
   batch: {
     address: SUBJECTS.batch(ORG, '{batch_id}'), commits: true, description: 'A batch: one commit of its tasks\' `TaskCreated`, then its `BatchAccepted`',
@@ -95,7 +95,8 @@ const CHANNELS: Record<string, Channel> = {
   },
   endpoint: { address: SUBJECTS.endpoint(ORG, '{endpoint_id}'), description: 'An inbound endpoint', parameters: { ...orgParam, endpoint_id: '`ep_…`' }, events: ofType('Endpoint') },
   inboundEvent: {
-    address: SUBJECTS.inboundEvent(ORG, '{event_id}'), description: 'An inbound event routed by the router, or replayed',
+    address: SUBJECTS.inboundEvent(ORG, '{event_id}'), commits: true,
+    description: 'An inbound event routed by the router (a group of requests: one commit on its first request\'s subject), then its replays',
     parameters: { ...orgParam, event_id: '`evt_…`' }, events: ['InboundEventReceived', 'InboundEventReplayed'],
   },
   inboundReceived: {
