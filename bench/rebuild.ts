@@ -40,6 +40,14 @@ const ENDPOINTS = 20;
 const INBOUND = 5_000;
 const IN_FLIGHT = 2_000;
 export const EXAMPLE = 'examples/projections/daily-outcomes.ts';
+/** Counts every event it gets: the replay's own speed (issue 37: ≥ 50,000 events/s, and `--types` of a rare type ≥ 5× faster). */
+const COUNTER = 'bench/fixtures/count-events.ts';
+/**
+ * Rare types of the store's ~250,000 events: 100 `ScheduleCreated` (their subjects also
+ * hold the 10,000 ticks, read and passed over undecoded) and 20 `EndpointCreated`
+ * (alone on theirs: the server sends only them).
+ */
+const RARE_TYPES = ['ScheduleCreated', 'EndpointCreated'] as const;
 
 /**
  * How the store holds its events: `events`, one message each (the shape of logs written
@@ -358,6 +366,8 @@ interface ShapeRun {
   store: { events: number; messages: number; seconds: number };
   rebuilt: CliRun;
   replayed: CliRun;
+  counted: CliRun;
+  rare: CliRun[];
   rows: Record<string, string>;
   rebuildRate: number;
   replayRate: number;
@@ -383,16 +393,20 @@ async function runShape(ctx: Parameters<Benchmark['run']>[0], postgres: Awaited<
     const rebuilt = await runCli(['projections', 'rebuild'], env, groups, prof('rebuild'));
     ctx.log('rebuild: running jetcron replay --from-start of the example projection');
     const replayed = await runCli(['replay', '--projection', EXAMPLE, '--from-start'], env, groups, prof('replay'));
+    ctx.log(`rebuild: replaying a projection that counts every event, then with --types ${RARE_TYPES.join(', then ')}`);
+    const counted = await runCli(['replay', '--projection', COUNTER, '--from-start'], env, groups, prof('replay-count'));
+    const rare: CliRun[] = [];
+    for (const type of RARE_TYPES) rare.push(await runCli(['replay', '--projection', COUNTER, '--from-start', '--types', type], env, groups, prof(`replay-${type}`)));
     const rows = await withClient(database.url, async (c: pg.Client) => {
       const r = await c.query<Record<string, string>>(`SELECT (SELECT count(*) FROM tasks) AS tasks, (SELECT count(*) FROM executions) AS executions,
         (SELECT count(*) FROM execution_attempts) AS attempts, (SELECT count(*) FROM pings) AS pings, (SELECT count(*) FROM inbound_events) AS inbound,
-        (SELECT coalesce(sum(executions), 0) FROM daily_outcomes) AS outcomes`);
+        (SELECT coalesce(sum(executions), 0) FROM analytics.daily_outcomes) AS outcomes`);
       return r.rows[0]!;
     });
     // The rebuild prints the log's last sequence (its messages); the rate is of the events they hold.
     const rebuildRate = store.events / Number(rebuilt.printed.seconds);
     const replayRate = Number(replayed.printed.events) / Number(replayed.printed.seconds);
-    return { shape, store: { ...store, seconds: storeSeconds }, rebuilt, replayed, rows, rebuildRate, replayRate };
+    return { shape, store: { ...store, seconds: storeSeconds }, rebuilt, replayed, counted, rare, rows, rebuildRate, replayRate };
   } finally {
     await database.drop();
     await nats.stop();
@@ -404,6 +418,9 @@ export const stagesOf = (printed: Record<string, unknown>): string => {
   const st = printed.stages as Record<string, number> | undefined;
   return st ? [st.tables, st.projecting, st.indexes].map((x) => fmt.s(Number(x))).join(' / ') : '–';
 };
+
+const countRate = (r: ShapeRun) => Number(r.counted.printed.events) / Number(r.counted.printed.seconds);
+const rareSpeedup = (r: ShapeRun, i: number) => Number(r.counted.printed.seconds) / Number(r.rare[i]!.printed.seconds);
 
 const SHAPE_NAMES: Record<StoreShape, string> = { commits: 'commits (as the service writes now)', events: 'one event per message (logs before commits)' };
 
@@ -425,6 +442,11 @@ export const rebuild: Benchmark = {
         { label: `${name}: projections rebuild`, value: fmt.rate(r.rebuildRate), goal: `≥ ${fmt.rate(goal)}`, ok: r.rebuildRate >= goal },
         { label: `${name}: replay of the example, seconds it printed (process wall)`, value: `${fmt.s(Number(r.replayed.printed.seconds))} (${fmt.s(r.replayed.wallSeconds)})` },
         { label: `${name}: replay of the example`, value: fmt.rate(r.replayRate) },
+        { label: `${name}: replay counting every event`, value: fmt.rate(countRate(r)), goal: `≥ ${fmt.rate(goal)}`, ok: countRate(r) >= goal },
+        ...RARE_TYPES.map((type, i) => ({
+          label: `${name}: replay of --types ${type} (${fmt.int(Number(r.rare[i]!.printed.events))} events), seconds it printed; × faster than every event`,
+          value: `${fmt.s(Number(r.rare[i]!.printed.seconds))}; ${rareSpeedup(r, i).toFixed(1)}×`, goal: '≥ 5×', ok: rareSpeedup(r, i) >= 5,
+        })),
         { label: `${name}: rebuild CPU s: CLI / postgres / nats-server / other processes`, value: cpuSummary(r.rebuilt.cpu) },
         { label: `${name}: replay CPU s: CLI / postgres / nats-server / other processes`, value: cpuSummary(r.replayed.cpu) },
         { label: `${name}: rows: tasks / executions / attempts / pings / inbound events`, value: [r.rows.tasks, r.rows.executions, r.rows.attempts, r.rows.pings, r.rows.inbound].map((n) => fmt.int(Number(n))).join(' / ') },
@@ -439,6 +461,8 @@ export const rebuild: Benchmark = {
       headline: runs.flatMap((r) => [
         { label: `projections rebuild, ${r.shape}`, value: fmt.rate(r.rebuildRate), goal: `≥ ${fmt.rate(goal)}`, ok: r.rebuildRate >= goal },
         { label: `replay of the example projection, ${r.shape}`, value: fmt.rate(r.replayRate) },
+        { label: `replay counting every event, ${r.shape}`, value: fmt.rate(countRate(r)), goal: `≥ ${fmt.rate(goal)}`, ok: countRate(r) >= goal },
+        ...RARE_TYPES.map((type, i) => ({ label: `replay --types ${type} × faster, ${r.shape}`, value: `${rareSpeedup(r, i).toFixed(1)}×`, goal: '≥ 5×', ok: rareSpeedup(r, i) >= 5 })),
       ]),
       tables: [],
       cpu: { phase: `projections rebuild, ${first.shape}`, report: first.rebuilt.cpu, units: { count: first.store.events, what: 'event' } },

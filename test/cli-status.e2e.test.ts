@@ -11,6 +11,7 @@ import type { StatusReport } from '../src/cli/status.ts';
 import { connectDb, type Db } from '../src/db/connect.ts';
 import { connectNats, type Nats } from '../src/nats/connection.ts';
 import { readCheckpoint } from '../src/projections/projector.ts';
+import { sql } from 'kysely';
 import { onChildLines } from './support/child-lines.ts';
 import { eventually, startTestService, type Api, type TestService } from './support/service.ts';
 
@@ -213,7 +214,8 @@ describe('jetcron status, and the progress of rebuild and replay', () => {
       // Events appended now are applied live, after the progress has ended.
       await svc.createOrg();
       const last = (await nats.jsm.streams.info(STREAMS.events.name)).state.last_seq;
-      await eventually(async () => (await readCheckpoint(db, 'daily_outcomes_v1')) === last, 30_000);
+      // An analyst's checkpoint is in its projection's schema (analytics).
+      await eventually(async () => Number((await sql<{ seq: string }>`SELECT seq FROM analytics.jetcron_checkpoints WHERE name = 'daily_outcomes_v1'`.execute(db)).rows[0]?.seq) === last, 30_000);
       child.kill('SIGTERM');
       assert.equal(await exited, 0, lines.join('\n'));
     } finally {

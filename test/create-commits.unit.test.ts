@@ -7,6 +7,7 @@ import type { TaskEvent } from '../src/commands/task/types.ts';
 import { createdInBatch } from '../src/commands/task/load.ts';
 import type { Envelope } from '../src/events/envelope.ts';
 import { commitMessage, commitText } from '../src/events/commit.ts';
+import { eventJson } from '../src/events/upcast.ts';
 import { ConcurrencyError, type EventStore } from '../src/events/store.ts';
 import { ID_PATTERN, memberId, parentOf, seqHintOf, withSeqHint } from '../src/lib/ids.ts';
 import { meta } from './deciders/spec.ts';
@@ -105,14 +106,15 @@ test('a commit closes at its size: more creates in one turn go in the next commi
   assert.deepEqual(messages.map((m) => m.events.length), [256, 44]);
 });
 
-test('a commit written from its events\' texts is the commit encoded whole', () => {
+test('a commit written from its events\' texts (`eventJson`) is the commit encoded whole, each event with its version', () => {
   const events = [
     { type: 'TaskCreated', id: 'e1', at: '2026-01-01T00:00:00.000Z', org_id: 'o', data: { s: 'quote " and \\ and \u2028 and é' } },
     { type: 'TaskCreated', id: 'e2', at: '2026-01-01T00:00:00.000Z', org_id: 'o', data: { n: [1, null, { deep: true }] }, traceparent: '00-abc-def-01' },
   ] as unknown as Envelope[];
   const commit = commitMessage('c1', events);
-  assert.equal(commitText(commit, events.map((e) => JSON.stringify(e))), JSON.stringify(commit));
-  assert.deepEqual(JSON.parse(commitText({ ...commit, from: 7 }, events.map((e) => JSON.stringify(e)))), { ...commit, from: 7 });
+  assert.equal(commitText(commit, events.map(eventJson)), JSON.stringify(commit));
+  assert.deepEqual(JSON.parse(commitText({ ...commit, from: 7 }, events.map(eventJson))), { ...commit, from: 7 });
+  assert.deepEqual(commit.events.map((e) => e.v), [1, 1]);
 });
 
 test('creates share a few subjects per organization: each task is found from the sequence its id names, past other commits on its subject', async () => {

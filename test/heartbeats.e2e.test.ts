@@ -8,6 +8,7 @@ import { createEventStore } from '../src/nats/event-store.ts';
 import { createApiKey } from '../src/commands/api-key/handlers.ts';
 import { createClock } from '../src/lib/clock.ts';
 import { newId } from '../src/lib/ids.ts';
+import { encodeJson } from '../src/lib/json.ts';
 import { apiClient } from './support/service.ts';
 import { connectNats } from '../src/nats/connection.ts';
 import { runitor } from './support/runitor-like.ts';
@@ -250,13 +251,14 @@ describe('heartbeats: Healthchecks-compatible pings', () => {
     const oldPing = (n: number, kind: string) => ({ id: `png_legacy${n}${Date.now().toString(36)}`, received_at: at(n * 1000), kind, method: 'GET', source_ip: '10.0.0.1', user_agent: 'curl/7', body: '' });
     const nats = await connectNats(svc.natsUrl, 'legacy events');
     try {
-      const store = createEventStore(nats);
       const subject = `evt.${orgId}.monitor.${id}`;
+      // Stored as that version stored them: no `v` (the event store adds today's).
+      const append = (event: { id: string }, expectLastSubjectSeq: number) => nats.publish(subject, encodeJson(event), { msgId: event.id, expectLastSubjectSeq });
       const e = (type: string, n: number, data: object) => ({ type, id: `evt_legacy_${n}_${id}`, at: at(n * 1000), org_id: orgId, data });
-      let seq = await store.append(subject, e('MonitorCreated', 0, { monitor: legacy }) as never, 0);
+      let seq = await append(e('MonitorCreated', 0, { monitor: legacy }), 0);
       const up = { ...legacy, status: 'up', last_ping_at: at(1000), next_expected_at: at(3_601_000), deadline_at: at(3_901_000), updated_at: at(1000) };
-      seq = await store.append(subject, e('MonitorPinged', 1, { monitor: up, ping: oldPing(1, 'ping'), previous_status: 'new' }) as never, seq);
-      await store.append(subject, e('MonitorWentDown', 2, { monitor: { ...up, status: 'down', deadline_at: null, last_ping_at: at(2000), updated_at: at(2000) }, reason: 'fail_signal', ping: oldPing(2, 'fail') }) as never, seq);
+      seq = await append(e('MonitorPinged', 1, { monitor: up, ping: oldPing(1, 'ping'), previous_status: 'new' }), seq);
+      await append(e('MonitorWentDown', 2, { monitor: { ...up, status: 'down', deadline_at: null, last_ping_at: at(2000), updated_at: at(2000) }, reason: 'fail_signal', ping: oldPing(2, 'fail') }), seq);
     } finally {
       await nats.close();
     }

@@ -80,7 +80,7 @@ describe('monitor restatements through every reader', () => {
       assert.deepEqual({ ...rebuilt, silent: { ...rebuilt.silent, ping_url: null } }, { ...before, silent: { ...before.silent, ping_url: null } });
 
       const seen: JetcronEvent[] = [];
-      await replayProjection({ nats, db, log: () => {} }, defineProjection({
+      await replayProjection({ nats, db, databaseUrl: svc.databaseUrl, log: () => {} }, defineProjection({
         name: 'restatement_count',
         setup: async () => {},
         teardown: async () => {},

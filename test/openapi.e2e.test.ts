@@ -38,6 +38,7 @@ const OUTSIDE_THE_SPEC = new Map([
   ] as const),
   ['GET /', 'the web console\'s page (HTML)'],
   ['GET /console/*', 'the web console\'s modules, styles and vendored libraries'],
+  ['GET /asyncapi.json', 'the event catalogue (AsyncAPI 3.0, docs/analysts.md): the events, not the HTTP API'],
 ]);
 
 type Parameter = { name: string; in: string; required?: boolean };

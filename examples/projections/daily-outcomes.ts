@@ -3,10 +3,12 @@
  * per organization, day and kind of source (task, schedule, endpoint).
  *
  *   npx jetcron replay --projection examples/projections/daily-outcomes.ts
- *   psql … -c 'SELECT * FROM daily_outcomes ORDER BY day'
+ *   psql "$(npx jetcron db url)" -c 'SELECT * FROM analytics.daily_outcomes ORDER BY day'
+ *
+ * The file may live anywhere: it imports from the package (`jetcron`), which the CLI
+ * resolves. Its tables are in the `analytics` schema (`--schema` for another).
  */
-import { sql } from 'kysely';
-import { defineProjection } from '../../src/replay/projection.ts';
+import { defineProjection, sql } from 'jetcron';
 
 export default defineProjection({
   name: 'daily_outcomes_v1',

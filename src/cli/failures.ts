@@ -29,6 +29,9 @@ export async function listFailures(nats: Nats, print: (o: unknown) => void, filt
   for (const { record } of await readAll(nats)) if (!filter.consumer || record.consumer === filter.consumer) print(shown(record));
 }
 
+/** Consumers of `jetcron replay` (`replay.<schema>.<projection>`). */
+const REPLAY_PREFIX = 'replay.';
+
 export async function retryFailures(
   nats: Nats,
   print: (o: unknown) => void,
@@ -62,11 +65,15 @@ export async function retryFailures(
   let failed = 0;
   for (const [key, record] of asked) {
     const result = outcome.get(key) ?? 'pending';
-    if (result !== 'succeeded') failed++;
+    // A replay's records wait for its next run, which applies them first: asked for, not failed.
+    const replay = record.consumer.startsWith(REPLAY_PREFIX);
+    if (result !== 'succeeded' && !(replay && result === 'pending')) failed++;
     const entry = result === 'failed again' ? await kv.get(key) : null;
     const now = entry ? failureRecordOf(entry) : null;
     print({ consumer: record.consumer, seq: record.seq, ...(record.index === undefined ? {} : { index: record.index, event_id: record.event_id }), subject: record.subject, result, ...(now ? { error: now.error } : {}),
-      ...(result === 'pending' ? { note: 'no running process serving this consumer took it yet; it stays asked for and runs when one does' } : {}) });
+      ...(result === 'pending' ? { note: replay
+        ? 'no --follow replay of this projection is running; the next `jetcron replay` of it applies it (before anything new)'
+        : 'no running process serving this consumer took it yet; it stays asked for and runs when one does' } : {}) });
   }
   if (asked.size === 0) print({ retried: 0, note: 'no skipped items match' });
   return { failed };

@@ -9,12 +9,13 @@ import type { Plan } from '../commands/organization/types.ts';
 import { ConfigError, loadConfig } from '../config.ts';
 import { createEventStore } from '../nats/event-store.ts';
 import { createClock } from '../lib/clock.ts';
-import { ApiError } from '../lib/errors.ts';
+import { ApiError, CommandError } from '../lib/errors.ts';
 import { applyStreams, replicasFromEnv } from '../nats/apply-streams.ts';
 import { connectNats, type Nats } from '../nats/connection.ts';
 import { defaultDataDir } from '../runtime/data-dir.ts';
 import { natsUrlFromDataDir } from '../runtime/find-nats-url.ts';
-import { parseArgs } from './args.ts';
+import { checkFlags, parseArgs, UsageError } from './args.ts';
+import { REPLAY_USAGE } from '../replay/usage.ts';
 import { serviceUrls } from './services.ts';
 
 const USAGE = `usage:
@@ -26,7 +27,10 @@ const USAGE = `usage:
   jetcron projections rebuild
   jetcron projections failures [--consumer NAME]
   jetcron projections retry [--consumer NAME] [--seq N [--index I]] [--wait SECONDS]
-  jetcron replay --projection FILE [--from-start] [--follow]
+  ${REPLAY_USAGE}
+  jetcron events schema
+  jetcron db url
+  jetcron export --table NAME [--schema S] --format csv|jsonl|parquet --out FILE
   jetcron status [--json]
   jetcron help | -h | --help
   jetcron --version
@@ -38,8 +42,6 @@ JETCRON_DATA_DIR, else .jetcron); NATS_URL and DATABASE_URL name servers of your
 function version(): string {
   return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 }
-
-class UsageError extends Error {}
 
 // A role process of a split serve names its roles, so interleaved lines say who wrote them.
 const who = process.env.JETCRON_PROCESS_GROUP && process.env.JETCRON_ROLES ? ` [${process.env.JETCRON_ROLES}]` : '';
@@ -177,9 +179,34 @@ async function main(argv: string[]): Promise<void> {
       return;
     }
     case 'replay': {
-      const file = need(flags, 'projection');
-      const { replayFromCli } = await import('../replay/cli.ts');
-      return replayFromCli({ ...serviceUrls(dataDir), file, fromStart: flags.has('from-start'), follow: flags.has('follow'), log, print, progressTo: process.stderr });
+      const { replayCommand, replayFromCli } = await import('../replay/cli.ts');
+      const command = replayCommand(words, flags);
+      process.exitCode = await replayFromCli({ ...serviceUrls(dataDir), ...command, log, print, progressTo: process.stderr });
+      return;
+    }
+    case 'events schema': {
+      checkFlags('events schema', flags, ['data-dir'], []);
+      const { asyncApiDocument } = await import('../events/catalogue.ts');
+      process.stdout.write(`${JSON.stringify(asyncApiDocument(), null, 2)}\n`);
+      return;
+    }
+    case 'db url': {
+      checkFlags('db url', flags, ['data-dir'], []);
+      const url = serviceUrls(dataDir).databaseUrl;
+      if (!url) throw new CommandError(`no Postgres is known: DATABASE_URL is not set and no service runs on the data directory ${dataDir} (start it: npx jetcron serve)`);
+      process.stdout.write(`${url}\n`);
+      return;
+    }
+    case 'export': {
+      checkFlags('export', flags, ['table', 'schema', 'format', 'out', 'data-dir'], []);
+      const { exportCommand, exportTable } = await import('./export.ts');
+      const command = exportCommand(flags);
+      const url = serviceUrls(dataDir).databaseUrl;
+      if (!url) throw new CommandError(`no Postgres is known: DATABASE_URL is not set and no service runs on the data directory ${dataDir} (start it: npx jetcron serve)`);
+      const t0 = Date.now();
+      const { rows } = await exportTable(url, command);
+      print({ table: `${command.schema}.${command.table}`, format: command.format, rows, out: command.out, seconds: (Date.now() - t0) / 1000 });
+      return;
     }
     default:
       throw new UsageError(cmd ? `unknown command "${words.join(' ')}"` : 'no command given');
@@ -191,7 +218,7 @@ main(process.argv.slice(2)).catch((err: unknown) => {
     process.stderr.write(`jetcron: ${err.message}\n${USAGE}\n`);
     process.exit(2);
   }
-  if (err instanceof ApiError || err instanceof ConfigError) {
+  if (err instanceof ApiError || err instanceof ConfigError || err instanceof CommandError) {
     process.stderr.write(`jetcron: ${err.message}\n`);
     process.exit(1);
   }

@@ -25,7 +25,7 @@ export function serviceUrls(dataDir: string): ServiceUrls {
 }
 
 /** Connects to NATS and Postgres (starting the embedded ones when no URL is known), runs `fn`, and cleans up. */
-export async function withServices<T>(urls: ServiceUrls, name: string, fn: (s: { nats: Nats; db: Db; natsUrl: string }) => Promise<T>): Promise<T> {
+export async function withServices<T>(urls: ServiceUrls, name: string, fn: (s: { nats: Nats; db: Db; natsUrl: string; databaseUrl: string }) => Promise<T>): Promise<T> {
   const cleanup: Array<() => Promise<void>> = [];
   try {
     let natsUrl = urls.natsUrl;
@@ -45,7 +45,7 @@ export async function withServices<T>(urls: ServiceUrls, name: string, fn: (s: {
     const { db } = connectDb(databaseUrl);
     cleanup.push(() => db.destroy());
     await applyStreams(nats, replicasFromEnv(process.env));
-    return await fn({ nats, db, natsUrl });
+    return await fn({ nats, db, natsUrl, databaseUrl });
   } finally {
     for (const c of cleanup.reverse()) await c().catch(() => {});
   }

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { Kvm, type KV } from '@nats-io/kv';
 import { CONSUMERS, KV_BUCKETS, KV_CHECKPOINT_READERS, STREAMS } from '../../streams/definitions.ts';
 import { connectDb, type Db } from '../db/connect.ts';
@@ -6,6 +7,7 @@ import { connectNats, type Nats } from '../nats/connection.ts';
 import { askFlowStats } from '../owners/flow-stats.ts';
 import { rollCall, type ProcessInfo } from '../nats/roll-call.ts';
 import { PROJECTOR_LEASE, PROJECTOR_NAME } from '../projections/projector.ts';
+import { DEFAULT_SCHEMA } from '../replay/usage.ts';
 import { statusText } from './status-text.ts';
 
 /**
@@ -130,9 +132,16 @@ async function readKvCheckpoints(kv: KV): Promise<Map<string, number | null>> {
   return out;
 }
 
+/** The read models' checkpoint, and every analyst projection's (`<schema>.jetcron_checkpoints`; named `<schema>.<name>` outside `analytics`). */
 async function readProjections(db: Db): Promise<Array<{ name: string; seq: number; updated_at: Date }>> {
   const rows = await db.selectFrom('projection_checkpoints').select(['name', 'seq', 'updated_at']).orderBy('name').execute();
-  return rows.map((r) => ({ name: r.name, seq: Number(r.seq), updated_at: r.updated_at }));
+  const out = rows.map((r) => ({ name: r.name, seq: Number(r.seq), updated_at: r.updated_at }));
+  const schemas = await sql<{ schema: string }>`SELECT table_schema AS schema FROM information_schema.tables WHERE table_name = 'jetcron_checkpoints' ORDER BY 1`.execute(db);
+  for (const { schema } of schemas.rows) {
+    const own = await sql<{ name: string; seq: string; updated_at: Date }>`SELECT name, seq, updated_at FROM ${sql.table(`${schema}.jetcron_checkpoints`)} ORDER BY name`.execute(db);
+    for (const r of own.rows) out.push({ name: schema === DEFAULT_SCHEMA ? r.name : `${schema}.${r.name}`, seq: Number(r.seq), updated_at: r.updated_at });
+  }
+  return out;
 }
 
 async function readMonitors(db: Db): Promise<Omit<MonitorStatusCounts, 'deadlines_armed' | 'deadlines_overdue'>> {

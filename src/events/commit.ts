@@ -1,4 +1,5 @@
 import type { Envelope } from './envelope.ts';
+import { storedEvent, upcast } from './upcast.ts';
 
 /**
  * A commit: one stored message holding an ordered list of events, each with its own
@@ -18,9 +19,10 @@ export interface CommitMessage<E extends Envelope = Envelope> {
   events: E[];
 }
 
+/** A commit of `events`, each with its type's version (`storedEvent`). */
 export function commitMessage<E extends Envelope>(id: string, events: E[], at = new Date()): CommitMessage<E> {
   if (events.length === 0) throw new Error('a commit holds at least one event');
-  return { type: 'Commit', id, at: at.toISOString(), events };
+  return { type: 'Commit', id, at: at.toISOString(), events: events.map(storedEvent) };
 }
 
 /** A commit's JSON with its events given as their JSON texts: what `JSON.stringify(commit)` gives. */
@@ -34,11 +36,18 @@ function isCommit(message: unknown): message is CommitMessage {
   return !!message && typeof message === 'object' && (message as { type?: unknown }).type === 'Commit' && Array.isArray((message as { events?: unknown }).events);
 }
 
-/** The events a stored message holds, in order: a commit's list, or the one event. */
+/**
+ * The events a stored message holds, in order: a commit's list, or the one event, each
+ * in today's shape (`upcast`): the decoding seam every reader of EVENTS goes through.
+ */
 export function eventsOf<E extends Envelope>(message: unknown): E[] {
-  if (isCommit(message)) return message.events as E[];
+  if (isCommit(message)) {
+    const events = message.events;
+    for (let i = 0; i < events.length; i++) events[i] = upcast(events[i]!);
+    return events as E[];
+  }
   if (!message || typeof message !== 'object' || typeof (message as { type?: unknown }).type !== 'string') {
     throw new Error('not an event: a message without a type');
   }
-  return [message as E];
+  return [upcast(message as Envelope) as unknown as E];
 }

@@ -1,6 +1,12 @@
 /** What every stored event looks like on the wire. `data` is the event's own body. */
 export interface Envelope<T extends string = string, D = unknown> {
   type: T;
+  /**
+   * The type's schema version (`src/events/upcast.ts`): written by every appender, set
+   * on every event a reader gets (one stored before versions reads as version 1).
+   * Absent only on an event decided in this process and not stored yet.
+   */
+  v?: number;
   id: string;
   at: string;
   org_id: string;

@@ -17,7 +17,7 @@ export interface EventStore {
   /**
    * Appends `events` as one commit (one message, `src/events/commit.ts`) to `subject`,
    * guarded as `append` is; `Nats-Msg-Id` = the last event's id. `texts`: each event's
-   * JSON when the caller has it already (one `JSON.stringify` per event, not two).
+   * JSON when the caller has it already (`eventJson`: one `JSON.stringify` per event, not two).
    */
   appendCommit(subject: string, events: readonly Envelope[], expectedSeq: number | undefined, texts?: readonly string[]): Promise<number>;
   /**

@@ -6,6 +6,7 @@ import { authenticate, rateLimit } from './auth.ts';
 import type { ApiDeps } from './context.ts';
 import { errorMiddleware } from './errors.ts';
 import { openApiDocument } from './openapi.ts';
+import { asyncApiDocument } from '../events/catalogue.ts';
 import { jsonBody } from './request-body.ts';
 import { checkPath, checkQuery } from './request-target.ts';
 import { metricsHandler } from './metrics-endpoint.ts';
@@ -102,6 +103,9 @@ export function createApp(
   app.get('/metrics', metricsHandler(deps.metrics));
 
   app.get('/api/v1/openapi.json', (_req, res) => void res.json(openApiDocument(`${rootUrl()}/api/v1`)));
+  // The event catalogue (AsyncAPI 3.0), built once from the event schemas: docs/analysts.md.
+  let catalogue: Record<string, unknown> | undefined;
+  app.get('/asyncapi.json', (_req, res) => void res.json((catalogue ??= asyncApiDocument())));
 
   // The web console: its page at `/`, its files under `/console/` (console-files.ts).
   app.use(consoleRoutes());

@@ -4,6 +4,7 @@ import type { Endpoint, EndpointEvent } from '../commands/endpoint/types.ts';
 import type { Db } from '../db/connect.ts';
 import type { EventStore } from '../events/store.ts';
 import { decodeJson } from '../lib/json.ts';
+import { eventsOf } from '../events/commit.ts';
 import { onConnectionGap, type Nats } from '../nats/connection.ts';
 
 export const SLUG_PATTERN = /^ep_[0-9a-z]{32}$/;
@@ -26,8 +27,8 @@ export function createEndpointDirectory(nats: Nats, store: EventStore, db: Db | 
     callback: (_err, msg) => {
       // A message that is not a well-formed event teaches nothing (the log readers record it).
       try {
-        const e = decodeJson<EndpointEvent>(msg.data);
-        learn(e.data.endpoint.id, evolveEndpoint(null, e));
+        const [e] = eventsOf<EndpointEvent>(decodeJson<unknown>(msg.data));
+        learn(e!.data.endpoint.id, evolveEndpoint(null, e!));
       } catch { /* ignored */ }
     },
   });

@@ -185,6 +185,8 @@ export async function readStream<T>(
     shared?: boolean;
     /** Deliver each message's headers alone (no payload: `data` is empty), a reader that needs the payloads of few. */
     headersOnly?: boolean;
+    /** Only the messages on subjects that match (one subject filter: nats-server 2.9 takes one). */
+    filter?: string;
   },
   handle: (batch: StreamItem<T>[]) => Promise<void>,
 ): Promise<boolean> {
@@ -193,7 +195,7 @@ export async function readStream<T>(
   const tracking = opts.trackProgress !== false;
   // Ends only when reading stops: a lost consumer is replaced underneath (follow.ts).
   const reading = new AbortController();
-  const follow = { stream: opts.stream, startSeq: opts.startSeq, maxMessages: Math.max(100, opts.maxBatch), signal: reading.signal, log: opts.log, name: opts.name, headersOnly: opts.headersOnly };
+  const follow = { stream: opts.stream, startSeq: opts.startSeq, maxMessages: Math.max(100, opts.maxBatch), signal: reading.signal, log: opts.log, name: opts.name, headersOnly: opts.headersOnly, filter: opts.filter };
   // A range is read on its own; else EVENTS is read once per process for all its readers, other streams have one reader each.
   const batches: AsyncIterable<RawItem[]> = opts.through !== undefined
     ? readRange(nats, { ...follow, endSeq: opts.through, traceparents: opts.traceparents })

@@ -2,6 +2,7 @@ import { trace } from '@opentelemetry/api';
 import { STREAMS } from '../../streams/definitions.ts';
 import { SUBJECTS } from '../../streams/subjects.ts';
 import { commitMessage, commitText, eventsOf } from '../events/commit.ts';
+import { eventJson } from '../events/upcast.ts';
 import type { Envelope, StoredEvent } from '../events/envelope.ts';
 import { ConcurrencyError, type EventStore } from '../events/store.ts';
 import { decodeJson, encodeJson } from '../lib/json.ts';
@@ -59,7 +60,8 @@ export function createEventStore(nats: Nats): EventStore & { primeKnownSeq(): Pr
   return {
     async append(subject, event, expectedSeq) {
       assertLiteral(subject);
-      return guarded(subject, encodeJson(event), event, event.type, expectedSeq);
+      // A Buffer from Node's pool, as `encodeJson` makes it; the event with its version.
+      return guarded(subject, Buffer.from(eventJson(event), 'utf8'), event, event.type, expectedSeq);
     },
     async appendCommit(subject, events, expectedSeq, texts) {
       assertLiteral(subject);

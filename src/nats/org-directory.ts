@@ -3,6 +3,7 @@ import type { Organization, OrganizationEvent } from '../commands/organization/t
 import type { ApiKey, ApiKeyEvent } from '../commands/api-key/types.ts';
 import type { EventStore } from '../events/store.ts';
 import { decodeJson } from '../lib/json.ts';
+import { eventsOf } from '../events/commit.ts';
 import { onConnectionGap, type Nats } from './connection.ts';
 
 /**
@@ -24,14 +25,14 @@ export function createDirectory(nats: Nats, store: EventStore) {
     callback: (_err, msg) => {
       // A message that is not a well-formed event is no one's organization (the readers record it).
       try {
-        keep(decodeJson<OrganizationEvent>(msg.data).data.organization);
+        keep(eventsOf<OrganizationEvent>(decodeJson<unknown>(msg.data))[0]!.data.organization);
       } catch { /* ignored */ }
     },
   });
   const keySub = nats.nc.subscribe('evt.apikey.*', {
     callback: (_err, msg) => {
       try {
-        const e = decodeJson<ApiKeyEvent>(msg.data);
+        const e = eventsOf<ApiKeyEvent>(decodeJson<unknown>(msg.data))[0]!;
         keys.set(e.data.key.public_id, e.data.key);
       } catch { /* ignored, as above */ }
     },

@@ -21,6 +21,8 @@ export interface RangeOptions {
   name: string;
   /** Read each message's `traceparent` header (parsing a message's headers costs; off unless someone uses it). */
   traceparents?: boolean;
+  /** Only the messages on subjects that match this one filter. */
+  filter?: string | undefined;
   /** Messages a pull asks for (tests: smaller); what waits to be taken is kept under four pulls' worth. */
   pullMessages?: number;
 }
@@ -171,7 +173,7 @@ export async function* readRange(nats: Nats, opts: RangeOptions): AsyncGenerator
         const jsm = await quickManager(nats);
         const ci = await jsm.consumers.add(opts.stream, {
           ack_policy: AckPolicy.None, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: next,
-          mem_storage: true, num_replicas: 1, inactive_threshold: ns(INACTIVE_MS),
+          mem_storage: true, num_replicas: 1, inactive_threshold: ns(INACTIVE_MS), ...(opts.filter ? { filter_subject: opts.filter } : {}),
         });
         const c: Reading = { name: ci.name, sub: undefined as unknown as Subscription, cseq: 0, beats: 0 };
         c.sub = nats.nc.subscribe(createInbox(), { callback: (err, m) => (err ? undefined : receive(c, m)) });

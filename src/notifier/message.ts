@@ -1,5 +1,4 @@
 import type { NotificationEventName, NotifySourceType } from '../commands/notification/types.ts';
-import { downReasonOf } from '../commands/monitor/decide.ts';
 import type { DownReason, MonitorEvent } from '../commands/monitor/types.ts';
 import type { Transition } from './state.ts';
 
@@ -15,7 +14,7 @@ export interface MonitorDown {
 }
 
 export function monitorDown(data: Extract<MonitorEvent, { type: 'MonitorWentDown' }>['data']): MonitorDown {
-  const down: MonitorDown = { down_reason: downReasonOf(data.reason) };
+  const down: MonitorDown = { down_reason: data.reason };
   if (data.ping?.exit_status != null) down.exit_status = data.ping.exit_status;
   if (data.ping?.duration_ms != null) down.duration_ms = data.ping.duration_ms;
   if (data.run) down.run_started_at = data.run.started_at;

@@ -6,6 +6,7 @@ import { isWrongLastSequence } from '../nats/jetstream-errors.ts';
 import { SUBJECTS } from '../../streams/subjects.ts';
 import { STREAMS } from '../../streams/definitions.ts';
 import { decodeJson } from '../lib/json.ts';
+import { eventJson } from '../events/upcast.ts';
 import { forgetWriting, writingCommit } from '../nats/events-tap.ts';
 import { trace } from '@opentelemetry/api';
 import { currentTraceparent, inSpan, SpanKind } from '../telemetry/tracing.ts';
@@ -223,7 +224,7 @@ function openLog(nats: Nats, partition: number, subject: string, claimSeq: numbe
     // Each event keeps the trace of the one who appended it: the commit's header can hold only one.
     const traceparent = currentTraceparent();
     const stored = traceparent ? events.map((e) => (e.traceparent ? e : { ...e, traceparent })) : events;
-    const texts = stored.map((e) => JSON.stringify(e));
+    const texts = stored.map(eventJson);
     const bytes = texts.reduce((t, s) => t + s.length + 1, 0);
     return new Promise<number>((resolve, reject) => {
       queue.push({ events: stored, texts, bytes, resolve, reject });

@@ -1,5 +1,4 @@
-import { upcastMonitor } from '../commands/monitor/decide.ts';
-import type { Monitor, MonitorEvent, PingRecord } from '../commands/monitor/types.ts';
+import type { Monitor, PingRecord } from '../commands/monitor/types.ts';
 import type { Endpoint } from '../commands/endpoint/types.ts';
 import type { Channel } from '../commands/channel/types.ts';
 import type { Organization } from '../commands/organization/types.ts';
@@ -45,42 +44,25 @@ function scheduleRow(s: Schedule) {
   return { id: s.id, org_id: s.org_id, doc, next_run_at, created_at: s.created_at, updated_at: s.updated_at };
 }
 
-/**
- * A monitor's row. `down_reason` is written when the event knows it: always since
- * heartbeats; in older events only their going down says why (`reason`), so another
- * old event leaves the column as it is.
- */
-function monitorRow(event: Exclude<MonitorEvent, { type: 'MonitorDeleted' }>) {
-  const reason = event.type === 'MonitorWentDown' ? event.data.reason : undefined;
-  const written = event.data.monitor;
-  const m = upcastMonitor(written, reason);
+/** A monitor's row (older shapes arrive upcast: src/events/upcast.ts). */
+function monitorRow(m: Monitor) {
   const {
     org_id, token, status, last_ping_at, next_expected_at, deadline_at: _d, late_at: _l, runs: _r, paused: _p, down_reason, created_at, updated_at, id, ...doc
   } = m;
-  const known = written.runs !== undefined || reason !== undefined || status !== 'down';
-  return {
-    id, org_id, token, doc, status, last_ping_at, next_expected_at, slug: m.slug,
-    ...(known ? { down_reason } : {}),
-    created_at, updated_at,
-  };
+  return { id, org_id, token, doc, status, last_ping_at, next_expected_at, slug: m.slug, down_reason, created_at, updated_at };
 }
 
 /**
  * What a ping or a going down changes of a monitor's row: its state columns. Such an
  * event never changes the definition (`doc`), the token or the creation, so the row is
  * updated, not rewritten (no document encoded per ping, none for Postgres to parse).
- * Only events written since heartbeats (they carry `runs`): an older one writes the
- * whole row, as its `down_reason` is not always known. `slug` goes with it: a row
- * projected before heartbeats gets its slug at the monitor's next ping, as before.
  */
 function monitorStateRow(m: Monitor) {
   return { id: m.id, status: m.status, last_ping_at: m.last_ping_at, next_expected_at: m.next_expected_at, slug: m.slug, down_reason: m.down_reason, updated_at: m.updated_at };
 }
 
-/** A ping's row; pings recorded before heartbeats have kind `ping` (a success) and none of the run fields. */
 function pingRow(ping: PingRecord, monitorId: string) {
-  const kind = (ping.kind as string) === 'ping' ? 'success' : ping.kind;
-  return { ...ping, kind, exit_status: ping.exit_status ?? null, rid: ping.rid ?? null, duration_ms: ping.duration_ms ?? null, monitor_id: monitorId };
+  return { ...ping, monitor_id: monitorId };
 }
 
 /** The secret a rotation replaced lives in the events only: the API reads the organization from them. */
@@ -154,8 +136,8 @@ const scheduleRun = (e: Of<'ScheduleTicked' | 'ScheduleTriggered'>, batch: Proje
 };
 const monitor = (e: Of<'MonitorCreated' | 'MonitorUpdated' | 'MonitorPaused' | 'MonitorResumed' | 'MonitorPinged' | 'MonitorWentDown'>, batch: ProjectionBatch) => {
   const m = e.data.monitor;
-  const stateOnly = (e.type === 'MonitorPinged' || e.type === 'MonitorWentDown') && m.runs !== undefined;
-  batch.patch(batch.monitors, m.id, stateOnly ? monitorStateRow(m) : monitorRow(e));
+  const stateOnly = e.type === 'MonitorPinged' || e.type === 'MonitorWentDown';
+  batch.patch(batch.monitors, m.id, stateOnly ? monitorStateRow(m) : monitorRow(m));
   const ping = 'ping' in e.data ? e.data.ping : undefined;
   if (ping) batch.pings.set(ping.id, pingRow(ping, m.id));
 };
@@ -300,6 +282,9 @@ const projections: EventHandlers<void, [ProjectionBatch]> = {
   // The monitor as its row already has it (an owner's anchor for takeovers): no row changes.
   MonitorRestated: nothing,
 };
+
+/** Every event type the read models know of: the handler map is complete by type (the catalogue's test compares). */
+export const PROJECTED_EVENT_TYPES: readonly string[] = Object.keys(projections);
 
 export function applyEvent(batch: ProjectionBatch, event: JetcronEvent): void {
   batch.size++;

@@ -8,7 +8,7 @@ import { cronError, isTimeZone, nextTick } from '../schedule/cron.ts';
 import { dueRun, endOutcome, endRun, nextDeadline, readSignal, runLimit, startRun } from './runs.ts';
 import {
   MONITOR_DEFAULTS, SLUG_PATTERN,
-  type DownReason, type Monitor, type MonitorEvent, type MonitorInput, type MonitorSpec, type PingRecord, type PingRequest, type WentDownReason,
+  type DownReason, type Monitor, type MonitorEvent, type MonitorInput, type MonitorSpec, type PingRecord, type PingRequest,
 } from './types.ts';
 
 /**
@@ -26,27 +26,6 @@ export type MonitorCommand =
   /** A deadline's timer fired (the scheduler): `deadlineAt` is the `deadline_at` it was armed for. */
   | { type: 'CheckDeadline'; deadlineAt: string };
 
-export const downReasonOf = (reason: WentDownReason): DownReason => (reason === 'fail_signal' ? 'failed' : reason);
-
-/**
- * A monitor as an event carries it, with what events written before heartbeats did not
- * have: no duration limits, no open runs, `late_at` = their `deadline_at`, a synced
- * monitor's key as its slug, and why it is down (from `reason` when the event is the
- * going down, else `missed`: those events did not say).
- */
-export function upcastMonitor(m: Monitor, reason?: WentDownReason): Monitor {
-  if (m.runs !== undefined) return m;
-  return {
-    ...m,
-    max_duration_seconds: m.max_duration_seconds ?? null,
-    min_duration_seconds: m.min_duration_seconds ?? null,
-    slug: m.slug ?? (m.sync_key && SLUG_PATTERN.test(m.sync_key) ? m.sync_key : null),
-    down_reason: m.status === 'down' ? (reason ? downReasonOf(reason) : 'missed') : null,
-    late_at: m.deadline_at,
-    runs: [],
-  };
-}
-
 export function evolveMonitor(_state: Monitor | null, event: MonitorEvent): Monitor | null {
   switch (event.type) {
     case 'MonitorCreated':
@@ -55,9 +34,8 @@ export function evolveMonitor(_state: Monitor | null, event: MonitorEvent): Moni
     case 'MonitorResumed':
     case 'MonitorPinged':
     case 'MonitorRestated':
-      return upcastMonitor(event.data.monitor);
     case 'MonitorWentDown':
-      return upcastMonitor(event.data.monitor, event.data.reason);
+      return event.data.monitor;
     case 'MonitorDeleted':
       return null;
     default:

@@ -61,7 +61,7 @@ export interface Monitor extends MonitorSpec {
   updated_at: string;
 }
 
-/** Kinds of ping (`/`, `/start`, `/fail`, `/log`, `/<exit status>`). Events before heartbeats say `ping` for `success`. */
+/** Kinds of ping (`/`, `/start`, `/fail`, `/log`, `/<exit status>`). */
 export type PingKind = 'success' | 'start' | 'fail' | 'log' | 'exit';
 
 export interface PingRecord {
@@ -92,9 +92,6 @@ export interface PingRequest {
   body: string;
 }
 
-/** `fail_signal` is `failed` in events written before heartbeats. */
-export type WentDownReason = DownReason | 'fail_signal';
-
 export type MonitorEvent =
   | Envelope<'MonitorCreated', { monitor: Monitor }>
   | Envelope<'MonitorUpdated', { monitor: Monitor; changed: string[] }>
@@ -104,7 +101,7 @@ export type MonitorEvent =
   /** A ping that did not take the monitor down: a success, a start, a log line. */
   | Envelope<'MonitorPinged', { monitor: Monitor; ping: PingRecord; previous_status: MonitorStatus }>
   /** A failing ping (`ping`), a missed deadline or a run too long (`run`: the run that was). */
-  | Envelope<'MonitorWentDown', { monitor: Monitor; reason: WentDownReason; ping?: PingRecord; run?: OpenRun }>
+  | Envelope<'MonitorWentDown', { monitor: Monitor; reason: DownReason; ping?: PingRecord; run?: OpenRun }>
   /**
    * The monitor unchanged, as its latest event left it, written again by its partition's
    * owner in a newer commit: no ping, no change, nothing for a read model or a

@@ -1,5 +1,6 @@
 import { SUBJECTS } from '../../../streams/subjects.ts';
 import type { EventStore } from '../../events/store.ts';
+import { eventJson } from '../../events/upcast.ts';
 import { memberId, newId, withSeqHint } from '../../lib/ids.ts';
 import { createTurnGroups } from '../../lib/turn-groups.ts';
 import type { TaskEvent } from './types.ts';
@@ -39,7 +40,7 @@ export function createCommits(store: EventStore) {
       const events = traceparent ? decided.map((e) => ({ ...e, traceparent })) : decided;
       // Each event's JSON once: its size bounds the commit, and the commit is written from it.
       for (const event of events) {
-        const text = JSON.stringify(event);
+        const text = eventJson(event);
         group.items.push({ event, text });
         group.bytes += text.length;
       }

@@ -1,0 +1,42 @@
+import { agree, ChannelIds, Body, Bool, Int, Nullable, Opt, Str, StringMap, Time, Type, type Disagreeing } from '../../events/schema-kit.ts';
+import { methodSchema } from '../task/schemas.ts';
+
+const scheduleSchema = Type.Object({
+  id: Str('`sch_…`'),
+  org_id: Str(),
+  name: Str(),
+  url: Str(),
+  cron: Str(),
+  timezone: Str(),
+  method: methodSchema,
+  headers: StringMap(),
+  body: Body(),
+  timeout_ms: Int(),
+  retry_attempts: Int(),
+  enabled: Bool(),
+  notify_on_failure: Nullable(Bool()),
+  notify_on_recovery: Nullable(Bool()),
+  expected_status_codes: Nullable(Str()),
+  script: Nullable(Str()),
+  sync_key: Nullable(Str('The caller\'s key when managed by PUT /sync')),
+  created_at: Time(),
+  updated_at: Time(),
+  channels: ChannelIds(),
+  next_run_at: Nullable(Time('The next tick (null while disabled)')),
+  missed_ticks: Opt(Int('Ticks that came due while nothing could run them and were skipped; absent = 0')),
+}, { description: 'The schedule as the event left it' });
+
+const plannedRun = Type.Object({ id: Str('The execution id'), scheduled_for: Time(), callback_url: Nullable(Str()) });
+
+export const SCHEDULE_EVENT_SCHEMAS = {
+  ScheduleCreated: Type.Object({ schedule: scheduleSchema }),
+  ScheduleUpdated: Type.Object({ schedule: scheduleSchema, changed: Type.Array(Str()) }),
+  ScheduleDeleted: Type.Object({ schedule: scheduleSchema }),
+  ScheduleTriggered: Type.Object({ schedule: scheduleSchema, execution: plannedRun }, { description: 'A run now, besides the ticks' }),
+  ScheduleTicked: Type.Object({
+    schedule: scheduleSchema, execution: plannedRun, next_run_at: Time(),
+    missed: Opt(Int('Older ticks skipped before this one (it ran late, after an outage)')),
+  }, { description: 'A cron tick fired: one execution, its id derived from the tick' }),
+  ScheduleTicksMissed: Type.Object({ schedule: scheduleSchema, missed: Int('Ticks skipped'), next_run_at: Time() }, { description: 'Ticks came due while nothing could run them, the latest over an hour ago: all skipped, none runs' }),
+};
+agree<Disagreeing<typeof SCHEDULE_EVENT_SCHEMAS>>();
