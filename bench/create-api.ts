@@ -1,7 +1,8 @@
 /**
  * The task create API at saturation: 64 connections for 10 s. Tasks are due in
- * 24 h, so only the write path runs (validate, append the event, translator
- * stores a timer, projector commits, the API waits for its read model).
+ * 24 h, so only the write path runs (validate, the create in its loop turn's commit,
+ * the position announced for read-your-writes; the partition owner holds its timer in
+ * memory and the projector commits its row, neither awaited by the answer).
  */
 import { closedLoop } from './load.ts';
 import { troubleNotes, withStack, type Benchmark } from './stack.ts';

@@ -111,12 +111,11 @@ export interface SharedPostgres {
   createDatabase(prefix: string): Promise<{ url: string; drop: () => Promise<void> }>;
 }
 
-/** `start`: another build's `startEmbeddedPostgres`, for a server with that build's own settings (rebuild-ab.ts). */
-export async function startSharedPostgres(start: typeof startEmbeddedPostgres = startEmbeddedPostgres): Promise<SharedPostgres> {
+export async function startSharedPostgres(): Promise<SharedPostgres> {
   const { dir } = tempDir('pg');
   // As root, Postgres runs as `postgres`, which must be able to enter the directory.
   execFileSync('chmod', ['0755', dir]);
-  const server = await start({ dataDir: dir });
+  const server = await startEmbeddedPostgres({ dataDir: dir });
   const pidFile = path.join(dir, 'postgres', 'postmaster.pid');
   // At exit: fast shutdown and wait for it, before the data dir is removed (cleanups run newest first).
   onCleanup('postgres', () => server.stop(), () => {

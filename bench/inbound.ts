@@ -10,6 +10,7 @@ import { Kvm } from '@nats-io/kv';
 import { KV_BUCKETS, STREAMS } from '../streams/definitions.ts';
 import { DeliverPolicy } from '@nats-io/jetstream';
 import { connectNats, type Nats } from '../src/nats/connection.ts';
+import { CHECKPOINT_KEY as NOTIFIER_CHECKPOINT } from '../src/notifier/reader.ts';
 import { decodeStoredRequests } from '../src/inbound/stored-request.ts';
 import { cpuPhase, sleep, startService, startTarget, type CpuReport } from './harness.ts';
 import { closedLoop, HttpClient, openLoop, Outcomes, type SendResult } from './load.ts';
@@ -22,7 +23,7 @@ const WARMUP_MS = 2_000;
 /**
  * The acceptance phases' warm-up, the bare server's and the service's alike. A fresh
  * service spends its first seconds under load compiling and sizing its heaps: measured
- * in 2 s steps (`bench/inbound-warmup.ts`, 2026-11-26, twice), its CPU per request was
+ * in 2 s steps (a warm-up probe, 2026-11-26, twice; in git history), its CPU per request was
  * 0.20–0.21 ms in the first step, 0.12–0.13 in the second, 0.09–0.14 in the third and
  * 0.08–0.10 from the fifth on (the bare server's own settled by then too); after 2 s the
  * 10 s window still counted part of that.
@@ -144,12 +145,9 @@ interface CatchUp {
   backlog: number;
   /** Until every stored request is an inbound_events row (router + projector); undefined = not within CATCH_UP_LIMIT_MS. */
   recordedMs: number | undefined;
-  /** Until the translator's checkpoint passed every event in EVENTS by then. */
-  translatedMs: number | undefined;
+  /** Until the notifier's checkpoint passed every event in EVENTS by then. */
+  readMs: number | undefined;
 }
-
-/** The translator's position in EVENTS (src/scheduler/translator.ts keeps it under this key). */
-const TRANSLATOR_CHECKPOINT = 'translator';
 
 /**
  * The requests INBOUND holds, counted by reading its messages (a message of one request,
@@ -176,9 +174,10 @@ class StoredRequests {
 
 /**
  * Waits until the pipeline has caught up with what was accepted: every request stored
- * in INBOUND is an inbound_events row (router, then projector), and the translator
- * has read every event appended by then (it reads each collect-only request's
- * InboundEventReceived too). So no phase measures the previous one's backlog.
+ * in INBOUND is an inbound_events row (its event recorded, then projected), and the
+ * notifier, an EVENTS reader of the same process as the partition owners (they share
+ * its read of the log), has passed every event appended by then. So no phase measures
+ * the previous one's backlog.
  */
 async function catchUp(s: Stack, counted: StoredRequests): Promise<CatchUp> {
   const nats = await connectNats(s.nats.url, 'bench-inbound');
@@ -199,12 +198,12 @@ async function catchUp(s: Stack, counted: StoredRequests): Promise<CatchUp> {
           eventsSeq = (await nats.jsm.streams.info(STREAMS.events.name)).state.last_seq;
         }
       }
-      if (recordedMs !== undefined && Number((await checkpoints.get(TRANSLATOR_CHECKPOINT))?.string() || 0) >= eventsSeq) {
-        return { stored, backlog: backlog ?? 0, recordedMs, translatedMs: performance.now() - t0 };
+      if (recordedMs !== undefined && Number((await checkpoints.get(NOTIFIER_CHECKPOINT))?.string() || 0) >= eventsSeq) {
+        return { stored, backlog: backlog ?? 0, recordedMs, readMs: performance.now() - t0 };
       }
       await sleep(100);
     }
-    return { stored, backlog: backlog ?? 0, recordedMs, translatedMs: undefined };
+    return { stored, backlog: backlog ?? 0, recordedMs, readMs: undefined };
   } finally {
     await nats.close();
   }
@@ -213,7 +212,7 @@ async function catchUp(s: Stack, counted: StoredRequests): Promise<CatchUp> {
 function catchUpFigures(c: CatchUp): string {
   const within = (ms: number | undefined) => (ms === undefined ? `not within ${CATCH_UP_LIMIT_MS / 1000} s` : `in ${fmt.s(ms / 1000)}`);
   const rate = c.recordedMs && c.backlog > 0 ? ` (${fmt.rate(c.backlog / (c.recordedMs / 1000))})` : '';
-  return `backlog ${fmt.int(c.backlog)} recorded ${within(c.recordedMs)}${rate}; translator through EVENTS ${within(c.translatedMs)}`;
+  return `backlog ${fmt.int(c.backlog)} recorded ${within(c.recordedMs)}${rate}; notifier through EVENTS ${within(c.readMs)}`;
 }
 
 interface ForwardRun {
@@ -454,7 +453,7 @@ export const inbound: Benchmark = {
           const exact = (f: ForwardRun) => f.lost === 0 && f.duplicates === 0 && f.executionIdRepeats === 0 && f.accepted > 0;
           const notes = [
             `load generator for both the raw server and the service: undici Pool, ${CONCURRENCY} keep-alive connections, closed loop, ${ACCEPT_WARMUP_MS / 1000} s warm-up then ${SECONDS} s measured (the bare server before and after the service's run, the fraction against their mean; ${WARMUP_MS / 1000} s warm-up for the other phases); body ${BODY_BYTES} bytes of JSON; only 200 answers count (for the service, 200 with status "received").`,
-            'acceptance is measured on a collect-only endpoint (no forward URLs), so no forwarding competes with it; the 80% open loop uses the same endpoint. The router still records each collect-only request (an InboundEventReceived event, an inbound_events row) and the translator reads that event, in the same process; after each of the two runs the bench waits until inbound_events has a row per INBOUND message and the translator\'s checkpoint has passed every event, so no phase starts with the previous one\'s backlog ("pipeline catch-up" = that wait).',
+            'acceptance is measured on a collect-only endpoint (no forward URLs), so no forwarding competes with it; the 80% open loop uses the same endpoint. Each collect-only request is still recorded (an InboundEventReceived event, appended by the receiver for an endpoint without a script; an inbound_events row) and read by every EVENTS reader of the other roles\' process (partition owners, notifier); after each of the two runs the bench waits until inbound_events has a row per stored request and the notifier\'s checkpoint has passed every event, so no phase starts with the previous one\'s backlog ("pipeline catch-up" = that wait).',
             `receive → forward: forward URL = the bench target (answers 200 at once); arrival at the target − send time, both CLOCK_MONOTONIC; warm-up ${FORWARD_WARMUP} events first. Lane variant at ${LANE_RATE}/s, since a lane forwards one event at a time.`,
             ...[accept.outcomes, openOutcomes, fwd.outcomes, lane.outcomes].flatMap((o) => o.examples),
             ...troubleNotes(s.service),
@@ -482,13 +481,13 @@ export const inbound: Benchmark = {
                 value: `${fmt.int(storedAfterAccept)} ≥ ${fmt.int(okAfterAccept)} after saturation; ${fmt.int(storedAfterOpen)} ≥ ${fmt.int(okAfterOpen)} after the 80% run`,
                 ok: durable,
               },
-              { label: 'pipeline catch-up after saturation (INBOUND → inbound_events rows; translator)', value: catchUpFigures(caughtUpAccept), ok: caughtUpAccept.translatedMs !== undefined },
+              { label: 'pipeline catch-up after saturation (INBOUND → inbound_events rows; notifier)', value: catchUpFigures(caughtUpAccept), ok: caughtUpAccept.readMs !== undefined },
               { label: `open loop at ${OPEN_FRACTION * 100}% (${fmt.rate(openRate)}, ${OPEN_SECONDS} s)`, value: `${fmt.int(openMs.length)} of ${fmt.int(openCount)} answered 200; ${openOutcomes.describe()}` },
               { label: `latency at ${OPEN_FRACTION * 100}%: p50 / p99 / max`, value: `${p50p99(openLat)} / ${fmt.ms(openLat.max)}` },
               { label: 'open loop send lag p99 (bench side)', value: `${fmt.ms(summarize(openLoopRun.sendLagMs).p99)}; unfinished ${openLoopRun.unfinished}` },
-              { label: `pipeline catch-up after the ${OPEN_FRACTION * 100}% run`, value: catchUpFigures(caughtUpOpen), ok: caughtUpOpen.translatedMs !== undefined },
+              { label: `pipeline catch-up after the ${OPEN_FRACTION * 100}% run`, value: catchUpFigures(caughtUpOpen), ok: caughtUpOpen.readMs !== undefined },
               { label: 'inbound accepted by an API-only process (all roles in another)', value: `${fmt.rate(split.rate)} = ${fmt.frac(split.rate / rawRate)} of raw; p50 / p99 ${p50p99(splitLat)}; ${split.outcomes.describe()}` },
-              { label: 'pipeline catch-up after the API-only run', value: catchUpFigures(caughtUpSplit), ok: caughtUpSplit.translatedMs !== undefined },
+              { label: 'pipeline catch-up after the API-only run', value: catchUpFigures(caughtUpSplit), ok: caughtUpSplit.readMs !== undefined },
               { label: `receive → forward p50 / p99, use_lane false (${FORWARD_RATE}/s)`, value: `${p50p99(fwdLat)}; ${firstLast(fwd)}` },
               { label: 'use_lane false: events', value: forwardFigures(fwd), ok: exact(fwd) },
               { label: `receive → forward p50 / p99, use_lane true (${LANE_RATE}/s)`, value: `${p50p99(laneLat)}; ${firstLast(lane)}` },

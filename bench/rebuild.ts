@@ -159,15 +159,6 @@ export async function buildEventStore(natsUrl: string, shape: StoreShape = 'even
   }
 }
 
-/** The store's messages in memory, as `buildEventStore` would publish them (the preparing side measured apart). */
-export async function storeMessages(shape: StoreShape): Promise<Buffer[]> {
-  const messages: Buffer[] = [];
-  const log = historyLog(shape, async (_subject, message) => void messages.push(Buffer.from(JSON.stringify(message))));
-  await writeHistory(log);
-  await log.flush();
-  return messages;
-}
-
 /** The partition owner a result goes to (any spread will do: the projector reads them all). */
 const partitionOf = (executionId: string) => {
   let h = 0;

@@ -9,7 +9,7 @@
  * nats-server's Go heap (GODEBUG=gctrace=1), every stream's size, the nats store on disk
  * and the Postgres sizes; then one verdict per quantity against a reference checkpoint
  * taken once EVENTS' duplicate window is full: flat, or growing with the log as each
- * stream's retention says (EVENTS is kept forever, DISPATCH is a work queue). At the end
+ * stream's retention says (EVENTS is kept forever). At the end
  * it checks that every created task reached the target and that Postgres shows N
  * executions `success`.
  *
@@ -124,12 +124,9 @@ interface Snapshot {
   /** nats-server's Go runtime: memory taken from the OS, and handed back (its heap profile's MemStats). */
   goMem: GoMemStats | undefined;
   events: { messages: number; bytes: number; subjects: number };
-  dispatch: { messages: number; bytes: number };
-  /** The `dispatchers` consumer: delivered and not yet acked, not yet delivered, redeliveries. */
-  dispatchers: { ackPending: number; pending: number; redelivered: number } | undefined;
   /** Every stream by name (KV buckets included): messages, bytes, subjects. */
   streams: Map<string, StreamState>;
-  /** Every other stream (TIMERS, LANES, KV buckets, …), bytes. */
+  /** Every other stream (NOTIFY, INBOUND, KV buckets), bytes. */
   otherStreamsBytes: number;
   natsDirBytes: number;
   pgDbBytes: number;
@@ -411,7 +408,7 @@ function retentionOf(c: { retention: string; max_age: number; max_msgs: number; 
 }
 
 async function snapshot(s: Stack, nats: Nats, probes: { heapFile: string; natsDir: string | undefined; rss: Rss; go: GoTrace }, mark: Snapshot['mark'], at: number): Promise<Snapshot> {
-  const [pgRow, sizes, streams, target, dispatchers] = await Promise.all([
+  const [pgRow, sizes, streams, target] = await Promise.all([
     s.db.query<{ n: string }>("SELECT count(*) AS n FROM executions WHERE status = 'success'"),
     s.db.query<{ db: string; ex: string }>("SELECT pg_database_size(current_database()) AS db, pg_total_relation_size('executions') AS ex"),
     (async () => {
@@ -420,8 +417,6 @@ async function snapshot(s: Stack, nats: Nats, probes: { heapFile: string; natsDi
       return all;
     })(),
     s.target.stats(),
-    // No work queue for tasks since the partition owners: DISPATCH and its consumer are gone.
-    Promise.resolve(undefined as { num_ack_pending: number; num_pending: number; num_redelivered: number } | undefined),
   ]);
   const tree = processTree(s.service.pid);
   const parts = tree.map((pid) => ({ comm: comm(pid), rss: rssBytes(pid) }));
@@ -430,7 +425,6 @@ async function snapshot(s: Stack, nats: Nats, probes: { heapFile: string; natsDi
     streams.map((x) => [x.config.name, { messages: x.state.messages, bytes: x.state.bytes, subjects: x.state.num_subjects ?? 0, retention: retentionOf(x.config) }]),
   );
   const ev = byName.get(STREAMS.events.name);
-  const dq = undefined as StreamState | undefined;
   const others = [...byName].filter(([name]) => name !== STREAMS.events.name);
   return {
     mark,
@@ -446,8 +440,6 @@ async function snapshot(s: Stack, nats: Nats, probes: { heapFile: string; natsDi
     goHeap: probes.go.heap(),
     goMem: undefined,
     events: { messages: ev?.messages ?? 0, bytes: ev?.bytes ?? 0, subjects: ev?.subjects ?? 0 },
-    dispatch: { messages: dq?.messages ?? 0, bytes: dq?.bytes ?? 0 },
-    dispatchers: dispatchers && { ackPending: dispatchers.num_ack_pending, pending: dispatchers.num_pending, redelivered: dispatchers.num_redelivered },
     streams: byName,
     otherStreamsBytes: others.reduce((a, [, x]) => a + x.bytes, 0),
     natsDirBytes: probes.natsDir ? diskBytes(probes.natsDir) : 0,
@@ -481,8 +473,6 @@ function checkpointTable(rows: Snapshot[]): Table {
       'EVENTS msgs',
       'EVENTS MiB',
       'EVENTS subjects',
-      'DISPATCH msgs',
-      'dispatchers ack pending / redelivered',
       'other streams MiB',
       'nats dir MiB',
       'PG db MiB',
@@ -504,8 +494,6 @@ function checkpointTable(rows: Snapshot[]): Table {
         fmt.int(r.events.messages),
         mib(r.events.bytes),
         fmt.int(r.events.subjects),
-        fmt.int(r.dispatch.messages),
-        r.dispatchers ? `${fmt.int(r.dispatchers.ackPending)} / ${fmt.int(r.dispatchers.redelivered)}` : '–',
         mib(r.otherStreamsBytes),
         mib(r.natsDirBytes),
         mib(r.pgDbBytes),
@@ -565,7 +553,7 @@ function referenceRow(load: Snapshot[]): Reference {
   return { row: mid, how: `the ${markLabel(mid.mark)} checkpoint (N/2: the run ended before the duplicate windows were full, so its nats-server RSS verdict says little)` };
 }
 
-type Kind = 'flat' | 'log' | 'queue';
+type Kind = 'flat' | 'log';
 
 interface Quantity {
   name: string;
@@ -586,8 +574,6 @@ const QUANTITIES: Quantity[] = [
   { name: 'nats-server memory from the OS (Go Sys)', unit: 'MiB', kind: 'flat', factor: RSS_FLAT_FACTOR, expected: 'a high-water mark: flat once the busiest moment has passed', pick: (r) => r.goMem?.sys },
   { name: 'EVENTS messages', unit: 'msgs', kind: 'log', expected: 'EVENTS keeps everything', pick: (r) => r.events.messages },
   { name: 'EVENTS bytes', unit: 'MiB', kind: 'log', expected: 'EVENTS keeps everything', pick: (r) => r.events.bytes },
-  { name: 'DISPATCH messages', unit: 'msgs', kind: 'queue', expected: 'a work queue: acked jobs are removed', pick: (r) => r.dispatch.messages },
-  { name: 'DISPATCH bytes', unit: 'KiB', kind: 'queue', expected: 'a work queue: acked jobs are removed', pick: (r) => r.dispatch.bytes },
   { name: 'other streams bytes', unit: 'MiB', kind: 'flat', expected: 'no timers, lanes or inbound; KV holds a value per key', pick: (r) => r.otherStreamsBytes },
   { name: 'nats data dir on disk', unit: 'MiB', kind: 'log', expected: 'EVENTS keeps everything', pick: (r) => r.natsDirBytes },
   { name: 'Postgres database size', unit: 'MiB', kind: 'log', expected: 'the read models keep every task and execution', pick: (r) => r.pgDbBytes },
@@ -659,10 +645,6 @@ function verdictOf(q: Quantity, ref: Reference, rows: Snapshot[]): Verdict | und
     const windows = q.name.startsWith('nats-server') && ref.row.at < DEDUPE_WINDOW_MS ? ' (duplicate windows still filling at the reference; see notes)' : '';
     return { ...base, verdict: `${ok ? 'flat' : 'NOT flat'}${windows}`, ok };
   }
-  if (q.kind === 'queue') {
-    const ok = q.unit === 'msgs' ? b <= MAX_OUTSTANDING : b <= FLAT_FACTOR * a + MiB;
-    return { ...base, verdict: ok ? `flat (expected: ${q.expected})` : `NOT flat (${q.expected})`, ok };
-  }
   const grows = b > 1.05 * a && base.per100k > 0;
   return { ...base, verdict: grows ? `grows with the log (expected: ${q.expected})` : `does not grow (NOT expected: ${q.expected})`, ok: undefined };
 }
@@ -675,10 +657,9 @@ function verdictTable(ref: Reference, last: Snapshot, vs: Verdict[]): Table {
       inUnit(v.q, v.ref),
       inUnit(v.q, v.last),
       v.ref > 0 ? signedPct((100 * (v.last - v.ref)) / v.ref) : '–',
-      // A queue's depth at a moment says nothing per execution.
-      v.q.kind === 'queue' ? '–' : inUnit(v.q, v.per100k, true),
-      v.halves && v.q.kind !== 'queue' ? `${inUnit(v.q, v.halves[0], true)} / ${inUnit(v.q, v.halves[1], true)}` : '–',
-      v.q.kind === 'queue' ? '–' : inUnit(v.q, v.trend, true),
+      inUnit(v.q, v.per100k, true),
+      v.halves ? `${inUnit(v.q, v.halves[0], true)} / ${inUnit(v.q, v.halves[1], true)}` : '–',
+      inUnit(v.q, v.trend, true),
       v.q.kind === 'flat' && v.atConstantRate ? `${inUnit(v.q, v.atConstantRate.per100k, true)} / ${inUnit(v.q, v.atConstantRate.per1000PerS, true)}` : '–',
       inUnit(v.q, v.peak),
       v.verdict,
@@ -871,11 +852,11 @@ async function soakRun(ctx: BenchContext, s: Stack, n: number, traces: { heapFil
       { label: 'EVENTS per execution', value: `${(last.events.messages / Math.max(1, last.success)).toFixed(2)} msgs, ${fmt.int(last.events.bytes / Math.max(1, last.success))} B; ${fmt.int(last.events.subjects)} subjects` },
     ];
     const notes = [
-      `reference: ${ref.how}. flat: the last checkpoint is at most ${RSS_FLAT_FACTOR} × the reference for RSS (issue 21, aim 9), ${FLAT_FACTOR} × for the heaps and the small streams (+1 MiB, for quantities near zero such as the streams besides EVENTS); DISPATCH messages: at most the feed's bound (${fmt.int(MAX_OUTSTANDING)}). "per 100k executions": the change from the reference to the last checkpoint over the executions finished (success in Postgres) in between, × 100,000; the halves split that span at the checkpoint nearest its middle; the trend is the least-squares slope over every checkpoint from the reference on; "at a constant rate" fits the same checkpoints (the last, after the drain, left out) to executions and the rate of the ${RECENT_RATE_MS / 1000} s before each (target arrivals), since a process's heap follows the work in flight and the machine's other load moves the rate: its first figure is the growth with the log alone.`,
+      `reference: ${ref.how}. flat: the last checkpoint is at most ${RSS_FLAT_FACTOR} × the reference for RSS (issue 21, aim 9), ${FLAT_FACTOR} × for the heaps and the small streams (+1 MiB, for quantities near zero such as the streams besides EVENTS). "per 100k executions": the change from the reference to the last checkpoint over the executions finished (success in Postgres) in between, × 100,000; the halves split that span at the checkpoint nearest its middle; the trend is the least-squares slope over every checkpoint from the reference on; "at a constant rate" fits the same checkpoints (the last, after the drain, left out) to executions and the rate of the ${RECENT_RATE_MS / 1000} s before each (target arrivals), since a process's heap follows the work in flight and the machine's other load moves the rate: its first figure is the growth with the log alone.`,
       `RSS: each checkpoint's is the median of the last ${RSS_SAMPLES} samples of VmRSS, one every ${RSS_SAMPLE_MS} ms (the range in brackets), since a single reading of nats-server swings ±20% with its GC cycle. nats-server Go heap: from the lines GODEBUG=gctrace=1 makes it write at each GC, the median of the last ${GO_GCS} GCs (${last.goHeap?.gcs ?? 0} GCs by the end): the live heap after a GC and the goal the next starts at (GOGC=100: twice the live heap, lower near the GOMEMLIMIT nats-server runs with, ${process.env.GOMEMLIMIT || defaultNatsMemoryLimit()}); RSS over the goal is memory the Go runtime has not handed back to the OS yet. Go from the OS / released: runtime.MemStats Sys and HeapReleased from nats-server's heap profile (pprof on a \`prof_port\`, written whole to bench/results/logs/soak.nats-heap.<checkpoint>.txt with the in-use bytes by allocation site): Sys never falls, so it is flat exactly when the server stopped taking memory; RSS ≈ Sys − released.`,
       `checkpoints before the last are taken when the target has received that many distinct requests (polled every ${POLL_MS} ms), the last once Postgres shows every created task's execution as success (or progress stalled ${STALL_MS / 1000} s); exec/s (interval) counts target arrivals between checkpoints.`,
       `jetcron RSS: VmRSS of the \`jetcron serve\` process and its descendants (run with JETCRON_PROCESSES=1), at the last checkpoint ${last.serviceParts.map((p) => `${p.comm} ${mib(p.rss)} MiB`).join(' + ')}. V8 heap: the service's main thread, written once a second by a module preloaded with NODE_OPTIONS --import (≤ 1 s old): used right after the last major GC (${last.heap?.majorGcs ?? 0} major GCs by the end), and used at that moment. nats dir: allocated blocks under the nats-server's data dir. other streams: TIMERS, LANES, NOTIFY, INBOUND, HELD and the KV buckets.`,
-      `nats-server keeps the msg id of every message published in EVENTS' and DISPATCH's duplicate window (${DEDUPE_WINDOW_MS / 60_000} min) in memory, so its RSS is expected to grow until the run is that old${ref.row.at < DEDUPE_WINDOW_MS ? `; the reference checkpoint came ${fmt.s(ref.row.at / 1000)} in${last.at < DEDUPE_WINDOW_MS ? ` and the last ${fmt.s(last.at / 1000)} in, so the windows were filling for the whole run` : ''}` : ''}.`,
+      `nats-server keeps the msg id of every message published in EVENTS' duplicate window (${DEDUPE_WINDOW_MS / 60_000} min) in memory, so its RSS is expected to grow until the run is that old${ref.row.at < DEDUPE_WINDOW_MS ? `; the reference checkpoint came ${fmt.s(ref.row.at / 1000)} in${last.at < DEDUPE_WINDOW_MS ? ` and the last ${fmt.s(last.at / 1000)} in, so the windows were filling for the whole run` : ''}` : ''}.`,
       ...s.api.outcomes.examples,
       ...troubleNotes(s.service),
     ];
