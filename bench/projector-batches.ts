@@ -23,7 +23,7 @@ import type { ExecutionEvent } from '../src/commands/execution/types.ts';
 import type { TaskEvent } from '../src/commands/task/types.ts';
 import { connectDb, type Db } from '../src/db/connect.ts';
 import { migrate } from '../src/db/migrations.ts';
-import type { JetcronEvent } from '../src/events/types.ts';
+import type { JetcronEvent } from '../src/commands/events.ts';
 import { applyEvent } from '../src/projections/apply-event.ts';
 import { ProjectionBatch } from '../src/projections/batch.ts';
 import { startEmbeddedPostgres } from '../src/runtime/embedded-postgres.ts';

@@ -12,7 +12,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import pg from 'pg';
 import { SUBJECTS } from '../streams/subjects.ts';
-import type { JetcronEvent } from '../src/events/types.ts';
+import type { JetcronEvent } from '../src/commands/events.ts';
 import type { Task } from '../src/commands/task/types.ts';
 import type { Schedule } from '../src/commands/schedule/types.ts';
 import type { Monitor } from '../src/commands/monitor/types.ts';
@@ -21,7 +21,7 @@ import type { AttemptResult, ExecutionSource } from '../src/commands/execution/t
 import { applyStreams } from '../src/nats/apply-streams.ts';
 import { connectNats } from '../src/nats/connection.ts';
 import { newId } from '../src/lib/ids.ts';
-import { commitMessage } from '../src/events/commit.ts';
+import { commitMessage } from '../src/commands/commit.ts';
 import { cpuPhase, ROOT, startNats, tempDir, withClient, type CpuReport } from './harness.ts';
 import type { Benchmark, Metric } from './stack.ts';
 import { fmt } from './stats.ts';

@@ -6,7 +6,7 @@
  * under one execution id, that nothing crashes, and how long dispatch stalls.
  */
 import assert from 'node:assert/strict';
-import { eventsOf } from '../src/events/commit.ts';
+import { eventsOf } from '../src/commands/commit.ts';
 import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import { Kvm } from '@nats-io/kv';

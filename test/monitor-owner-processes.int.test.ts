@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { eventsOf } from '../src/events/commit.ts';
+import { eventsOf } from '../src/commands/commit.ts';
 import type { MonitorEvent } from '../src/commands/monitor/types.ts';
 import { connectNats } from '../src/nats/connection.ts';
 import { createOrgWithKey, readEvents, spawnJetcron, type JetcronProcess } from './support/jetcron-process.ts';

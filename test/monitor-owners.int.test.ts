@@ -11,7 +11,7 @@ import type { CommandDeps } from '../src/commands/execute.ts';
 import { createMonitor, monitorSubject, pingMonitor, runMonitor } from '../src/commands/monitor/handlers.ts';
 import type { Monitor, MonitorEvent } from '../src/commands/monitor/types.ts';
 import { monitorPartition } from '../src/commands/partition/partition-of.ts';
-import { eventsOf } from '../src/events/commit.ts';
+import { eventsOf } from '../src/commands/commit.ts';
 import { createClock } from '../src/lib/clock.ts';
 import { ApiError } from '../src/lib/errors.ts';
 import { newId } from '../src/lib/ids.ts';

@@ -5,7 +5,7 @@ import { parseSmtpUrl } from '../src/notifier/mailer.ts';
 import { emailMessage, summaryLine, webhookPayload, type ExecutionSummary, type NotifySource } from '../src/notifier/message.ts';
 import { notificationIdFor, notifies, planNotifications, type NotificationJob } from '../src/notifier/plan.ts';
 import { createNotifyDecider } from '../src/notifier/reader.ts';
-import type { JetcronEvent } from '../src/events/types.ts';
+import type { JetcronEvent } from '../src/commands/events.ts';
 import { cachedNotifyState, nextState, type NotifyStateStore, type Outcome, type SourceState } from '../src/notifier/state.ts';
 
 const task: NotifySource = {

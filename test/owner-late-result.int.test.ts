@@ -3,7 +3,7 @@ import { after, before, test } from 'node:test';
 import { SUBJECTS } from '../streams/subjects.ts';
 import { STREAMS } from '../streams/definitions.ts';
 import { taskPartition } from '../src/commands/partition/partition-of.ts';
-import { eventsOf } from '../src/events/commit.ts';
+import { eventsOf } from '../src/commands/commit.ts';
 import { decodeJson } from '../src/lib/json.ts';
 import { connectNats, type Nats } from '../src/nats/connection.ts';
 import { createEventStore } from '../src/nats/event-store.ts';

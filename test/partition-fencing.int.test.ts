@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { SUBJECTS } from '../streams/subjects.ts';
-import { eventsOf } from '../src/events/commit.ts';
-import type { Envelope } from '../src/events/envelope.ts';
+import { eventsOf } from '../src/commands/commit.ts';
+import type { Envelope } from '../src/commands/envelope.ts';
 import { decodeJson } from '../src/lib/json.ts';
 import type { Nats } from '../src/nats/connection.ts';
 import { createEventStore } from '../src/nats/event-store.ts';

@@ -7,7 +7,7 @@ import pg from 'pg';
 import { Kvm } from '@nats-io/kv';
 import { KV_BUCKETS } from '../streams/definitions.ts';
 import { SUBJECTS } from '../streams/subjects.ts';
-import { type EventStore } from '../src/events/store.ts';
+import { type EventStore } from '../src/commands/store.ts';
 import { createEventStore } from '../src/nats/event-store.ts';
 import { decodeEvents } from '../src/nats/event-reader.ts';
 import { failureKey } from '../src/nats/failure-ledger.ts';

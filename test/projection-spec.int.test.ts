@@ -15,7 +15,7 @@ import { decideTask, evolveTask } from '../src/commands/task/decide.ts';
 import type { Task, TaskEvent } from '../src/commands/task/types.ts';
 import { connectDb, type Db } from '../src/db/connect.ts';
 import { migrate } from '../src/db/migrations.ts';
-import type { JetcronEvent } from '../src/events/types.ts';
+import type { JetcronEvent } from '../src/commands/events.ts';
 import { applyEvent } from '../src/projections/apply-event.ts';
 import { attemptsOf } from '../src/projections/attempt-rows.ts';
 import { ProjectionBatch } from '../src/projections/batch.ts';

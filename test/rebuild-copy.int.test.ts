@@ -9,7 +9,7 @@ import { after, before, test } from 'node:test';
 import { rebuildProjections } from '../src/cli/rebuild.ts';
 import { connectDb, type Db } from '../src/db/connect.ts';
 import { migrate } from '../src/db/migrations.ts';
-import type { JetcronEvent } from '../src/events/types.ts';
+import type { JetcronEvent } from '../src/commands/events.ts';
 import type { Nats } from '../src/nats/connection.ts';
 import { openSupervisor } from '../src/nats/supervisor.ts';
 import { applyEvent } from '../src/projections/apply-event.ts';

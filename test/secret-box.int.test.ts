@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Kvm } from '@nats-io/kv';
 import { KV_BUCKETS } from '../streams/definitions.ts';
-import { decodeKey, keyId, openSecretBox, SECRETS_KEY_ENTRY } from '../src/lib/secret-box.ts';
+import { decodeKey, keyId, openSecretBox, SECRETS_KEY_ENTRY } from '../src/nats/secret-box.ts';
 import { connectNats, type Nats } from '../src/nats/connection.ts';
 import { startTestNats } from './support/nats.ts';
 

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import { createSecretBox, decodeKey, keyId, openSecretBox, SecretBoxError } from '../src/lib/secret-box.ts';
+import { createSecretBox, decodeKey, keyId, openSecretBox, SecretBoxError } from '../src/nats/secret-box.ts';
 import { type SealedSecrets } from '../src/lib/sealed-secrets.ts';
 import type { Nats } from '../src/nats/connection.ts';
 

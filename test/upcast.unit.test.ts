@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { commitMessage, eventsOf } from '../src/events/commit.ts';
-import { eventJson, storedEvent, upcast, versionOf } from '../src/events/upcast.ts';
+import { commitMessage, eventsOf } from '../src/commands/commit.ts';
+import { eventJson, storedEvent, upcast, versionOf } from '../src/commands/upcast.ts';
 
 const at = '2026-11-20T10:00:00.000Z';
 /** A monitor as events before heartbeats carried it: no runs, durations, slug, down_reason or late_at. */

@@ -179,14 +179,14 @@ async function main(argv: string[]): Promise<void> {
       return;
     }
     case 'replay': {
-      const { replayCommand, replayFromCli } = await import('../replay/cli.ts');
+      const { replayCommand, replayFromCli } = await import('./replay.ts');
       const command = replayCommand(words, flags);
       process.exitCode = await replayFromCli({ ...serviceUrls(dataDir), ...command, log, print, progressTo: process.stderr });
       return;
     }
     case 'events schema': {
       checkFlags('events schema', flags, ['data-dir'], []);
-      const { asyncApiDocument } = await import('../events/catalogue.ts');
+      const { asyncApiDocument } = await import('../commands/catalogue.ts');
       process.stdout.write(`${JSON.stringify(asyncApiDocument(), null, 2)}\n`);
       return;
     }

@@ -1,5 +1,5 @@
-import type { Envelope } from '../events/envelope.ts';
-import { ConcurrencyError, type EventStore } from '../events/store.ts';
+import type { Envelope } from './envelope.ts';
+import { ConcurrencyError, type EventStore } from './store.ts';
 import type { Clock } from '../lib/clock.ts';
 import { ApiError } from '../lib/errors.ts';
 import { newId } from '../lib/ids.ts';

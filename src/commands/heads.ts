@@ -1,4 +1,4 @@
-import type { EventStore } from '../events/store.ts';
+import type { EventStore } from './store.ts';
 import { boundedMap, type BoundedMap } from '../lib/bounded-map.ts';
 
 /** An aggregate's state after an append this process made, and that append's stream sequence. */

@@ -1,5 +1,5 @@
-import type { Envelope } from '../events/envelope.ts';
-import { ConcurrencyError } from '../events/store.ts';
+import type { Envelope } from './envelope.ts';
+import { ConcurrencyError } from './store.ts';
 import { notFound } from '../lib/errors.ts';
 import { ID_PATTERN } from '../lib/ids.ts';
 import { appendEvents, commandMeta, execute, fold, type CommandDeps, type Decide, type Decided, type Evolve } from './execute.ts';

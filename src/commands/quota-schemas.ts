@@ -1,4 +1,4 @@
-import { agree, OneOf, Str, Time, Type, type Disagreeing } from '../events/schema-kit.ts';
+import { agree, OneOf, Str, Time, Type, type Disagreeing } from './schema-kit.ts';
 
 export const QUOTA_EVENT_SCHEMAS = {
   QuotaReserved: Type.Object({

@@ -1,4 +1,4 @@
-import type { Envelope } from '../events/envelope.ts';
+import type { Envelope } from './envelope.ts';
 import { executeOnce, retryConflicts, type CommandDeps } from './execute.ts';
 import type { CommandMeta } from './meta.ts';
 import { overLimit, type LimitedKind, type PlanLimit } from './plan-rules.ts';

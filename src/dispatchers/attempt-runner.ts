@@ -15,7 +15,7 @@ import { forwardUrl, type ForwardRequest } from '../inbound/pipeline.ts';
 import { hasStandardWebhookHeaders, signedHeaders } from './signing.ts';
 import { signingSecrets } from '../commands/organization/decide.ts';
 import { storedBody } from './stored-body.ts';
-import { tracedSend } from '../telemetry/traced-send.ts';
+import { tracedSend } from './traced-send.ts';
 import type { Log } from '../lib/logger.ts';
 
 export interface AttemptRunnerDeps {

@@ -6,7 +6,7 @@ import { authenticate, rateLimit } from './auth.ts';
 import type { ApiDeps } from './context.ts';
 import { errorMiddleware } from './errors.ts';
 import { openApiDocument } from './openapi.ts';
-import { asyncApiDocument } from '../events/catalogue.ts';
+import { asyncApiDocument } from '../commands/catalogue.ts';
 import { jsonBody } from './request-body.ts';
 import { checkPath, checkQuery } from './request-target.ts';
 import { metricsHandler } from './metrics-endpoint.ts';

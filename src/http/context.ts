@@ -10,7 +10,7 @@ import type { ReadYourWrites } from './read-your-writes.ts';
 import type { RateLimiter } from './rate-limit.ts';
 import type { EndpointDirectory } from '../inbound/endpoint-directory.ts';
 import type { HooksFor } from '../inbound/pipeline.ts';
-import type { SecretBox } from '../lib/secret-box.ts';
+import type { SecretBox } from '../nats/secret-box.ts';
 import type { Health } from './health.ts';
 import type { LiveFeeds } from '../live/feeds.ts';
 import type { ChannelSender } from '../notifier/channels/send.ts';

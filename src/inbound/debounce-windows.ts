@@ -1,6 +1,6 @@
 import { SUBJECTS } from '../../streams/subjects.ts';
 import type { InboundDebounceEvent, InboundDebounceWindow } from '../commands/inbound-event/types.ts';
-import type { EventStore } from '../events/store.ts';
+import type { EventStore } from '../commands/store.ts';
 import { subjectToken } from '../lib/subject-token.ts';
 
 /** Cached windows kept per router: enough for many live keys, bounded against a key per request. */

@@ -2,9 +2,9 @@ import { SUBJECTS } from '../../streams/subjects.ts';
 import { evolveEndpoint } from '../commands/endpoint/decide.ts';
 import type { Endpoint, EndpointEvent } from '../commands/endpoint/types.ts';
 import type { Db } from '../db/connect.ts';
-import type { EventStore } from '../events/store.ts';
+import type { EventStore } from '../commands/store.ts';
 import { decodeJson } from '../lib/json.ts';
-import { eventsOf } from '../events/commit.ts';
+import { eventsOf } from '../commands/commit.ts';
 import { onConnectionGap, type Nats } from '../nats/connection.ts';
 
 export const SLUG_PATTERN = /^ep_[0-9a-z]{32}$/;

@@ -4,7 +4,7 @@ import type { ForwardPlan, InboundEventEvent, InboundEventRecord, InboundOutcome
 import { parseDuration } from '../lib/duration.ts';
 import { ApiError } from '../lib/errors.ts';
 import type { ScriptEngine } from '../scripts/engine.ts';
-import { endpointScriptHooks, type EndpointScriptHooks } from '../scripts/endpoint-hooks.ts';
+import { endpointScriptHooks, type EndpointScriptHooks } from './endpoint-hooks.ts';
 import { LOG_LINES } from '../scripts/limits.ts';
 import { headerObject, type InboundRequestMeta, type RequestRoute, type StoredRequest } from './stored-request.ts';
 

@@ -1,7 +1,7 @@
 import { SUBJECTS } from '../../streams/subjects.ts';
 import type { Endpoint } from '../commands/endpoint/types.ts';
 import type { InboundEventEvent } from '../commands/inbound-event/types.ts';
-import type { EventStore } from '../events/store.ts';
+import type { EventStore } from '../commands/store.ts';
 import { newId } from '../lib/ids.ts';
 import { isoTime } from '../lib/iso-time.ts';
 import type { Log } from '../lib/logger.ts';

@@ -3,7 +3,7 @@ import { KV_BUCKETS, KV_CHECKPOINT_READERS, STREAMS } from '../../streams/defini
 import { SUBJECTS } from '../../streams/subjects.ts';
 import type { Endpoint } from '../commands/endpoint/types.ts';
 import type { ForwardPlan, InboundDebounceWindow, InboundEventEvent } from '../commands/inbound-event/types.ts';
-import { ConcurrencyError, type EventStore } from '../events/store.ts';
+import { ConcurrencyError, type EventStore } from '../commands/store.ts';
 import type { Clock } from '../lib/clock.ts';
 import { isoTime } from '../lib/iso-time.ts';
 import type { Nats } from '../nats/connection.ts';

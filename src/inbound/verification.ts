@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Endpoint, Verification } from '../commands/endpoint/types.ts';
-import type { SecretBox } from '../lib/secret-box.ts';
+import type { SecretBox } from '../nats/secret-box.ts';
 import { standardWebhooksDigest, standardWebhooksKey } from '../lib/standard-webhooks.ts';
 import { unreachable } from '../lib/unreachable.ts';
 

@@ -1,5 +1,5 @@
 import { STREAMS } from '../../streams/definitions.ts';
-import type { JetcronEvent } from '../events/types.ts';
+import type { JetcronEvent } from '../commands/events.ts';
 import { ApiError } from '../lib/errors.ts';
 import type { Nats } from '../nats/connection.ts';
 import { decodeEvents } from '../nats/event-reader.ts';

@@ -1,7 +1,7 @@
 import type { ExecutionSource, ExecutionStatus, SourceType } from '../commands/execution/types.ts';
 import type { MonitorStatus } from '../commands/monitor/types.ts';
 import type { InboundOutcome } from '../commands/inbound-event/types.ts';
-import { forTypes, handle, type EventHandlers, type EventOf, type EventType, type JetcronEvent } from '../events/types.ts';
+import { forTypes, handle, type EventHandlers, type EventOf, type EventType, type JetcronEvent } from '../commands/events.ts';
 
 export const LIVE_KINDS = ['task', 'schedule', 'monitor', 'endpoint', 'execution', 'inbound_event', 'organization'] as const;
 export type LiveKind = (typeof LIVE_KINDS)[number];

@@ -1,7 +1,7 @@
 import { Kvm, type KV } from '@nats-io/kv';
 import { KV_BUCKETS, type KV_CHECKPOINT_READERS } from '../../streams/definitions.ts';
-import type { StoredEvent } from '../events/envelope.ts';
-import type { JetcronEvent } from '../events/types.ts';
+import type { StoredEvent } from '../commands/envelope.ts';
+import type { JetcronEvent } from '../commands/events.ts';
 import { inSpan, SpanKind } from '../telemetry/tracing.ts';
 import type { Nats } from './connection.ts';
 import { readEventsKeyed } from './keyed-event-reader.ts';

@@ -1,7 +1,7 @@
 import { STREAMS } from '../../streams/definitions.ts';
-import { eventsOf } from '../events/commit.ts';
-import type { StoredEvent } from '../events/envelope.ts';
-import type { JetcronEvent } from '../events/types.ts';
+import { eventsOf } from '../commands/commit.ts';
+import type { StoredEvent } from '../commands/envelope.ts';
+import type { JetcronEvent } from '../commands/events.ts';
 import { decodeJson } from '../lib/json.ts';
 import { isTransient } from '../lib/transient.ts';
 import type { Nats } from './connection.ts';

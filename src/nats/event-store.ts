@@ -1,10 +1,10 @@
 import { trace } from '@opentelemetry/api';
 import { STREAMS } from '../../streams/definitions.ts';
 import { SUBJECTS } from '../../streams/subjects.ts';
-import { commitMessage, commitText, eventsOf } from '../events/commit.ts';
-import { eventJson } from '../events/upcast.ts';
-import type { Envelope, StoredEvent } from '../events/envelope.ts';
-import { ConcurrencyError, type EventStore } from '../events/store.ts';
+import { commitMessage, commitText, eventsOf } from '../commands/commit.ts';
+import { eventJson } from '../commands/upcast.ts';
+import type { Envelope, StoredEvent } from '../commands/envelope.ts';
+import { ConcurrencyError, type EventStore } from '../commands/store.ts';
 import { decodeJson, encodeJson } from '../lib/json.ts';
 import { currentTraceparent, inSpan, SpanKind } from '../telemetry/tracing.ts';
 import type { Nats } from './connection.ts';

@@ -1,6 +1,6 @@
 import type { KV } from '@nats-io/kv';
-import type { StoredEvent } from '../events/envelope.ts';
-import type { JetcronEvent } from '../events/types.ts';
+import type { StoredEvent } from '../commands/envelope.ts';
+import type { JetcronEvent } from '../commands/events.ts';
 import { createKeyedPipeline } from './keyed-pipeline.ts';
 import type { Nats } from './connection.ts';
 import { failedEventOf, readEvents } from './event-reader.ts';

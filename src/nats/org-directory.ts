@@ -1,9 +1,9 @@
 import { SUBJECTS } from '../../streams/subjects.ts';
 import type { Organization, OrganizationEvent } from '../commands/organization/types.ts';
 import type { ApiKey, ApiKeyEvent } from '../commands/api-key/types.ts';
-import type { EventStore } from '../events/store.ts';
+import type { EventStore } from '../commands/store.ts';
 import { decodeJson } from '../lib/json.ts';
-import { eventsOf } from '../events/commit.ts';
+import { eventsOf } from '../commands/commit.ts';
 import { onConnectionGap, type Nats } from './connection.ts';
 
 /**

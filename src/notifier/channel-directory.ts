@@ -1,7 +1,7 @@
 import { SUBJECTS } from '../../streams/subjects.ts';
 import { loadChannels } from '../commands/channel/handlers.ts';
 import type { Channel, ChannelEvent, ChannelSet } from '../commands/channel/types.ts';
-import type { EventStore } from '../events/store.ts';
+import type { EventStore } from '../commands/store.ts';
 import { decodeJson } from '../lib/json.ts';
 import { onConnectionGap, type Nats } from '../nats/connection.ts';
 

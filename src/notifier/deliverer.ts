@@ -3,7 +3,7 @@ import { CONSUMERS } from '../../streams/definitions.ts';
 import { SUBJECTS } from '../../streams/subjects.ts';
 import type { NotificationChannel, NotificationDelivery, NotificationEvent } from '../commands/notification/types.ts';
 import type { OutboundClient } from '../dispatchers/outbound-client.ts';
-import type { EventStore } from '../events/store.ts';
+import type { EventStore } from '../commands/store.ts';
 import type { Clock } from '../lib/clock.ts';
 import { decodeJson } from '../lib/json.ts';
 import type { Nats } from '../nats/connection.ts';

@@ -1,4 +1,4 @@
-import type { EventStore } from '../events/store.ts';
+import type { EventStore } from '../commands/store.ts';
 import type { OutboundClient } from '../dispatchers/outbound-client.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Nats } from '../nats/connection.ts';

@@ -1,8 +1,8 @@
 import { Kvm, type KV } from '@nats-io/kv';
 import { KV_BUCKETS, KV_CHECKPOINT_READERS, STREAMS } from '../../streams/definitions.ts';
 import { SUBJECTS } from '../../streams/subjects.ts';
-import type { StoredEvent } from '../events/envelope.ts';
-import { forTypes, handle as handleEvent, type EventHandlers, type EventOf, type EventType, type JetcronEvent } from '../events/types.ts';
+import type { StoredEvent } from '../commands/envelope.ts';
+import { forTypes, handle as handleEvent, type EventHandlers, type EventOf, type EventType, type JetcronEvent } from '../commands/events.ts';
 import type { Clock } from '../lib/clock.ts';
 import { encodeJson } from '../lib/json.ts';
 import type { Nats } from '../nats/connection.ts';
@@ -16,7 +16,7 @@ import { monitorSource, type SourceResolver } from './sources.ts';
 import { cachedNotifyState, nextState, openNotifyState, type CachedNotifyState, type NotifyStateStore, type Outcome } from './state.ts';
 import { isWrongLastSequence } from '../nats/jetstream-errors.ts';
 import type { Supervisor } from '../nats/supervisor.ts';
-import { untilStarted } from '../runtime/startup-retry.ts';
+import { untilStarted } from '../lib/startup-retry.ts';
 
 export const CHECKPOINT_KEY: keyof typeof KV_CHECKPOINT_READERS = 'notifier';
 const CHECKPOINT_EVERY_MS = 250;

@@ -4,7 +4,7 @@ import type { OutboundClient } from '../dispatchers/outbound-client.ts';
 import { signedHeaders } from '../dispatchers/signing.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Directory } from '../nats/org-directory.ts';
-import { tracedSend } from '../telemetry/traced-send.ts';
+import { tracedSend } from '../dispatchers/traced-send.ts';
 
 /** What one try of a delivery ended with; `final`: trying again will not help. */
 export type TryResult = { ok: true; status_code: number | null } | { ok: false; final: boolean; status_code: number | null; error: string };

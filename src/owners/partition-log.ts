@@ -1,12 +1,12 @@
 import { SYSTEM_ORG, type PartitionEvent } from '../commands/partition/types.ts';
-import type { Envelope } from '../events/envelope.ts';
-import type { EventStore } from '../events/store.ts';
+import type { Envelope } from '../commands/envelope.ts';
+import type { EventStore } from '../commands/store.ts';
 import type { Nats } from '../nats/connection.ts';
 import { isWrongLastSequence } from '../nats/jetstream-errors.ts';
 import { SUBJECTS } from '../../streams/subjects.ts';
 import { STREAMS } from '../../streams/definitions.ts';
 import { decodeJson } from '../lib/json.ts';
-import { eventJson } from '../events/upcast.ts';
+import { eventJson } from '../commands/upcast.ts';
 import { forgetWriting, writingCommit } from '../nats/events-tap.ts';
 import { trace } from '@opentelemetry/api';
 import { currentTraceparent, inSpan, SpanKind } from '../telemetry/tracing.ts';

@@ -2,7 +2,7 @@ import type { AttemptResult } from '../commands/execution/types.ts';
 import { createAttemptRunner } from '../dispatchers/attempt-runner.ts';
 import { openHostBlocks, type HostBlocks } from '../dispatchers/host-blocks.ts';
 import type { OutboundClient } from '../dispatchers/outbound-client.ts';
-import type { EventStore } from '../events/store.ts';
+import type { EventStore } from '../commands/store.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Log } from '../lib/logger.ts';
 import { Semaphore } from '../lib/semaphore.ts';

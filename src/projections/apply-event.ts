@@ -5,7 +5,7 @@ import type { Organization } from '../commands/organization/types.ts';
 import type { InboundEventEvent } from '../commands/inbound-event/types.ts';
 import type { Schedule } from '../commands/schedule/types.ts';
 import type { Task } from '../commands/task/types.ts';
-import { forTypes, handle, type EventHandlers, type EventOf, type EventType, type JetcronEvent } from '../events/types.ts';
+import { forTypes, handle, type EventHandlers, type EventOf, type EventType, type JetcronEvent } from '../commands/events.ts';
 import type { ProjectionBatch } from './batch.ts';
 
 /** The fields of a task the API returns as its definition (state bookkeeping removed). */
@@ -44,7 +44,7 @@ function scheduleRow(s: Schedule) {
   return { id: s.id, org_id: s.org_id, doc, next_run_at, created_at: s.created_at, updated_at: s.updated_at };
 }
 
-/** A monitor's row (older shapes arrive upcast: src/events/upcast.ts). */
+/** A monitor's row (older shapes arrive upcast: src/commands/upcast.ts). */
 function monitorRow(m: Monitor) {
   const {
     org_id, token, status, last_ping_at, next_expected_at, deadline_at: _d, late_at: _l, runs: _r, paused: _p, down_reason, created_at, updated_at, id, ...doc

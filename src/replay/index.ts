@@ -4,5 +4,5 @@
  */
 export { defineProjection, type Projection } from './projection.ts';
 export { sql, type Kysely, type Transaction } from 'kysely';
-export type { StoredEvent } from '../events/envelope.ts';
-export type { EventOf, EventType, JetcronEvent } from '../events/types.ts';
+export type { StoredEvent } from '../commands/envelope.ts';
+export type { EventOf, EventType, JetcronEvent } from '../commands/events.ts';

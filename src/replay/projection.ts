@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { STREAMS } from '../../streams/definitions.ts';
 import { connectDb, type Db } from '../db/connect.ts';
-import { eventsOf } from '../events/commit.ts';
-import type { StoredEvent } from '../events/envelope.ts';
-import type { JetcronEvent } from '../events/types.ts';
+import { eventsOf } from '../commands/commit.ts';
+import type { StoredEvent } from '../commands/envelope.ts';
+import type { JetcronEvent } from '../commands/events.ts';
 import { CommandError } from '../lib/errors.ts';
 import { isTransient, describeError } from '../lib/transient.ts';
 import type { Nats } from '../nats/connection.ts';
@@ -14,14 +14,14 @@ import { openSupervisor, type Supervisor } from '../nats/supervisor.ts';
 import { applyEachApart, PROJECTOR_NAME } from '../projections/projector.ts';
 import { applySkippedAgain, forgetSkipped } from './retries.ts';
 import { eventFilter, filterKey, messagePrefilter, type Selection } from './selection.ts';
-import { subjectFilterOf } from '../events/catalogue.ts';
+import { subjectFilterOf } from '../commands/catalogue.ts';
 import { firstSeqSince } from './since.ts';
 import { DEFAULT_SCHEMA } from './usage.ts';
 
 /**
  * A projection of the event log into tables of your own, for `jetcron replay` (or
  * `replayProjection` from code). Events arrive in stream order, in batches, in today's
- * shapes (src/events/upcast.ts); each batch is applied in the transaction that also
+ * shapes (src/commands/upcast.ts); each batch is applied in the transaction that also
  * moves the projection's checkpoint, so a crash or a stop replays nothing twice and the
  * next run goes on where this one stopped. Its tables and its checkpoint live in its
  * own Postgres schema (default `analytics`): `db` and `trx` have it as `search_path`,

@@ -1,7 +1,7 @@
 import { Kvm } from '@nats-io/kv';
 import { KV_BUCKETS, STREAMS } from '../../streams/definitions.ts';
-import type { StoredEvent } from '../events/envelope.ts';
-import type { JetcronEvent } from '../events/types.ts';
+import type { StoredEvent } from '../commands/envelope.ts';
+import type { JetcronEvent } from '../commands/events.ts';
 import { describeError, isTransient } from '../lib/transient.ts';
 import type { Nats } from '../nats/connection.ts';
 import { failureKey, failureRecordOf, itemName, type FailureRecord } from '../nats/failure-ledger.ts';

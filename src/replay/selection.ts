@@ -1,5 +1,5 @@
-import type { EventType, JetcronEvent } from '../events/types.ts';
-import { storedTypeNames } from '../events/upcast.ts';
+import type { EventType, JetcronEvent } from '../commands/events.ts';
+import { storedTypeNames } from '../commands/upcast.ts';
 
 /**
  * Which events a replay hands its projection: from a sequence or a time on, of some

@@ -10,7 +10,7 @@ import { connectNats } from '../nats/connection.ts';
 import { answerRollCall } from '../nats/roll-call.ts';
 import { bootstrapFirstOrganization } from './first-organization.ts';
 import { named, runStoppers, startStores, type Running, type Stopper } from './serve.ts';
-import { untilStarted } from './startup-retry.ts';
+import { untilStarted } from '../lib/startup-retry.ts';
 import { terminate } from './terminate.ts';
 
 /** What a child tells its parent once its roles run. */

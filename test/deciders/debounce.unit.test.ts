@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { decideDebounce, evolveDebounce, type DebounceCommand, type DebouncedInput } from '../../src/commands/debounce/decide.ts';
 import type { DebounceWindow } from '../../src/commands/debounce/types.ts';
 import type { Plan } from '../../src/commands/organization/types.ts';
-import { ConcurrencyError } from '../../src/events/store.ts';
+import { ConcurrencyError } from '../../src/commands/store.ts';
 import { deciderSpec, later, meta, NOW } from './spec.ts';
 
 const spec = deciderSpec(decideDebounce, evolveDebounce);

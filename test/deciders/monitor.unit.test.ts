@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { decideMonitor, evolveMonitor, type MonitorCommand } from '../../src/commands/monitor/decide.ts';
 import type { Monitor, MonitorEvent } from '../../src/commands/monitor/types.ts';
 import { armedDeadline } from '../../src/commands/monitor/runs.ts';
-import { upcast } from '../../src/events/upcast.ts';
+import { upcast } from '../../src/commands/upcast.ts';
 import { assertMatches, deciderSpec, later, meta, NOW, NOW_MS } from './spec.ts';
 
 const spec = deciderSpec(decideMonitor, evolveMonitor);
@@ -224,7 +224,7 @@ describe('monitor decider: heartbeats (Healthchecks signals, runs, durations)', 
   test('events written before heartbeats: read with no runs, late_at = deadline_at, fail_signal = failed, a key-like sync_key as slug', () => {
     const { runs: _r, late_at: _l, down_reason: _d, max_duration_seconds: _x, min_duration_seconds: _n, slug: _s, ...old } = up;
     const legacy = { ...old, sync_key: 'nightly-db' } as unknown as Monitor;
-    // As every reader gets them: through the one upcaster (src/events/upcast.ts).
+    // As every reader gets them: through the one upcaster (src/commands/upcast.ts).
     const state = evolveMonitor(null, upcast({ type: 'MonitorPinged', id: 'e', at: NOW, org_id: ORG, data: { monitor: legacy, ping: { kind: 'ping' }, previous_status: 'new' } }) as MonitorEvent)!;
     assertMatches(state, { runs: [], late_at: DEADLINE, deadline_at: DEADLINE, down_reason: null, slug: 'nightly-db', max_duration_seconds: null });
     const wentDown = evolveMonitor(null, upcast({ type: 'MonitorWentDown', id: 'e', at: NOW, org_id: ORG, data: { monitor: { ...legacy, status: 'down', deadline_at: null }, reason: 'fail_signal' } }) as MonitorEvent)!;

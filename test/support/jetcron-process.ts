@@ -11,7 +11,7 @@ import { createClock } from '../../src/lib/clock.ts';
 import { connectNats, type Nats } from '../../src/nats/connection.ts';
 import { dieWithParent } from '../../src/runtime/die-with-parent.ts';
 import { eventually } from './service.ts';
-import { eventsOf } from '../../src/events/commit.ts';
+import { eventsOf } from '../../src/commands/commit.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 

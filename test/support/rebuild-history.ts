@@ -2,8 +2,8 @@
  * A log for rebuild tests: old single-event messages and commits side by side, with
  * what COPY's text format and Postgres treat specially in their text.
  */
-import { commitMessage } from '../../src/events/commit.ts';
-import type { JetcronEvent } from '../../src/events/types.ts';
+import { commitMessage } from '../../src/commands/commit.ts';
+import type { JetcronEvent } from '../../src/commands/events.ts';
 import { encodeJson } from '../../src/lib/json.ts';
 import type { Nats } from '../../src/nats/connection.ts';
 import { SUBJECTS } from '../../streams/subjects.ts';

@@ -1,4 +1,4 @@
-import { agree, Nullable, Str, Time, Type, type Disagreeing } from '../../events/schema-kit.ts';
+import { agree, Nullable, Str, Time, Type, type Disagreeing } from '../schema-kit.ts';
 
 const apiKeySchema = Type.Object({
   public_id: Str('`pk_…`: the part before the dot of an API key'),

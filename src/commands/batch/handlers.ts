@@ -1,5 +1,5 @@
 import { SUBJECTS } from '../../../streams/subjects.ts';
-import { ConcurrencyError } from '../../events/store.ts';
+import { ConcurrencyError } from '../store.ts';
 import { newId, withSeqHint } from '../../lib/ids.ts';
 import { appendCommit, commandMeta, execute, fold, type CommandDeps } from '../execute.ts';
 import type { Plan } from '../organization/types.ts';

@@ -1,4 +1,4 @@
-import { agree, Int, Nullable, Opt, Str, Time, Type, type Disagreeing } from '../../events/schema-kit.ts';
+import { agree, Int, Nullable, Opt, Str, Time, Type, type Disagreeing } from '../schema-kit.ts';
 import { TASK_EVENT_SCHEMAS } from '../task/schemas.ts';
 
 const taskCreated = Type.Object({

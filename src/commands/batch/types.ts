@@ -1,4 +1,4 @@
-import type { Envelope } from '../../events/envelope.ts';
+import type { Envelope } from '../envelope.ts';
 import type { TaskEvent } from '../task/types.ts';
 
 export type TaskCreatedEvent = Extract<TaskEvent, { type: 'TaskCreated' }>;

@@ -1,5 +1,5 @@
 import { SUBJECTS } from '../../../streams/subjects.ts';
-import type { EventStore } from '../../events/store.ts';
+import type { EventStore } from '../store.ts';
 import type { Sealer } from '../../lib/sealed-secrets.ts';
 import { execute, type CommandDeps, type Decided } from '../execute.ts';
 import { isChannelKind, maskSecret, splitConfig, type ChannelKind, type ConfigInput } from './kinds.ts';

@@ -1,4 +1,4 @@
-import { agree, Bool, Int, Nullable, OneOf, Str, StringMap, Time, Type, type Disagreeing } from '../../events/schema-kit.ts';
+import { agree, Bool, Int, Nullable, OneOf, Str, StringMap, Time, Type, type Disagreeing } from '../schema-kit.ts';
 import { NOTIFICATION_EVENT_NAMES } from '../notification/schemas.ts';
 import { CHANNEL_KINDS } from './kinds.ts';
 

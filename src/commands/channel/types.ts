@@ -1,4 +1,4 @@
-import type { Envelope } from '../../events/envelope.ts';
+import type { Envelope } from '../envelope.ts';
 import type { SealedSecrets } from '../../lib/sealed-secrets.ts';
 import type { NotificationEventName } from '../notification/types.ts';
 import type { ChannelKind, ConfigInput } from './kinds.ts';
@@ -13,7 +13,7 @@ export interface Channel {
   config: Record<string, string>;
   /** The secret values' names and masks (`***abcd`): what responses show of them. */
   secrets: Record<string, string>;
-  /** The secret values, sealed as endpoint secrets are (`src/lib/secret-box.ts`). */
+  /** The secret values, sealed as endpoint secrets are (`src/nats/secret-box.ts`). */
   sealed_secrets: SealedSecrets | null;
   /** The notification events it hears; null = every one, today's and any added later. */
   events: NotificationEventName[] | null;

@@ -1,4 +1,4 @@
-import { ConcurrencyError } from '../../events/store.ts';
+import { ConcurrencyError } from '../store.ts';
 import { parseDuration } from '../../lib/duration.ts';
 import { unprocessable } from '../../lib/errors.ts';
 import type { CommandMeta } from '../meta.ts';

@@ -1,6 +1,6 @@
 import { SUBJECTS } from '../../../streams/subjects.ts';
 import { ApiError } from '../../lib/errors.ts';
-import { ConcurrencyError } from '../../events/store.ts';
+import { ConcurrencyError } from '../store.ts';
 import { appendEvents, commandMeta, executeOnce, fold, retryConflicts, type CommandDeps, type Decided } from '../execute.ts';
 import type { Plan } from '../organization/types.ts';
 import { decideTask, evolveTask } from '../task/decide.ts';

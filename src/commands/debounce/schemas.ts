@@ -1,4 +1,4 @@
-import { agree, Str, Time, Type, type Disagreeing } from '../../events/schema-kit.ts';
+import { agree, Str, Time, Type, type Disagreeing } from '../schema-kit.ts';
 
 export const DEBOUNCE_EVENT_SCHEMAS = {
   DebounceWindowOpened: Type.Object({

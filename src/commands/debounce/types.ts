@@ -1,4 +1,4 @@
-import type { Envelope } from '../../events/envelope.ts';
+import type { Envelope } from '../envelope.ts';
 
 /** A debounce window: requests with one lane + debounce_key until `run_at` update one task. */
 export interface DebounceWindow {

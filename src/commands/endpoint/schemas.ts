@@ -1,4 +1,4 @@
-import { agree, ChannelIds, Bool, Int, Nullable, OneOf, Opt, Str, StringMap, Time, Type, type Disagreeing } from '../../events/schema-kit.ts';
+import { agree, ChannelIds, Bool, Int, Nullable, OneOf, Opt, Str, StringMap, Time, Type, type Disagreeing } from '../schema-kit.ts';
 import { VERIFICATION_TYPES } from './types.ts';
 
 const sealed = Type.Object({

@@ -1,4 +1,4 @@
-import type { Envelope } from '../../events/envelope.ts';
+import type { Envelope } from '../envelope.ts';
 import type { SealedSecrets } from '../../lib/sealed-secrets.ts';
 import type { FlowControl, FlowControlInput } from '../flow-control/types.ts';
 

@@ -1,5 +1,5 @@
 import { SUBJECTS } from '../../../streams/subjects.ts';
-import type { EventStore } from '../../events/store.ts';
+import type { EventStore } from '../store.ts';
 import type { EndpointEvent } from '../endpoint/types.ts';
 import type { TaskEvent } from '../task/types.ts';
 import type { ExecutionEvent, ExecutionSource } from './types.ts';

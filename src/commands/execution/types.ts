@@ -1,5 +1,5 @@
 import type { CallbackJob, InboundRef } from './job.ts';
-import type { Envelope } from '../../events/envelope.ts';
+import type { Envelope } from '../envelope.ts';
 
 export type ExecutionStatus = 'pending' | 'running' | 'success' | 'failed' | 'timeout' | 'cancelled';
 export type SourceType = 'task' | 'schedule' | 'endpoint' | 'monitor';

@@ -1,4 +1,4 @@
-import { agree, Str, Type, type Disagreeing } from '../../events/schema-kit.ts';
+import { agree, Str, Type, type Disagreeing } from '../schema-kit.ts';
 
 const key = Type.Object({ key: Str('The flow-control key as tasks name it') });
 

@@ -1,4 +1,4 @@
-import type { Envelope } from '../../events/envelope.ts';
+import type { Envelope } from '../envelope.ts';
 
 /** A task's (or an endpoint's) flow control as stored: every field set, `period` defaulted. */
 export interface FlowControl {

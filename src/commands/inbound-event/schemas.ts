@@ -1,4 +1,4 @@
-import { agree, Bool, Int, Nullable, OneOf, Opt, Str, StringMap, Time, Type, type Disagreeing } from '../../events/schema-kit.ts';
+import { agree, Bool, Int, Nullable, OneOf, Opt, Str, StringMap, Time, Type, type Disagreeing } from '../schema-kit.ts';
 
 const record = Type.Object({
   id: Str('`evt_…`'),

@@ -1,4 +1,4 @@
-import type { Envelope } from '../../events/envelope.ts';
+import type { Envelope } from '../envelope.ts';
 
 /** What an inbound event's delivery came to when it was routed. */
 export type InboundOutcome = 'forwarding' | 'collected' | 'filtered' | 'rejected' | 'debounced';

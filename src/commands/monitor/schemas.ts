@@ -1,4 +1,4 @@
-import { agree, ChannelIds, Bool, Int, Nullable, OneOf, Opt, Str, Time, Type, type Disagreeing } from '../../events/schema-kit.ts';
+import { agree, ChannelIds, Bool, Int, Nullable, OneOf, Opt, Str, Time, Type, type Disagreeing } from '../schema-kit.ts';
 
 const downReason = OneOf(['missed', 'failed', 'exit_status', 'too_long', 'too_fast'] as const, 'Why it is down');
 const status = OneOf(['new', 'up', 'down', 'paused'] as const);

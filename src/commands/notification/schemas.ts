@@ -1,4 +1,4 @@
-import { agree, Int, Nullable, OneOf, Opt, Str, Type, type Disagreeing } from '../../events/schema-kit.ts';
+import { agree, Int, Nullable, OneOf, Opt, Str, Type, type Disagreeing } from '../schema-kit.ts';
 
 /** Every notification event name (the order of the type's union). */
 export const NOTIFICATION_EVENT_NAMES = [

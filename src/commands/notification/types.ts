@@ -1,4 +1,4 @@
-import type { Envelope } from '../../events/envelope.ts';
+import type { Envelope } from '../envelope.ts';
 
 /** What a notification is about. Only tasks notify today; the others reuse the same shapes. */
 export type NotifySourceType = 'task' | 'schedule' | 'monitor' | 'endpoint';

@@ -1,4 +1,4 @@
-import { agree, Bool, Nullable, OneOf, Opt, Str, Time, Type, type Disagreeing } from '../../events/schema-kit.ts';
+import { agree, Bool, Nullable, OneOf, Opt, Str, Time, Type, type Disagreeing } from '../schema-kit.ts';
 
 const plan = OneOf(['free', 'pro'] as const);
 const organizationSchema = Type.Object({

@@ -1,4 +1,4 @@
-import type { Envelope } from '../../events/envelope.ts';
+import type { Envelope } from '../envelope.ts';
 
 export type Plan = 'free' | 'pro';
 

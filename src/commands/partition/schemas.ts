@@ -1,4 +1,4 @@
-import { agree, Int, Nullable, Opt, Str, Type, type Disagreeing } from '../../events/schema-kit.ts';
+import { agree, Int, Nullable, Opt, Str, Type, type Disagreeing } from '../schema-kit.ts';
 import { attemptJobSchema } from '../execution/schemas.ts';
 
 export const PARTITION_EVENT_SCHEMAS = {

@@ -1,4 +1,4 @@
-import type { Envelope } from '../../events/envelope.ts';
+import type { Envelope } from '../envelope.ts';
 import type { AttemptJob } from '../execution/job.ts';
 import type { FlowControl } from '../flow-control/types.ts';
 

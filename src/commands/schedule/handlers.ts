@@ -1,6 +1,6 @@
 import { SUBJECTS } from '../../../streams/subjects.ts';
 import { execute, type CommandDeps, type Decided } from '../execute.ts';
-import { ConcurrencyError } from '../../events/store.ts';
+import { ConcurrencyError } from '../store.ts';
 import { orgAggregate } from '../org-aggregate.ts';
 import type { Plan } from '../organization/types.ts';
 import { featuresOf, type PlanLimit } from '../plan-rules.ts';

@@ -1,4 +1,4 @@
-import { agree, ChannelIds, Body, Bool, Int, Nullable, Opt, Str, StringMap, Time, Type, type Disagreeing } from '../../events/schema-kit.ts';
+import { agree, ChannelIds, Body, Bool, Int, Nullable, Opt, Str, StringMap, Time, Type, type Disagreeing } from '../schema-kit.ts';
 import { methodSchema } from '../task/schemas.ts';
 
 const scheduleSchema = Type.Object({

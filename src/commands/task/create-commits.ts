@@ -1,6 +1,6 @@
 import { SUBJECTS } from '../../../streams/subjects.ts';
-import type { EventStore } from '../../events/store.ts';
-import { eventJson } from '../../events/upcast.ts';
+import type { EventStore } from '../store.ts';
+import { eventJson } from '../upcast.ts';
 import { memberId, newId, withSeqHint } from '../../lib/ids.ts';
 import { createTurnGroups } from '../../lib/turn-groups.ts';
 import type { TaskEvent } from './types.ts';

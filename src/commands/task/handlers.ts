@@ -1,5 +1,5 @@
 import { SUBJECTS } from '../../../streams/subjects.ts';
-import { ConcurrencyError } from '../../events/store.ts';
+import { ConcurrencyError } from '../store.ts';
 import { ID_PATTERN } from '../../lib/ids.ts';
 import { notFound } from '../../lib/errors.ts';
 import { appendEvents, commandMeta, execute, fold, type CommandDeps, type Decided } from '../execute.ts';

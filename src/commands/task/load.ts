@@ -1,5 +1,5 @@
 import { SUBJECTS } from '../../../streams/subjects.ts';
-import type { EventStore } from '../../events/store.ts';
+import type { EventStore } from '../store.ts';
 import { parentOf, seqHintOf } from '../../lib/ids.ts';
 import type { TaskCreatedEvent } from '../batch/types.ts';
 import type { TaskEvent } from './types.ts';

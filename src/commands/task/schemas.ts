@@ -1,4 +1,4 @@
-import { agree, ChannelIds, Body, Bool, Int, Nullable, OneOf, Str, StringMap, Time, Type, type Disagreeing } from '../../events/schema-kit.ts';
+import { agree, ChannelIds, Body, Bool, Int, Nullable, OneOf, Str, StringMap, Time, Type, type Disagreeing } from '../schema-kit.ts';
 import { HTTP_METHODS } from '../payload-checks.ts';
 
 export const flowControlSchema = Type.Object({

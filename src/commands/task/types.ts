@@ -1,4 +1,4 @@
-import type { Envelope } from '../../events/envelope.ts';
+import type { Envelope } from '../envelope.ts';
 import type { Plan } from '../organization/types.ts';
 import type { HTTP_METHODS } from '../payload-checks.ts';
 import type { FlowControl, FlowControlInput } from '../flow-control/types.ts';

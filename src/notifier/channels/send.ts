@@ -3,7 +3,7 @@ import type { OutboundClient } from '../../dispatchers/outbound-client.ts';
 import type { Clock } from '../../lib/clock.ts';
 import type { Sealer } from '../../lib/sealed-secrets.ts';
 import type { Directory } from '../../nats/org-directory.ts';
-import { tracedSend } from '../../telemetry/traced-send.ts';
+import { tracedSend } from '../../dispatchers/traced-send.ts';
 import type { Mailer } from '../mailer.ts';
 import { NOTIFY_TIMEOUT_MS, sendSigned, tryResultOf, type TryResult } from '../send.ts';
 import { FORMATS } from './formats.ts';

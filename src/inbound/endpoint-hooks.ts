@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { HookRequest, TransformResult } from '../inbound/pipeline.ts';
-import type { ScriptEngine, ScriptOutcome } from './engine.ts';
+import type { HookRequest, TransformResult } from './pipeline.ts';
+import type { ScriptEngine, ScriptOutcome } from '../scripts/engine.ts';
 
 /**
  * What one endpoint hook decided, with the lines its script logged. A script error or a

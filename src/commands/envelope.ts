@@ -2,7 +2,7 @@
 export interface Envelope<T extends string = string, D = unknown> {
   type: T;
   /**
-   * The type's schema version (`src/events/upcast.ts`): written by every appender, set
+   * The type's schema version (`src/commands/upcast.ts`): written by every appender, set
    * on every event a reader gets (one stored before versions reads as version 1).
    * Absent only on an event decided in this process and not stored yet.
    */
@@ -23,7 +23,7 @@ export interface StoredEvent<E extends Envelope = Envelope> {
   event: E;
   seq: number;
   subject: string;
-  /** Its place in its message when that is a commit (`src/events/commit.ts`); 0 or absent for a message of one event. */
+  /** Its place in its message when that is a commit (`src/commands/commit.ts`); 0 or absent for a message of one event. */
   index?: number;
   /** The writer's W3C trace context (message header), when tracing was on where it was appended. */
   traceparent?: string | undefined;

@@ -1,4 +1,4 @@
-import { describeError, isTransient } from '../lib/transient.ts';
+import { describeError, isTransient } from './transient.ts';
 
 const GIVE_UP_AFTER_MS = 120_000;
 

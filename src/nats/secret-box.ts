@@ -1,9 +1,9 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import { Kvm, type KV } from '@nats-io/kv';
 import { KV_BUCKETS } from '../../streams/definitions.ts';
-import type { Nats } from '../nats/connection.ts';
-import type { SealedSecrets } from './sealed-secrets.ts';
-import { isTransient } from './transient.ts';
+import type { Nats } from './connection.ts';
+import type { SealedSecrets } from '../lib/sealed-secrets.ts';
+import { isTransient } from '../lib/transient.ts';
 
 
 export interface SecretBox {

@@ -1,14 +1,14 @@
-import { startProgress, summaryLine, type Progress, type ProgressOut } from '../cli/progress.ts';
-import { checkFlags, UsageError } from '../cli/args.ts';
-import { withServices, type ServiceUrls } from '../cli/services.ts';
-import { EVENT_TYPES } from '../events/catalogue.ts';
-import type { EventType } from '../events/types.ts';
+import { startProgress, summaryLine, type Progress, type ProgressOut } from './progress.ts';
+import { checkFlags, UsageError } from './args.ts';
+import { withServices, type ServiceUrls } from './services.ts';
+import { EVENT_TYPES } from '../commands/catalogue.ts';
+import type { EventType } from '../commands/events.ts';
 import { parseDuration } from '../lib/duration.ts';
 import { instantProblem } from '../lib/input-checks.ts';
-import { loadProjection } from './load.ts';
-import { DEFAULT_SCHEMA } from './usage.ts';
-import { replayProjection, SCHEMA_NAME, type ReplayOptions, type ReplayProgress } from './projection.ts';
-import type { Selection } from './selection.ts';
+import { loadProjection } from '../replay/load.ts';
+import { DEFAULT_SCHEMA } from '../replay/usage.ts';
+import { replayProjection, SCHEMA_NAME, type ReplayOptions, type ReplayProgress } from '../replay/projection.ts';
+import type { Selection } from '../replay/selection.ts';
 
 
 const VALUED = ['projection', 'since', 'from-seq', 'types', 'org', 'schema', 'data-dir'] as const;

@@ -1,10 +1,10 @@
-import { SLUG_PATTERN, type DownReason, type Monitor, type PingRecord } from '../commands/monitor/types.ts';
+import { SLUG_PATTERN, type DownReason, type Monitor, type PingRecord } from './monitor/types.ts';
 import type { Envelope } from './envelope.ts';
-import type { EventType, JetcronEvent } from './types.ts';
+import type { EventType, JetcronEvent } from './events.ts';
 
 /**
  * The one place where event shapes of the past become today's. Every reader decodes
- * stored messages through `eventsOf` (src/events/commit.ts), which calls `upcast` on
+ * stored messages through `eventsOf` (src/commands/commit.ts), which calls `upcast` on
  * each event: the projector, the owners, the deciders' loads, rebuild and replay all
  * see today's shapes only, so no reader keeps code for history.
  *

@@ -15,7 +15,7 @@ export interface EventStore {
    */
   append(subject: string, event: Envelope, expectedSeq?: number): Promise<number>;
   /**
-   * Appends `events` as one commit (one message, `src/events/commit.ts`) to `subject`,
+   * Appends `events` as one commit (one message, `src/commands/commit.ts`) to `subject`,
    * guarded as `append` is; `Nats-Msg-Id` = the last event's id. `texts`: each event's
    * JSON when the caller has it already (`eventJson`: one `JSON.stringify` per event, not two).
    */

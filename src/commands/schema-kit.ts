@@ -1,12 +1,12 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import type { EventOf, EventType } from './types.ts';
+import type { EventOf, EventType } from './events.ts';
 
 /**
  * The words the event schemas are written in (TypeBox: JSON Schema objects that carry
  * their TypeScript type). Each aggregate's `schemas.ts` describes the `data` of its
  * events beside its event union, and `Disagreeing` makes the compiler check that both
  * say the same: a field added to a type and not to its schema (or the reverse) is a
- * type error naming the event. The catalogue (src/events/catalogue.ts) is built from
+ * type error naming the event. The catalogue (src/commands/catalogue.ts) is built from
  * these objects, so it cannot drift from the code either.
  */
 export { Type };

@@ -1,7 +1,7 @@
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
-import type { OutboundClient, OutboundRequest } from '../dispatchers/outbound-client.ts';
+import type { OutboundClient, OutboundRequest } from './outbound-client.ts';
 import type { OutboundResult } from '../commands/execution/exchange.ts';
-import { currentTraceparent, inSpan } from './tracing.ts';
+import { currentTraceparent, inSpan } from '../telemetry/tracing.ts';
 
 /**
  * An outbound request as a CLIENT span (HTTP semantic conventions), with the span's
