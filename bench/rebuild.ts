@@ -225,7 +225,7 @@ export async function writeHistory(log: HistoryLog): Promise<void> {
       request: { method: 'POST', url, headers: { 'Content-Type': 'application/json', 'User-Agent': 'jetcron/0.1', 'X-Jetcron-Signature': '***', 'X-Jetcron-Execution-Id': executionId }, body: `{"order":"${executionId.slice(-8)}","amount":1200}` },
       response_body: ok ? '{"ok":true,"received":true}' : '<html><body>Service Unavailable</body></html>', response_truncated: false,
       response_headers: { 'content-type': ok ? 'application/json' : 'text/html', date: started.toUTCString(), server: 'nginx', 'content-length': ok ? '27' : '47' },
-      script_logs: [], next_attempt_at: retryAt, callback_url: null, push_callback_url: null, lane: null,
+      script_logs: [], next_attempt_at: retryAt, final: retryAt === null, callback_url: null, push_callback_url: null, lane: null,
     };
     return event('AttemptFinished', org, data);
   };

@@ -120,7 +120,7 @@ describe('the notifier state cache', () => {
     const item = (seq: number, event: unknown) => ({ seq, subject: 'evt.x', event: event as JetcronEvent });
     const created = item(1, { type: 'TaskCreated', id: 'e1', at, org_id: 'org_1', data: { task: { id: 'tsk_1' }, execution: { id: 'exe_1' } } });
     const finished = (seq: number, status: 'success' | 'failed', next: string | null = null) =>
-      item(seq, { type: 'AttemptFinished', id: `e${seq}`, at, org_id: 'org_1', data: { execution_id: `exe_${seq}`, source: { type: 'task', id: 'tsk_1', name: 'n' }, status, status_code: 200, error_message: null, attempt: 1, scheduled_for: at, finished_at: at, next_attempt_at: next } });
+      item(seq, { type: 'AttemptFinished', id: `e${seq}`, at, org_id: 'org_1', data: { execution_id: `exe_${seq}`, source: { type: 'task', id: 'tsk_1', name: 'n' }, status, status_code: 200, error_message: null, attempt: 1, scheduled_for: at, finished_at: at, next_attempt_at: next, final: next === null } });
     assert.equal(decider.settle(created), true);
     assert.equal(decider.settle(finished(2, 'success')), true, 'a success of a source known not failing');
     assert.equal(decider.settle(finished(3, 'failed', at)), true, 'a retry follows: not the end');
@@ -130,7 +130,7 @@ describe('the notifier state cache', () => {
     assert.equal(decider.settle(finished(5, 'failed')), true, 'failing already');
     assert.equal(decider.settle(finished(6, 'success')), false, 'a recovery');
     data.set('org_1.tsk_2', failing);
-    const other = item(7, { type: 'AttemptFinished', id: 'e7', at, org_id: 'org_1', data: { execution_id: 'exe_7', source: { type: 'task', id: 'tsk_2', name: 'n' }, status: 'success', next_attempt_at: null } });
+    const other = item(7, { type: 'AttemptFinished', id: 'e7', at, org_id: 'org_1', data: { execution_id: 'exe_7', source: { type: 'task', id: 'tsk_2', name: 'n' }, status: 'success', next_attempt_at: null, final: true } });
     assert.equal(decider.settle(other), false, 'not cached: read first, on the chain');
     assert.equal(calls.get, 0, 'settle never reads');
     assert.equal(decider.settle(item(8, { type: 'TaskUpdated', id: 'e8', at, org_id: 'org_1', data: {} })), false, 'anything else: the chain decides');

@@ -47,7 +47,7 @@ function finished(job: AttemptJob, retryAt?: number): ExecutionEvent {
       execution_id: job.execution_id, source: job.source, attempt: job.attempt, status: retryAt ? 'failed' : 'success', status_code: retryAt ? 500 : 200,
       error_message: null, scheduled_for: job.scheduled_for, started_at: at(), finished_at: at(), duration_ms: 1,
       request: { method: 'POST', url: job.request.url, headers: {}, body: null }, response_body: null, response_truncated: false,
-      response_headers: null, script_logs: [], next_attempt_at: retryAt ? at(retryAt) : null, callback_url: null, push_callback_url: null, lane: job.lane,
+      response_headers: null, script_logs: [], next_attempt_at: retryAt ? at(retryAt) : null, final: !retryAt, callback_url: null, push_callback_url: null, lane: job.lane,
     },
   };
 }

@@ -29,7 +29,7 @@ function finished(job: AttemptJob, opts: { status?: 'success' | 'failed'; retryA
       execution_id: job.execution_id, source: job.source, attempt: job.attempt, status: opts.status ?? 'success', status_code: 200,
       error_message: null, scheduled_for: job.scheduled_for, started_at: at, finished_at: at, duration_ms: 1,
       request: { method: 'POST', url: job.request.url, headers: {}, body: null }, response_body: null, response_truncated: false,
-      response_headers: null, script_logs: [], next_attempt_at: opts.retryAt ? new Date(opts.retryAt).toISOString() : null,
+      response_headers: null, script_logs: [], next_attempt_at: opts.retryAt ? new Date(opts.retryAt).toISOString() : null, final: !opts.retryAt,
       callback_url: null, push_callback_url: null, lane: job.lane,
     },
   };

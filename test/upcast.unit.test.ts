@@ -44,3 +44,15 @@ test('every appender\'s form carries v: one event, a commit, an event given as t
   assert.equal(read[0].data.ping.kind, 'success');
   assert.equal(eventsOf<any>(event('MonitorWentDown', { monitor: oldMonitor, reason: 'fail_signal' }))[0].data.reason, 'failed');
 });
+
+test('AttemptFinished version 1 (no `final`) reads as version 2: final when no other attempt follows', () => {
+  const base = { type: 'AttemptFinished', id: 'exe_1.1.finished', at: '2026-12-06T12:00:00.000Z', org_id: 'org_1' };
+  const data = (next: string | null) => ({ execution_id: 'exe_1', attempt: 1, status: 'failed', next_attempt_at: next });
+  const last = upcast({ ...base, data: data(null) } as never) as { v: number; data: { final: boolean } };
+  const retried = upcast({ ...base, v: 1, data: data('2026-12-06T12:02:00.000Z') } as never) as { v: number; data: { final: boolean } };
+  assert.deepEqual([last.v, last.data.final], [2, true]);
+  assert.deepEqual([retried.v, retried.data.final], [2, false]);
+  // Today's version passes as it is.
+  const today = { ...base, v: 2, data: { ...data(null), final: true } };
+  assert.equal(upcast(today as never), today);
+});

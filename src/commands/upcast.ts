@@ -17,7 +17,10 @@ import type { EventType, JetcronEvent } from './events.ts';
  */
 
 /** Today's schema version of each type; a type not named is at 1. */
-const VERSIONS: Partial<Record<EventType, number>> = {};
+const VERSIONS: Partial<Record<EventType, number>> = {
+  // 2: `final` (the attempt ended the execution), where readers worked it out from `next_attempt_at`.
+  AttemptFinished: 2,
+};
 
 export const versionOf = (type: string): number => VERSIONS[type as EventType] ?? 1;
 
@@ -68,8 +71,10 @@ const UNVERSIONED: Partial<Record<EventType, (data: Data) => Data>> = {
   },
 };
 
-/** `STEPS[type][n]`: version n of the type's data → version n + 1. None yet. */
-const STEPS: Partial<Record<EventType, Record<number, (data: Data) => Data>>> = {};
+/** `STEPS[type][n]`: version n of the type's data → version n + 1. */
+const STEPS: Partial<Record<EventType, Record<number, (data: Data) => Data>>> = {
+  AttemptFinished: { 1: (d) => ({ ...d, final: d.next_attempt_at == null }) },
+};
 
 /** The stored types a reader asking for `type` must look at (a renamed type would add its old name here). */
 export const storedTypeNames = (type: EventType): string[] => [type];

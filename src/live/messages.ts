@@ -75,7 +75,7 @@ const messages: EventHandlers<LiveMessage | null, [Base]> = {
   AttemptFinished: (e, base) => (e.data.late ? null : {
     ...base, kind: 'execution', id: e.data.execution_id, execution_id: e.data.execution_id, ...sourceId(e.data.source),
     // Another attempt follows: the execution waits for it, as the read model shows it.
-    status: e.data.next_attempt_at ? 'pending' : e.data.status,
+    status: e.data.final ? e.data.status : 'pending',
   }),
   AttemptDeferred: execution('pending'),
   ExecutionCancelled: execution('cancelled'),

@@ -133,7 +133,7 @@ export function createNotifyDecider(
   const steps: EventHandlers<Promise<void>, [number]> = {
     AttemptFinished: async (e, seq) => {
       const d = e.data;
-      if (d.next_attempt_at) return; // another attempt follows: not the end of the execution
+      if (!d.final) return; // another attempt follows: not the end of the execution
       if (d.late) return; // a fenced owner's, history only: the execution's own end is another event
       const execution: ExecutionSummary = {
         id: d.execution_id,
@@ -194,7 +194,7 @@ export function createNotifyDecider(
         void steps[e.type](e as never, seq);
         return true;
       case 'AttemptFinished':
-        return !!e.data.next_attempt_at || unchanged(e.org_id, e.data.source.id, e.data.status === 'success' ? 'success' : 'failure', seq, e.at);
+        return !e.data.final || e.data.late === true || unchanged(e.org_id, e.data.source.id, e.data.status === 'success' ? 'success' : 'failure', seq, e.at);
       case 'MonitorPinged':
         return e.data.previous_status !== 'down' || e.data.monitor.status !== 'up' || unchanged(e.org_id, e.data.monitor.id, 'success', seq, e.at);
       case 'MonitorWentDown':

@@ -181,7 +181,7 @@ const projections: EventHandlers<void, [ProjectionBatch]> = {
     const d = e.data;
     // A fenced owner's late result: history in the log; its adopted copy, if any, is the execution's.
     if (d.late) return;
-    const status = d.next_attempt_at ? 'pending' : d.status;
+    const status = d.final ? d.status : 'pending';
     batch.patchExecution(d.execution_id, {
       status,
       status_code: d.status_code,
@@ -211,7 +211,7 @@ const projections: EventHandlers<void, [ProjectionBatch]> = {
     };
     // A retry follows: the execution row moves on, the attempt keeps a row. The last
     // attempt stays in the execution row alone (see attempt-rows.ts).
-    if (d.next_attempt_at) batch.attempts.set(`${d.execution_id}:${d.attempt}`, attempt);
+    if (!d.final) batch.attempts.set(`${d.execution_id}:${d.attempt}`, attempt);
     else batch.lastAttempts.set(d.execution_id, attempt);
   },
   // The host is blocked: the attempt waits, pending, until the block ends.

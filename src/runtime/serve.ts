@@ -187,7 +187,7 @@ async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () 
     const outbound = createOutboundClient({ allowPrivateTargets: config.allowPrivateTargets });
     stoppers.push(named('outbound client', () => outbound.close()));
     const onAttemptFinished = (r: AttemptResult, exchangeMs: number | null) => {
-      if (r.next_attempt_at === null) metrics.executions.inc({ source_type: r.source.type, status: r.status });
+      if (r.final) metrics.executions.inc({ source_type: r.source.type, status: r.status });
       if (exchangeMs !== null) metrics.attemptDuration.observe({ source_type: r.source.type, outcome: r.status }, exchangeMs / 1000);
     };
     const owners = await startTaskOwners({

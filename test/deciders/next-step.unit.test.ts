@@ -11,6 +11,7 @@ const result = (over: Partial<AttemptResult> = {}): AttemptResult => ({
   error_message: 'HTTP 500', scheduled_for: '2026-11-25T11:59:00Z', started_at: '2026-11-25T11:59:00Z', finished_at: '2026-11-25T11:59:01Z',
   duration_ms: 1000, request: { method: 'POST', url: 'http://x/', headers: {}, body: null }, response_body: null, response_truncated: false,
   response_headers: null, script_logs: [], next_attempt_at: null, callback_url: null, push_callback_url: null, lane: null, ...over,
+  final: over.final ?? !over.next_attempt_at,
 });
 const job = { kind: 'attempt', execution_id: 'exe_1', attempt: 2 } as AttemptJob;
 

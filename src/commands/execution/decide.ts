@@ -167,6 +167,7 @@ function scriptFailed(job: AttemptJob, method: string, nowMs: number): Execution
       response_headers: null,
       script_logs: inbound.script_logs ?? [],
       next_attempt_at: null,
+      final: true,
       callback_url: job.callback_url,
       push_callback_url: job.push_callback_url,
       lane: job.lane,
@@ -266,6 +267,7 @@ export function decideAttemptResult(c: AttemptCall): ExecutionEvent {
       ...c.exchange,
       script_logs: c.scriptLogs ?? [],
       next_attempt_at: nextAttemptAt,
+      final: nextAttemptAt === null,
       callback_url: job.callback_url,
       push_callback_url: job.push_callback_url,
       lane: job.lane,
@@ -362,7 +364,7 @@ export type NextStep =
   | { kind: 'end'; releaseLane: string | null; callback: CallbackJob | null };
 
 export function afterAttempt(orgId: string, d: AttemptResult, retry: RetryPlan | null, nowMs: number): NextStep {
-  if (d.next_attempt_at) {
+  if (!d.final && d.next_attempt_at) {
     if (retry) return { kind: 'retry', job: retry.job, dueAt: Date.parse(d.next_attempt_at), enabled: retry.enabled };
     if (d.source.type === 'task' || d.source.type === 'endpoint') {
       const event = executionCancelled(orgId, { execution_id: d.execution_id, source: d.source, reason: `${d.source.type} deleted`, lane: d.lane ?? null }, nowMs);

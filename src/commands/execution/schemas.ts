@@ -84,6 +84,7 @@ export const EXECUTION_EVENT_SCHEMAS = {
     response_headers: Nullable(StringMap()),
     script_logs: Type.Array(Str()),
     next_attempt_at: Nullable(Time('Set when another attempt follows (the execution stays pending); null: this attempt was the last')),
+    final: Bool('This attempt ended the execution: no other attempt follows (version 2; version 1 events get it from `next_attempt_at`)'),
     callback_url: Nullable(Str()),
     push_callback_url: Nullable(Str()),
     lane,

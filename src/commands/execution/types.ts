@@ -41,6 +41,12 @@ export interface AttemptResult {
   script_logs: string[];
   /** Set when another attempt will follow; the execution stays pending until then. */
   next_attempt_at: string | null;
+  /**
+   * This attempt ended the execution: no other attempt follows. What every reader takes
+   * as "over" (the read model's status, notifications, the owners, metrics), decided
+   * once by `decideAttemptResult`; events of version 1 get it from `next_attempt_at`.
+   */
+  final: boolean;
   callback_url: string | null;
   push_callback_url: string | null;
   /** The lane the execution held; it is released when the execution ends for good. */

@@ -410,7 +410,7 @@ export class OwnedTasks {
       case 'AttemptFinished': {
         const d = event.data;
         this.queues.recordedStart(exec.id, Date.parse(d.started_at));
-        const retry = d.next_attempt_at ? this.retryOf(exec, d.attempt + 1, d.next_attempt_at, d.push_callback_url) : null;
+        const retry = !d.final && d.next_attempt_at ? this.retryOf(exec, d.attempt + 1, d.next_attempt_at, d.push_callback_url) : null;
         const next = afterAttempt(event.org_id, d, retry, Date.parse(event.at));
         exec.uncounted = d.uncounted_attempts ?? 0;
         switch (next.kind) {
