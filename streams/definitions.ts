@@ -39,7 +39,7 @@ export const STREAMS = {
   },
   /**
    * Inbound webhook requests exactly as received (`inbound.<org>.<endpoint>`): a JSON
-   * line of metadata, a newline, then the raw body bytes; since 2026-11-26 a group of
+   * line of metadata, a newline, then the raw body bytes; a group of
    * one loop turn's requests per message, their routes in a header the router reads
    * alone (`src/inbound/stored-request.ts`). The 30-day history of
    * inbound events is this stream's `max_age`: retention is JetStream's job.

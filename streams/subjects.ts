@@ -49,8 +49,8 @@ export const SUBJECTS = {
   /** One inbound event's forwarding records (`InboundEventReceived`, `InboundEventReplayed`). */
   inboundEvent: (org: string, eventId: string) => `evt.${org}.inbound.${eventId}`,
   /**
-   * The `InboundEventReceived` commits the receiver appends itself (since 2026-11-26,
-   * requests no hook touches: no router hop), one per INBOUND group, on one of
+   * The `InboundEventReceived` commits the receiver appends itself (requests no hook
+   * touches: no router hop), one per INBOUND group, on one of
    * `CREATE_SHARDS` subjects per organization chosen by the group's id: subjects grow
    * with organizations, not with requests. msg id = the commit's last event id, so a
    * retried append is one message.

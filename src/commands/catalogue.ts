@@ -63,7 +63,7 @@ const CHANNELS: Record<string, Channel> = {
     parameters: { public_id: 'The key\'s public part (`pk_…`)' }, events: ofType('ApiKey'),
   },
   task: {
-    address: SUBJECTS.task(ORG, '{task_id}'), description: 'A task\'s changes after its create (and its create, for tasks created before 2026-11-26)',
+    address: SUBJECTS.task(ORG, '{task_id}'), description: 'A task\'s changes after its create (and its create, for a task created under an Idempotency-Key)',
     parameters: { ...orgParam, task_id: '`tsk_…`' }, events: ofType('Task'),
   },
   creates: {
@@ -77,7 +77,7 @@ const CHANNELS: Record<string, Channel> = {
   },
   execution: {
     address: SUBJECTS.execution(ORG, '{execution_id}'),
-    description: 'An execution\'s own subject: results a fenced partition owner got after its fence (`late: true`, history only), a batch lane head handed to its flow-control key\'s owner and that owner\'s results of it, and (in older logs) every result of the dispatch path before the partition owners',
+    description: 'An execution\'s own subject: results a fenced partition owner got after its fence (`late: true`: the owner holding the execution may adopt one), a batch lane head handed to its flow-control key\'s owner and that owner\'s results of it, and (in older logs) every result of an execution',
     parameters: { ...orgParam, execution_id: '`exe_…`' }, events: [...EXECUTION_TYPES, 'ExecutionHandedToKey'],
   },
   partition: {

@@ -9,8 +9,8 @@ import type { EventType, JetcronEvent } from './events.ts';
  * see today's shapes only, so no reader keeps code for history.
  *
  * Versions: every event carries `v`, its type's schema version (written by every
- * appender through `storedEvent`/`eventJson` since 2026-12-06). An event stored before
- * versions has none and is version 1: the shapes older than heartbeats among those are
+ * appender through `storedEvent`/`eventJson`). An event stored without one is
+ * version 1: the shapes older than heartbeats among those are
  * recognised by their fields (a monitor without `runs`, a ping of kind `ping`) and
  * rewritten here. When a type's shape changes, its entry in `VERSIONS` goes up and a
  * step from the version before is added to `STEPS`: readers never learn of it.

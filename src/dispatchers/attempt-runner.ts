@@ -41,9 +41,9 @@ export interface SendOptions {
 
 /**
  * Sends an attempt (or a callback) and decides the event that records it: signing,
- * the request, the host's health, `on_response`, the execution's rules. Shared by
- * every sender (the DISPATCH consumer, the partition owners), which differ only in
- * where they learn what to send and where they store what happened.
+ * the request, the host's health, `on_response`, the execution's rules. The task
+ * partition owners run it; they learn what to send from the log and store what
+ * happened in their partition's commits.
  */
 export function createAttemptRunner(deps: AttemptRunnerDeps) {
   /** `webhookId`: Standard Webhooks' message id, null to add none of its headers. */

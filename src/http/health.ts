@@ -23,8 +23,6 @@ interface ConsumerReport {
   lag?: number;
   /** Work queues: jobs waiting or in flight. */
   backlog?: number;
-  /** Timer partitions: how late the earliest waiting timer is. */
-  overdue_ms?: number;
   position?: number;
   skipped?: number;
   error?: string;
@@ -61,9 +59,6 @@ export function createHealth(deps: { nats: Nats; db: Db; supervisor: Supervisor;
       const backlog = await deps.streams.backlog(queue, c.consumer).catch(() => null);
       if (backlog !== null) r.backlog = backlog;
       delete r.position;
-    } else if (c.stream === 'TIMERS' || c.oldestDueAt !== null) {
-      if (c.oldestDueAt !== null && c.oldestDueAt < now) r.overdue_ms = now - c.oldestDueAt;
-      stalled = (r.overdue_ms ?? 0) > deps.stuckMs;
     } else if (c.stream) {
       const end = await deps.streams.lastSeq(c.stream).catch(() => null);
       if (end !== null) {

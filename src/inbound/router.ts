@@ -91,8 +91,8 @@ export interface RouterDeps {
  * The router: the filter, custom forwarding, transform and route stages. It reads
  * INBOUND in order (one endpoint's requests in arrival order, different endpoints
  * concurrently) and records each request's deliveries as `InboundEventReceived` in
- * EVENTS, where the projector lists it and the translator puts its executions to
- * work. A request whose event is already recorded (a replay after a crash) is
+ * EVENTS, where the projector lists it and the endpoint's task partition owner
+ * delivers its executions. A request whose event is already recorded (a replay after a crash) is
  * skipped: the append expects an empty subject.
  */
 export function startInboundRouter(deps: RouterDeps) {

@@ -41,8 +41,7 @@ export type RequestRoute = Omit<InboundRequestMeta, 'headers'>;
  */
 export const ROUTES_HEADER = 'Jetcron-Requests';
 /**
- * The NATS header of a group the receiver recorded itself (since 2026-11-26: requests no
- * hook touches): the EVENTS subject of its `InboundEventReceived` commit. The router
+ * The NATS header of a group the receiver recorded itself (requests no hook touches): the EVENTS subject of its `InboundEventReceived` commit. The router
  * passes such a message over; its payload is the whole group (`encodeWholeGroup`), as
  * it has no routes for the router.
  */

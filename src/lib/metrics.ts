@@ -94,7 +94,7 @@ export function createMetrics(opts: { processMetrics?: boolean } = {}) {
     flowControlWaiting: labeledGauge('jetcron_flow_control_waiting', 'Executions waiting under a flow-control key in the partitions this process owns, by organization (keys are not labels: their number has no bound)', ['org_id']),
     flowControlInFlight: labeledGauge('jetcron_flow_control_in_flight', 'Executions of a flow-control key being sent now in the partitions this process owns, by organization', ['org_id']),
     flowControlPausedKeys: labeledGauge('jetcron_flow_control_paused_keys', 'Flow-control keys paused, in the partitions this process owns, by organization', ['org_id']),
-    timersPending: gauge('jetcron_timers_pending', 'Armed timers in the timer partitions this process owns'),
+    timersPending: gauge('jetcron_timers_pending', 'Executions waiting for their time (a delay, run_at or retry) in the task partitions this process owns'),
     notifications: counter('jetcron_notifications_total', 'Notification delivery tries, by channel and result (sent, retried, failed)', ['channel', 'result']),
     monitorRunDuration: histogram('jetcron_monitor_run_duration_seconds', 'Heartbeat runs timed (a /start to its end, wall clock), by organization and how the run ended (success or failure)', RUN_SECONDS, ['org_id', 'outcome']),
     scriptCalls: counter('jetcron_script_calls_total', 'Lua script calls, by hook and result', ['hook', 'result']),

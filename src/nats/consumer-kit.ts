@@ -66,7 +66,7 @@ export interface KeyedHandlers {
 }
 
 /**
- * A keyed reader of EVENTS declared as data (the translator, the notifier): its name is
+ * A keyed reader of EVENTS declared as data (the notifier reader): its name is
  * its lease, its KV checkpoint's key and its name in the failure ledger; `handlers`
  * are built afresh each term (another holder may have written meanwhile); each event's
  * handling continues the trace of whoever appended it, in a span `<span> <type>`.

@@ -164,7 +164,7 @@ class NotRecorded extends Error {
 }
 
 /**
- * The one loop every log reader (projector, translator, notifier, inbound router,
+ * The one loop every log reader (projector, notifier, inbound router,
  * replay projections) runs on: reads a stream in order with an ordered consumer and
  * hands the handler batches of whatever has arrived, up to maxBatch.
  *

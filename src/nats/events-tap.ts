@@ -103,15 +103,15 @@ export function eventsTapReaders(nats: Nats): number {
 
 /**
  * EVENTS in order from `startSeq`, read once per process however many readers there
- * are (projector, translator, notifier reader). Each would otherwise hold its own
+ * are (projector, notifier reader, task partition owners, live feeds). Each would otherwise hold its own
  * ordered consumer, so every event crossed the socket and was decoded once per reader.
  *
  * The readers stay independent. One that falls LAG_LIMIT behind (Postgres down under
  * the projector) leaves the shared read and follows EVENTS with a consumer of its own,
  * so the others do not wait for it; it joins again once the tap's recent items cover
  * where it is. Only when every shared reader is full does the tap wait. A reader that
- * starts outside the recent items (a projector far behind, a translator ahead of the
- * rest) also starts on its own. Ends when `signal` aborts.
+ * starts outside the recent items (a projector far behind, an owner taking over from
+ * an older `from`) also starts on its own. Ends when `signal` aborts.
  */
 export async function* followEvents(nats: Nats, opts: FollowEventsOptions): AsyncGenerator<TapItem> {
   for await (const batch of followEventBatches(nats, opts)) yield* batch;

@@ -5,7 +5,7 @@ import type { Nats } from './connection.ts';
 import { watchForever } from './kv-watch.ts';
 
 /**
- * One item a consumer gave up on: the event (or job, or timer) it failed on the same
+ * One item a consumer gave up on: the event (or job) it failed on the same
  * way several times, and why. Kept in KV `failures` under `<consumer>.<seq>` (one event
  * of a commit: `<consumer>.<seq>.<index>`) until a retry succeeds, so the skip is never
  * silent and can be undone after a fix.
@@ -32,7 +32,7 @@ export interface FailureRecord {
   state: 'skipped' | 'retry' | 'retrying';
   /**
    * The message itself (base64) for consumers whose stream forgets it once handled
-   * (work queues, timers); a retry republishes it to `subject`. Log readers leave it
+   * (the NOTIFY work queue); a retry republishes it to `subject`. Log readers leave it
    * out: their retry reads the event back from the stream by `seq`.
    */
   payload?: string;

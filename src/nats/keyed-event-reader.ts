@@ -11,7 +11,7 @@ import { openCheckpoint } from './throttled-checkpoint.ts';
  * Reads EVENTS from a KV checkpoint and runs each event as soon as its key is free
  * (same key: in order; different keys: concurrently). The checkpoint only passes
  * events that have finished, so a restart replays just the unfinished tail.
- * Used by the single active translator and notifier reader while they hold their lease.
+ * Used by the single active notifier reader while it holds its lease.
  * An event that keeps failing is recorded and skipped by the supervisor (its key's
  * chain then goes on); one that fails transiently is retried until it passes.
  */
@@ -31,7 +31,7 @@ interface KeyedReadOptions<I> {
   supervisor: Supervisor;
   keyOf: (e: I) => string;
   handle: (e: I) => Promise<void>;
-  /** Events this reader has nothing to do with: passed in order, without a chain (the owners' task events for the translator). */
+  /** Events this reader has nothing to do with: passed in order, without a chain (the notifier's `IGNORED_TYPES`). */
   skip?: (e: I) => boolean;
   /** Decides an event at once when its key is idle; true: done (see `KeyedHandlers.settle`). */
   settle?: (e: I) => boolean;

@@ -14,7 +14,7 @@ export interface FailedItem {
   stream: string;
   seq: number;
   subject: string;
-  /** Work-queue jobs and timers: the message, kept in the record so a retry can republish it. */
+  /** Work-queue jobs: the message, kept in the record so a retry can republish it. */
   payload?: Uint8Array;
   /** One event of a commit (the message holds several), failed on its own: the record names it. */
   event?: FailedEvent;

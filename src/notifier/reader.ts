@@ -256,7 +256,7 @@ export async function ensureCheckpoint(nats: Nats, log: (m: string) => void): Pr
 
 /**
  * The single active reader (lease `notifier`): EVENTS in order from its KV checkpoint,
- * through a keyed pipeline (one chain per source), the translator's shape.
+ * through a keyed pipeline (one chain per source, `readEventsKeyed`).
  */
 export function startNotifyReader(deps: NotifyReaderDeps) {
   return startConsumers(deps, [keyedEventConsumer(deps, {

@@ -6,7 +6,6 @@ import { execute, retryConflicts, type CommandDeps, type Decide } from '../../sr
 import { decideSchedule } from '../../src/commands/schedule/decide.ts';
 import { scheduleSubject, recordTick } from '../../src/commands/schedule/handlers.ts';
 import type { ScheduleEvent } from '../../src/commands/schedule/types.ts';
-import type { TickJob } from '../../src/commands/execution/job.ts';
 import type { Envelope, StoredEvent } from '../../src/commands/envelope.ts';
 import { ConcurrencyError, type EventStore } from '../../src/commands/store.ts';
 import { createHeads } from '../../src/commands/heads.ts';

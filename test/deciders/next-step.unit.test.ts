@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { AttemptJob } from '../../src/commands/execution/job.ts';
-import { afterAttempt, needsRetryPlan, nextCallback } from '../../src/commands/execution/decide.ts';
+import { afterAttempt, nextCallback } from '../../src/commands/execution/decide.ts';
 import type { AttemptResult } from '../../src/commands/execution/types.ts';
 
 const NOW = Date.parse('2026-11-25T12:00:00Z');
@@ -17,7 +17,6 @@ const job = { kind: 'attempt', execution_id: 'exe_1', attempt: 2 } as AttemptJob
 
 test('a result asking for another attempt, source present: retry at next_attempt_at, paused when the source is disabled', () => {
   const d = result({ next_attempt_at: '2026-11-25T12:05:00Z' });
-  assert.equal(needsRetryPlan(d), true);
   assert.deepEqual(afterAttempt('org_1', d, { job, enabled: false }, NOW), { kind: 'retry', job, dueAt: Date.parse('2026-11-25T12:05:00Z'), enabled: false });
 });
 
@@ -39,7 +38,6 @@ test('a schedule gone before its retry: the execution just ends', () => {
 
 test('a final result: the lane is released and the callback goes out with the spec payload', () => {
   const d = result({ status: 'success', status_code: 200, lane: 'orders', callback_url: 'http://cb/' });
-  assert.equal(needsRetryPlan(d), false);
   const next = afterAttempt('org_1', d, null, NOW);
   assert.equal(next.kind, 'end');
   if (next.kind !== 'end') return;

@@ -11,7 +11,7 @@ export const BATCH_EVENT_SCHEMAS = {
     lane: Nullable(Str()),
     flow_key: Opt(Str()),
     scheduled_for: Time(),
-    created: Opt(Int('How many `TaskCreated` precede it in its commit (since 2026-11-26)')),
+    created: Opt(Int('How many `TaskCreated` precede it in its commit (absent in the older shape that carries `tasks`)')),
     tasks: Opt(Type.Array(taskCreated, { description: 'Before 2026-11-26 only: the batch\'s tasks, each also appended to its task\'s own subject' })),
   }, { description: 'A whole batch accepted at once: the last event of one commit on the batch\'s subject, after the `TaskCreated` of each of its tasks' }),
 };

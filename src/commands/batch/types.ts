@@ -4,12 +4,12 @@ import type { TaskEvent } from '../task/types.ts';
 export type TaskCreatedEvent = Extract<TaskEvent, { type: 'TaskCreated' }>;
 
 /**
- * A whole batch accepted at once. Since 2026-11-26 it is the last event of one commit
- * on the batch's subject, after the `TaskCreated` of each of its tasks (`created`
- * counts them; each task's id names the batch, `memberId`), and no task has a subject
- * of its own until it changes. Before, it carried the tasks (`tasks`), which were then
- * appended to each task's own subject (by the API at once, by the translator again
- * should the API have died half-way); such messages stay in the log and read as before.
+ * A whole batch accepted at once: the last event of one commit (on
+ * `evt.<org>.creates.<n>`, or the batch's subject under an Idempotency-Key), after the
+ * `TaskCreated` of each of its tasks (`created` counts them; each task's id names the
+ * commit, `memberId`), and no task has a subject of its own until it changes. An older
+ * shape carried the tasks instead (`tasks`), each also appended to its task's own
+ * subject; such messages stay in the log and read as any other.
  */
 export type BatchEvent = Envelope<
   'BatchAccepted',

@@ -17,8 +17,7 @@ import type { CommandMeta } from '../meta.ts';
  *   result with the retry rules, a callback try with its own retries, a cancel);
  * - `afterAttempt` / `nextCallback`: what follows a recorded result: the retry, the
  *   cancel when the source is gone, the end with its lane released and its callback.
- * Senders (the partition owners, the DISPATCH consumer, the translator for schedules)
- * only carry these out: a task's retry is decided in this file.
+ * The task partition owners only carry these out: a task's retry is decided in this file.
  */
 
 /** 429 attempts of one execution that do not use a retry; later ones count like a 5xx. */
@@ -349,8 +348,7 @@ export interface RetryPlan {
 }
 
 /**
- * What follows a recorded attempt, for every sender that acts on it (the partition
- * owners, the translator for schedules):
+ * What follows a recorded attempt, for the task partition owner that acts on it:
  * - `retry`: the result asked for another attempt and the source still exists: that
  *   attempt, due at `next_attempt_at`;
  * - `cancel`: it asked for another attempt but its task or endpoint is gone: the
@@ -376,11 +374,6 @@ export function afterAttempt(orgId: string, d: AttemptResult, retry: RetryPlan |
     ? { kind: 'callback', org_id: orgId, execution_id: d.execution_id, source: d.source, url: d.callback_url, body: callbackBody(d), attempt: 1 }
     : null;
   return { kind: 'end', releaseLane: d.lane ?? null, callback };
-}
-
-/** Whether a result needs its source loaded: only one that asks for another attempt. */
-export function needsRetryPlan(d: AttemptResult): boolean {
-  return !!d.next_attempt_at;
 }
 
 /** A callback delivery that failed with tries left: the next try, due at `next_attempt_at`. */

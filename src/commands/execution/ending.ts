@@ -7,8 +7,8 @@ import { lastTaskEvent } from '../task/load.ts';
 
 /**
  * `ExecutionCancelled` for an execution that will not run (again). Its id is fixed
- * per execution, so the dispatcher, a lane and the translator deciding it at once
- * record it once.
+ * per execution, so deciding it twice (a takeover, an owner and a key owner) records
+ * it once.
  */
 export function executionCancelled(
   orgId: string,

@@ -1,6 +1,6 @@
 import type { ExecutionSource } from './types.ts';
 
-/** One outbound HTTP attempt of an execution, as the DISPATCH stream carries it. */
+/** One outbound HTTP attempt of an execution, as a task partition owner holds and sends it. */
 export interface AttemptJob {
   kind: 'attempt';
   org_id: string;
@@ -59,30 +59,5 @@ export interface CallbackJob {
   attempt: number;
 }
 
-/** A schedule's cron tick coming due: the scheduler records it, which starts its execution. */
-export interface TickJob {
-  kind: 'tick';
-  org_id: string;
-  /** `<schedule id>@<tick>`: keys the timer and dedupes the tick. */
-  execution_id: string;
-  source: ExecutionSource;
-  attempt: 1;
-  tick_at: string;
-}
-
-/** A monitor's deadline: if no ping moved it meanwhile, the monitor goes down. */
-export interface DeadlineJob {
-  kind: 'deadline';
-  org_id: string;
-  /** `<monitor id>@<deadline>` */
-  execution_id: string;
-  source: ExecutionSource;
-  attempt: 1;
-  deadline_at: string;
-}
-
-export type Job = AttemptJob | CallbackJob | TickJob | DeadlineJob;
-
-export function jobMsgId(job: Job): string {
-  return `${job.execution_id}:${job.kind}:${job.attempt}`;
-}
+/** What the attempt runner sends: an attempt or a callback try. */
+export type Job = AttemptJob | CallbackJob;

@@ -1,5 +1,5 @@
 import type { PlannedRun, Schedule } from '../schedule/types.ts';
-import type { AttemptJob, TickJob } from './job.ts';
+import type { AttemptJob } from './job.ts';
 import { parseStatusCodes, taskRequest } from './task-jobs.ts';
 
 export function scheduleAttemptJob(schedule: Schedule, execution: PlannedRun, attempt: number): AttemptJob {
@@ -19,16 +19,5 @@ export function scheduleAttemptJob(schedule: Schedule, execution: PlannedRun, at
     lane: null,
     script: schedule.script ?? null,
     next_tick_at: schedule.next_run_at,
-  };
-}
-
-export function tickJob(schedule: Schedule, tickAt: string): TickJob {
-  return {
-    kind: 'tick',
-    org_id: schedule.org_id,
-    execution_id: `${schedule.id}@${tickAt}`,
-    source: { type: 'schedule', id: schedule.id, name: schedule.name },
-    attempt: 1,
-    tick_at: tickAt,
   };
 }

@@ -65,7 +65,7 @@ const lane = Opt(Nullable(Str('The lane the execution held; released when it end
 export const EXECUTION_EVENT_SCHEMAS = {
   AttemptStarted: Type.Object({
     execution_id: Str(), source: executionSourceSchema, attempt: Int(), started_at: Time(), scheduled_for: Time(), uncounted_attempts: uncounted,
-  }, { description: 'An attempt began (the older dispatch path; the partition owners record only its end)' }),
+  }, { description: 'An attempt began: recorded by its partition owner at once for a retry, and for a first attempt only if it is still running after 500 ms' }),
   AttemptFinished: Type.Object({
     execution_id: Str(),
     source: executionSourceSchema,

@@ -73,7 +73,7 @@ export interface LateMark {
   late?: true;
 }
 
-/** An attempt taken from DISPATCH while its host was blocked for the organization: not sent, handed back until the block ends. */
+/** An attempt due while its host was blocked for the organization: not sent, held by its owner until the block ends. */
 export interface AttemptDeferral {
   execution_id: string;
   source: ExecutionSource;

@@ -3,8 +3,8 @@ import type { MonitorCommand } from './decide.ts';
 import type { Monitor, MonitorEvent } from './types.ts';
 
 /**
- * Where commands on existing monitors are decided when monitor partition owners hold
- * the monitors (JETCRON_MONITOR_OWNERS=1): the asking side, given to the command
+ * Where commands on existing monitors are decided: the monitor partition owners, which
+ * hold the monitors. This is the asking side, given to the command
  * handlers as a dependency so they stay free of NATS. Answers as `execute` does: what
  * was stored, the monitor after it, and where.
  */

@@ -80,7 +80,7 @@ export function nextDeadline(m: Pick<Monitor, 'status' | 'late_at' | 'runs' | 'p
 
 /**
  * The deadline a monitor as an event left it must be watched for, or null: its
- * `deadline_at` while it can still go down at it (the deadline keeper's rule).
+ * `deadline_at` while it can still go down at it (the monitor owner arms it, `watch`).
  */
 export function armedDeadline(m: Monitor | null): string | null {
   return m && m.deadline_at && nextDeadline(m) === m.deadline_at ? m.deadline_at : null;

@@ -447,8 +447,9 @@ export class OwnedTasks {
    * A result read on an execution's own subject, not this partition's log. A fenced
    * owner's late result (`isLate`) changes nothing here: it is adopted, recorded as this
    * owner's own when the execution comes up, if the execution still waits for that
-   * attempt; else it is history. One of the older shapes (DISPATCH's results) applies
-   * as any result, unless this owner is sending the execution (its own result will).
+   * attempt; else it is history. Any other result there (the key owner's of a handed-over
+   * lane head, or an older log's) applies as any result, unless this owner is sending the
+   * execution (its own result will).
    */
   onResultElsewhere(event: ExecutionEvent): void {
     const exec = this.executions.get(event.data.execution_id);
@@ -540,7 +541,7 @@ export class OwnedTasks {
     this.queues.finished(exec.id, at, exec.order);
   }
 
-  /** Executions waiting for their time (a delay, a retry): what TIMERS would hold for them (the timers gauge). */
+  /** Executions waiting for their time (a delay, a retry): `jetcron_timers_pending`. */
   waitingForTime(now: number): number {
     let n = 0;
     for (const exec of this.executions.values()) if (exec.phase === 'queued' && Date.parse(exec.job.scheduled_for) > now) n++;

@@ -59,7 +59,7 @@ export type TaskEvent =
   | Envelope<'TaskCancelled', { task: Task; reason: string }>
   | Envelope<'TaskTriggered', { task: Task; execution: PlannedExecution }>;
 
-/** Every task event type: what the partition owners read instead of the translator. */
+/** Every task event type: what a task partition owner hands `OwnedTasks.onTaskEvent`. */
 export const TASK_EVENT_TYPES: ReadonlySet<string> = new Set<TaskEvent['type']>(['TaskCreated', 'TaskUpdated', 'TaskDeleted', 'TaskCancelled', 'TaskTriggered']);
 
 /** What a create or update sends: a spec's fields, `flow_control` as sent (normalized by the decider). */
