@@ -93,7 +93,7 @@ function historyLog(shape: StoreShape, publish: Publish): HistoryLog & { events:
   const write = async (g: { kind: string; subject: string; events: JetcronEvent[] }) => {
     const id = g.kind === 'results' ? `commit.${g.subject.split('.').pop()}.1.${commits++}` : newId('cmd');
     const subject = g.kind === 'creates' ? SUBJECTS.batch(g.subject, id) : g.subject;
-    const message = { ...commitMessage(id, g.events), ...(g.kind === 'results' ? { from: 1 } : {}) };
+    const message = { ...commitMessage(id, g.events, new Date()), ...(g.kind === 'results' ? { from: 1 } : {}) };
     events += g.events.length;
     await publish(subject, message, id);
   };

@@ -24,11 +24,11 @@ import { startNatsWithStreams } from './support/nats.ts';
 const ev = (n: number): Envelope => ({ type: 'Probe', id: `probe-${n}`, at: new Date(0).toISOString(), org_id: 'org_x', data: { n } });
 
 test('eventsOf: a commit is its list, a plain event a list of one, anything else an error', () => {
-  assert.deepEqual(eventsOf(commitMessage('c1', [ev(1), ev(2)])).map((e) => e.id), ['probe-1', 'probe-2']);
+  assert.deepEqual(eventsOf(commitMessage('c1', [ev(1), ev(2)], new Date())).map((e) => e.id), ['probe-1', 'probe-2']);
   assert.deepEqual(eventsOf(ev(3)).map((e) => e.id), ['probe-3']);
   assert.throws(() => eventsOf({ events: [] }), /without a type/);
   assert.throws(() => eventsOf(null), /without a type/);
-  assert.throws(() => commitMessage('c2', []), /at least one event/);
+  assert.throws(() => commitMessage('c2', [], new Date()), /at least one event/);
 });
 
 test('keyed pipeline: a position shared by several items completes only once all of them did', async () => {
@@ -76,7 +76,7 @@ before(async () => {
   nats = await server.connect('commit-reading test');
   // seq 1: a plain event; seq 2: a commit of three; seq 3: a plain event.
   await nats.publish('evt.org_x.probe.a', encodeJson(ev(1)));
-  await nats.publish('evt.org_x.lane.k', encodeJson(commitMessage('commit-1', [ev(2), ev(3), ev(4)])));
+  await nats.publish('evt.org_x.lane.k', encodeJson(commitMessage('commit-1', [ev(2), ev(3), ev(4)], new Date())));
   await nats.publish('evt.org_x.probe.b', encodeJson(ev(5)));
 });
 after(async () => {

@@ -26,7 +26,7 @@ function memoryStore() {
       if (expectedSeq !== undefined && (last?.seq ?? 0) !== expectedSeq) throw new ConcurrencyError(subject);
       // The texts a writer gives are its events' JSON, and make the same message.
       if (texts) {
-        const commit = commitMessage('c', [...events]);
+        const commit = commitMessage('c', [...events], new Date());
         assert.equal(commitText(commit, texts), JSON.stringify(commit));
       }
       messages.push({ subject, events: [...events], seq: messages.length + 1 });
@@ -111,7 +111,7 @@ test('a commit written from its events\' texts (`eventJson`) is the commit encod
     { type: 'TaskCreated', id: 'e1', at: '2026-01-01T00:00:00.000Z', org_id: 'o', data: { s: 'quote " and \\ and \u2028 and é' } },
     { type: 'TaskCreated', id: 'e2', at: '2026-01-01T00:00:00.000Z', org_id: 'o', data: { n: [1, null, { deep: true }] }, traceparent: '00-abc-def-01' },
   ] as unknown as Envelope[];
-  const commit = commitMessage('c1', events);
+  const commit = commitMessage('c1', events, new Date());
   assert.equal(commitText(commit, events.map(eventJson)), JSON.stringify(commit));
   assert.deepEqual(JSON.parse(commitText({ ...commit, from: 7 }, events.map(eventJson))), { ...commit, from: 7 });
   assert.deepEqual(commit.events.map((e) => e.v), [1, 1]);

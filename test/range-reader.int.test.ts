@@ -140,7 +140,7 @@ const finished = (t: ReturnType<typeof task>) => {
   return ev('AttemptFinished', {
     execution_id: t.pending_execution.id, source: { type: 'task', id: t.id, name: t.name }, attempt: 1, status: 'success', status_code: 200, error_message: null,
     scheduled_for: done, started_at: done, finished_at: done, duration_ms: 12, request: { method: 'POST', url: t.url, headers: {}, body: null },
-    response_body: 'ok', response_truncated: false, response_headers: { 'content-type': 'text/plain' }, script_logs: [], next_attempt_at: null,
+    response_body: 'ok', response_truncated: false, response_headers: { 'content-type': 'text/plain' }, script_logs: [], next_attempt_at: null, final: true,
     callback_url: null, push_callback_url: null, lane: null,
   });
 };
@@ -158,11 +158,11 @@ test('over a log of single events and commits with messages deleted in it and at
   const publish = (subject: string, message: unknown, id: string) => nats.publish(subject, encodeJson(message), { msgId: id });
   await publish(`evt.${ORG}.monitor.${m.id}`, ev('MonitorCreated', { monitor: m }), 'range-mon');
   // Creates as one commit (the API's way), results as owners' commits of four, pings as single events.
-  const creates = commitMessage('cmd_range_creates', tasks.map((t) => ev('TaskCreated', { task: t, execution: t.pending_execution })));
+  const creates = commitMessage('cmd_range_creates', tasks.map((t) => ev('TaskCreated', { task: t, execution: t.pending_execution })), new Date());
   await publish(SUBJECTS.batch(ORG, creates.id), creates, creates.id);
   const seqOfPing: number[] = [];
   for (let c = 0; c < 3; c++) {
-    const results = commitMessage(`commit.0.1.${c}`, tasks.slice(c * 4, c * 4 + 4).map(finished));
+    const results = commitMessage(`commit.0.1.${c}`, tasks.slice(c * 4, c * 4 + 4).map(finished), new Date());
     await publish(SUBJECTS.partition(0), results, results.id);
     for (let i = 0; i < 3; i++) seqOfPing.push(await publish(`evt.${ORG}.monitor.${m.id}`, ping(m, c * 3 + i), `range-ping-${c}-${i}`));
   }

@@ -39,7 +39,7 @@ test('every appender\'s form carries v: one event, a commit, an event given as t
   assert.equal(storedEvent(event('TaskDeleted', {})).v, versionOf('TaskDeleted'));
   assert.equal(JSON.parse(eventJson(event('TaskDeleted', {}))).v, 1);
   assert.equal(eventJson(event('TaskDeleted', {}, 1)), JSON.stringify(event('TaskDeleted', {}, 1)));
-  assert.deepEqual(commitMessage('c', [event('TaskDeleted', {}) as any]).events.map((e) => e.v), [1]);
+  assert.deepEqual(commitMessage('c', [event('TaskDeleted', {}) as any], new Date()).events.map((e) => e.v), [1]);
   const read = eventsOf<any>(JSON.parse(JSON.stringify({ type: 'Commit', id: 'c', at, events: [event('MonitorPinged', { monitor: oldMonitor, ping: oldPing, previous_status: 'up' })] })));
   assert.equal(read[0].data.ping.kind, 'success');
   assert.equal(eventsOf<any>(event('MonitorWentDown', { monitor: oldMonitor, reason: 'fail_signal' }))[0].data.reason, 'failed');

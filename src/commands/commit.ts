@@ -20,7 +20,7 @@ export interface CommitMessage<E extends Envelope = Envelope> {
 }
 
 /** A commit of `events`, each with its type's version (`storedEvent`). */
-export function commitMessage<E extends Envelope>(id: string, events: E[], at = new Date()): CommitMessage<E> {
+export function commitMessage<E extends Envelope>(id: string, events: E[], at: Date): CommitMessage<E> {
   if (events.length === 0) throw new Error('a commit holds at least one event');
   return { type: 'Commit', id, at: at.toISOString(), events: events.map(storedEvent) };
 }

@@ -69,7 +69,7 @@ export function createEventStore(nats: Nats): EventStore & { primeKnownSeq(): Pr
       // Each event keeps the trace of the one who appended it: the message's header can hold only one.
       const traceparent = currentTraceparent();
       const retrace = !!traceparent && events.some((e) => !e.traceparent);
-      const commit = commitMessage(last.id, retrace ? events.map((e) => (e.traceparent ? e : { ...e, traceparent })) : [...events]);
+      const commit = commitMessage(last.id, retrace ? events.map((e) => (e.traceparent ? e : { ...e, traceparent })) : [...events], new Date());
       // Events given as text go in as that text unless traced here: the same JSON as encoding the commit whole.
       const data = texts && texts.length === events.length && !retrace ? Buffer.from(commitText(commit, texts), 'utf8') : encodeJson(commit);
       return guarded(subject, data, last, [...new Set(events.map((e) => e.type))].join(','), expectedSeq);

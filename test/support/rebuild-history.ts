@@ -37,7 +37,7 @@ export function finished(executionId: string, source: { type: string; id: string
     scheduled_for: done, started_at: done, finished_at: done, duration_ms: 40 + attempt,
     request: { method: 'POST', url: 'https://api.example.com/x', headers: { 'X-Odd': AWKWARD }, body: `{"text":${JSON.stringify(AWKWARD)}}` },
     response_body: ok ? AWKWARD : null, response_truncated: false, response_headers: ok ? { 'content-type': 'text/plain', 'x-odd': AWKWARD } : null,
-    script_logs: attempt > 1 ? [AWKWARD, 'second line'] : [], next_attempt_at: retryAt, callback_url: null, push_callback_url: null, lane: null,
+    script_logs: attempt > 1 ? [AWKWARD, 'second line'] : [], next_attempt_at: retryAt, final: retryAt === null, callback_url: null, push_callback_url: null, lane: null,
   });
 }
 
@@ -77,7 +77,7 @@ export function history(): LogMessage[] {
       ? [finished(t.pending_execution.id, source, 1, false, at()), ev('AttemptStarted', { execution_id: t.pending_execution.id, attempt: 2, started_at: at(), source }), finished(t.pending_execution.id, source, 2, true, null)]
       : [finished(t.pending_execution.id, source, 1, i % 7 !== 0, null)];
     // Every other task as a commit of its create and results (the owners' way); the others one event per message.
-    if (i % 2) out.push(commitMessage(`cmt_copy_${i}`, [create, ...results]));
+    if (i % 2) out.push(commitMessage(`cmt_copy_${i}`, [create, ...results], new Date()));
     else out.push(create, ...results);
     if (i % 6 === 1) out.push(ev('TaskUpdated', { task: { ...t, name: `renamed ${AWKWARD}`, updated_at: at() }, changed: ['name'] }));
     if (i % 8 === 5) {

@@ -180,11 +180,11 @@ function scriptFailed(job: AttemptJob, method: string, nowMs: number): Execution
  * running after a while (its execution shows `running`). A quick attempt is recorded
  * by its `AttemptFinished` alone, which carries its start.
  */
-export function attemptStarted(job: AttemptJob, startedAt: Date, uncounted: number): ExecutionEvent {
+export function attemptStarted(job: AttemptJob, startedAt: Date, uncounted: number, nowMs: number): ExecutionEvent {
   return {
     type: 'AttemptStarted',
     id: `${job.execution_id}.${job.attempt}.started`,
-    at: new Date().toISOString(),
+    at: new Date(nowMs).toISOString(),
     org_id: job.org_id,
     data: {
       execution_id: job.execution_id,
@@ -329,7 +329,7 @@ const handlers: Handlers = {
     const plan = planAttempt({ ...c.before, sofar: executionSoFar(state, c.before.job.attempt), nowMs: meta.nowMs });
     return plan.kind === 'record' || plan.kind === 'defer' ? plan.events : [];
   },
-  RecordStart: (c, state) => [attemptStarted(c.job, c.startedAt, state?.uncounted ?? 0)],
+  RecordStart: (c, state, meta) => [attemptStarted(c.job, c.startedAt, state?.uncounted ?? 0, meta.nowMs)],
   RecordAttempt: (c, state, meta) => [decideAttemptResult({ ...c.call, uncounted: state?.uncounted ?? 0, nowMs: meta.nowMs, wait: meta.scaleWait })],
   RecordCallback: (c, _state, meta) => [callbackAttempted(c.job, c.result, meta.nowMs, meta.scaleWait)],
   Cancel: (c, state, meta) => (state?.stage === 'over' ? [] : [executionCancelled(c.org_id, { execution_id: c.execution_id, source: c.source, reason: c.reason, lane: c.lane }, meta.nowMs)]),

@@ -13,7 +13,7 @@ import { lastTaskEvent } from '../task/load.ts';
 export function executionCancelled(
   orgId: string,
   data: { execution_id: string; source: ExecutionSource; reason: string; lane: string | null },
-  nowMs = Date.now(),
+  nowMs: number,
 ): ExecutionEvent {
   return { type: 'ExecutionCancelled', id: `${data.execution_id}.cancelled`, at: new Date(nowMs).toISOString(), org_id: orgId, data };
 }
