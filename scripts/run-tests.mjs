@@ -67,7 +67,9 @@ function runNodeTests(testFiles, env) {
   const reporters = ['--test-reporter=spec', '--test-reporter-destination=stdout', '--test-reporter=tap', `--test-reporter-destination=${tapFile}`];
   // A test that hangs fails after 5 minutes, naming itself, rather than holding the run
   // until CI's own limit; the longest test takes about a minute, and a test may set its own.
-  const nodeArgs = ['--test', '--test-concurrency=2', '--test-timeout=300000', ...reporters, ...runnerFlags, ...testFiles];
+  // Three files at once on two cores: most of a file's time is waiting (leases, takeovers,
+  // retries at a time scale), and every verdict holds on a busy machine.
+  const nodeArgs = ['--test', '--test-concurrency=3', '--test-timeout=300000', ...reporters, ...runnerFlags, ...testFiles];
   const child = spawn(process.execPath, nodeArgs, { cwd: root, stdio: 'inherit', env });
   const forward = (signal) => child.kill(signal);
   for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, forward);
