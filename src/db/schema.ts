@@ -105,6 +105,10 @@ export interface ExecutionsTable {
   script_logs: Json<string[]>;
   /** An endpoint execution's inbound event; null for others. */
   parent_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The execution this one retries (`POST /executions/{id}/retry`, a bulk retry or replay); null for others. */
+  retry_of: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The newest execution that retries this one; null while none does. */
+  retried_by: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }

@@ -1,5 +1,6 @@
 import { idempotencyKeyParameter } from './idempotency.ts';
 import { EXECUTION_STATUSES, LIST_LIMIT } from './routes/executions.ts';
+import { SOURCE_TYPES } from './execution-filter.ts';
 import { errorSchema } from './schemas/common.ts';
 import { REQUEST_SCHEMAS, type RequestSchemaName } from './schemas/index.ts';
 import { liveMessageSchema } from './schemas/live.ts';
@@ -30,6 +31,16 @@ const parameters = {
   TaskId: query('task_id', 'Only executions of this task, schedule, monitor or endpoint', { type: 'string' }),
   Since: query('since', 'Scheduled at or after: an ISO 8601 timestamp, or a duration such as `24h` meaning that long ago', { type: 'string' }),
   Until: query('until', 'Scheduled at or before: an ISO 8601 timestamp, or a duration such as `30m` meaning that long ago', { type: 'string' }),
+  Dead: query('dead', 'Dead letters only (`true`): failed or timed out after the last attempt, and no retry replaced it', { type: 'string', enum: ['true', 'false'] }),
+  SourceType: query('source_type', 'Only executions of this kind of source', { type: 'string', enum: [...SOURCE_TYPES] }),
+  ScheduleId: query('schedule_id', "Only this schedule's executions", { type: 'string' }),
+  EndpointId: query('endpoint_id', "Only this endpoint's deliveries", { type: 'string' }),
+  LaneFilter: query('lane', 'Only executions of the live tasks of this lane', { type: 'string' }),
+  Host: query('host', "Only executions whose target's host name is this (case-insensitive)", { type: 'string' }),
+  StatusCode: query('status_code', 'Only these response codes: comma-separated codes and classes, e.g. `500,502`, `4xx`, `429,5xx`', { type: 'string' }),
+  Error: query('error', 'Only executions whose error_message contains this (case-insensitive)', { type: 'string' }),
+  FinishedAfter: query('finished_after', 'Finished at or after: ISO 8601, or a duration such as `7d` meaning that long ago', { type: 'string' }),
+  FinishedBefore: query('finished_before', 'Finished at or before: ISO 8601, or a duration such as `1h` meaning that long ago', { type: 'string' }),
   Lane: query('lane', 'The lane whose live tasks are cancelled', { type: 'string', minLength: 1 }, true),
   IdempotencyKey: idempotencyKeyParameter,
 };
@@ -110,7 +121,11 @@ export function openApiDocument(serverUrl: string) {
       '/tasks/{id}': { ...withId, get: op('Get a task'), put: op('Update a task', { body: 'UpdateTask' }), delete: op('Delete a task and its history', { ok: '204' }) },
       '/tasks/{id}/trigger': { ...withId, post: op('Run a task now', { body: 'TriggerTask', bodyOptional: true, ok: '202' }) },
       '/tasks/{id}/executions': { ...withId, get: op('Task execution history', history) },
-      '/executions': { get: op('List executions', { params: ['Limit', 'Offset', 'Status', 'TaskId', 'Since', 'Until'] }) },
+      '/executions': {
+        get: op('List executions: rows add `retry_of` and `retried_by`', {
+          params: ['Limit', 'Offset', 'Status', 'TaskId', 'Since', 'Until', 'Dead', 'SourceType', 'ScheduleId', 'EndpointId', 'LaneFilter', 'Host', 'StatusCode', 'Error', 'FinishedAfter', 'FinishedBefore'],
+        }),
+      },
       '/executions/{id}': { ...withId, get: op('Get an execution with its attempts') },
       '/tasks/batch': { post: op('Create up to 1,000 tasks of one lane, all or nothing', { body: 'CreateBatch', ok: '201', params: ['IdempotencyKey'] }) },
       '/schedules': { get: op('List schedules'), post: op('Create a cron schedule', { body: 'CreateSchedule', ok: '201', params: ['IdempotencyKey'] }) },

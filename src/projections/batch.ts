@@ -32,7 +32,7 @@ export const EXECUTION_TYPES: ColumnTypes = {
   status: 'text', status_code: 'integer', error_message: 'text', attempt: 'integer', duration_ms: 'integer',
   scheduled_for: TS, started_at: TS, finished_at: TS, callback_url: 'text', request: 'json',
   response_body: 'text', response_body_encoding: 'text', response_truncated: 'boolean', response_headers: 'json', script_logs: 'json',
-  parent_id: 'text', created_at: TS, updated_at: TS,
+  parent_id: 'text', retry_of: 'text', retried_by: 'text', created_at: TS, updated_at: TS,
 };
 const ENDPOINT_TYPES: ColumnTypes = { id: 'text', org_id: 'text', slug: 'text', doc: 'jsonb', paused: 'boolean', created_at: TS, updated_at: TS };
 export const INBOUND_EVENT_TYPES: ColumnTypes = {
