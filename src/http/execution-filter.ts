@@ -5,9 +5,9 @@ import { badRequest, unprocessable } from '../lib/errors.ts';
 import { instantProblem } from '../lib/input-checks.ts';
 
 /**
- * The filters the executions list and the bulk calls share (CONTRACT.md, "Failure
- * recovery"), checked once here: each value is read by name from a query string or a
- * JSON object, a bad one is 400/422 naming it. Ids are compared within the caller's
+ * The filters of the executions list, which the contract's bulk calls are to share
+ * (CONTRACT.md, "Failure recovery"), checked once here: each value is read by name
+ * (`parseExecutionFilter`'s `get`), a bad one is 400/422 naming it. Ids are compared within the caller's
  * organization only, so another organization's ids match nothing.
  */
 
@@ -118,23 +118,6 @@ export function parseExecutionFilter(get: (name: FilterName) => string | undefin
   return { filter, relative };
 }
 
-/** The same filter from a JSON object's values (the bulk calls' `filter`): strings, `dead` a boolean. */
-export function filterFromObject(value: unknown, nowMs: number, defaults: { dead?: boolean } = {}): ExecutionFilter {
-  if (value === undefined || value === null) value = {};
-  if (typeof value !== 'object' || Array.isArray(value)) throw unprocessable('filter must be an object', 'filter');
-  const object = value as Record<string, unknown>;
-  for (const key of Object.keys(object)) {
-    if (!(FILTER_NAMES as readonly string[]).includes(key)) throw unprocessable(`filter.${key} is not a filter (one of ${FILTER_NAMES.join(', ')})`, `filter.${key}`);
-  }
-  const { filter } = parseExecutionFilter((name) => {
-    const v = object[name] ?? (name === 'dead' && defaults.dead !== undefined ? defaults.dead : undefined);
-    if (v === undefined || v === null) return undefined;
-    if (name === 'dead' ? typeof v !== 'boolean' : typeof v !== 'string') throw unprocessable(`filter.${name} must be a ${name === 'dead' ? 'boolean' : 'string'}`, `filter.${name}`);
-    return String(v);
-  }, nowMs);
-  return filter;
-}
-
 /** The filter's conditions on `executions` (unqualified columns), the organization's first. */
 export function filterConditions(orgId: string, f: ExecutionFilter): RawBuilder<unknown>[] {
   const where = [sql`org_id = ${orgId}`];
@@ -166,17 +149,4 @@ export function filterConditions(orgId: string, f: ExecutionFilter): RawBuilder<
   if (f.finished_after) where.push(sql`finished_at IS NOT NULL AND finished_at >= ${f.finished_after}`);
   if (f.finished_before) where.push(sql`finished_at IS NOT NULL AND finished_at <= ${f.finished_before}`);
   return where;
-}
-
-/** The filter as the API shows it back (a job's `filter`): times as ISO 8601, codes as given. */
-export function filterJson(f: ExecutionFilter): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(f)) {
-    if (value instanceof Date) out[key] = value.toISOString();
-    else if (key === 'status_code') {
-      const { codes, classes } = value as { codes: number[]; classes: number[] };
-      out[key] = [...codes.map(String), ...classes.map((c) => `${c}xx`)].join(',');
-    } else out[key] = value;
-  }
-  return out;
 }

@@ -127,6 +127,13 @@ export function openApiDocument(serverUrl: string) {
         }),
       },
       '/executions/{id}': { ...withId, get: op('Get an execution with its attempts') },
+      '/executions/{id}/retry': {
+        ...withId,
+        post: op('Retry a finished execution as its source runs now: answers {execution_id, status: "pending", retry_of}', {
+          ok: '202',
+          description: 'The new execution sends what its source sends today (a task\'s or schedule\'s current request; an endpoint delivery: the stored inbound request to the same forward URL through the endpoint\'s current scripts), signed afresh, attempts from 1. Pending or running: 409. Source gone: 409 `field: "source"`.',
+        }),
+      },
       '/tasks/batch': { post: op('Create up to 1,000 tasks of one lane, all or nothing', { body: 'CreateBatch', ok: '201', params: ['IdempotencyKey'] }) },
       '/schedules': { get: op('List schedules'), post: op('Create a cron schedule', { body: 'CreateSchedule', ok: '201', params: ['IdempotencyKey'] }) },
       '/schedules/{id}': { ...withId, get: op('Get a schedule'), put: op('Update a schedule', { body: 'UpdateSchedule' }), delete: op('Delete a schedule and its history', { ok: '204' }) },

@@ -9,6 +9,47 @@ import { PageCache } from '../page-cache.ts';
 import { attemptsOf } from '../../projections/attempt-rows.ts';
 import { PROJECTOR_NAME } from '../../projections/projector.ts';
 import { executionDetail } from '../serializers.ts';
+import { decideRetry, type RetryCommand } from '../../commands/execution/retry.ts';
+import { triggerTask } from '../../commands/task/handlers.ts';
+import { triggerSchedule } from '../../commands/schedule/handlers.ts';
+import { ApiError, conflict } from '../../lib/errors.ts';
+import { replayInboundEvent } from '../replay-event.ts';
+
+/** A source's command found no source (deleted since): the retry's 409 `field: "source"`. */
+async function sourceMustExist<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 404) throw conflict(`The execution's source is gone: ${err.message}`, 'source');
+    throw err;
+  }
+}
+
+/** Runs a retry's command; the new execution's id. */
+export async function runRetry(deps: ApiDeps, orgId: string, command: RetryCommand): Promise<string> {
+  switch (command.type) {
+    case 'TriggerTask': {
+      const { events: [event], seq } = await sourceMustExist(() => triggerTask(deps, orgId, command.taskId, null, command.retryOf));
+      await deps.reads.wrote(orgId, seq);
+      if (event?.type !== 'TaskTriggered') throw new Error('a trigger decided no TaskTriggered');
+      return event.data.execution.id;
+    }
+    case 'TriggerSchedule': {
+      const { events: [event], seq } = await sourceMustExist(() => triggerSchedule(deps, orgId, command.scheduleId, null, command.retryOf));
+      await deps.reads.wrote(orgId, seq);
+      if (event?.type !== 'ScheduleTriggered') throw new Error('a trigger decided no ScheduleTriggered');
+      return event.data.execution.id;
+    }
+    case 'ReplayDelivery': {
+      const row = await deps.db.selectFrom('inbound_events').selectAll().where('id', '=', command.eventId).where('org_id', '=', orgId).executeTakeFirst();
+      if (!row) throw conflict('The execution\'s source is gone: its inbound event is no longer stored', 'source');
+      const { ids } = await replayInboundEvent(deps, orgId, row, { url: command.url, of: command.retryOf });
+      return ids[0]!;
+    }
+    default:
+      return command satisfies never;
+  }
+}
 
 export { EXECUTION_STATUSES } from '../execution-filter.ts';
 /** Every list's `limit` query parameter. */
@@ -59,6 +100,16 @@ export function executionRoutes(deps: ApiDeps): Router {
       return executionDetail(row, attemptsOf(row, attempts));
     });
     res.json({ data });
+  }));
+
+  r.post('/executions/:id/retry', handler(async (req, res) => {
+    // A read of this organization's writes (the row of an execution it just made, its status).
+    await deps.reads.caughtUp(req.orgId);
+    const row = await deps.db.selectFrom('executions').select(['id', 'status', 'source_type', 'source_id', 'url', 'parent_id'])
+      .where('id', '=', req.params.id!).where('org_id', '=', req.orgId).executeTakeFirst();
+    if (!row) throw notFound('Execution not found');
+    const executionId = await runRetry(deps, req.orgId, decideRetry(row));
+    res.status(202).json({ data: { execution_id: executionId, status: 'pending', retry_of: row.id }, message: 'Retry queued' });
   }));
 
   return r;
