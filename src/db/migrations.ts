@@ -279,9 +279,32 @@ const migrations: Record<string, Migration> = {
         END $$`.execute(db);
     },
   },
+  // Bulk retry jobs (issue 36): each job as its latest event left it, and its set (the
+  // worker reads the set from here once the projector has its acceptance).
+  '0014_jobs': {
+    async up(db) {
+      await sql`CREATE TABLE jobs (
+          id text PRIMARY KEY,
+          org_id text NOT NULL,
+          kind text NOT NULL,
+          status text NOT NULL,
+          filter jsonb NOT NULL,
+          total integer NOT NULL,
+          done integer NOT NULL,
+          skipped integer NOT NULL,
+          execution_ids json NOT NULL DEFAULT '[]',
+          created_at timestamptz NOT NULL,
+          finished_at timestamptz,
+          updated_at timestamptz NOT NULL
+        );
+        CREATE INDEX jobs_org_created ON jobs (org_id, created_at DESC, id DESC);
+        CREATE INDEX jobs_running ON jobs (org_id) WHERE status = 'running';`.execute(db);
+    },
+  },
 };
 
 export const READ_MODEL_TABLES = [
+  'jobs',
   'channels',
   'flow_control_keys',
   'endpoints',

@@ -113,6 +113,21 @@ export interface ExecutionsTable {
   updated_at: Timestamp;
 }
 
+export interface JobsTable {
+  id: string;
+  org_id: string;
+  kind: string;
+  status: string;
+  filter: Json<Record<string, string | boolean>>;
+  total: number;
+  done: number;
+  skipped: number;
+  execution_ids: Json<string[]>;
+  created_at: Timestamp;
+  finished_at: Timestamp | null;
+  updated_at: Timestamp;
+}
+
 export interface EndpointsTable {
   id: string;
   org_id: string;
@@ -185,6 +200,7 @@ export interface Database {
   api_keys: ApiKeysTable;
   tasks: TasksTable;
   executions: ExecutionsTable;
+  jobs: JobsTable;
   schedules: SchedulesTable;
   monitors: MonitorsTable;
   pings: PingsTable;

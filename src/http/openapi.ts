@@ -23,7 +23,7 @@ const query = (name: string, description: string, schema: object, required = fal
 
 // Written out in every operation rather than referenced, so a reader needs no $ref resolution.
 const parameters = {
-  Id: pathId('id', 'The resource id (`tsk_…`, `sch_…`, `mon_…`, `ep_…`, `chn_…`, `exe_…`)'),
+  Id: pathId('id', 'The resource id (`tsk_…`, `sch_…`, `mon_…`, `ep_…`, `chn_…`, `exe_…`, `rjb_…`)'),
   EventId: pathId('event_id', 'The inbound event id (`evt_…`)'),
   Limit: query('limit', 'At most this many, newest first', { type: 'integer', minimum: 1, maximum: LIST_LIMIT.max, default: LIST_LIMIT.fallback }),
   Offset: query('offset', 'Skip this many', { type: 'integer', minimum: 0, default: 0 }),
@@ -127,6 +127,14 @@ export function openApiDocument(serverUrl: string) {
         }),
       },
       '/executions/{id}': { ...withId, get: op('Get an execution with its attempts') },
+      '/executions/retry': {
+        post: op('Bulk retry: count (dry_run: 200 {data: {count}}) or retry every execution the filter matches, as a job (202 {data: job})', {
+          body: 'BulkRetry', ok: '202', params: ['IdempotencyKey'],
+          description: 'The filter is the list\'s (`dead` defaults to true). The set is fixed when the job is accepted: the matching executions then, oldest first, at most 10,000 (more: 422 `field: "filter"` naming the count). ' +
+            'Each is retried once, as `POST /executions/{id}/retry` would; one that no longer qualifies (already retried, source gone) is skipped. One running job per organization (another: 409). ' +
+            'A job is `{id: "rjb_…", kind: "retry", status: "running"|"done"|"cancelled", filter, total, done, skipped, created_at, finished_at}`.',
+        }),
+      },
       '/executions/{id}/retry': {
         ...withId,
         post: op('Retry a finished execution as its source runs now: answers {execution_id, status: "pending", retry_of}', {
@@ -183,6 +191,9 @@ export function openApiDocument(serverUrl: string) {
           },
         },
       },
+      '/jobs': { get: op('Bulk retry jobs, newest first', { params: ['Limit'] }) },
+      '/jobs/{id}': { ...withId, get: op('One bulk retry job with its progress (total, done, skipped)') },
+      '/jobs/{id}/cancel': { ...withId, post: op('Cancel the running job (what it has not taken stays as it is); a job no longer running is answered as it is') },
       '/organization': { get: op('Get the organization'), put: op('Update notification settings', { body: 'UpdateOrganization' }) },
       '/organization/webhook-secret/rotate': { post: op('Rotate the webhook secret') },
       '/organization/ping-key/rotate': { post: op('Rotate the ping key: {root}/ping/<old key>/<slug> stops answering at once', { description: PING_KEY_ROTATE }) },

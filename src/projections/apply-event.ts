@@ -158,6 +158,15 @@ const monitor = (e: Of<'MonitorCreated' | 'MonitorUpdated' | 'MonitorPaused' | '
 const endpoint = (e: Of<'EndpointCreated' | 'EndpointUpdated' | 'EndpointPaused' | 'EndpointResumed'>, batch: ProjectionBatch) => {
   batch.endpoints.set(e.data.endpoint.id, endpointRow(e.data.endpoint));
 };
+/** A job's row: the state columns from every event, the set from its acceptance (a later event's row merges over it). */
+const job = (e: Of<'RetryJobAccepted' | 'RetryJobStepped' | 'RetryJobCancelled'>, batch: ProjectionBatch) => {
+  const j = e.data.job;
+  batch.patch(batch.jobs, j.id, {
+    id: j.id, org_id: j.org_id, kind: j.kind, status: j.status, filter: j.filter, total: j.total, done: j.done, skipped: j.skipped,
+    ...(e.type === 'RetryJobAccepted' ? { execution_ids: e.data.execution_ids } : {}),
+    created_at: j.created_at, finished_at: j.finished_at, updated_at: e.at,
+  });
+};
 const flowKey = (e: Of<'FlowControlPaused' | 'FlowControlResumed'>, batch: ProjectionBatch) => {
   batch.patch(batch.flowKeys, `${e.org_id} ${e.data.key}`, { org_id: e.org_id, key: e.data.key, paused: e.type === 'FlowControlPaused', updated_at: e.at });
 };
@@ -166,6 +175,7 @@ const flowKey = (e: Of<'FlowControlPaused' | 'FlowControlResumed'>, batch: Proje
 const projections: EventHandlers<void, [ProjectionBatch]> = {
   ...forTypes(['OrganizationCreated', 'OrganizationPlanChanged', 'OrganizationSettingsUpdated', 'WebhookSecretRotated'], organization),
   ...forTypes(['ApiKeyCreated', 'ApiKeyRevoked'], apiKey),
+  ...forTypes(['RetryJobAccepted', 'RetryJobStepped', 'RetryJobCancelled'], job),
   ...forTypes(['TaskCreated', 'TaskTriggered'], taskRun),
   TaskUpdated: (e, batch) => {
     const { task } = e.data;
