@@ -252,6 +252,7 @@ describe('OpenAPI document', () => {
       'PUT /channels/{id}': { name: 'renamed' },
       // Matches nothing: a job of an empty set, done at once.
       'POST /executions/retry': { filter: { error: 'openapi: no such error' } },
+      'POST /endpoints/{id}/events/replay': { filter: { method: 'TRACE' } },
     });
     /** Values for required query parameters, by name. */
     const queries: Record<string, string> = { lane: LANE };

@@ -118,6 +118,62 @@ describe('bulk retry jobs', () => {
     assert.deepEqual((await other('GET', '/jobs')).body.data, []);
   });
 
+  test('a bulk replay of an endpoint\'s failed events: to the chosen URL only, each delivery retry_of the one it replaces, and not again', async () => {
+    let aFails = true;
+    const replayTarget = await startTarget((req) => (aFails && req.path.startsWith('/r/a') ? { status: 410, body: 'gone' } : { status: 200, body: 'ok' }));
+    try {
+      const [a, b] = [`${replayTarget.url}/r/a`, `${replayTarget.url}/r/b`];
+      const created = await api('POST', '/endpoints', { name: 'replayed', forward_urls: [a, b], retry_attempts: 0 });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      const ep = created.body.data;
+      for (const [method, body] of [['POST', '{"n":1}'], ['POST', '{"n":2}'], ['POST', '{"n":3}'], ['PUT', '{"n":4}']] as const) {
+        const sent = await fetch(ep.inbound_url, { method, body, headers: { 'Content-Type': 'application/json' } });
+        assert.equal(sent.status, 200);
+      }
+      const deliveries = await eventually(async () => {
+        const rows = await allExecutions(api, `&endpoint_id=${ep.id}`);
+        return rows.length === 8 && rows.every((r) => FINAL.includes(r.status)) ? rows : null;
+      }, 60_000);
+      const failedA = deliveries.filter((r) => r.task.url === a);
+      assert.ok(failedA.every((r) => r.status === 'failed'));
+      const filter = { delivery_status: 'failed', method: 'post' };
+      assert.deepEqual((await api('POST', `/endpoints/${ep.id}/events/replay`, { filter, dry_run: true })).body.data, { count: 3 });
+
+      const bad = await api('POST', `/endpoints/${ep.id}/events/replay`, { filter: { delivery_status: 'broken' } });
+      assert.equal(bad.status, 422);
+      assert.equal(bad.body.error.field, 'filter.delivery_status');
+      const badTime = await api('POST', `/endpoints/${ep.id}/events/replay`, { filter: { received_after: 'soon' } });
+      assert.equal(badTime.status, 400);
+      assert.equal(badTime.body.error.field, 'filter.received_after');
+      const unknownUrl = await api('POST', `/endpoints/${ep.id}/events/replay`, { filter, forward_urls: ['http://elsewhere.example/x'] });
+      assert.equal(unknownUrl.status, 422);
+      assert.equal(unknownUrl.body.error.field, 'forward_urls');
+      assert.equal((await other('POST', `/endpoints/${ep.id}/events/replay`, { filter })).status, 404);
+
+      aFails = false;
+      const receivedB = replayTarget.received.filter((r) => r.path.startsWith('/r/b')).length;
+      const accepted = await api('POST', `/endpoints/${ep.id}/events/replay`, { filter, forward_urls: [a] });
+      assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
+      assert.equal(accepted.body.data.kind, 'replay');
+      assert.equal(accepted.body.data.endpoint_id, ep.id);
+      assert.deepEqual(accepted.body.data.forward_urls, [a]);
+      const done = await finishedJob(api, accepted.body.data.id);
+      assert.deepEqual([done.total, done.done, done.skipped], [3, 3, 0]);
+      const replays = await eventually(async () => {
+        const rows = (await allExecutions(api, `&endpoint_id=${ep.id}`)).filter((r) => r.retry_of);
+        return rows.length === 3 && rows.every((r) => r.status === 'success') ? rows : null;
+      }, 60_000);
+      const posted = failedA.filter((r) => !replayTarget.received.some((q) => q.method === 'PUT' && q.headers['x-jetcron-execution-id'] === r.id));
+      assert.deepEqual(replays.map((r) => r.retry_of).sort(), posted.map((r) => r.id).sort(), 'each replay retries the event\'s delivery to that URL');
+      assert.ok(replays.every((r) => r.task.url === a));
+      assert.equal(replayTarget.received.filter((r) => r.path.startsWith('/r/b')).length, receivedB, 'nothing to the URL not chosen');
+      // Their failures are replaced: the same replay finds nothing.
+      assert.deepEqual((await api('POST', `/endpoints/${ep.id}/events/replay`, { filter, dry_run: true })).body.data, { count: 0 });
+    } finally {
+      await replayTarget.close();
+    }
+  });
+
   test('a rebuild of the read models gives the same jobs', async () => {
     const jobs = async () => {
       const list = (await api('GET', '/jobs')).body.data as any[];
@@ -149,10 +205,20 @@ describe('a bulk retry job across a kill -9 of the process advancing it', () => 
     await svc?.stop();
   });
 
-  test('killed part-way, it finishes in another process and no execution of its set is retried twice', async () => {
+  test('one running job per organization, a cancel; killed part-way, a job finishes in another process and no execution of its set is retried twice', async () => {
     const { api, apiKey } = await svc.createOrg('pro');
     const set = await deadLetters(api, `${target.url}/crash`, 300, 'crash');
     failing = false;
+    // No process advances jobs yet: one accepted now stays running.
+    const waiting = await api('POST', '/executions/retry', { filter: {} });
+    assert.equal(waiting.status, 202, JSON.stringify(waiting.body));
+    assert.equal(waiting.body.data.status, 'running');
+    const another = await api('POST', '/executions/retry', { filter: { source_type: 'task' } });
+    assert.equal(another.status, 409, 'one running job per organization');
+    const cancelled = await api('POST', `/jobs/${waiting.body.data.id}/cancel`);
+    assert.equal(cancelled.status, 200, JSON.stringify(cancelled.body));
+    assert.deepEqual([cancelled.body.data.status, cancelled.body.data.done, cancelled.body.data.skipped], ['cancelled', 0, 0]);
+    assert.ok(cancelled.body.data.finished_at);
     const first = await spawnJetcron({ roles: 'api', natsUrl: svc.natsUrl, databaseUrl: svc.databaseUrl, label: 'jobs-a' });
     procs.push(first);
     const viaFirst = apiClient(() => first.url!, apiKey);

@@ -301,6 +301,12 @@ const migrations: Record<string, Migration> = {
         CREATE INDEX jobs_running ON jobs (org_id) WHERE status = 'running';`.execute(db);
     },
   },
+  // A replay job's endpoint and forward URLs (null: all of them).
+  '0015_replay_jobs': {
+    async up(db) {
+      await sql`ALTER TABLE jobs ADD COLUMN endpoint_id text, ADD COLUMN forward_urls json`.execute(db);
+    },
+  },
 };
 
 export const READ_MODEL_TABLES = [

@@ -123,6 +123,8 @@ export interface JobsTable {
   done: number;
   skipped: number;
   execution_ids: Json<string[]>;
+  endpoint_id: ColumnType<string | null, string | null | undefined, string | null>;
+  forward_urls: ColumnType<string[] | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   finished_at: Timestamp | null;
   updated_at: Timestamp;

@@ -160,6 +160,14 @@ export function openApiDocument(serverUrl: string) {
       '/endpoints/{id}/resume': { ...withId, post: op('Resume delivery (held events go out in order)') },
       '/endpoints/{id}/events': { ...withId, get: op('Inbound events of the last 30 days, newest first', history) },
       '/endpoints/{id}/events/{event_id}': { ...withEvent, get: op('One inbound event with its stored request') },
+      '/endpoints/{id}/events/replay': {
+        ...withId,
+        post: op('Bulk replay of inbound events by filter, as a job (dry_run: 200 {data: {count}})', {
+          body: 'BulkReplay', ok: '202', params: ['IdempotencyKey'],
+          description: 'The endpoint\'s inbound events of the last 30 days matching the filter, oldest first, at most 10,000 (more: 422 `field: "filter"`), each replayed once through the endpoint\'s current scripts to `forward_urls` (default all), ' +
+            'each new delivery `retry_of` the event\'s previous delivery to that URL. The job is the bulk retry\'s (`kind: "replay"`, with `endpoint_id` and `forward_urls`); one running job per organization.',
+        }),
+      },
       '/endpoints/{id}/events/{event_id}/replay': { ...withEvent, post: op('Forward the stored request again', { ok: '202' }) },
       '/channels': { get: op('List notification channels'), post: op('Create a notification channel', { body: 'CreateChannel', ok: '201', description: CHANNELS }) },
       '/channels/{id}': { ...withId, get: op('Get a channel'), put: op('Update a channel: the fields it names; config values given replace the stored ones', { body: 'UpdateChannel' }), delete: op('Delete a channel', { ok: '204' }) },

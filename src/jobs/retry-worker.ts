@@ -1,7 +1,13 @@
 import { STREAMS } from '../../streams/definitions.ts';
 import { decideRetry } from '../commands/execution/retry.ts';
 import { loadLatestJob, recordJobStep } from '../commands/job/handlers.ts';
-import type { JobStepOutcome } from '../commands/job/types.ts';
+import type { JobStepOutcome, RetryJob } from '../commands/job/types.ts';
+import { SUBJECTS } from '../../streams/subjects.ts';
+import type { JetcronEvent } from '../events/types.ts';
+import { replayInboundEvent } from '../http/replay-event.ts';
+import { derivedId } from '../lib/ids.ts';
+
+type Step = { outcome: JobStepOutcome; retryId: string | null; reason: string | null };
 import type { ApiDeps } from '../http/context.ts';
 import { runRetry } from '../http/routes/executions.ts';
 import { ApiError } from '../lib/errors.ts';
@@ -44,7 +50,7 @@ export function retryJobWorker(deps: ApiDeps, log: (m: string) => void): LeasedC
     }
   }
 
-  async function step(orgId: string, executionId: string): Promise<{ outcome: JobStepOutcome; retryId: string | null; reason: string | null }> {
+  async function step(orgId: string, executionId: string): Promise<Step> {
     const row = await deps.db.selectFrom('executions').select(['id', 'status', 'source_type', 'source_id', 'url', 'parent_id', 'retried_by'])
       .where('id', '=', executionId).where('org_id', '=', orgId).executeTakeFirst();
     if (!row) return { outcome: 'skipped', retryId: null, reason: 'the execution is gone (its source was deleted)' };
@@ -57,6 +63,36 @@ export function retryJobWorker(deps: ApiDeps, log: (m: string) => void): LeasedC
     }
   }
 
+  /**
+   * A replay job's step: the event again to the job's forward URLs (all the endpoint's
+   * when null), each new delivery `retry_of` the event's latest earlier one to that URL.
+   * The replay's event id derives from the job and the position: a holder taking the
+   * position again after a crash finds it as the event subject's last and does not
+   * replay twice.
+   */
+  async function replayStep(job: RetryJob, eventId: string): Promise<Step> {
+    const orgId = job.org_id;
+    const row = await deps.db.selectFrom('inbound_events').selectAll().where('id', '=', eventId).where('org_id', '=', orgId).executeTakeFirst();
+    if (!row) return { outcome: 'skipped', retryId: null, reason: 'the inbound event is gone' };
+    const replayId = derivedId('evt', Date.parse(job.created_at), job.id, job.position);
+    const last = await deps.store.last<JetcronEvent>(SUBJECTS.inboundEvent(orgId, eventId));
+    if (last?.event.id === replayId && last.event.type === 'InboundEventReplayed') {
+      return { outcome: 'retried', retryId: last.event.data.executions[0]?.execution_id ?? null, reason: null };
+    }
+    const earlier = await deps.db.selectFrom('executions').select(['id', 'url']).where('parent_id', '=', eventId).where('org_id', '=', orgId)
+      .orderBy('created_at', 'asc').orderBy('id', 'asc').execute();
+    const latest = new Map(earlier.map((x) => [x.url, x.id]));
+    const endpoint = await deps.endpoints.get(orgId, row.endpoint_id);
+    const urls = job.forward_urls ?? endpoint?.forward_urls ?? [];
+    try {
+      const { ids } = await replayInboundEvent(deps, orgId, row, { urls, retryOf: (u) => latest.get(u), eventId: replayId });
+      return { outcome: 'retried', retryId: ids[0] ?? null, reason: null };
+    } catch (err) {
+      if (err instanceof ApiError && (err.status === 409 || err.status === 404)) return { outcome: 'skipped', retryId: null, reason: err.message };
+      throw err;
+    }
+  }
+
   async function advance(jobId: string, orgId: string, signal: AbortSignal, lease: Lease): Promise<void> {
     const row = await deps.db.selectFrom('jobs').select(['execution_ids']).where('id', '=', jobId).executeTakeFirst();
     const ids = (row?.execution_ids ?? []) as string[];
@@ -64,7 +100,7 @@ export function retryJobWorker(deps: ApiDeps, log: (m: string) => void): LeasedC
     while (job && job.id === jobId && job.status === 'running' && !signal.aborted && lease.held()) {
       const executionId = ids[job.position];
       if (executionId === undefined) throw new Error(`job ${jobId}: no execution at position ${job.position} of ${ids.length}`);
-      const taken = await step(orgId, executionId);
+      const taken = job.kind === 'replay' ? await replayStep(job, executionId) : await step(orgId, executionId);
       const { events, state } = await recordJobStep(deps, orgId, { jobId, position: job.position, executionId, ...taken });
       // Nothing recorded: cancelled meanwhile, or the step is another holder's. Read again next round.
       if (!events.length) return;

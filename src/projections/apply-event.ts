@@ -163,7 +163,7 @@ const job = (e: Of<'RetryJobAccepted' | 'RetryJobStepped' | 'RetryJobCancelled'>
   const j = e.data.job;
   batch.patch(batch.jobs, j.id, {
     id: j.id, org_id: j.org_id, kind: j.kind, status: j.status, filter: j.filter, total: j.total, done: j.done, skipped: j.skipped,
-    ...(e.type === 'RetryJobAccepted' ? { execution_ids: e.data.execution_ids } : {}),
+    ...(e.type === 'RetryJobAccepted' ? { execution_ids: e.data.execution_ids, endpoint_id: j.endpoint_id ?? null, forward_urls: j.forward_urls ?? null } : {}),
     created_at: j.created_at, finished_at: j.finished_at, updated_at: e.at,
   });
 };

@@ -100,7 +100,7 @@ const FLOW_KEY_TYPES: ColumnTypes = {
 };
 const JOB_TYPES: ColumnTypes = {
   id: 'text', org_id: 'text', kind: 'text', status: 'text', filter: 'jsonb', total: 'integer', done: 'integer', skipped: 'integer',
-  execution_ids: 'json', created_at: TS, finished_at: TS, updated_at: TS,
+  execution_ids: 'json', endpoint_id: 'text', forward_urls: 'json', created_at: TS, finished_at: TS, updated_at: TS,
 };
 export const PING_TYPES: ColumnTypes = {
   id: 'text', monitor_id: 'text', kind: 'text', received_at: TS, method: 'text', source_ip: 'text', user_agent: 'text', body: 'text',

@@ -25,7 +25,8 @@ export function decideJobs(command: JobCommand, state: RetryJob | null, meta: Co
       if (state?.status === 'running') throw conflict(`Job ${state.id} is running: one bulk job at a time per organization`);
       const total = command.executionIds.length;
       const job: RetryJob = {
-        id: command.jobId, org_id: command.orgId, kind: 'retry', status: total ? 'running' : 'done', filter: command.filter,
+        id: command.jobId, org_id: command.orgId, kind: command.replay ? 'replay' : 'retry', status: total ? 'running' : 'done', filter: command.filter,
+        ...(command.replay ? { endpoint_id: command.replay.endpointId, forward_urls: command.replay.forwardUrls } : {}),
         total, done: 0, skipped: 0, position: 0, created_at: meta.now, finished_at: total ? null : meta.now,
       };
       return [{ ...base, org_id: command.orgId, type: 'RetryJobAccepted', data: { job, execution_ids: command.executionIds } }];

@@ -15,8 +15,9 @@ export async function loadLatestJob(store: EventStore, orgId: string): Promise<{
   return last ? { job: evolveJobs(null, last.event), seq: last.seq } : { job: null, seq: 0 };
 }
 
-export const acceptRetryJob = (deps: CommandDeps, orgId: string, jobId: string, filter: RetryJob['filter'], executionIds: string[]) =>
-  run(deps, orgId, { type: 'AcceptRetryJob', orgId, jobId, filter, executionIds });
+export const acceptRetryJob = (
+  deps: CommandDeps, orgId: string, jobId: string, filter: RetryJob['filter'], executionIds: string[], replay?: { endpointId: string; forwardUrls: string[] | null },
+) => run(deps, orgId, { type: 'AcceptRetryJob', orgId, jobId, filter, executionIds, ...(replay ? { replay } : {}) });
 export const cancelJob = (deps: CommandDeps, orgId: string, jobId: string) => run(deps, orgId, { type: 'CancelJob', jobId });
 export const recordJobStep = (deps: CommandDeps, orgId: string, step: Omit<Extract<JobCommand, { type: 'RecordJobStep' }>, 'type'>) =>
   run(deps, orgId, { type: 'RecordJobStep', ...step });

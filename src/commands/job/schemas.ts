@@ -1,9 +1,11 @@
-import { agree, Int, Nullable, OneOf, Str, Time, Type, type Disagreeing } from '../../events/schema-kit.ts';
+import { agree, Int, Nullable, OneOf, Opt, Str, Time, Type, type Disagreeing } from '../../events/schema-kit.ts';
 
 const jobSchema = Type.Object({
   id: Str('`rjb_…`'),
   org_id: Str(),
-  kind: Type.Literal('retry'),
+  kind: OneOf(['retry', 'replay'] as const),
+  endpoint_id: Opt(Str('A replay job\'s endpoint')),
+  forward_urls: Opt(Nullable(Type.Array(Str(), { description: "A replay job's forward URLs; null: all of the endpoint's" }))),
   status: OneOf(['running', 'done', 'cancelled'] as const),
   filter: Type.Record(Type.String(), Type.Union([Type.String(), Type.Boolean()]), { description: 'The filter as accepted' }),
   total: Int('How many executions the set holds'),
@@ -17,8 +19,8 @@ const jobSchema = Type.Object({
 export const JOB_EVENT_SCHEMAS = {
   RetryJobAccepted: Type.Object({
     job: jobSchema,
-    execution_ids: Type.Array(Str(), { description: 'The set, fixed at acceptance: the matching executions then, oldest first' }),
-  }, { description: 'A bulk retry was accepted (`POST /executions/retry`)' }),
+    execution_ids: Type.Array(Str(), { description: 'The set, fixed at acceptance, oldest first: the matching executions (a replay job: inbound events)' }),
+  }, { description: 'A bulk retry (`POST /executions/retry`) or replay (`POST /endpoints/{id}/events/replay`) was accepted' }),
   RetryJobStepped: Type.Object({
     job: jobSchema,
     execution_id: Str('The execution of the set this step took'),

@@ -1,15 +1,20 @@
 import type { Envelope } from '../../events/envelope.ts';
 
 /**
- * A bulk retry job (`POST /executions/retry`, CONTRACT.md "Failure recovery"). Its set
- * (the executions to retry, oldest first) is fixed when it is accepted and travels in
+ * A bulk job (CONTRACT.md "Failure recovery"): a retry of executions, or a replay of an
+ * endpoint's inbound events. Its set (the executions or events, oldest first) is fixed when it is accepted and travels in
  * `RetryJobAccepted`; each step of its worker is an event naming the execution and
  * what came of it, so the job's progress is the log's.
  */
 export interface RetryJob {
   id: string;
   org_id: string;
-  kind: 'retry';
+  /** `retry`: executions retried (`POST /executions/retry`); `replay`: an endpoint's inbound events replayed (`POST /endpoints/{id}/events/replay`). */
+  kind: 'retry' | 'replay';
+  /** A replay job's endpoint. */
+  endpoint_id?: string;
+  /** A replay job's forward URLs; null = every forward URL of the endpoint when each event's turn comes. */
+  forward_urls?: string[] | null;
   status: 'running' | 'done' | 'cancelled';
   /** The filter as accepted (the list's filter names and values). */
   filter: Record<string, string | boolean>;
@@ -27,12 +32,13 @@ export interface RetryJob {
 export type JobStepOutcome = 'retried' | 'skipped';
 
 export type JobEvent =
+  /** `execution_ids`: the set (a replay job's are inbound event ids). */
   | Envelope<'RetryJobAccepted', { job: RetryJob; execution_ids: string[] }>
   | Envelope<'RetryJobStepped', { job: RetryJob; execution_id: string; outcome: JobStepOutcome; retry_id: string | null; reason: string | null }>
   | Envelope<'RetryJobCancelled', { job: RetryJob }>;
 
 export type JobCommand =
-  | { type: 'AcceptRetryJob'; orgId: string; jobId: string; filter: RetryJob['filter']; executionIds: string[] }
+  | { type: 'AcceptRetryJob'; orgId: string; jobId: string; filter: RetryJob['filter']; executionIds: string[]; replay?: { endpointId: string; forwardUrls: string[] | null } }
   | { type: 'RecordJobStep'; jobId: string; position: number; executionId: string; outcome: JobStepOutcome; retryId: string | null; reason: string | null }
   | { type: 'CancelJob'; jobId: string };
 

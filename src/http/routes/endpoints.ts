@@ -21,7 +21,9 @@ import { validate } from '../validate.ts';
 import { orgPlan, planLimitFor } from '../plan-limits.ts';
 import { limitParam } from './executions.ts';
 
-const HISTORY_MS = 30 * 24 * 3_600_000;
+/** How long inbound events are listed (and replayed in bulk). */
+export const EVENT_HISTORY_MS = 30 * 24 * 3_600_000;
+const HISTORY_MS = EVENT_HISTORY_MS;
 const iso = (d: Date | string | null) => (d == null ? null : new Date(d).toISOString());
 
 type Input = Omit<EndpointInput, 'verification'> & {

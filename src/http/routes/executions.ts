@@ -43,7 +43,7 @@ export async function runRetry(deps: ApiDeps, orgId: string, command: RetryComma
     case 'ReplayDelivery': {
       const row = await deps.db.selectFrom('inbound_events').selectAll().where('id', '=', command.eventId).where('org_id', '=', orgId).executeTakeFirst();
       if (!row) throw conflict('The execution\'s source is gone: its inbound event is no longer stored', 'source');
-      const { ids } = await replayInboundEvent(deps, orgId, row, { url: command.url, of: command.retryOf });
+      const { ids } = await replayInboundEvent(deps, orgId, row, { urls: [command.url], retryOf: () => command.retryOf });
       return ids[0]!;
     }
     default:

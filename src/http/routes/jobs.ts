@@ -7,9 +7,10 @@ import { ApiError, notFound, unprocessable } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { jsonObject } from '../body.ts';
 import { handler, type ApiDeps } from '../context.ts';
-import { filterConditions, parseExecutionFilter, type ExecutionFilter, type FilterName } from '../execution-filter.ts';
+import { filterConditions, parseExecutionFilter, parseInstant, type ExecutionFilter, type FilterName } from '../execution-filter.ts';
 import { idempotent, onceId } from '../idempotency.ts';
-import { bulkRetrySchema } from '../schemas/job.ts';
+import { bulkReplaySchema, bulkRetrySchema } from '../schemas/job.ts';
+import { EVENT_HISTORY_MS } from './endpoints.ts';
 import { validate } from '../validate.ts';
 import { limitParam } from './executions.ts';
 
@@ -18,10 +19,16 @@ type JobFilter = RetryJob['filter'];
 const iso = (d: Date | string | null) => (d == null ? null : new Date(d).toISOString());
 
 /** A job as responses show it (from its event's state or its row). */
-export function jobResource(j: Pick<RetryJob, 'id' | 'kind' | 'status' | 'filter' | 'total' | 'done' | 'skipped'> & { created_at: Date | string; finished_at: Date | string | null }) {
-  return { id: j.id, kind: j.kind, status: j.status, filter: j.filter, total: j.total, done: j.done, skipped: j.skipped, created_at: iso(j.created_at), finished_at: iso(j.finished_at) };
+export function jobResource(j: Pick<RetryJob, 'id' | 'kind' | 'status' | 'filter' | 'total' | 'done' | 'skipped' | 'endpoint_id' | 'forward_urls'> & { created_at: Date | string; finished_at: Date | string | null }) {
+  return {
+    id: j.id, kind: j.kind, status: j.status, filter: j.filter, total: j.total, done: j.done, skipped: j.skipped,
+    // A replay job names its endpoint and forward URLs (null: all).
+    ...(j.kind === 'replay' ? { endpoint_id: j.endpoint_id ?? null, forward_urls: j.forward_urls ?? null } : {}),
+    created_at: iso(j.created_at), finished_at: iso(j.finished_at),
+  };
 }
-const rowResource = (r: Selectable<JobsTable>) => jobResource({ ...r, kind: 'retry', status: r.status as RetryJob['status'], filter: r.filter as JobFilter });
+const rowResource = (r: Selectable<JobsTable>) =>
+  jobResource({ ...r, kind: r.kind as RetryJob['kind'], status: r.status as RetryJob['status'], filter: r.filter as JobFilter, endpoint_id: r.endpoint_id ?? undefined });
 
 /** The bulk call's filter: the list's, checked the same way (a bad one names `filter.<name>`), dead letters unless `dead: false`. */
 function bulkFilter(given: JobFilter, nowMs: number): { filter: ExecutionFilter; accepted: JobFilter } {
@@ -33,6 +40,46 @@ function bulkFilter(given: JobFilter, nowMs: number): { filter: ExecutionFilter;
     if (err instanceof ApiError && err.field) throw new ApiError(err.status, `filter.${err.message}`, `filter.${err.field}`);
     throw err;
   }
+}
+
+type ReplayFilter = { received_after?: string; received_before?: string; delivery_status?: string; method?: string };
+const DELIVERY_STATUSES = ['failed', 'success', 'pending'];
+
+/**
+ * The inbound events of an endpoint a bulk replay takes (as `e`), within the 30 days
+ * events are listed for. `delivery_status` is the event's worst delivery among those no
+ * retry replaced (a failure replayed successfully no longer counts): failed (failed,
+ * timeout, cancelled) over pending (pending, running) over success; an event without a
+ * delivery (collected, filtered) has none and matches no `delivery_status`.
+ */
+function replayConditions(orgId: string, endpointId: string, f: ReplayFilter, nowMs: number) {
+  const named = (name: string, problem: () => ApiError) => {
+    const err = problem();
+    return new ApiError(err.status, `filter.${err.message}`, `filter.${name}`);
+  };
+  const instantOf = (name: 'received_after' | 'received_before') => {
+    const raw = f[name];
+    if (!raw) return undefined;
+    try {
+      return parseInstant(name, raw, nowMs);
+    } catch (err) {
+      if (err instanceof ApiError) throw named(name, () => err);
+      throw err;
+    }
+  };
+  const after = instantOf('received_after');
+  const before = instantOf('received_before');
+  const where = [sql`e.org_id = ${orgId}`, sql`e.endpoint_id = ${endpointId}`, sql`e.received_at >= ${new Date(nowMs - EVENT_HISTORY_MS)}`];
+  if (after) where.push(sql`e.received_at >= ${after}`);
+  if (before) where.push(sql`e.received_at <= ${before}`);
+  if (f.method) where.push(sql`e.method = ${f.method.toUpperCase()}`);
+  if (f.delivery_status) {
+    if (!DELIVERY_STATUSES.includes(f.delivery_status)) throw named('delivery_status', () => unprocessable(`delivery_status must be one of ${DELIVERY_STATUSES.join(', ')}`));
+    where.push(sql`(SELECT CASE WHEN bool_or(x.status IN ('failed', 'timeout', 'cancelled')) THEN 'failed'
+        WHEN bool_or(x.status IN ('pending', 'running')) THEN 'pending' WHEN count(*) > 0 THEN 'success' END
+      FROM executions x WHERE x.parent_id = e.id AND x.org_id = ${orgId} AND x.retried_by IS NULL) = ${f.delivery_status}`);
+  }
+  return sql.join(where, sql` AND `);
 }
 
 export function jobRoutes(deps: ApiDeps): Router {
@@ -59,6 +106,35 @@ export function jobRoutes(deps: ApiDeps): Router {
     const { state, seq } = await acceptRetryJob(deps, req.orgId, jobId, accepted, rows.map((x) => x.id));
     await deps.reads.wrote(req.orgId, seq);
     res.status(202).json({ data: jobResource(state!), message: `Retry job accepted: ${state!.total} execution(s)` });
+  }));
+
+  r.post('/endpoints/:id/events/replay', idempotent(deps), handler(async (req, res) => {
+    const body = validate<{ filter: ReplayFilter; forward_urls?: string[] | null; dry_run?: boolean }>(bulkReplaySchema, jsonObject(req));
+    const endpoint = await deps.db.selectFrom('endpoints').select(['id', 'doc']).where('id', '=', req.params.id!).where('org_id', '=', req.orgId).executeTakeFirst();
+    if (!endpoint) throw notFound('Endpoint not found');
+    const forwardUrls = (endpoint.doc as { forward_urls?: string[] }).forward_urls ?? [];
+    const chosen = body.forward_urls ?? null;
+    if (chosen) {
+      if (!chosen.length) throw unprocessable('forward_urls must name at least one of the endpoint\'s forward URLs (or be left out: all)', 'forward_urls');
+      const unknown = chosen.find((u) => !forwardUrls.includes(u));
+      if (unknown !== undefined) throw unprocessable(`forward_urls: ${unknown} is not a forward URL of this endpoint`, 'forward_urls');
+    } else if (!forwardUrls.length) throw unprocessable('the endpoint has no forward_urls: it only collects events', 'forward_urls');
+    const where = replayConditions(req.orgId, endpoint.id, body.filter ?? {}, Date.now());
+    await deps.reads.caughtUp(req.orgId);
+    if (body.dry_run) {
+      const { rows } = await sql<{ count: string }>`SELECT count(*) AS count FROM inbound_events e WHERE ${where}`.execute(deps.db);
+      return void res.json({ data: { count: Number(rows[0]!.count) } });
+    }
+    const { rows } = await sql<{ id: string }>`SELECT e.id FROM inbound_events e WHERE ${where}
+      ORDER BY e.received_at ASC, e.inbound_seq ASC, e.id ASC LIMIT ${MAX_JOB_SET + 1}`.execute(deps.db);
+    if (rows.length > MAX_JOB_SET) {
+      const { rows: [counted] } = await sql<{ count: string }>`SELECT count(*) AS count FROM inbound_events e WHERE ${where}`.execute(deps.db);
+      throw unprocessable(`filter matches ${Number(counted!.count)} inbound events; a job takes at most ${MAX_JOB_SET.toLocaleString('en')}: narrow it`, 'filter');
+    }
+    const jobId = onceId(res, 'rjb') ?? newId('rjb');
+    const { state, seq } = await acceptRetryJob(deps, req.orgId, jobId, body.filter ?? {}, rows.map((x) => x.id), { endpointId: endpoint.id, forwardUrls: chosen });
+    await deps.reads.wrote(req.orgId, seq);
+    res.status(202).json({ data: jobResource(state!), message: `Replay job accepted: ${state!.total} event(s)` });
   }));
 
   r.get('/jobs', handler(async (req, res) => {
