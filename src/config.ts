@@ -32,6 +32,8 @@ export interface Config {
    * bounded (`HeldMonitors.restates`; the bound is also at least twice the monitors held).
    */
   monitorRestateAfter: number;
+  /** Whether this API process may take the `retry-jobs` lease and advance bulk retry jobs (JETCRON_RETRY_JOBS=0: never; default yes). */
+  retryJobs: boolean;
   /** Test-only (JETCRON_EMBEDDED_PDEATHSIG=0): false lets the embedded servers outlive a killed service. */
   embeddedDieWithParent: boolean;
   /** A consumer failing on one item, or behind without moving, for this long makes /healthz answer 503. */
@@ -122,6 +124,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { roles?: string; proce
     timeScale: num(env, 'JETCRON_TIME_SCALE', 1, (n) => n > 0),
     scriptTimeoutMs: num(env, 'JETCRON_SCRIPT_TIMEOUT_MS', 100, (n) => Number.isInteger(n) && n >= 10 && n <= 60_000),
     allowPrivateTargets: env.JETCRON_ALLOW_PRIVATE_TARGETS === '1' || env.JETCRON_ALLOW_PRIVATE_TARGETS === 'true',
+    retryJobs: env.JETCRON_RETRY_JOBS !== '0' && env.JETCRON_RETRY_JOBS !== 'false',
     streamReplicas: env.JETCRON_STREAM_REPLICAS ? num(env, 'JETCRON_STREAM_REPLICAS', 1, (n) => [1, 3, 5].includes(n)) : undefined,
     rateLimitFree: num(env, 'JETCRON_RATE_LIMIT_FREE', 20, (n) => n >= 0),
     rateLimitPro: num(env, 'JETCRON_RATE_LIMIT_PRO', 200, (n) => n >= 0),

@@ -32,6 +32,10 @@ export const SUBJECTS = {
   schedules: 'evt.*.schedule.*',
   /** An organization's notification channels, one aggregate: each event carries the whole set (one direct get loads it). */
   channels: (org: string) => `evt.${org}.channels`,
+  /** An organization's bulk retry jobs, one aggregate (its latest job): one running at a time, each step a guarded append. */
+  jobs: (org: string) => `evt.${org}.jobs`,
+  /** Every organization's jobs subject: the retry-job worker finds running jobs by their last events. */
+  allJobs: 'evt.*.jobs',
   /** Every organization's channels subject: the notifier's channel directory follows them. */
   allChannels: 'evt.*.channels',
   /** Every monitor's subject: a monitor owner taking over reads the last of each. */

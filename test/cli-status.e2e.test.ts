@@ -56,12 +56,12 @@ describe('jetcron status, and the progress of rebuild and replay', () => {
     dataDir = mkdtempSync(path.join(os.tmpdir(), 'jetcron-test-status-'));
     const created = await api('POST', '/tasks', { url: 'http://127.0.0.1:9/later', delay: '1h' });
     assert.equal(created.status, 201, JSON.stringify(created.body));
-    // Every lease of the one process is held: its readers' and both kinds of partition owners'.
+    // Every lease of the one process is held: its readers', both kinds of partition owners' and the retry-job worker's.
     const leases = await new Kvm(nats.nc).open(KV_BUCKETS.leases.name);
     await eventually(async () => {
       let n = 0;
       for await (const _ of await leases.keys()) n++;
-      return n === 3 + 2 * PARTITIONS;
+      return n === 4 + 2 * PARTITIONS;
     });
   });
   after(async () => {
@@ -110,7 +110,7 @@ describe('jetcron status, and the progress of rebuild and replay', () => {
 
     const names = r.leases.map((l) => l.name);
     const each = (prefix: string) => Array.from({ length: PARTITIONS }, (_, p) => `${prefix}.${p}`);
-    assert.deepEqual([...names].sort(), ['projector', 'inbound-router', 'notifier', ...each('owner'), ...each('monitor-owner')].sort());
+    assert.deepEqual([...names].sort(), ['projector', 'inbound-router', 'notifier', 'retry-jobs', ...each('owner'), ...each('monitor-owner')].sort());
     for (const l of r.leases) {
       assert.equal(l.holder, me.instance, l.name);
       assert.equal(l.holder_pid, process.pid);

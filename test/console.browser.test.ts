@@ -10,6 +10,7 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import Stripe from 'stripe';
 import { eventually, startTestService, type Api, type TestService } from './support/service.ts';
 import { takeScreenshots } from './support/console-screenshots.ts';
+import { startTarget } from './support/target.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 // Monitor waits: interval 60 s + grace 300 s → 3.6 s. Nothing here retries.
@@ -507,6 +508,67 @@ describe('web console (Chromium)', { skip }, () => {
     await page.getByRole('heading', { name: 'Channels', level: 1 }).waitFor();
     await page.getByText(/No channels yet/).waitFor();
     await tab.context.close();
+  });
+
+  test('failures: dead letters filtered, retry one, retry the selected, "retry all N matching" with the job\'s progress; an endpoint\'s "replay matching"', async () => {
+    // An organization of its own: its dead letters are only these. A target that refuses (410) until told.
+    const own = await svc.createOrg();
+    let refusing = true;
+    const failing = await startTarget(() => (refusing ? { status: 410, body: 'gone' } : { status: 200, body: 'ok' }));
+    try {
+      const tasks = [];
+      for (const n of [1, 2, 3]) {
+        const res = await own.api('POST', '/tasks', { url: `${failing.url}/dead-${n}`, name: `dead ${n}`, retry_attempts: 0 });
+        assert.equal(res.status, 201, JSON.stringify(res.body));
+        tasks.push(res.body.data);
+      }
+      const ep = (await own.api('POST', '/endpoints', { name: 'replayed hooks', forward_urls: [`${failing.url}/hook`], retry_attempts: 0 })).body.data;
+      assert.equal((await fetch(ep.inbound_url, { method: 'POST', body: '{"a":1}', headers: { 'Content-Type': 'application/json' } })).status, 200);
+      await eventually(async () => (await own.api('GET', '/executions?dead=true')).body.data.length === 4, WAIT_MS);
+      refusing = false;
+
+      const tab = await openConsole();
+      const { page } = tab;
+      await signIn(tab, own.apiKey);
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Failures' }).click();
+      await page.getByRole('heading', { name: 'Failures', level: 1 }).waitFor();
+      const rows = page.getByRole('region', { name: 'Dead letters' }).locator('tbody tr');
+      await eventually(async () => (await rows.count()) === 4, WAIT_MS);
+
+      // Filtered to the tasks' executions.
+      await page.getByLabel('Kind').selectOption('task');
+      await page.getByRole('button', { name: 'Apply' }).click();
+      await eventually(async () => (await rows.count()) === 3, WAIT_MS);
+
+      // Retry one: it leaves the list (no longer a dead letter).
+      await page.getByRole('button', { name: `Retry ${tasks[0].last_execution_id}` }).click();
+      await page.locator('.action-result').getByRole('link', { name: /^exe_/ }).waitFor();
+      await eventually(async () => (await rows.count()) === 2, WAIT_MS);
+
+      // Retry the selected.
+      await page.getByLabel(`Select ${tasks[1].last_execution_id}`).check();
+      await page.getByRole('button', { name: 'Retry selected' }).click();
+      await page.locator('.action-result', { hasText: 'Retried 1 of 1 selected' }).waitFor();
+      await eventually(async () => (await rows.count()) === 1, WAIT_MS);
+
+      // Count, then retry all that match as a job, whose progress ends done.
+      await page.getByRole('button', { name: 'Count matching dead letters' }).click();
+      await page.getByRole('button', { name: 'Retry all 1 matching' }).click();
+      await page.locator('.job-progress[data-status="done"]', { hasText: '1 of 1' }).waitFor();
+      await page.getByText('No dead letters match.').waitFor();
+
+      // The endpoint's failed event, replayed by "replay matching".
+      await go(page, `#/endpoints/${ep.id}`);
+      await page.getByRole('heading', { name: 'Replay matching events' }).waitFor();
+      await page.getByRole('button', { name: 'Count matching events' }).click();
+      await page.getByRole('button', { name: 'Replay all 1 matching' }).click();
+      await page.locator('.job-progress[data-status="done"]', { hasText: '1 of 1 (1 replayed' }).waitFor();
+      await eventually(async () => failing.received.filter((r) => r.path === '/hook').length === 2, WAIT_MS);
+      assert.deepEqual(tab.dialogs, []);
+      await tab.context.close();
+    } finally {
+      await failing.close();
+    }
   });
 
   test('at phone width (375 px) no page is wider than the screen', async () => {

@@ -234,6 +234,17 @@ const EXPECTED: Record<RequestSchemaName, Record<string, Partial<Record<Empty, O
   CreateChannel: { kind: REFUSED, name: REFUSED, events: { null: NONE, '[]': ok([]) } },
   UpdateChannel: { kind: REFUSED, name: REFUSED, events: { null: NONE, '[]': ok([]) } },
   TestChannel: {},
+  // A bulk retry's filter: an empty value is no filter (as an empty query parameter of the list).
+  BulkRetry: Object.fromEntries(['status', 'since', 'until', 'task_id', 'source_type', 'schedule_id', 'endpoint_id', 'lane', 'host', 'status_code', 'error', 'finished_after', 'finished_before']
+    .map((name) => [`filter.${name}`, { '""': ok() }])),
+  // A bulk replay: an empty filter value is none; forward_urls null is all of them, [] none (refused: a replay to nowhere).
+  BulkReplay: {
+    'filter.received_after': { '""': ok() },
+    'filter.received_before': { '""': ok() },
+    'filter.delivery_status': { '""': ok() },
+    'filter.method': { '""': ok() },
+    forward_urls: { null: ok(), '[]': refused },
+  },
 };
 
 const OK_URL = 'http://127.0.0.1:9/never';
@@ -267,6 +278,9 @@ const BASE: Record<RequestSchemaName, Record<string, unknown>> = {
   CreateChannel: { kind: 'webhook', name: 'empty values', config: { url: OK_URL } },
   UpdateChannel: {},
   TestChannel: {},
+  // Only counted: the walk retries nothing.
+  BulkRetry: { filter: {}, dry_run: true },
+  BulkReplay: { filter: {}, dry_run: true },
 };
 
 /** What a field inside an object needs around it, by the object's path (`undefined` leaves a base field out). */
@@ -331,6 +345,8 @@ describe('every field of every request schema with its empty values', () => {
       case 'CreateChannel': return ['POST', '/channels'];
       case 'UpdateChannel': return ['PUT', `/channels/${await created('/channels', BASE.CreateChannel)}`];
       case 'TestChannel': return ['POST', `/channels/${await created('/channels', BASE.CreateChannel)}/test`];
+      case 'BulkRetry': return ['POST', '/executions/retry'];
+      case 'BulkReplay': return ['POST', `/endpoints/${await created('/endpoints', BASE.CreateEndpoint)}/events/replay`];
     }
   };
 

@@ -19,6 +19,7 @@ test('a page row is executionRow of the same row, key for key and in the same or
     id: 'exe_1', status: 'failed', status_code: 500, error_message: 'HTTP 500 "quoted" \\ and\nnewline é 🚀', attempt: 2, duration_ms: 17,
     scheduled_for: '2026-11-25 18:45:32.1+00', started_at: '2026-11-25 18:45:32.123+00', finished_at: null,
     source_id: 'tsk_1', source_name: 'name with "quotes"', source_type: 'task', url: 'https://example.com/a?b=c&d=\u2028',
+    retry_of: 'exe_0', retried_by: null,
     created_at: '2026-11-25 18:45:30+00', updated_at: '2026-11-25 18:45:33.999+00',
   };
   const dates = {
@@ -34,7 +35,7 @@ test('a page row is executionRow of the same row, key for key and in the same or
 test('the page: at most `limit` rows, has_more from the extra one, limit and offset', () => {
   const row = (n: number): PageRow => ({
     id: `exe_${n}`, status: 'success', status_code: 200, error_message: null, attempt: 1, duration_ms: 1, scheduled_for: '2026-11-25 18:45:32+00',
-    started_at: null, finished_at: null, source_id: 't', source_name: 'n', source_type: 'task', url: 'u', created_at: '2026-11-25 18:45:32+00', updated_at: '2026-11-25 18:45:32+00',
+    started_at: null, finished_at: null, source_id: 't', source_name: 'n', source_type: 'task', url: 'u', retry_of: null, retried_by: null, created_at: '2026-11-25 18:45:32+00', updated_at: '2026-11-25 18:45:32+00',
   });
   const full = JSON.parse(pageJson([row(1), row(2), row(3)], 2, 4));
   assert.deepEqual(full.data.map((r: { id: string }) => r.id), ['exe_1', 'exe_2']);

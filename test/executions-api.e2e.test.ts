@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { eventually, startTestService, type Api, type TestService } from './support/service.ts';
 import { startTarget } from './support/target.ts';
+import { executionHelpers } from './support/executions.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const BIG = 300 * 1024;
@@ -18,17 +19,7 @@ describe('executions API', () => {
   let pending: any;
   let between: string;
 
-  const execution = async (id: string) => (await api('GET', `/executions/${id}`)).body.data;
-  const finished = (id: string) =>
-    eventually(async () => {
-      const e = await execution(id);
-      return ['success', 'failed', 'timeout'].includes(e?.status) ? e : null;
-    });
-  const create = async (body: Record<string, unknown>) => {
-    const res = await api('POST', '/tasks', body);
-    assert.equal(res.status, 201, JSON.stringify(res.body));
-    return res.body.data;
-  };
+  const { execution, finished, create } = executionHelpers(() => api);
   const list = async (query: string) => {
     const res = await api('GET', `/executions${query}`);
     assert.equal(res.status, 200, JSON.stringify(res.body));

@@ -250,11 +250,14 @@ describe('OpenAPI document', () => {
       'PUT /organization': { notify_on_failure: false },
       'POST /channels': { kind: 'webhook', name: 'openapi channel', config: { url: `${target.url}/channel` } },
       'PUT /channels/{id}': { name: 'renamed' },
+      // Matches nothing: a job of an empty set, done at once.
+      'POST /executions/retry': { filter: { error: 'openapi: no such error' } },
+      'POST /endpoints/{id}/events/replay': { filter: { method: 'TRACE' } },
     });
     /** Values for required query parameters, by name. */
     const queries: Record<string, string> = { lane: LANE };
 
-    const RESOURCE_PREFIX: Record<string, IdPrefix> = { 'flow-control': 'evt', tasks: 'tsk', schedules: 'sch', monitors: 'mon', endpoints: 'ep', executions: 'exe', channels: 'chn' };
+    const RESOURCE_PREFIX: Record<string, IdPrefix> = { 'flow-control': 'evt', tasks: 'tsk', schedules: 'sch', monitors: 'mon', endpoints: 'ep', executions: 'exe', channels: 'chn', jobs: 'rjb' };
 
     const urlOf = (op: Operation, idFor: (resource: string) => string, event: string) => {
       const resource = op.path.split('/')[1]!;
@@ -294,6 +297,11 @@ describe('OpenAPI document', () => {
       const trigger = await api('POST', `/tasks/${ids.tasks}/trigger`);
       assert.equal(trigger.status, 202, JSON.stringify(trigger.body));
       ids.executions = trigger.body.data.execution_id;
+      // Finished, so that its retry is accepted.
+      await eventually(async () => ['success', 'failed'].includes((await api('GET', `/executions/${ids.executions}`)).body.data?.status), 30_000);
+      const job = await api('POST', '/executions/retry', bodies()['POST /executions/retry']);
+      assert.equal(job.status, 202, JSON.stringify(job.body));
+      ids.jobs = job.body.data.id;
       const received = await fetch(endpoint.inbound_url!, { method: 'POST', body: '{"hello":1}', signal: AbortSignal.timeout(20_000) });
       assert.equal(received.status, 200);
       eventId = ((await received.json()) as { id: string }).id;

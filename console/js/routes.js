@@ -2,6 +2,7 @@
 import { channelDetail, channelEdit, channelNew, channelsList } from './pages/channels.js';
 import { endpointDetail, endpointEdit, endpointNew, endpointsList, inboundEventDetail } from './pages/endpoints.js';
 import { executionDetail, executionsList } from './pages/executions.js';
+import { failuresPage } from './pages/failures.js';
 import { flowControlList } from './pages/flow-control.js';
 import { monitorDetail, monitorEdit, monitorNew, monitorsList } from './pages/monitors.js';
 import { organizationPage } from './pages/organization.js';
@@ -15,6 +16,7 @@ export const ROUTES = [
   r('', 'overview', overviewPage),
   r('executions', 'executions', executionsList),
   r('executions/:id', 'executions', executionDetail),
+  r('failures', 'failures', failuresPage),
   r('tasks', 'tasks', tasksList),
   r('tasks/new', 'tasks', taskNew),
   r('tasks/:id', 'tasks', taskDetail),

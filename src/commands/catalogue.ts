@@ -1,4 +1,5 @@
 import { CHANNEL_EVENT_SCHEMAS } from './channel/schemas.ts';
+import { JOB_EVENT_SCHEMAS } from './job/schemas.ts';
 import { readFileSync } from 'node:fs';
 import type { TSchema } from '@sinclair/typebox';
 import { SUBJECTS } from '../../streams/subjects.ts';
@@ -31,7 +32,7 @@ import { versionOf } from './upcast.ts';
 export const EVENT_SCHEMAS = {
   ...ORGANIZATION_EVENT_SCHEMAS, ...API_KEY_EVENT_SCHEMAS, ...TASK_EVENT_SCHEMAS, ...BATCH_EVENT_SCHEMAS, ...DEBOUNCE_EVENT_SCHEMAS,
   ...EXECUTION_EVENT_SCHEMAS, ...SCHEDULE_EVENT_SCHEMAS, ...MONITOR_EVENT_SCHEMAS, ...NOTIFICATION_EVENT_SCHEMAS, ...ENDPOINT_EVENT_SCHEMAS,
-  ...INBOUND_EVENT_SCHEMAS, ...QUOTA_EVENT_SCHEMAS, ...PARTITION_EVENT_SCHEMAS, ...FLOW_KEY_EVENT_SCHEMAS, ...CHANNEL_EVENT_SCHEMAS,
+  ...INBOUND_EVENT_SCHEMAS, ...QUOTA_EVENT_SCHEMAS, ...PARTITION_EVENT_SCHEMAS, ...FLOW_KEY_EVENT_SCHEMAS, ...CHANNEL_EVENT_SCHEMAS, ...JOB_EVENT_SCHEMAS,
 } satisfies Record<EventType, TSchema>;
 
 export const EVENT_TYPES = Object.keys(EVENT_SCHEMAS) as EventType[];
@@ -124,6 +125,10 @@ const CHANNELS: Record<string, Channel> = {
   channels: {
     address: SUBJECTS.channels(ORG), description: 'The organization\'s notification channels: one aggregate, each event carrying the whole set',
     parameters: orgParam, events: ['ChannelCreated', 'ChannelUpdated', 'ChannelDeleted'],
+  },
+  jobs: {
+    address: SUBJECTS.jobs(ORG), description: 'The organization\'s bulk retry jobs, one aggregate whose state is its latest job: acceptance with the fixed set, each step, a cancel',
+    parameters: orgParam, events: ['RetryJobAccepted', 'RetryJobStepped', 'RetryJobCancelled'],
   },
   quota: {
     address: `evt.${ORG}.quota.{kind}`, description: 'The places of a plan limit taken (endpoints, schedules, monitors)',

@@ -13,8 +13,9 @@ import type { HandoffEvent, PartitionEvent } from './partition/types.ts';
 import type { FlowKeyEvent } from './flow-control/types.ts';
 import type { ChannelEvent, ChannelTestEvent } from './channel/types.ts';
 import type { InboundDebounceEvent, InboundEventEvent } from './inbound-event/types.ts';
+import type { JobEvent } from './job/types.ts';
 
-export type JetcronEvent = OrganizationEvent | ApiKeyEvent | TaskEvent | ExecutionEvent | DebounceEvent | BatchEvent | ScheduleEvent | MonitorEvent | NotificationEvent | EndpointEvent | InboundEventEvent | InboundDebounceEvent | QuotaEvent | PartitionEvent | HandoffEvent | FlowKeyEvent | ChannelEvent | ChannelTestEvent;
+export type JetcronEvent = OrganizationEvent | ApiKeyEvent | TaskEvent | ExecutionEvent | DebounceEvent | BatchEvent | ScheduleEvent | MonitorEvent | NotificationEvent | EndpointEvent | InboundEventEvent | InboundDebounceEvent | QuotaEvent | PartitionEvent | HandoffEvent | FlowKeyEvent | ChannelEvent | ChannelTestEvent | JobEvent;
 export type EventType = JetcronEvent['type'];
 
 /** The event of one type. */

@@ -1,5 +1,12 @@
 import { Migrator, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 
+/**
+ * An execution's target host name, lowercased (an IPv6 literal keeps its brackets), as
+ * SQL over the row's `url`: the `host` filter compares it and an index holds it, so both
+ * must be this one expression. Postgres' regular-expression substring is immutable.
+ */
+export const URL_HOST = sql.raw(String.raw`lower(substring(url from '^[^:]+://(?:[^@/?#]*@)?(\[[^]]*\]|[^:/?#]+)'))`);
+
 // Forward-only and numbered. Kysely's Migrator takes a lock, so two processes
 // starting together run each migration once.
 const migrations: Record<string, Migration> = {
@@ -247,9 +254,63 @@ const migrations: Record<string, Migration> = {
         CREATE INDEX channels_org_created ON channels (org_id, created_at DESC, id DESC);`.execute(db);
     },
   },
+  // Failure recovery (issue 36): an execution's retry links (`retry_of` set when the
+  // retry is planned, `retried_by` the newest execution retrying it), and an index for
+  // each filter the executions list and the bulk calls share (docs/architecture.md,
+  // "Failure recovery", shows their plans). Each leads with org_id and ends with the
+  // list's order, so a filtered page reads one index range in order and stops at its limit.
+  '0013_failure_recovery': {
+    async up(db) {
+      await sql`ALTER TABLE executions ADD COLUMN retry_of text, ADD COLUMN retried_by text;
+        CREATE INDEX executions_retry_of ON executions (retry_of) WHERE retry_of IS NOT NULL;
+        CREATE INDEX executions_org_dead ON executions (org_id, scheduled_for DESC, id DESC) WHERE status IN ('failed', 'timeout') AND retried_by IS NULL;
+        CREATE INDEX executions_org_source_type ON executions (org_id, source_type, scheduled_for DESC, id DESC);
+        CREATE INDEX executions_org_status_code ON executions (org_id, status_code, scheduled_for DESC, id DESC) WHERE status_code IS NOT NULL;
+        CREATE INDEX executions_org_host ON executions (org_id, ${URL_HOST}, scheduled_for DESC, id DESC);
+        CREATE INDEX executions_org_finished ON executions (org_id, finished_at DESC, id DESC) WHERE finished_at IS NOT NULL;
+        CREATE INDEX executions_org_source ON executions (org_id, source_id, scheduled_for DESC, id DESC);`.execute(db);
+      // The error substring: a trigram index where the server has pg_trgm and lets this
+      // role create it (a trusted extension since Postgres 13); elsewhere the filter works
+      // without it, reading the organization's rows.
+      await sql`DO $$ BEGIN
+          CREATE EXTENSION IF NOT EXISTS pg_trgm;
+          CREATE INDEX executions_error_trgm ON executions USING gin (error_message gin_trgm_ops) WHERE error_message IS NOT NULL;
+        EXCEPTION WHEN OTHERS THEN RAISE NOTICE 'executions_error_trgm not built: %', SQLERRM;
+        END $$`.execute(db);
+    },
+  },
+  // Bulk retry jobs (issue 36): each job as its latest event left it, and its set (the
+  // worker reads the set from here once the projector has its acceptance).
+  '0014_jobs': {
+    async up(db) {
+      await sql`CREATE TABLE jobs (
+          id text PRIMARY KEY,
+          org_id text NOT NULL,
+          kind text NOT NULL,
+          status text NOT NULL,
+          filter jsonb NOT NULL,
+          total integer NOT NULL,
+          done integer NOT NULL,
+          skipped integer NOT NULL,
+          execution_ids json NOT NULL DEFAULT '[]',
+          created_at timestamptz NOT NULL,
+          finished_at timestamptz,
+          updated_at timestamptz NOT NULL
+        );
+        CREATE INDEX jobs_org_created ON jobs (org_id, created_at DESC, id DESC);
+        CREATE INDEX jobs_running ON jobs (org_id) WHERE status = 'running';`.execute(db);
+    },
+  },
+  // A replay job's endpoint and forward URLs (null: all of them).
+  '0015_replay_jobs': {
+    async up(db) {
+      await sql`ALTER TABLE jobs ADD COLUMN endpoint_id text, ADD COLUMN forward_urls json`.execute(db);
+    },
+  },
 };
 
 export const READ_MODEL_TABLES = [
+  'jobs',
   'channels',
   'flow_control_keys',
   'endpoints',

@@ -105,7 +105,28 @@ export interface ExecutionsTable {
   script_logs: Json<string[]>;
   /** An endpoint execution's inbound event; null for others. */
   parent_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The execution this one retries (`POST /executions/{id}/retry`, a bulk retry or replay); null for others. */
+  retry_of: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The newest execution that retries this one; null while none does. */
+  retried_by: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface JobsTable {
+  id: string;
+  org_id: string;
+  kind: string;
+  status: string;
+  filter: Json<Record<string, string | boolean>>;
+  total: number;
+  done: number;
+  skipped: number;
+  execution_ids: Json<string[]>;
+  endpoint_id: ColumnType<string | null, string | null | undefined, string | null>;
+  forward_urls: ColumnType<string[] | null, string | null | undefined, string | null>;
+  created_at: Timestamp;
+  finished_at: Timestamp | null;
   updated_at: Timestamp;
 }
 
@@ -181,6 +202,7 @@ export interface Database {
   api_keys: ApiKeysTable;
   tasks: TasksTable;
   executions: ExecutionsTable;
+  jobs: JobsTable;
   schedules: SchedulesTable;
   monitors: MonitorsTable;
   pings: PingsTable;

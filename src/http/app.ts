@@ -11,6 +11,7 @@ import { jsonBody } from './request-body.ts';
 import { checkPath, checkQuery } from './request-target.ts';
 import { metricsHandler } from './metrics-endpoint.ts';
 import { executionRoutes } from './routes/executions.ts';
+import { jobRoutes } from './routes/jobs.ts';
 import { organizationRoutes } from './routes/organization.ts';
 import { batchRoutes } from './routes/batch.ts';
 import { laneCancelRoutes } from './routes/lane-cancel.ts';
@@ -130,6 +131,7 @@ export function createApp(
   api.use(flowControlRoutes(deps));
   api.use(channelRoutes(deps, rootUrl));
   api.use(syncRoutes(deps));
+  api.use(jobRoutes(deps));
   api.use(executionRoutes(deps));
   api.use(organizationRoutes(deps));
   api.use(scriptRoutes(deps));

@@ -12,7 +12,7 @@ import { sql } from 'kysely';
 /** The list's columns, timestamps as Postgres' text (`YYYY-MM-DD HH:MI:SS[.ffffff]+00` in UTC). */
 export const PAGE_COLUMNS = sql.raw(
   `id, status, status_code, error_message, attempt, duration_ms, scheduled_for::text AS scheduled_for, started_at::text AS started_at,
-   finished_at::text AS finished_at, source_id, source_name, source_type, url, created_at::text AS created_at, updated_at::text AS updated_at`,
+   finished_at::text AS finished_at, source_id, source_name, source_type, url, retry_of, retried_by, created_at::text AS created_at, updated_at::text AS updated_at`,
 );
 
 export interface PageRow {
@@ -29,6 +29,8 @@ export interface PageRow {
   source_name: string;
   source_type: string;
   url: string;
+  retry_of: string | null;
+  retried_by: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -51,7 +53,7 @@ const num = (v: number | null) => (v === null ? 'null' : String(v));
 const ts = (v: string | null) => (v === null ? 'null' : `"${isoFromPostgres(v)}"`);
 
 export function pageRowJson(r: PageRow): string {
-  return `{"id":${str(r.id)},"status":${str(r.status)},"status_code":${num(r.status_code)},"error_message":${str(r.error_message)},"attempt":${num(r.attempt)},"duration_ms":${num(r.duration_ms)},"scheduled_for":${ts(r.scheduled_for)},"started_at":${ts(r.started_at)},"finished_at":${ts(r.finished_at)},"task":{"id":${str(r.source_id)},"name":${str(r.source_name)},"type":${str(r.source_type)},"url":${str(r.url)}},"created_at":${ts(r.created_at)},"updated_at":${ts(r.updated_at)}}`;
+  return `{"id":${str(r.id)},"status":${str(r.status)},"status_code":${num(r.status_code)},"error_message":${str(r.error_message)},"attempt":${num(r.attempt)},"duration_ms":${num(r.duration_ms)},"scheduled_for":${ts(r.scheduled_for)},"started_at":${ts(r.started_at)},"finished_at":${ts(r.finished_at)},"task":{"id":${str(r.source_id)},"name":${str(r.source_name)},"type":${str(r.source_type)},"url":${str(r.url)}},"retry_of":${str(r.retry_of)},"retried_by":${str(r.retried_by)},"created_at":${ts(r.created_at)},"updated_at":${ts(r.updated_at)}}`;
 }
 
 export function pageJson(rows: PageRow[], limit: number, offset: number): string {

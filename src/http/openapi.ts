@@ -1,5 +1,6 @@
 import { idempotencyKeyParameter } from './idempotency.ts';
 import { EXECUTION_STATUSES, LIST_LIMIT } from './routes/executions.ts';
+import { SOURCE_TYPES } from './execution-filter.ts';
 import { errorSchema } from './schemas/common.ts';
 import { REQUEST_SCHEMAS, type RequestSchemaName } from './schemas/index.ts';
 import { liveMessageSchema } from './schemas/live.ts';
@@ -22,7 +23,7 @@ const query = (name: string, description: string, schema: object, required = fal
 
 // Written out in every operation rather than referenced, so a reader needs no $ref resolution.
 const parameters = {
-  Id: pathId('id', 'The resource id (`tsk_…`, `sch_…`, `mon_…`, `ep_…`, `chn_…`, `exe_…`)'),
+  Id: pathId('id', 'The resource id (`tsk_…`, `sch_…`, `mon_…`, `ep_…`, `chn_…`, `exe_…`, `rjb_…`)'),
   EventId: pathId('event_id', 'The inbound event id (`evt_…`)'),
   Limit: query('limit', 'At most this many, newest first', { type: 'integer', minimum: 1, maximum: LIST_LIMIT.max, default: LIST_LIMIT.fallback }),
   Offset: query('offset', 'Skip this many', { type: 'integer', minimum: 0, default: 0 }),
@@ -30,6 +31,16 @@ const parameters = {
   TaskId: query('task_id', 'Only executions of this task, schedule, monitor or endpoint', { type: 'string' }),
   Since: query('since', 'Scheduled at or after: an ISO 8601 timestamp, or a duration such as `24h` meaning that long ago', { type: 'string' }),
   Until: query('until', 'Scheduled at or before: an ISO 8601 timestamp, or a duration such as `30m` meaning that long ago', { type: 'string' }),
+  Dead: query('dead', 'Dead letters only (`true`): failed or timed out after the last attempt, and no retry replaced it', { type: 'string', enum: ['true', 'false'] }),
+  SourceType: query('source_type', 'Only executions of this kind of source', { type: 'string', enum: [...SOURCE_TYPES] }),
+  ScheduleId: query('schedule_id', "Only this schedule's executions", { type: 'string' }),
+  EndpointId: query('endpoint_id', "Only this endpoint's deliveries", { type: 'string' }),
+  LaneFilter: query('lane', 'Only executions of the live tasks of this lane', { type: 'string' }),
+  Host: query('host', "Only executions whose target's host name is this (case-insensitive)", { type: 'string' }),
+  StatusCode: query('status_code', 'Only these response codes: comma-separated codes and classes, e.g. `500,502`, `4xx`, `429,5xx`', { type: 'string' }),
+  Error: query('error', 'Only executions whose error_message contains this (case-insensitive)', { type: 'string' }),
+  FinishedAfter: query('finished_after', 'Finished at or after: ISO 8601, or a duration such as `7d` meaning that long ago', { type: 'string' }),
+  FinishedBefore: query('finished_before', 'Finished at or before: ISO 8601, or a duration such as `1h` meaning that long ago', { type: 'string' }),
   Lane: query('lane', 'The lane whose live tasks are cancelled', { type: 'string', minLength: 1 }, true),
   IdempotencyKey: idempotencyKeyParameter,
 };
@@ -110,8 +121,27 @@ export function openApiDocument(serverUrl: string) {
       '/tasks/{id}': { ...withId, get: op('Get a task'), put: op('Update a task', { body: 'UpdateTask' }), delete: op('Delete a task and its history', { ok: '204' }) },
       '/tasks/{id}/trigger': { ...withId, post: op('Run a task now', { body: 'TriggerTask', bodyOptional: true, ok: '202' }) },
       '/tasks/{id}/executions': { ...withId, get: op('Task execution history', history) },
-      '/executions': { get: op('List executions', { params: ['Limit', 'Offset', 'Status', 'TaskId', 'Since', 'Until'] }) },
+      '/executions': {
+        get: op('List executions: rows add `retry_of` and `retried_by`', {
+          params: ['Limit', 'Offset', 'Status', 'TaskId', 'Since', 'Until', 'Dead', 'SourceType', 'ScheduleId', 'EndpointId', 'LaneFilter', 'Host', 'StatusCode', 'Error', 'FinishedAfter', 'FinishedBefore'],
+        }),
+      },
       '/executions/{id}': { ...withId, get: op('Get an execution with its attempts') },
+      '/executions/retry': {
+        post: op('Bulk retry: count (dry_run: 200 {data: {count}}) or retry every execution the filter matches, as a job (202 {data: job})', {
+          body: 'BulkRetry', ok: '202', params: ['IdempotencyKey'],
+          description: 'The filter is the list\'s (`dead` defaults to true). The set is fixed when the job is accepted: the matching executions then, oldest first, at most 10,000 (more: 422 `field: "filter"` naming the count). ' +
+            'Each is retried once, as `POST /executions/{id}/retry` would; one that no longer qualifies (already retried, source gone) is skipped. One running job per organization (another: 409). ' +
+            'A job is `{id: "rjb_…", kind: "retry", status: "running"|"done"|"cancelled", filter, total, done, skipped, created_at, finished_at}`.',
+        }),
+      },
+      '/executions/{id}/retry': {
+        ...withId,
+        post: op('Retry a finished execution as its source runs now: answers {execution_id, status: "pending", retry_of}', {
+          ok: '202',
+          description: 'The new execution sends what its source sends today (a task\'s or schedule\'s current request; an endpoint delivery: the stored inbound request to the same forward URL through the endpoint\'s current scripts), signed afresh, attempts from 1. Pending or running: 409. Source gone: 409 `field: "source"`.',
+        }),
+      },
       '/tasks/batch': { post: op('Create up to 1,000 tasks of one lane, all or nothing', { body: 'CreateBatch', ok: '201', params: ['IdempotencyKey'] }) },
       '/schedules': { get: op('List schedules'), post: op('Create a cron schedule', { body: 'CreateSchedule', ok: '201', params: ['IdempotencyKey'] }) },
       '/schedules/{id}': { ...withId, get: op('Get a schedule'), put: op('Update a schedule', { body: 'UpdateSchedule' }), delete: op('Delete a schedule and its history', { ok: '204' }) },
@@ -130,6 +160,14 @@ export function openApiDocument(serverUrl: string) {
       '/endpoints/{id}/resume': { ...withId, post: op('Resume delivery (held events go out in order)') },
       '/endpoints/{id}/events': { ...withId, get: op('Inbound events of the last 30 days, newest first', history) },
       '/endpoints/{id}/events/{event_id}': { ...withEvent, get: op('One inbound event with its stored request') },
+      '/endpoints/{id}/events/replay': {
+        ...withId,
+        post: op('Bulk replay of inbound events by filter, as a job (dry_run: 200 {data: {count}})', {
+          body: 'BulkReplay', ok: '202', params: ['IdempotencyKey'],
+          description: 'The endpoint\'s inbound events of the last 30 days matching the filter, oldest first, at most 10,000 (more: 422 `field: "filter"`), each replayed once through the endpoint\'s current scripts to `forward_urls` (default all), ' +
+            'each new delivery `retry_of` the event\'s previous delivery to that URL. The job is the bulk retry\'s (`kind: "replay"`, with `endpoint_id` and `forward_urls`); one running job per organization.',
+        }),
+      },
       '/endpoints/{id}/events/{event_id}/replay': { ...withEvent, post: op('Forward the stored request again', { ok: '202' }) },
       '/channels': { get: op('List notification channels'), post: op('Create a notification channel', { body: 'CreateChannel', ok: '201', description: CHANNELS }) },
       '/channels/{id}': { ...withId, get: op('Get a channel'), put: op('Update a channel: the fields it names; config values given replace the stored ones', { body: 'UpdateChannel' }), delete: op('Delete a channel', { ok: '204' }) },
@@ -161,6 +199,9 @@ export function openApiDocument(serverUrl: string) {
           },
         },
       },
+      '/jobs': { get: op('Bulk retry jobs, newest first', { params: ['Limit'] }) },
+      '/jobs/{id}': { ...withId, get: op('One bulk retry job with its progress (total, done, skipped)') },
+      '/jobs/{id}/cancel': { ...withId, post: op('Cancel the running job (what it has not taken stays as it is); a job no longer running is answered as it is') },
       '/organization': { get: op('Get the organization'), put: op('Update notification settings', { body: 'UpdateOrganization' }) },
       '/organization/webhook-secret/rotate': { post: op('Rotate the webhook secret') },
       '/organization/ping-key/rotate': { post: op('Rotate the ping key: {root}/ping/<old key>/<slug> stops answering at once', { description: PING_KEY_ROTATE }) },

@@ -66,7 +66,7 @@ export function taskResource(t: TaskRow) {
 /** The columns a list row shows: not the request, response body and headers, which can be hundreds of KB a row. */
 export const EXECUTION_LIST_COLUMNS = [
   'id', 'status', 'status_code', 'error_message', 'attempt', 'duration_ms', 'scheduled_for', 'started_at', 'finished_at',
-  'source_id', 'source_name', 'source_type', 'url', 'created_at', 'updated_at',
+  'source_id', 'source_name', 'source_type', 'url', 'retry_of', 'retried_by', 'created_at', 'updated_at',
 ] as const;
 
 export function executionRow(e: Pick<Selectable<ExecutionsTable>, (typeof EXECUTION_LIST_COLUMNS)[number]>) {
@@ -81,6 +81,8 @@ export function executionRow(e: Pick<Selectable<ExecutionsTable>, (typeof EXECUT
     started_at: iso(e.started_at),
     finished_at: iso(e.finished_at),
     task: { id: e.source_id, name: e.source_name, type: e.source_type, url: e.url },
+    retry_of: e.retry_of,
+    retried_by: e.retried_by,
     created_at: iso(e.created_at),
     updated_at: iso(e.updated_at),
   };

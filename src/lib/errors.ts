@@ -17,7 +17,7 @@ export const badRequest = (message: string, field: string | null = null) => new 
 export const unprocessable = (message: string, field: string | null = null) => new ApiError(422, message, field);
 export const notFound = (what = 'Not found') => new ApiError(404, what);
 export const forbidden = (message: string, field: string | null = null) => new ApiError(403, message, field);
-export const conflict = (message: string) => new ApiError(409, message);
+export const conflict = (message: string, field: string | null = null) => new ApiError(409, message, field);
 
 /** An admin command that cannot do what it was asked (no such table, a projection that is not one): the CLI prints the message and exits 1. */
 export class CommandError extends Error {}

@@ -29,7 +29,7 @@ export function randomToken(length: number): string {
   return out;
 }
 
-export type IdPrefix = 'org' | 'tsk' | 'sch' | 'mon' | 'ep' | 'exe' | 'evt' | 'png' | 'cmd' | 'ntf' | 'chn';
+export type IdPrefix = 'org' | 'tsk' | 'sch' | 'mon' | 'ep' | 'exe' | 'evt' | 'png' | 'cmd' | 'ntf' | 'chn' | 'rjb';
 
 export function newId(prefix: IdPrefix, nowMs = Date.now()): string {
   return `${prefix}_${encodeTime(nowMs)}${randomToken(12)}`;

@@ -87,7 +87,9 @@ const messages: EventHandlers<LiveMessage | null, [Base]> = {
   ...forTypes(['InboundEventReceived', 'InboundEventReplayed'], inboundEvent),
   ...forTypes(['BatchAccepted', 'DebounceWindowOpened', 'InboundDebounceOpened', 'FlowControlPaused', 'FlowControlResumed', 'QuotaReserved', 'PartitionClaimed', 'ExecutionHandedToKey', 'NotificationSent', 'NotificationFailed', 'MonitorRestated',
     // Channels: their page reads them again after each action of its own.
-    'ChannelCreated', 'ChannelUpdated', 'ChannelDeleted', 'ChannelTested'], none),
+    'ChannelCreated', 'ChannelUpdated', 'ChannelDeleted', 'ChannelTested',
+    // Bulk retry jobs: their page polls the job (its retries show as executions' own events).
+    'RetryJobAccepted', 'RetryJobStepped', 'RetryJobCancelled'], none),
 };
 
 /** The live message of an event, or null for events no list shows (bookkeeping, and events another one already announces). */

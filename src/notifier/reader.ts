@@ -58,6 +58,7 @@ const IGNORED = [
   'NotificationSent', 'NotificationFailed', 'ChannelTested', 'FlowControlPaused', 'FlowControlResumed', 'QuotaReserved', 'PartitionClaimed', 'ExecutionHandedToKey',
   // Notification channels: read from their own subject when a transition is planned (`ChannelDirectory`).
   'ChannelCreated', 'ChannelUpdated', 'ChannelDeleted',
+  'RetryJobAccepted', 'RetryJobStepped', 'RetryJobCancelled',
 ] as const satisfies readonly EventType[];
 
 const IGNORED_TYPES: ReadonlySet<string> = new Set<string>(IGNORED);

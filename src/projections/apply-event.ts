@@ -81,6 +81,17 @@ function channelRow(c: Channel) {
   return { id: c.id, org_id: c.org_id, doc: { kind: c.kind, name: c.name, config: { ...c.config, ...c.secrets }, events: c.events }, created_at: c.created_at, updated_at: c.updated_at };
 }
 
+/**
+ * A retry's links: the new row names the execution it retries, and that one names its
+ * newest retry (events come in log order, so the last retry projected is the newest).
+ * An execution no longer there (its source deleted) is not written (`updateRows` skips it).
+ */
+function retryLink(batch: ProjectionBatch, executionId: string, retryOf: string | undefined): void {
+  if (!retryOf) return;
+  batch.patchExecution(executionId, { retry_of: retryOf });
+  batch.patchExecution(retryOf, { retried_by: executionId });
+}
+
 /** An inbound event's deliveries: one pending execution per forward URL, held or not. */
 function inboundExecutions(batch: ProjectionBatch, event: InboundEventEvent): void {
   const { event: record, endpoint, executions } = event.data;
@@ -90,6 +101,7 @@ function inboundExecutions(batch: ProjectionBatch, event: InboundEventEvent): vo
     const source = { type: 'endpoint', id: endpoint.id, name: endpoint.name, url: plan.url, org_id: event.org_id };
     const execution = { id: plan.execution_id, scheduled_for: plan.scheduled_for, callback_url: null, parent_id: record.id };
     batch.newExecutions.set(plan.execution_id, pendingExecution(source, execution, event.at));
+    retryLink(batch, plan.execution_id, plan.retry_of);
   }
 }
 
@@ -121,6 +133,7 @@ const taskRun = (e: Of<'TaskCreated' | 'TaskTriggered'>, batch: ProjectionBatch)
     updated_at: task.updated_at,
   });
   batch.newExecutions.set(execution.id, pendingExecution({ ...task, type: 'task' }, execution, e.at));
+  if (e.type === 'TaskTriggered') retryLink(batch, execution.id, e.data.retry_of);
   if (e.type === 'TaskCreated') {
     batch.createdTasks.add(task.id);
     flowKeyLimits(batch, task, e.at);
@@ -133,6 +146,7 @@ const scheduleRun = (e: Of<'ScheduleTicked' | 'ScheduleTriggered'>, batch: Proje
   const { schedule: s, execution } = e.data;
   batch.patch(batch.schedules, s.id, { ...scheduleRow(s), last_execution_id: execution.id });
   batch.newExecutions.set(execution.id, pendingExecution({ ...s, type: 'schedule' }, execution, e.at));
+  if (e.type === 'ScheduleTriggered') retryLink(batch, execution.id, e.data.retry_of);
 };
 const monitor = (e: Of<'MonitorCreated' | 'MonitorUpdated' | 'MonitorPaused' | 'MonitorResumed' | 'MonitorPinged' | 'MonitorWentDown'>, batch: ProjectionBatch) => {
   const m = e.data.monitor;
@@ -144,6 +158,15 @@ const monitor = (e: Of<'MonitorCreated' | 'MonitorUpdated' | 'MonitorPaused' | '
 const endpoint = (e: Of<'EndpointCreated' | 'EndpointUpdated' | 'EndpointPaused' | 'EndpointResumed'>, batch: ProjectionBatch) => {
   batch.endpoints.set(e.data.endpoint.id, endpointRow(e.data.endpoint));
 };
+/** A job's row: the state columns from every event, the set from its acceptance (a later event's row merges over it). */
+const job = (e: Of<'RetryJobAccepted' | 'RetryJobStepped' | 'RetryJobCancelled'>, batch: ProjectionBatch) => {
+  const j = e.data.job;
+  batch.patch(batch.jobs, j.id, {
+    id: j.id, org_id: j.org_id, kind: j.kind, status: j.status, filter: j.filter, total: j.total, done: j.done, skipped: j.skipped,
+    ...(e.type === 'RetryJobAccepted' ? { execution_ids: e.data.execution_ids, endpoint_id: j.endpoint_id ?? null, forward_urls: j.forward_urls ?? null } : {}),
+    created_at: j.created_at, finished_at: j.finished_at, updated_at: e.at,
+  });
+};
 const flowKey = (e: Of<'FlowControlPaused' | 'FlowControlResumed'>, batch: ProjectionBatch) => {
   batch.patch(batch.flowKeys, `${e.org_id} ${e.data.key}`, { org_id: e.org_id, key: e.data.key, paused: e.type === 'FlowControlPaused', updated_at: e.at });
 };
@@ -152,6 +175,7 @@ const flowKey = (e: Of<'FlowControlPaused' | 'FlowControlResumed'>, batch: Proje
 const projections: EventHandlers<void, [ProjectionBatch]> = {
   ...forTypes(['OrganizationCreated', 'OrganizationPlanChanged', 'OrganizationSettingsUpdated', 'WebhookSecretRotated'], organization),
   ...forTypes(['ApiKeyCreated', 'ApiKeyRevoked'], apiKey),
+  ...forTypes(['RetryJobAccepted', 'RetryJobStepped', 'RetryJobCancelled'], job),
   ...forTypes(['TaskCreated', 'TaskTriggered'], taskRun),
   TaskUpdated: (e, batch) => {
     const { task } = e.data;

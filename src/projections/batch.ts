@@ -32,7 +32,7 @@ export const EXECUTION_TYPES: ColumnTypes = {
   status: 'text', status_code: 'integer', error_message: 'text', attempt: 'integer', duration_ms: 'integer',
   scheduled_for: TS, started_at: TS, finished_at: TS, callback_url: 'text', request: 'json',
   response_body: 'text', response_body_encoding: 'text', response_truncated: 'boolean', response_headers: 'json', script_logs: 'json',
-  parent_id: 'text', created_at: TS, updated_at: TS,
+  parent_id: 'text', retry_of: 'text', retried_by: 'text', created_at: TS, updated_at: TS,
 };
 const ENDPOINT_TYPES: ColumnTypes = { id: 'text', org_id: 'text', slug: 'text', doc: 'jsonb', paused: 'boolean', created_at: TS, updated_at: TS };
 export const INBOUND_EVENT_TYPES: ColumnTypes = {
@@ -98,6 +98,10 @@ const CHANNEL_TYPES: ColumnTypes = { id: 'text', org_id: 'text', doc: 'jsonb', c
 const FLOW_KEY_TYPES: ColumnTypes = {
   org_id: 'text', key: 'text', parallelism: 'integer', rate: 'integer', period: 'text', paused: 'boolean', updated_at: TS,
 };
+const JOB_TYPES: ColumnTypes = {
+  id: 'text', org_id: 'text', kind: 'text', status: 'text', filter: 'jsonb', total: 'integer', done: 'integer', skipped: 'integer',
+  execution_ids: 'json', endpoint_id: 'text', forward_urls: 'json', created_at: TS, finished_at: TS, updated_at: TS,
+};
 export const PING_TYPES: ColumnTypes = {
   id: 'text', monitor_id: 'text', kind: 'text', received_at: TS, method: 'text', source_ip: 'text', user_agent: 'text', body: 'text',
   exit_status: 'integer', rid: 'text', duration_ms: 'integer',
@@ -139,6 +143,8 @@ export class ProjectionBatch {
   /** Flow-control keys by `<org> <key>`: limits from the latest task naming them, and pause. */
   readonly flowKeys = new Map<string, Row>();
   readonly channels = new Map<string, Row>();
+  /** Bulk retry jobs: a job's row as its latest event of the batch left it. */
+  readonly jobs = new Map<string, Row>();
   readonly deletedChannels = new Set<string>();
   /** Each channel's latest delivery in this batch (`last_delivery`). */
   readonly channelDeliveries = new Map<string, { at: string; ok: boolean; status_code: number | null; error: string | null }>();
@@ -224,6 +230,7 @@ export class ProjectionBatch {
       out.push(...executionsOf(ids), sql`DELETE FROM inbound_events WHERE endpoint_id = ANY(${ids})`, sql`DELETE FROM endpoints WHERE id = ANY(${ids})`);
     }
     upsert('channels', 'id', this.channels.values(), CHANNEL_TYPES);
+    upsert('jobs', 'id', this.jobs.values(), JOB_TYPES);
     if (this.deletedChannels.size) out.push(sql`DELETE FROM channels WHERE id = ANY(${[...this.deletedChannels]})`);
     // After the channels' own rows: a delivery never moves `last_delivery` back in time (a
     // retried record of an older notification arriving late).

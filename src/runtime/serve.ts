@@ -13,6 +13,9 @@ import { startMonitorOwners } from '../owners/monitor-owner.ts';
 import type { AttemptResult } from '../commands/execution/types.ts';
 import { createOutboundClient } from '../dispatchers/outbound-client.ts';
 import { createRequestHandler } from '../http/app.ts';
+import type { ApiDeps } from '../http/context.ts';
+import { startConsumers } from '../nats/consumer-kit.ts';
+import { retryJobWorker } from '../http/retry-job-worker.ts';
 import { createHealth } from '../http/health.ts';
 import { openFailureLedger } from '../nats/failure-ledger.ts';
 import { createSupervisor } from '../nats/supervisor.ts';
@@ -253,7 +256,11 @@ async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () 
     const testMailer = config.smtpUrl ? createMailer(parseSmtpUrl(config.smtpUrl)) : null;
     stoppers.push(async () => testMailer?.close());
     const channelSender = createChannelSender({ outbound: testOutbound, mailer: testMailer, box: secrets!, directory, clock });
-    const app = createRequestHandler({ config, db, nats, store, clock, directory, reads, rateLimiter, metrics, endpoints, secrets: secrets!, hooks, health, scripts, live, channelSender, monitorOwners: monitorClient }, log, () => root);
+    const apiDeps: ApiDeps = { config, db, nats, store, clock, directory, reads, rateLimiter, metrics, endpoints, secrets: secrets!, hooks, health, scripts, live, channelSender, monitorOwners: monitorClient };
+    const app = createRequestHandler(apiDeps, log, () => root);
+    // Bulk retry jobs advance in an API process (one across the service, by lease): a retry is what the API's retry route runs.
+    const retryJobs = startConsumers({ nats, owner: instanceId, log }, config.retryJobs ? [retryJobWorker(apiDeps, log)] : []);
+    stoppers.push(named('retry job worker', () => retryJobs.stop()));
     // Inbound URLs skip express (and pings by token, in `app`): they are the hot path and need neither an API key nor JSON.
     const receiver = createInboundReceiver({ nats, endpoints, hooks, secrets: secrets!, metrics, log, store, reads });
     const server: Server = createServer((req, res) => {

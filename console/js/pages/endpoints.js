@@ -4,6 +4,7 @@ import { api } from '../api.js';
 import { bodyView } from '../body-view.js';
 import { badge, button, copyable, errorBox, facts, fill, h, headersTable, link, pageHead, pre, table, time } from '../dom.js';
 import { flowLimits } from './flow-control.js';
+import { bulkAction } from './failures.js';
 import { editAndDelete, getData, listPage, mentions, pauseResumeButton, resourceForms, sameAsLast } from './common.js';
 import { notifyFields, scriptField } from './tasks.js';
 
@@ -115,7 +116,17 @@ export async function endpointDetail(ctx) {
       ], events, { caption: 'Newest first', empty: 'No events yet.', label: 'Inbound events' }));
   };
   await draw();
-  fill(ctx.main, body);
+  // Outside the redrawn part: a count and a running job's progress stay across live redraws.
+  const status = h('select', { id: 'replay-status', 'aria-label': 'Delivery status' },
+    ['failed', 'pending', 'success', ''].map((s) => h('option', { value: s }, s || 'any')));
+  const since = h('input', { id: 'replay-since', type: 'text', placeholder: '7d', 'aria-label': 'Received after', autocomplete: 'off' });
+  const filter = () => Object.fromEntries(Object.entries({ delivery_status: status.value, received_after: since.value.trim() }).filter(([, v]) => v));
+  const replayMatching = h('section', { class: 'replay-matching', 'aria-label': 'Replay matching events' },
+    h('h2', {}, 'Replay matching events'),
+    h('p', { class: 'help' }, 'Inbound events of the last 30 days by their worst delivery, sent again through the current script to every forward URL.'),
+    h('div', { class: 'filters' }, status, since),
+    bulkAction({ path: `${path}/events/replay`, body: () => ({ filter: filter() }), verb: 'Replay', noun: 'events', alive: ctx.alive }));
+  fill(ctx.main, body, replayMatching);
   ctx.live((m) => mentions(m, id), draw);
 }
 

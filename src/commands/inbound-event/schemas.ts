@@ -27,6 +27,7 @@ const plan = Type.Object({
   scheduled_for: Time(),
   script_error: Opt(Str('A script hook failed: the execution fails with this, unforwarded')),
   replaces: Opt(Type.Literal(true, { description: 'Debounce: the execution an earlier event of the window planned' })),
+  retry_of: Opt(Str('A retry of this earlier delivery (`POST /executions/{id}/retry`)')),
 }, { description: 'One delivery to one forward URL' });
 
 const received = Type.Object({ event: record, endpoint: snapshot, executions: Type.Array(plan) });

@@ -31,6 +31,8 @@ export interface ForwardPlan {
    * pending; this event's request replaces its payload and keeps its time.
    */
   replaces?: true;
+  /** A retry of this earlier delivery (`POST /executions/{id}/retry`). */
+  retry_of?: string;
 }
 
 /** The inbound event's row, without the request body and headers (those are in INBOUND). */

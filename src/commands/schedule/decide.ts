@@ -15,7 +15,7 @@ export type ScheduleCommand =
   | { type: 'CreateSchedule'; orgId: string; plan: Plan; input: ScheduleInput & { url: string; cron: string } }
   | { type: 'UpdateSchedule'; plan: Plan; input: ScheduleInput }
   | { type: 'DeleteSchedule' }
-  | { type: 'TriggerSchedule'; callbackUrl: string | null }
+  | { type: 'TriggerSchedule'; callbackUrl: string | null; retryOf?: string }
   /** A tick's timer fired (the scheduler): `tickAt` is the `next_run_at` it was armed for. */
   | { type: 'RecordTick'; tickAt: string };
 
@@ -168,7 +168,7 @@ export function decideSchedule(command: ScheduleCommand, state: Schedule | null,
         ...base,
         org_id,
         type: 'ScheduleTriggered',
-        data: { schedule: state, execution: { id: meta.newId('exe'), scheduled_for: meta.now, callback_url: callbackUrl } },
+        data: { schedule: state, execution: { id: meta.newId('exe'), scheduled_for: meta.now, callback_url: callbackUrl }, ...(command.retryOf ? { retry_of: command.retryOf } : {}) },
       }];
     }
     default:

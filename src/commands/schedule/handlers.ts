@@ -29,8 +29,8 @@ export function createSchedule(
 export const updateSchedule = (deps: CommandDeps, orgId: string, id: string, input: ScheduleInput, plan: Plan) =>
   run(deps, orgId, id, { type: 'UpdateSchedule', plan, input });
 export const deleteSchedule = (deps: CommandDeps, orgId: string, id: string) => run(deps, orgId, id, { type: 'DeleteSchedule' });
-export const triggerSchedule = (deps: CommandDeps, orgId: string, id: string, callbackUrl: string | null) =>
-  run(deps, orgId, id, { type: 'TriggerSchedule', callbackUrl });
+export const triggerSchedule = (deps: CommandDeps, orgId: string, id: string, callbackUrl: string | null, retryOf?: string) =>
+  run(deps, orgId, id, { type: 'TriggerSchedule', callbackUrl, ...(retryOf ? { retryOf } : {}) });
 
 
 /**

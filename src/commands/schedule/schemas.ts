@@ -32,7 +32,7 @@ export const SCHEDULE_EVENT_SCHEMAS = {
   ScheduleCreated: Type.Object({ schedule: scheduleSchema }),
   ScheduleUpdated: Type.Object({ schedule: scheduleSchema, changed: Type.Array(Str()) }),
   ScheduleDeleted: Type.Object({ schedule: scheduleSchema }),
-  ScheduleTriggered: Type.Object({ schedule: scheduleSchema, execution: plannedRun }, { description: 'A run now, besides the ticks' }),
+  ScheduleTriggered: Type.Object({ schedule: scheduleSchema, execution: plannedRun, retry_of: Opt(Str('A retry of this execution of the schedule (`POST /executions/{id}/retry`)')) }, { description: 'A run now, besides the ticks; with `retry_of`, a retry of one of its executions' }),
   ScheduleTicked: Type.Object({
     schedule: scheduleSchema, execution: plannedRun, next_run_at: Time(),
     missed: Opt(Int('Older ticks skipped before this one (it ran late, after an outage)')),

@@ -43,7 +43,7 @@ export type ScheduleEvent =
   | Envelope<'ScheduleCreated', { schedule: Schedule }>
   | Envelope<'ScheduleUpdated', { schedule: Schedule; changed: string[] }>
   | Envelope<'ScheduleDeleted', { schedule: Schedule }>
-  | Envelope<'ScheduleTriggered', { schedule: Schedule; execution: PlannedRun }>
+  | Envelope<'ScheduleTriggered', { schedule: Schedule; execution: PlannedRun; retry_of?: string }>
   /**
    * A cron tick fired: one execution; its id is derived from the tick, so two schedulers
    * make one. `missed`: older ticks skipped before it (it ran late, after an outage).

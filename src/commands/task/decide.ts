@@ -152,7 +152,7 @@ export function decideTask(command: TaskCommand, state: Task | null, meta: Comma
       const callbackUrl = command.callbackUrl || null;
       checkUrl(callbackUrl, 'callback_url');
       const execution = { id: meta.newId('exe'), scheduled_for: meta.now, callback_url: callbackUrl };
-      return [{ ...base, org_id, type: 'TaskTriggered', data: { task: state, execution } }];
+      return [{ ...base, org_id, type: 'TaskTriggered', data: { task: state, execution, ...(command.retryOf ? { retry_of: command.retryOf } : {}) } }];
     }
     default:
       return unreachable(command);

@@ -63,5 +63,5 @@ export const updateTask = (deps: CommandDeps, orgId: string, id: string, input: 
 export const deleteTask = (deps: CommandDeps, orgId: string, id: string) => run(deps, orgId, id, { type: 'DeleteTask' });
 export const cancelTask = (deps: CommandDeps, orgId: string, id: string, reason: string) =>
   run(deps, orgId, id, { type: 'CancelTask', reason });
-export const triggerTask = (deps: CommandDeps, orgId: string, id: string, callbackUrl: string | null) =>
-  run(deps, orgId, id, { type: 'TriggerTask', callbackUrl });
+export const triggerTask = (deps: CommandDeps, orgId: string, id: string, callbackUrl: string | null, retryOf?: string) =>
+  run(deps, orgId, id, { type: 'TriggerTask', callbackUrl, ...(retryOf ? { retryOf } : {}) });

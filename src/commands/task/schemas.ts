@@ -1,4 +1,4 @@
-import { agree, ChannelIds, Body, Bool, Int, Nullable, OneOf, Str, StringMap, Time, Type, type Disagreeing } from '../schema-kit.ts';
+import { agree, ChannelIds, Body, Bool, Int, Nullable, OneOf, Opt, Str, StringMap, Time, Type, type Disagreeing } from '../schema-kit.ts';
 import { HTTP_METHODS } from '../payload-checks.ts';
 
 export const flowControlSchema = Type.Object({
@@ -54,6 +54,6 @@ export const TASK_EVENT_SCHEMAS = {
   TaskUpdated: Type.Object({ task: taskSchema, changed }),
   TaskDeleted: Type.Object({ task: taskSchema }),
   TaskCancelled: Type.Object({ task: taskSchema, reason: Str() }, { description: 'Soft delete by a bulk cancel of its lane: history kept, pending runs cancelled' }),
-  TaskTriggered: Type.Object({ task: taskSchema, execution: plannedExecution }, { description: 'A run now, besides the task\'s own' }),
+  TaskTriggered: Type.Object({ task: taskSchema, execution: plannedExecution, retry_of: Opt(Str('A retry of this execution of the task (`POST /executions/{id}/retry`)')) }, { description: 'A run now, besides the task\'s own; with `retry_of`, a retry of one of its executions' }),
 };
 agree<Disagreeing<typeof TASK_EVENT_SCHEMAS>>();

@@ -57,7 +57,8 @@ export type TaskEvent =
   | Envelope<'TaskDeleted', { task: Task }>
   /** Soft delete by a bulk cancel of its lane: history kept, pending runs cancelled. */
   | Envelope<'TaskCancelled', { task: Task; reason: string }>
-  | Envelope<'TaskTriggered', { task: Task; execution: PlannedExecution }>;
+  /** `retry_of`: a retry (`POST /executions/{id}/retry`) of that execution of the task. */
+  | Envelope<'TaskTriggered', { task: Task; execution: PlannedExecution; retry_of?: string }>;
 
 /** Every task event type: what a task partition owner hands `OwnedTasks.onTaskEvent`. */
 export const TASK_EVENT_TYPES: ReadonlySet<string> = new Set<TaskEvent['type']>(['TaskCreated', 'TaskUpdated', 'TaskDeleted', 'TaskCancelled', 'TaskTriggered']);
@@ -72,7 +73,7 @@ export type TaskCommand =
   | { type: 'UpdateTask'; plan: Plan; input: TaskInput }
   | { type: 'DeleteTask' }
   | { type: 'CancelTask'; reason: string }
-  | { type: 'TriggerTask'; callbackUrl: string | null };
+  | { type: 'TriggerTask'; callbackUrl: string | null; retryOf?: string };
 
 export const TASK_DEFAULTS: Omit<TaskSpec, 'name' | 'url'> = {
   method: 'POST',

@@ -10,8 +10,8 @@ import type { InboundEventEvent } from '../../commands/inbound-event/types.ts';
 import type { EndpointsTable, InboundEventsTable } from '../../db/schema.ts';
 import { notFound, unprocessable } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
-import { endpointSnapshot, eventRecord, planDelivery, plannedExecutionId } from '../../inbound/pipeline.ts';
-import { headerObject, loadStoredRequest, type StoredRequest } from '../../inbound/stored-request.ts';
+import { headerObject, loadStoredRequest } from '../../inbound/stored-request.ts';
+import { replayInboundEvent } from '../replay-event.ts';
 import { isUtf8 } from 'node:buffer';
 import { jsonObject } from '../body.ts';
 import { handler, type ApiDeps } from '../context.ts';
@@ -21,7 +21,9 @@ import { validate } from '../validate.ts';
 import { orgPlan, planLimitFor } from '../plan-limits.ts';
 import { limitParam } from './executions.ts';
 
-const HISTORY_MS = 30 * 24 * 3_600_000;
+/** How long inbound events are listed (and replayed in bulk). */
+export const EVENT_HISTORY_MS = 30 * 24 * 3_600_000;
+const HISTORY_MS = EVENT_HISTORY_MS;
 const iso = (d: Date | string | null) => (d == null ? null : new Date(d).toISOString());
 
 type Input = Omit<EndpointInput, 'verification'> & {
@@ -176,29 +178,9 @@ export function endpointRoutes(deps: ApiDeps, rootUrl: () => string): Router {
   }));
 
   r.post('/endpoints/:id/events/:event_id/replay', handler(async (req, res) => {
-    const orgId = req.orgId;
-    const row = await loadEvent(orgId, req.params.id!, req.params.event_id!);
-    const endpoint = await deps.endpoints.get(orgId, row.endpoint_id);
-    if (!endpoint) throw notFound('Endpoint not found');
-    if (!endpoint.forward_urls.length) throw unprocessable('the endpoint has no forward_urls: it only collects events', 'forward_urls');
-    const stored = await storedRequest(row);
-    if (!stored) throw notFound('Inbound event is no longer stored');
-    // A replay is the user's explicit choice: verify's verdict on the original does not stop it.
-    const request: StoredRequest = { meta: { ...stored.meta, rejected: undefined, verify_logs: undefined }, body: stored.body };
-    const nowMs = deps.clock.now();
-    const now = new Date(nowMs).toISOString();
-    const replayId = newId('evt', nowMs);
-    const delivery = await planDelivery({ endpoint, route: request.meta, request: async () => request, hooks: deps.hooks(endpoint), now, executionId: (i) => plannedExecutionId(replayId, nowMs, i) });
-    const subject = SUBJECTS.inboundEvent(orgId, row.id);
-    // Replays of one event are independent of each other: no guard on the subject's sequence.
-    const event: InboundEventEvent = {
-      type: 'InboundEventReplayed', id: replayId, at: now, org_id: orgId,
-      // A replay forwards now: transform()'s debounce applies to live traffic only.
-      data: { event: eventRecord(stored.meta, Number(row.inbound_seq), delivery.outcome, { ...delivery, debounce: null }), endpoint: endpointSnapshot(endpoint), executions: delivery.executions },
-    };
-    await deps.reads.wrote(orgId, await deps.store.append(subject, event));
-    const ids = delivery.executions.map((x) => x.execution_id);
-    const message = ids.length ? `Replay queued: ${ids.length} execution(s)${endpoint.paused ? ', held while the endpoint is paused' : ''}` : `Nothing to forward: the event was ${delivery.outcome}`;
+    const row = await loadEvent(req.orgId, req.params.id!, req.params.event_id!);
+    const { ids, outcome, paused } = await replayInboundEvent(deps, req.orgId, row);
+    const message = ids.length ? `Replay queued: ${ids.length} execution(s)${paused ? ', held while the endpoint is paused' : ''}` : `Nothing to forward: the event was ${outcome}`;
     res.status(202).json({ data: { execution_ids: ids }, message });
   }));
   return r;

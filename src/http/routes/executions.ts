@@ -1,8 +1,7 @@
 import { Router, type Request } from 'express';
-import { DURATION_PATTERN, durationProblem, parseDuration } from '../../lib/duration.ts';
-import { badRequest, notFound, unprocessable } from '../../lib/errors.ts';
-import { instantProblem } from '../../lib/input-checks.ts';
+import { notFound, unprocessable } from '../../lib/errors.ts';
 import { queryInt, queryString } from '../body.ts';
+import { filterConditions, parseExecutionFilter } from '../execution-filter.ts';
 import { handler, type ApiDeps } from '../context.ts';
 import { sql } from 'kysely';
 import { PAGE_COLUMNS, pageJson, type PageRow } from '../execution-page.ts';
@@ -10,8 +9,49 @@ import { PageCache } from '../page-cache.ts';
 import { attemptsOf } from '../../projections/attempt-rows.ts';
 import { PROJECTOR_NAME } from '../../projections/projector.ts';
 import { executionDetail } from '../serializers.ts';
+import { decideRetry, type RetryCommand } from '../../commands/execution/retry.ts';
+import { triggerTask } from '../../commands/task/handlers.ts';
+import { triggerSchedule } from '../../commands/schedule/handlers.ts';
+import { ApiError, conflict } from '../../lib/errors.ts';
+import { replayInboundEvent } from '../replay-event.ts';
 
-export const EXECUTION_STATUSES = ['pending', 'running', 'success', 'failed', 'timeout', 'cancelled'];
+/** A source's command found no source (deleted since): the retry's 409 `field: "source"`. */
+async function sourceMustExist<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 404) throw conflict(`The execution's source is gone: ${err.message}`, 'source');
+    throw err;
+  }
+}
+
+/** Runs a retry's command; the new execution's id. */
+export async function runRetry(deps: ApiDeps, orgId: string, command: RetryCommand): Promise<string> {
+  switch (command.type) {
+    case 'TriggerTask': {
+      const { events: [event], seq } = await sourceMustExist(() => triggerTask(deps, orgId, command.taskId, null, command.retryOf));
+      await deps.reads.wrote(orgId, seq);
+      if (event?.type !== 'TaskTriggered') throw new Error('a trigger decided no TaskTriggered');
+      return event.data.execution.id;
+    }
+    case 'TriggerSchedule': {
+      const { events: [event], seq } = await sourceMustExist(() => triggerSchedule(deps, orgId, command.scheduleId, null, command.retryOf));
+      await deps.reads.wrote(orgId, seq);
+      if (event?.type !== 'ScheduleTriggered') throw new Error('a trigger decided no ScheduleTriggered');
+      return event.data.execution.id;
+    }
+    case 'ReplayDelivery': {
+      const row = await deps.db.selectFrom('inbound_events').selectAll().where('id', '=', command.eventId).where('org_id', '=', orgId).executeTakeFirst();
+      if (!row) throw conflict('The execution\'s source is gone: its inbound event is no longer stored', 'source');
+      const { ids } = await replayInboundEvent(deps, orgId, row, { urls: [command.url], retryOf: () => command.retryOf });
+      return ids[0]!;
+    }
+    default:
+      return command satisfies never;
+  }
+}
+
+export { EXECUTION_STATUSES } from '../execution-filter.ts';
 /** Every list's `limit` query parameter. */
 export const LIST_LIMIT = { fallback: 50, max: 100 } as const;
 
@@ -19,24 +59,6 @@ export function limitParam(req: Request): number {
   const limit = queryInt(req, 'limit', LIST_LIMIT.fallback);
   if (limit < 1 || limit > LIST_LIMIT.max) throw unprocessable(`limit must be between 1 and ${LIST_LIMIT.max}`, 'limit');
   return limit;
-}
-
-const RELATIVE = new RegExp(DURATION_PATTERN);
-const isRelative = (raw: string | undefined) => !!raw && RELATIVE.test(raw);
-
-/** An ISO timestamp, or a relative duration meaning that long before now. */
-function instant(req: Request, name: string, nowMs: number): Date | undefined {
-  const raw = queryString(req, name);
-  if (raw === undefined || raw === '') return undefined;
-  if (isRelative(raw)) {
-    const problem = durationProblem(raw);
-    if (problem) throw unprocessable(`${name} ${problem}`, name);
-    return new Date(nowMs - parseDuration(raw)!);
-  }
-  if (!/^\d{4}-\d{2}-\d{2}/.test(raw) || Number.isNaN(Date.parse(raw))) throw badRequest(`${name} must be an ISO 8601 timestamp or a duration such as 30m, 24h, 7d`, name);
-  const problem = instantProblem(raw);
-  if (problem) throw unprocessable(`${name} ${problem}`, name);
-  return new Date(raw);
 }
 
 export function executionRoutes(deps: ApiDeps): Router {
@@ -47,22 +69,14 @@ export function executionRoutes(deps: ApiDeps): Router {
     const limit = limitParam(req);
     const offset = queryInt(req, 'offset', 0);
     if (offset < 0) throw unprocessable('offset must be 0 or more', 'offset');
-    const status = queryString(req, 'status');
-    if (status !== undefined && !EXECUTION_STATUSES.includes(status)) throw unprocessable(`status must be one of ${EXECUTION_STATUSES.join(', ')}`, 'status');
-    const since = instant(req, 'since', Date.now());
-    const until = instant(req, 'until', Date.now());
-    const taskId = queryString(req, 'task_id');
+    const { filter, relative } = parseExecutionFilter((name) => queryString(req, name), Date.now());
     // Relative times (`since=30m`) move with the clock, not with the read models: not cached.
-    const cacheable = !['since', 'until'].some((name) => isRelative(queryString(req, name)));
+    const cacheable = !relative;
     const key = `${req.orgId} ${req.url}`;
     const position = deps.reads.projected;
     const cached = cacheable ? pages.get(key, position) : undefined;
     if (cached !== undefined) return void res.type('application/json').send(cached);
-    const where = [sql`org_id = ${req.orgId}`];
-    if (status) where.push(sql`status = ${status}`);
-    if (since) where.push(sql`scheduled_for >= ${since}`);
-    if (until) where.push(sql`scheduled_for <= ${until}`);
-    if (taskId) where.push(sql`source_id = ${taskId}`);
+    const where = filterConditions(req.orgId, filter);
     // ORDER BY names the table's columns: the bare name would be the text alias, sorted as text, without the index.
     // The projector's checkpoint in the rows' own snapshot: the position this page is exactly.
     const { rows } = await sql<PageRow & { at_seq: string }>`SELECT ${PAGE_COLUMNS},
@@ -86,6 +100,16 @@ export function executionRoutes(deps: ApiDeps): Router {
       return executionDetail(row, attemptsOf(row, attempts));
     });
     res.json({ data });
+  }));
+
+  r.post('/executions/:id/retry', handler(async (req, res) => {
+    // A read of this organization's writes (the row of an execution it just made, its status).
+    await deps.reads.caughtUp(req.orgId);
+    const row = await deps.db.selectFrom('executions').select(['id', 'status', 'source_type', 'source_id', 'url', 'parent_id'])
+      .where('id', '=', req.params.id!).where('org_id', '=', req.orgId).executeTakeFirst();
+    if (!row) throw notFound('Execution not found');
+    const executionId = await runRetry(deps, req.orgId, decideRetry(row));
+    res.status(202).json({ data: { execution_id: executionId, status: 'pending', retry_of: row.id }, message: 'Retry queued' });
   }));
 
   return r;

@@ -1,0 +1,242 @@
+/** Bulk retry jobs: `POST /executions/retry`, `/jobs` (issue 36, stage 3). */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { apiClient, eventually, startTestService, type Api, type TestService } from './support/service.ts';
+import { startTarget } from './support/target.ts';
+import { spawnJetcron, type JetcronProcess } from './support/jetcron-process.ts';
+import { endProcesses } from './support/owner-processes.ts';
+import { rebuildProjections } from '../src/cli/rebuild.ts';
+
+const FINAL = ['success', 'failed', 'timeout', 'cancelled'];
+
+/** Every execution of the organization (all pages). */
+async function allExecutions(api: Api, query = ''): Promise<any[]> {
+  const out: any[] = [];
+  for (let offset = 0; ; offset += 100) {
+    const res = await api('GET', `/executions?limit=100&offset=${offset}${query}`);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    out.push(...res.body.data);
+    if (!res.body.has_more) return out;
+  }
+}
+
+/** `count` tasks answered 410 (a 4xx: no host backoff, no retry), each ended failed; their executions' ids. */
+async function deadLetters(api: Api, url: string, count: number, key: string): Promise<string[]> {
+  const res = await api('POST', '/tasks/batch', { flow_control: { key, parallelism: 50 }, tasks: Array.from({ length: count }, (_, i) => ({ url: `${url}?n=${i}` })) });
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+  return eventually(async () => {
+    const rows = (await allExecutions(api, '&dead=true')).filter((r) => r.task.url.startsWith(url));
+    return rows.length === count ? rows.map((r) => r.id as string) : null;
+  }, 60_000);
+}
+
+/** Each execution of `set` has exactly one retry (no execution of the set retried twice, none forgotten). */
+async function retriedOnceEach(api: Api, set: string[]): Promise<void> {
+  const rows = await allExecutions(api);
+  const retries = new Map<string, number>();
+  for (const r of rows) if (r.retry_of) retries.set(r.retry_of, (retries.get(r.retry_of) ?? 0) + 1);
+  for (const id of set) assert.equal(retries.get(id) ?? 0, 1, `${id} retried once`);
+}
+
+const finishedJob = (api: Api, id: string) =>
+  eventually(async () => {
+    const res = await api('GET', `/jobs/${id}`);
+    return res.body.data?.status === 'done' ? res.body.data : null;
+  }, 60_000);
+
+describe('bulk retry jobs', () => {
+  let svc: TestService;
+  let api: Api;
+  let other: Api;
+  let target: Awaited<ReturnType<typeof startTarget>>;
+  let failing = true;
+
+  before(async () => {
+    svc = await startTestService();
+    api = (await svc.createOrg('pro')).api;
+    other = (await svc.createOrg('pro')).api;
+    target = await startTarget(() => (failing ? { status: 410, body: 'gone' } : { status: 200, body: 'ok' }));
+  });
+  after(async () => {
+    await target?.close();
+    await svc?.stop();
+  });
+
+  test('dry_run counts; a job retries each dead letter once, oldest first; the same bulk retry again retries nothing', async () => {
+    const set = await deadLetters(api, `${target.url}/bulk`, 30, 'bulk');
+    failing = false;
+    const filter = { host: new URL(target.url).hostname };
+    const counted = await api('POST', '/executions/retry', { filter, dry_run: true });
+    assert.equal(counted.status, 200, JSON.stringify(counted.body));
+    assert.deepEqual(counted.body.data, { count: 30 });
+
+    const accepted = await api('POST', '/executions/retry', { filter }, { 'Idempotency-Key': 'bulk-once' });
+    assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
+    const job = accepted.body.data;
+    assert.match(job.id, /^rjb_/);
+    assert.equal(job.kind, 'retry');
+    assert.equal(job.total, 30);
+    assert.deepEqual(job.filter, { dead: true, ...filter });
+    const again = await api('POST', '/executions/retry', { filter }, { 'Idempotency-Key': 'bulk-once' });
+    assert.equal(again.body.data.id, job.id, 'the same Idempotency-Key answers the same job');
+
+    const done = await finishedJob(api, job.id);
+    assert.equal(done.done, 30);
+    assert.equal(done.skipped, 0);
+    assert.ok(done.finished_at);
+    await eventually(async () => (await allExecutions(api)).filter((r) => r.retry_of && r.status === 'success').length === 30, 60_000);
+    await retriedOnceEach(api, set);
+
+    // Nothing is dead any more: the same call counts none and its job retries nothing.
+    assert.deepEqual((await api('POST', '/executions/retry', { filter, dry_run: true })).body.data, { count: 0 });
+    const second = await api('POST', '/executions/retry', { filter });
+    assert.equal(second.status, 202);
+    assert.equal(second.body.data.total, 0);
+    assert.equal(second.body.data.status, 'done');
+    await retriedOnceEach(api, set);
+
+    const jobs = (await api('GET', '/jobs')).body.data.map((j: any) => j.id);
+    assert.deepEqual(jobs.slice(0, 2), [second.body.data.id, job.id], 'newest first');
+  });
+
+  test('filters are checked naming filter.<name>; a finished job stays as it is when cancelled; another organization: 404', async () => {
+    const bad = await api('POST', '/executions/retry', { filter: { status_code: '6xx' } });
+    assert.equal(bad.status, 422);
+    assert.equal(bad.body.error.field, 'filter.status_code');
+    const badTime = await api('POST', '/executions/retry', { filter: { finished_after: 'yesterday' } });
+    assert.equal(badTime.status, 400);
+    assert.equal(badTime.body.error.field, 'filter.finished_after');
+    const unknown = await api('POST', '/executions/retry', { filter: { colour: 'red' } });
+    assert.equal(unknown.status, 422);
+    const job = (await api('POST', '/executions/retry', { filter: { error: 'no such error anywhere' } })).body.data;
+    assert.equal(job.status, 'done');
+    const cancelled = await api('POST', `/jobs/${job.id}/cancel`);
+    assert.equal(cancelled.status, 200);
+    assert.equal(cancelled.body.data.status, 'done', 'a finished job stays as it is');
+    assert.equal((await other('GET', `/jobs/${job.id}`)).status, 404);
+    assert.equal((await other('POST', `/jobs/${job.id}/cancel`)).status, 404);
+    assert.deepEqual((await other('GET', '/jobs')).body.data, []);
+  });
+
+  test('a bulk replay of an endpoint\'s failed events: to the chosen URL only, each delivery retry_of the one it replaces, and not again', async () => {
+    let aFails = true;
+    const replayTarget = await startTarget((req) => (aFails && req.path.startsWith('/r/a') ? { status: 410, body: 'gone' } : { status: 200, body: 'ok' }));
+    try {
+      const [a, b] = [`${replayTarget.url}/r/a`, `${replayTarget.url}/r/b`];
+      const created = await api('POST', '/endpoints', { name: 'replayed', forward_urls: [a, b], retry_attempts: 0 });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      const ep = created.body.data;
+      for (const [method, body] of [['POST', '{"n":1}'], ['POST', '{"n":2}'], ['POST', '{"n":3}'], ['PUT', '{"n":4}']] as const) {
+        const sent = await fetch(ep.inbound_url, { method, body, headers: { 'Content-Type': 'application/json' } });
+        assert.equal(sent.status, 200);
+      }
+      const deliveries = await eventually(async () => {
+        const rows = await allExecutions(api, `&endpoint_id=${ep.id}`);
+        return rows.length === 8 && rows.every((r) => FINAL.includes(r.status)) ? rows : null;
+      }, 60_000);
+      const failedA = deliveries.filter((r) => r.task.url === a);
+      assert.ok(failedA.every((r) => r.status === 'failed'));
+      const filter = { delivery_status: 'failed', method: 'post' };
+      assert.deepEqual((await api('POST', `/endpoints/${ep.id}/events/replay`, { filter, dry_run: true })).body.data, { count: 3 });
+
+      const bad = await api('POST', `/endpoints/${ep.id}/events/replay`, { filter: { delivery_status: 'broken' } });
+      assert.equal(bad.status, 422);
+      assert.equal(bad.body.error.field, 'filter.delivery_status');
+      const badTime = await api('POST', `/endpoints/${ep.id}/events/replay`, { filter: { received_after: 'soon' } });
+      assert.equal(badTime.status, 400);
+      assert.equal(badTime.body.error.field, 'filter.received_after');
+      const unknownUrl = await api('POST', `/endpoints/${ep.id}/events/replay`, { filter, forward_urls: ['http://elsewhere.example/x'] });
+      assert.equal(unknownUrl.status, 422);
+      assert.equal(unknownUrl.body.error.field, 'forward_urls');
+      assert.equal((await other('POST', `/endpoints/${ep.id}/events/replay`, { filter })).status, 404);
+
+      aFails = false;
+      const receivedB = replayTarget.received.filter((r) => r.path.startsWith('/r/b')).length;
+      const accepted = await api('POST', `/endpoints/${ep.id}/events/replay`, { filter, forward_urls: [a] });
+      assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
+      assert.equal(accepted.body.data.kind, 'replay');
+      assert.equal(accepted.body.data.endpoint_id, ep.id);
+      assert.deepEqual(accepted.body.data.forward_urls, [a]);
+      const done = await finishedJob(api, accepted.body.data.id);
+      assert.deepEqual([done.total, done.done, done.skipped], [3, 3, 0]);
+      const replays = await eventually(async () => {
+        const rows = (await allExecutions(api, `&endpoint_id=${ep.id}`)).filter((r) => r.retry_of);
+        return rows.length === 3 && rows.every((r) => r.status === 'success') ? rows : null;
+      }, 60_000);
+      const posted = failedA.filter((r) => !replayTarget.received.some((q) => q.method === 'PUT' && q.headers['x-jetcron-execution-id'] === r.id));
+      assert.deepEqual(replays.map((r) => r.retry_of).sort(), posted.map((r) => r.id).sort(), 'each replay retries the event\'s delivery to that URL');
+      assert.ok(replays.every((r) => r.task.url === a));
+      assert.equal(replayTarget.received.filter((r) => r.path.startsWith('/r/b')).length, receivedB, 'nothing to the URL not chosen');
+      // Their failures are replaced: the same replay finds nothing.
+      assert.deepEqual((await api('POST', `/endpoints/${ep.id}/events/replay`, { filter, dry_run: true })).body.data, { count: 0 });
+    } finally {
+      await replayTarget.close();
+    }
+  });
+
+  test('a rebuild of the read models gives the same jobs', async () => {
+    const jobs = async () => {
+      const list = (await api('GET', '/jobs')).body.data as any[];
+      return { list, one: await Promise.all(list.map(async (j) => (await api('GET', `/jobs/${j.id}`)).body.data)) };
+    };
+    const before = await jobs();
+    assert.ok(before.list.length >= 2);
+    await svc.stopService();
+    await rebuildProjections({ natsUrl: svc.natsUrl, databaseUrl: svc.databaseUrl, dataDir: '/nonexistent', log: () => {}, print: () => {} });
+    await svc.startService();
+    assert.deepEqual(await jobs(), before);
+  });
+});
+
+describe('a bulk retry job across a kill -9 of the process advancing it', () => {
+  let svc: TestService;
+  const procs: JetcronProcess[] = [];
+  let target: Awaited<ReturnType<typeof startTarget>>;
+  let failing = true;
+
+  before(async () => {
+    // The test's own API process never takes the job: the children do.
+    svc = await startTestService({ JETCRON_RETRY_JOBS: '0' });
+    target = await startTarget(() => (failing ? { status: 410, body: 'gone' } : { status: 200, body: 'ok' }));
+  });
+  after(async () => {
+    await endProcesses(procs);
+    await target?.close();
+    await svc?.stop();
+  });
+
+  test('one running job per organization, a cancel; killed part-way, a job finishes in another process and no execution of its set is retried twice', async () => {
+    const { api, apiKey } = await svc.createOrg('pro');
+    const set = await deadLetters(api, `${target.url}/crash`, 300, 'crash');
+    failing = false;
+    // No process advances jobs yet: one accepted now stays running.
+    const waiting = await api('POST', '/executions/retry', { filter: {} });
+    assert.equal(waiting.status, 202, JSON.stringify(waiting.body));
+    assert.equal(waiting.body.data.status, 'running');
+    const another = await api('POST', '/executions/retry', { filter: { source_type: 'task' } });
+    assert.equal(another.status, 409, 'one running job per organization');
+    const cancelled = await api('POST', `/jobs/${waiting.body.data.id}/cancel`);
+    assert.equal(cancelled.status, 200, JSON.stringify(cancelled.body));
+    assert.deepEqual([cancelled.body.data.status, cancelled.body.data.done, cancelled.body.data.skipped], ['cancelled', 0, 0]);
+    assert.ok(cancelled.body.data.finished_at);
+    const first = await spawnJetcron({ roles: 'api', natsUrl: svc.natsUrl, databaseUrl: svc.databaseUrl, label: 'jobs-a' });
+    procs.push(first);
+    const viaFirst = apiClient(() => first.url!, apiKey);
+    const accepted = await viaFirst('POST', '/executions/retry', { filter: {} });
+    assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
+    const jobId = accepted.body.data.id;
+    assert.equal(accepted.body.data.total, 300);
+    // Killed once it has taken some of its set.
+    await eventually(async () => (await api('GET', `/jobs/${jobId}`)).body.data.done > 0, 60_000);
+    await first.kill9();
+    const atKill = (await api('GET', `/jobs/${jobId}`)).body.data;
+    const second = await spawnJetcron({ roles: 'api', natsUrl: svc.natsUrl, databaseUrl: svc.databaseUrl, label: 'jobs-b' });
+    procs.push(second);
+    const done = await finishedJob(api, jobId);
+    assert.equal(done.done + done.skipped, 300);
+    await eventually(async () => (await allExecutions(api)).filter((r) => r.retry_of && FINAL.includes(r.status)).length >= 300, 60_000);
+    await retriedOnceEach(api, set);
+    // Informational: how far the first process had come (the kill can land after its last step on a fast machine).
+    process.stderr.write(`# killed at ${atKill.done + atKill.skipped}/300; finished ${done.done} retried, ${done.skipped} skipped\n`);
+  });
+});
