@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { acceptanceFloor } from './acceptance-floor.ts';
 import { batchAccept } from './batch-accept.ts';
+import { bulkRetry } from './bulk-retry.ts';
 import { createApi } from './create-api.ts';
 import { dispatchThroughput } from './dispatch-throughput.ts';
 import { executionsList } from './executions-list.ts';
@@ -36,7 +37,7 @@ import { tracing } from './tracing.ts';
 /** The default run (`npm run bench` without names). */
 const ALL: Benchmark[] = [reference, dispatchThroughput, latency, timers, createApi, lanes, batchAccept, idempotentReplay, schedules, monitors, inbound, lua, tracing, runtime, rebuild, peers];
 /** Run only when named: `soak` alone takes ~10 minutes (1,000,000 executions). */
-const OPT_IN: Benchmark[] = [soak, executionsList, flowControl, acceptanceFloor];
+const OPT_IN: Benchmark[] = [soak, executionsList, flowControl, acceptanceFloor, bulkRetry];
 const KNOWN: Benchmark[] = [...ALL, ...OPT_IN];
 const RUN_LIMIT_MS = 30 * 60_000;
 

@@ -1,0 +1,119 @@
+/**
+ * Issue 36's speed aims for a bulk retry: 10,000 dead letters retried by one job
+ * (`POST /executions/retry`): its acceptance time, and the rate its retries are sent
+ * and finished at beside 10,000 fresh tasks created by batches in the same run (aim:
+ * ≥ 0.8×); the service's memory (RSS of its process tree) at the job's start and end.
+ * The dead letters are tasks whose expected status (201) the target's 200 never meets:
+ * failed at their only attempt, with no host backoff (a 2xx is an answer).
+ */
+import { readFileSync, readdirSync } from 'node:fs';
+import { withStack, troubleNotes, type Benchmark } from './stack.ts';
+import { fmt } from './stats.ts';
+
+const N = 10_000;
+const BATCH = 1_000;
+
+/** RSS of a process and its descendants, in bytes (Linux /proc). */
+function treeRss(pid: number): number {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  let total = 0;
+  const walk = (p: number) => {
+    try {
+      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${p}/status`, 'utf8'));
+      total += Number(m?.[1] ?? 0) * 1024;
+    } catch {
+      return;
+    }
+    for (const c of children.get(p) ?? []) walk(c);
+  };
+  walk(pid);
+  return total;
+}
+
+export const bulkRetry: Benchmark = {
+  name: 'bulk-retry',
+  title: `a bulk retry of ${fmt.int(N)} dead letters beside ${fmt.int(N)} fresh tasks created by batches`,
+  run(ctx) {
+    return withStack(ctx, this.name, async (s) => {
+      const client = s.client(64);
+      const count = async (sql: string) => Number((await s.db.query<{ n: string }>(sql)).rows[0]?.n ?? 0);
+      const until = async (sql: string, n: number, what: string) => {
+        const t0 = performance.now();
+        while ((await count(sql)) < n) {
+          if (performance.now() - t0 > 300_000) throw new Error(`${what}: not ${n} within 300 s`);
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        return performance.now();
+      };
+
+      // The reference: fresh tasks by batches, all sent and finished.
+      const tRef = performance.now();
+      for (let b = 0; b < N / BATCH; b++) {
+        const r = await client.send('POST', '/api/v1/tasks/batch', {
+          body: JSON.stringify({ flow_control: { key: `fresh-${b}`, parallelism: 1000 }, tasks: Array.from({ length: BATCH }, (_, i) => ({ url: `${s.target.url}/hit?id=fresh-${b}-${i}`, name: `fresh-${b}-${i}` })) }),
+        });
+        if (r.status !== 201) throw new Error(`batch ${b}: ${r.status} ${r.text.slice(0, 200)}`);
+      }
+      const tRefEnd = await until(`SELECT count(*) AS n FROM executions WHERE source_name LIKE 'fresh-%' AND finished_at IS NOT NULL`, N, 'fresh tasks');
+      const freshRate = N / ((tRefEnd - tRef) / 1000);
+
+      // The dead letters.
+      let next = 0;
+      await Promise.all(Array.from({ length: 64 }, async () => {
+        while (next < N) {
+          const i = next++;
+          const r = await client.createTask({ url: `${s.target.url}/hit?id=dead-${i}`, name: `dead-${i}`, retry_attempts: 0, expected_status_codes: '201' });
+          if (r.status !== 201) throw new Error(`dead letter ${i}: ${r.status}`);
+        }
+      }));
+      await until(`SELECT count(*) AS n FROM executions WHERE source_name LIKE 'dead-%' AND status = 'failed' AND retried_by IS NULL`, N, 'dead letters');
+
+      const rssBefore = treeRss(s.service.pid!);
+      const cpuEnd = s.startCpuPhase();
+      const accepted = await client.send('POST', '/api/v1/executions/retry', { body: JSON.stringify({ filter: { error: '' } }) });
+      if (accepted.status !== 202) throw new Error(`bulk retry: ${accepted.status} ${accepted.text.slice(0, 300)}`);
+      const tJob = performance.now() - accepted.ms;
+      const job = (JSON.parse(accepted.text) as { data: { id: string; total: number } }).data;
+      let rssMax = rssBefore;
+      const sampler = setInterval(() => (rssMax = Math.max(rssMax, treeRss(s.service.pid!))), 500);
+      const tJobEnd = await until(`SELECT count(*) AS n FROM executions WHERE retry_of IS NOT NULL AND finished_at IS NOT NULL`, N, 'retries');
+      clearInterval(sampler);
+      const cpu = cpuEnd();
+      const rssAfter = treeRss(s.service.pid!);
+      const retryRate = N / ((tJobEnd - tJob) / 1000);
+      const ratio = retryRate / freshRate;
+      return {
+        name: this.name,
+        title: this.title,
+        metrics: [
+          { label: 'job accepted in (aim ≤ 1 s)', value: fmt.ms(accepted.ms), ok: accepted.ms <= 1000 },
+          { label: 'job set', value: fmt.int(job.total), ok: job.total === N },
+          { label: 'fresh tasks by batches: created to all finished', value: fmt.rate(freshRate) },
+          { label: 'retries: accepted to all finished', value: fmt.rate(retryRate) },
+          { label: 'retries ÷ fresh (aim ≥ 0.8)', value: ratio.toFixed(2), ok: ratio >= 0.8 },
+          { label: 'service RSS: at the start / max during / at the end (aim within 10%)', value: `${fmt.int(rssBefore / 2 ** 20)} / ${fmt.int(rssMax / 2 ** 20)} / ${fmt.int(rssAfter / 2 ** 20)} MiB`, ok: rssMax <= rssBefore * 1.1 },
+        ],
+        headline: [
+          { label: 'bulk retry accept', value: fmt.ms(accepted.ms) },
+          { label: 'bulk retry ÷ fresh rate', value: ratio.toFixed(2) },
+        ],
+        tables: [],
+        cpu: { phase: 'the job', report: cpu, units: { count: N, what: 'retry' } },
+        notes: [
+          'the job retries one execution at a time (a trigger append and a step append each); the fresh tasks are 10 batches of 1,000, each under a flow-control key of parallelism 1,000.',
+          ...troubleNotes(s.service),
+        ],
+      };
+    }, { plan: 'pro' });
+  },
+};
