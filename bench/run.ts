@@ -27,7 +27,7 @@ import { peers } from './peers/peers.ts';
 import { reference } from './reference.ts';
 import { rebuild } from './rebuild.ts';
 import { runtime } from './runtime.ts';
-import { schedules } from './schedules.ts';
+import { schedules, schedulesEverySecond } from './schedules.ts';
 import { soak } from './soak.ts';
 import type { BenchContext, BenchResult, Benchmark, Metric } from './stack.ts';
 import { fmt, markdownTable, textTable, type Table } from './stats.ts';
@@ -35,7 +35,7 @@ import { timers } from './timers.ts';
 import { tracing } from './tracing.ts';
 
 /** The default run (`npm run bench` without names). */
-const ALL: Benchmark[] = [reference, dispatchThroughput, latency, timers, createApi, lanes, batchAccept, idempotentReplay, schedules, monitors, inbound, lua, tracing, runtime, rebuild, peers];
+const ALL: Benchmark[] = [reference, dispatchThroughput, latency, timers, createApi, lanes, batchAccept, idempotentReplay, schedules, schedulesEverySecond, monitors, inbound, lua, tracing, runtime, rebuild, peers];
 /** Run only when named: `soak` alone takes ~10 minutes (1,000,000 executions). */
 const OPT_IN: Benchmark[] = [soak, executionsList, flowControl, acceptanceFloor, bulkRetry];
 const KNOWN: Benchmark[] = [...ALL, ...OPT_IN];
