@@ -3,6 +3,7 @@ import { SUBJECTS } from '../../streams/subjects.ts';
 import { createBarrier } from '../nats/barrier.ts';
 import type { Nats } from '../nats/connection.ts';
 import { parsePosition, positionText } from '../nats/written-positions.ts';
+import { createPositionWaiter } from '../lib/position-waiter.ts';
 import type { Watermark } from '../projections/watermark.ts';
 import type { AuthedRequest } from './context.ts';
 
@@ -25,26 +26,27 @@ export function createReadYourWrites(nats: Nats, watermark: Watermark) {
   const written = new Map<string, number>();
   /** Organizations with inbound requests stored in INBOUND that the router has yet to record: the highest such sequence. */
   const unrouted = new Map<string, number>();
-  const router = createRouterProgress();
+  /** How far the inbound router has recorded INBOUND, as it announces it. */
+  const router = createPositionWaiter();
   const barrier = createBarrier(nats.nc);
   const raise = (orgId: string, seq: number) => {
     if (seq > (written.get(orgId) ?? 0)) written.set(orgId, seq);
   };
   const raiseUnrouted = (orgId: string, seq: number) => {
-    if (seq > router.through && seq > (unrouted.get(orgId) ?? 0)) unrouted.set(orgId, seq);
+    if (seq > router.at && seq > (unrouted.get(orgId) ?? 0)) unrouted.set(orgId, seq);
   };
   const sub = nats.nc.subscribe(SUBJECTS.written, {
     callback: (_err, m) => {
       const position = parsePosition(m.string());
       if (position?.kind === 'events') raise(position.orgId, position.seq);
       else if (position?.kind === 'inbound') raiseUnrouted(position.orgId, position.seq);
-      else if (position?.kind === 'routed') router.passed(position.seq);
+      else if (position?.kind === 'routed') router.advance(position.seq);
     },
   });
   // Positions the read models have passed are forgotten, so the map holds only organizations with writes in flight.
   const sweep = setInterval(() => {
     for (const [orgId, seq] of written) if (seq <= watermark.seq) written.delete(orgId);
-    for (const [orgId, seq] of unrouted) if (seq <= router.through) unrouted.delete(orgId);
+    for (const [orgId, seq] of unrouted) if (seq <= router.at) unrouted.delete(orgId);
   }, SWEEP_EVERY_MS);
   sweep.unref();
 
@@ -74,9 +76,9 @@ export function createReadYourWrites(nats: Nats, watermark: Watermark) {
 
   const caughtUp = async (orgId: string): Promise<void> => {
     const inbound = unrouted.get(orgId);
-    if (inbound !== undefined && inbound > router.through) {
+    if (inbound !== undefined && inbound > router.at) {
       // The router announces the EVENTS positions it wrote before how far it got: once it passed this, `written` knows them.
-      if (!(await router.reached(inbound, READ_WAIT_MS))) unrouted.delete(orgId); // no router answering: later reads do not wait again
+      if (!(await router.waitFor(inbound, READ_WAIT_MS))) unrouted.delete(orgId); // no router answering: later reads do not wait again
     }
     const seq = written.get(orgId);
     if (seq !== undefined && seq > watermark.seq) await watermark.waitFor(seq, READ_WAIT_MS);
@@ -117,38 +119,5 @@ export function createReadYourWrites(nats: Nats, watermark: Watermark) {
   };
 }
 
-/** How far the inbound router has recorded INBOUND, as it announces it; waits for a position with a bound. */
-function createRouterProgress() {
-  let through = 0;
-  const waiters = new Set<{ seq: number; done: (reached: boolean) => void }>();
-  return {
-    get through() {
-      return through;
-    },
-    passed(seq: number): void {
-      if (seq <= through) return;
-      through = seq;
-      for (const w of waiters) if (w.seq <= seq) w.done(true);
-    },
-    reached(seq: number, timeoutMs: number): Promise<boolean> {
-      if (seq <= through) return Promise.resolve(true);
-      return new Promise((resolve) => {
-        const waiter = {
-          seq,
-          done: (reached: boolean) => {
-            clearTimeout(timer);
-            waiters.delete(waiter);
-            resolve(reached);
-          },
-        };
-        const timer = setTimeout(() => waiter.done(false), timeoutMs);
-        waiters.add(waiter);
-      });
-    },
-    close(): void {
-      for (const w of waiters) w.done(false);
-    },
-  };
-}
 
 export type ReadYourWrites = ReturnType<typeof createReadYourWrites>;

@@ -21,10 +21,6 @@ export class ScheduleStates {
   /** Each arming's own number: the heap keeps only a key's latest arming live. */
   private armings = 0;
 
-  get size(): number {
-    return this.states.size;
-  }
-
   /** undefined: not known; null: deleted. */
   get(scheduleId: string): Schedule | null | undefined {
     return this.states.get(scheduleId)?.schedule;
@@ -61,10 +57,5 @@ export class ScheduleStates {
   /** When the earliest tick is due; null when none is armed. */
   nextDueAt(): number | null {
     return this.ticks.peekDue() ?? null;
-  }
-
-  /** Ticks armed (the timers gauge). */
-  get armed(): number {
-    return this.ticks.size;
   }
 }
