@@ -286,7 +286,7 @@ export async function ownTaskPartition(
     const forward = job.inbound && !blockedUntil ? await loadForwardRequest(deps.nats, job.inbound) : null;
     const plan = planAttempt({
       job,
-      sofar: { uncounted: exec.uncounted, done: false },
+      uncounted: exec.uncounted,
       sourceGone: state.sourceGone(exec) || (exec.handedIn === true && await handedInTaskGone(exec)),
       requestGone: !!job.inbound && !blockedUntil && !forward,
       forwardMethod: forward?.method ?? null,
@@ -297,8 +297,6 @@ export async function ownTaskPartition(
     });
     if (plan.kind !== 'send') state.notSent(exec);
     switch (plan.kind) {
-      case 'done':
-        return;
       case 'record':
       case 'defer':
         return record(plan.events);
