@@ -17,6 +17,7 @@ import type { Semaphore } from '../lib/semaphore.ts';
 import { unreachable } from '../lib/unreachable.ts';
 import { inSpan, sourceAttributes, SpanKind } from '../telemetry/tracing.ts';
 import type { Nats } from '../nats/connection.ts';
+import type { ConsumerProgress } from '../nats/supervisor.ts';
 import { decodeEvents } from '../nats/event-reader.ts';
 import { followEventBatches, type TapItem } from '../nats/events-tap.ts';
 import { claimPartition, Fenced, type PartitionLog } from './partition-log.ts';
@@ -45,6 +46,8 @@ export interface TaskOwnerDeps {
   owner: string;
   partitions: number;
   onAttemptFinished?: (result: AttemptResult, exchangeMs: number | null) => void;
+  /** Where this partition's reading of EVENTS stands, for `/healthz` (absent: not reported). */
+  progress?: ConsumerProgress;
 }
 
 /** A start that failed for a reason of our own (the organization unreadable) is tried again after this. */
@@ -115,6 +118,7 @@ export async function ownTaskPartition(
   held.set(partition, state);
   const own = SUBJECTS.partition(partition);
   let position = log.resumeFrom;
+  deps.progress?.started(position - 1);
   let live = false;
   let pumpQueued = false;
   let wake: NodeJS.Timeout | undefined;
@@ -423,9 +427,11 @@ export async function ownTaskPartition(
       await knowEndpoints(batch);
       let changed = false;
       for (const item of batch) if (read(item)) changed = true;
+      deps.progress?.advanced(position - 1);
       if (changed) schedulePump();
     }
   } finally {
+    deps.progress?.stopped();
     held.delete(partition);
     release();
     stop.abort();
