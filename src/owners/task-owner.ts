@@ -187,14 +187,11 @@ export async function ownTaskPartition(
     if (stop.signal.aborted) return;
     // Asked before anything is sent: a process resumed after a freeze must not act on what it held.
     if (!lease.held()) return ending('its lease has lapsed');
-    const cancels = state.takeCancels();
+    const { cancels, starts, ticks, handoffs, wakeAt: next } = state.step(deps.clock.now());
     if (cancels.length) track(record(cancels));
-    const now = deps.clock.now();
-    for (const exec of state.take(now)) track(run(exec));
-    for (const tick of state.schedules.dueTicks(now)) track(recordDueTick(tick));
-    const handoffs = state.takeHandoffs();
+    for (const exec of starts) track(run(exec));
+    for (const tick of ticks) track(recordDueTick(tick));
     if (handoffs.length) track(handOver(handoffs));
-    const next = state.nextWakeAt(deps.clock.now());
     if (next !== null && next < wakeAt) {
       clearTimeout(wake);
       wakeAt = next;

@@ -14,7 +14,7 @@ import { flowLimits } from '../flow-control/rules.ts';
 import type { FlowControl, FlowKeyEvent } from '../flow-control/types.ts';
 import type { HandoffEvent } from './types.ts';
 import { endpointPartition, flowKeyPartition, schedulePartition, taskPartition } from './partition-of.ts';
-import { ScheduleStates } from './owned-schedules.ts';
+import { ScheduleStates, type DueTick } from './owned-schedules.ts';
 import { scheduleAttemptJob } from '../execution/schedule-jobs.ts';
 import type { ScheduleEvent } from '../schedule/types.ts';
 import type { EndpointEvent } from '../endpoint/types.ts';
@@ -81,6 +81,20 @@ export interface OwnedExecution extends ExecutionState {
    * result recorded on the execution's subject for its lane's owner, and over here then.
    */
   handedIn?: true;
+}
+
+/** What one turn of the owner's loop carries out (`OwnedTasks.step`). */
+export interface OwnerStep {
+  /** `ExecutionCancelled` events to record (one commit). */
+  cancels: ExecutionEvent[];
+  /** Attempts (or callback deliveries) to send now. */
+  starts: OwnedExecution[];
+  /** Schedule ticks to record. */
+  ticks: DueTick[];
+  /** Lane heads to append as handed to their key's partition. */
+  handoffs: HandoffEvent[];
+  /** When the next turn is due on its own; null when only an event can change what starts. */
+  wakeAt: number | null;
 }
 
 interface OwnedTask {
@@ -414,6 +428,15 @@ export class OwnedTasks {
     if (!isLate(event)) return this.onResult(event);
     const late = event as LateResult;
     if (adoptsLate(late, { phase: exec.phase, attempt: exec.job.attempt, callbackAttempt: exec.callback?.attempt ?? null })) exec.adopt = late;
+  }
+
+  /**
+   * One turn of the owner's loop, decided here so the loop only carries it out: the
+   * cancellations to record, what starts now (`take`), the schedule ticks due, the lane
+   * heads to hand over, and when to look again (null: only an event can change that).
+   */
+  step(now: number): OwnerStep {
+    return { cancels: this.takeCancels(), starts: this.take(now), ticks: this.schedules.dueTicks(now), handoffs: this.takeHandoffs(), wakeAt: this.nextWakeAt(now) };
   }
 
   /** What starts at `now`: each is `running` (its attempt, or its callback delivery) until its result is recorded. */
