@@ -4,6 +4,11 @@ import type { AttemptJob } from '../execution/job.ts';
 import { LANE_LIMITS, type KeyLimits } from '../flow-control/key-queue.ts';
 import { flowLimits } from '../flow-control/rules.ts';
 import type { EndpointSnapshot, ForwardPlan, InboundEventEvent } from '../inbound-event/types.ts';
+import type { EndpointEvent } from '../endpoint/types.ts';
+import { executionCancelled } from '../execution/ending.ts';
+import { planned } from '../execution/lifecycle.ts';
+import { ExecutionIndex, logOrder, type HeldExecutions, type OwnedExecution, type RetryOf } from './held-executions.ts';
+import { endpointPartition } from './partition-of.ts';
 
 /** What an endpoint delivery's jobs are built from: the event that planned it. */
 export interface ForwardOrigin {
@@ -64,5 +69,110 @@ export class EndpointStates {
     if (known && known.seq >= seq) return false;
     this.states.set(endpointId, { endpoint, seq });
     return true;
+  }
+}
+
+/**
+ * One partition's endpoints and their live deliveries, as its owner holds them. Each
+ * endpoint's deliveries wait in its key (its lane or flow control, and its pause).
+ */
+export class EndpointDeliveries {
+  private readonly states = new EndpointStates();
+  private readonly deliveries = new ExecutionIndex();
+  private readonly held: HeldExecutions;
+
+  constructor(held: HeldExecutions) {
+    this.held = held;
+  }
+
+  private mine(orgId: string, endpointId: string): boolean {
+    return endpointPartition(orgId, endpointId, this.held.partitions) === this.held.partition;
+  }
+
+  /**
+   * An inbound event of this partition whose endpoint is not known yet: read before a
+   * takeover's `from`, its endpoint's events are not in what the owner reads. The owner
+   * loads the endpoint's current state (`learn`) before handing the event on.
+   */
+  needs(event: InboundEventEvent): boolean {
+    const id = event.data.endpoint.id;
+    return event.data.executions.length > 0 && !this.states.has(id) && this.mine(event.org_id, id);
+  }
+
+  /** An endpoint as of the event at `seq` (null: deleted); an older state than the one known is ignored. */
+  learn(orgId: string, endpointId: string, endpoint: Endpoint | null, seq: number, atMs: number): void {
+    if (!this.mine(orgId, endpointId)) return;
+    if (!this.states.learn(endpointId, endpoint, seq)) return;
+    const key = endpointKey(orgId, endpointId);
+    if (!endpoint) return this.deleted(endpointId, atMs);
+    this.held.queues.setLimits(key, endpointLimits(endpoint));
+    this.held.queues.setPaused(key, endpoint.paused);
+  }
+
+  /** An endpoint's event from the log. */
+  onEndpointEvent(event: EndpointEvent, seq: number): void {
+    const endpoint = event.data.endpoint;
+    this.learn(event.org_id, endpoint.id, event.type === 'EndpointDeleted' ? null : endpoint, seq, Date.parse(event.at));
+  }
+
+  /**
+   * An inbound event's deliveries (received or replayed), one per forward URL, due at
+   * their time (a debounce window's end). A delivery that `replaces` one of its window
+   * still waiting takes its place: this event's request, the window's time.
+   */
+  onInboundEvent(event: InboundEventEvent, seq: number, index: number, traceparent?: string): void {
+    // No delivery planned (collect-only, filtered, rejected): nothing for any owner.
+    if (!event.data.executions.length) return;
+    const endpointId = event.data.endpoint.id;
+    if (!this.mine(event.org_id, endpointId)) return;
+    // Deleted: its deliveries went with it.
+    const endpoint = this.states.get(endpointId);
+    if (!endpoint) return;
+    // An idle key is dropped with its limits (see PartitionQueues.take): the endpoint as
+    // known gives them again, as a task's create does for its key.
+    const key = endpointKey(event.org_id, endpointId);
+    const { queues } = this.held;
+    if (!queues.hasLimits(key)) queues.setLimits(key, endpointLimits(endpoint));
+    forwardOrigins(event, seq).forEach((origin, sub) => {
+      const id = origin.plan.execution_id;
+      const held = this.held.get(id);
+      if (held) {
+        if (!origin.plan.replaces || held.phase !== 'queued' || held.job.attempt !== 1) return;
+        held.forward = origin;
+        held.job = forwardJob(event.org_id, origin, 1, origin.plan.scheduled_for);
+        queues.reschedule(id, Date.parse(origin.plan.scheduled_for), held.order);
+        return;
+      }
+      const exec: OwnedExecution = {
+        ...planned(forwardJob(event.org_id, origin, 1, origin.plan.scheduled_for)), id, sourceId: endpointId, forward: origin, triggered: false,
+        origin: seq, order: logOrder(seq, index, sub), adopt: null, traceparent,
+      };
+      this.deliveries.add(endpointId, id);
+      this.held.admit(exec, key, Date.parse(origin.plan.scheduled_for));
+    });
+  }
+
+  /** Whether the delivery's endpoint was deleted. */
+  gone(exec: OwnedExecution): boolean {
+    return !this.states.get(exec.sourceId);
+  }
+
+  /** The next attempt of a delivery; null when its endpoint is gone. */
+  retryOf: RetryOf = (exec, attempt, at) =>
+    this.states.get(exec.sourceId) ? { job: forwardJob(exec.job.org_id, exec.forward!, attempt, at), enabled: true } : null;
+
+  /** The delivery is over here. */
+  forget(exec: OwnedExecution): void {
+    this.deliveries.remove(exec.sourceId, exec.id);
+  }
+
+  /** Deleted: its waiting deliveries are cancelled; one being sent ends with its attempt (afterAttempt). */
+  private deleted(endpointId: string, atMs: number): void {
+    for (const id of this.deliveries.of(endpointId)) {
+      const exec = this.held.get(id)!;
+      if (exec.phase !== 'queued') continue;
+      const { job } = exec;
+      this.held.cancelWaiting(exec, executionCancelled(job.org_id, { execution_id: exec.id, source: job.source, reason: 'endpoint deleted', lane: job.lane }, atMs));
+    }
   }
 }

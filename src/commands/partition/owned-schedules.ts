@@ -1,5 +1,10 @@
 import { TimerHeap } from '../../lib/timer-heap.ts';
-import type { Schedule } from '../schedule/types.ts';
+import { executionCancelled } from '../execution/ending.ts';
+import { PARKED, planned } from '../execution/lifecycle.ts';
+import { scheduleAttemptJob } from '../execution/schedule-jobs.ts';
+import type { Schedule, ScheduleEvent } from '../schedule/types.ts';
+import { ExecutionIndex, logOrder, type HeldExecutions, type OwnedExecution, type RetryOf } from './held-executions.ts';
+import { schedulePartition } from './partition-of.ts';
 
 /** A schedule's tick that has come due: the owner records it (`recordTick`), which plans its execution. */
 export interface DueTick {
@@ -57,5 +62,91 @@ export class ScheduleStates {
   /** When the earliest tick is due; null when none is armed. */
   nextDueAt(): number | null {
     return this.ticks.peekDue() ?? null;
+  }
+}
+
+/**
+ * One partition's schedules and their live executions (ticks' and triggers'), as its
+ * owner holds them. Each schedule event carries the schedule as it is: its next tick is
+ * armed from it. A tick or a trigger plans an execution (lane-free, due at its
+ * `scheduled_for`); a change moves the executions that wait for a retry onto the new
+ * definition (parked while disabled, unless triggered); a delete cancels them.
+ */
+export class ScheduleRuns {
+  readonly states = new ScheduleStates();
+  private readonly runs = new ExecutionIndex();
+  private readonly held: HeldExecutions;
+
+  constructor(held: HeldExecutions) {
+    this.held = held;
+  }
+
+  /** A schedule's last event, read at a takeover before the log: its state, and nothing planned. */
+  know(event: ScheduleEvent, seq: number): void {
+    const schedule = event.data.schedule;
+    if (schedulePartition(event.org_id, schedule.id, this.held.partitions) !== this.held.partition) return;
+    this.states.learn(schedule.id, event.type === 'ScheduleDeleted' ? null : schedule, seq);
+  }
+
+  /** A schedule's event (any partition's: those of other partitions are ignored). */
+  onEvent(event: ScheduleEvent, seq: number, index: number, traceparent?: string): void {
+    const schedule = event.data.schedule;
+    if (schedulePartition(event.org_id, schedule.id, this.held.partitions) !== this.held.partition) return;
+    // An older event than the state known (a takeover read each schedule's last event
+    // first) changes no state, but a tick's or a trigger's execution is planned all the same.
+    this.states.learn(schedule.id, event.type === 'ScheduleDeleted' ? null : schedule, seq);
+    switch (event.type) {
+      case 'ScheduleTicked':
+      case 'ScheduleTriggered': {
+        const run = event.data.execution;
+        if (this.held.get(run.id)) return;
+        const exec: OwnedExecution = {
+          ...planned(scheduleAttemptJob(schedule, run, 1)), id: run.id, sourceId: schedule.id, forward: null, triggered: event.type === 'ScheduleTriggered',
+          origin: seq, order: logOrder(seq, index), adopt: null, traceparent,
+        };
+        this.runs.add(schedule.id, exec.id);
+        this.held.admit(exec, null, Date.parse(run.scheduled_for));
+        return;
+      }
+      case 'ScheduleUpdated': {
+        // As the schedule is now (this event, or a later state already known).
+        const now = this.states.get(schedule.id);
+        if (!now) return;
+        for (const id of this.runs.of(schedule.id)) {
+          const exec = this.held.get(id)!;
+          if (exec.phase !== 'queued') continue;
+          exec.job = scheduleAttemptJob(now, { id, scheduled_for: exec.job.scheduled_for, callback_url: exec.job.push_callback_url }, exec.job.attempt);
+          this.held.queues.reschedule(id, exec.triggered || now.enabled ? Date.parse(exec.job.scheduled_for) : PARKED, exec.order);
+        }
+        return;
+      }
+      case 'ScheduleDeleted':
+        for (const id of this.runs.of(schedule.id)) {
+          const exec = this.held.get(id)!;
+          if (exec.phase !== 'queued') continue;
+          const { job } = exec;
+          this.held.cancelWaiting(exec, executionCancelled(job.org_id, { execution_id: id, source: job.source, reason: 'schedule deleted', lane: null }, Date.parse(event.at)));
+        }
+        return;
+      case 'ScheduleCreated':
+      case 'ScheduleTicksMissed':
+        return;
+    }
+  }
+
+  /** Whether the execution's schedule was deleted. */
+  gone(exec: OwnedExecution): boolean {
+    return !this.states.get(exec.sourceId);
+  }
+
+  /** The next attempt as the schedule is now; null when it is gone. */
+  retryOf: RetryOf = (exec, attempt, at, pushCallback) => {
+    const schedule = this.states.get(exec.sourceId);
+    return schedule ? { job: scheduleAttemptJob(schedule, { id: exec.id, scheduled_for: at, callback_url: pushCallback }, attempt), enabled: schedule.enabled } : null;
+  };
+
+  /** The execution is over here. */
+  forget(exec: OwnedExecution): void {
+    this.runs.remove(exec.sourceId, exec.id);
   }
 }

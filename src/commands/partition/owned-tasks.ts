@@ -1,25 +1,26 @@
 import { MinHeap } from '../../lib/min-heap.ts';
+import { unreachable } from '../../lib/unreachable.ts';
+import type { Endpoint, EndpointEvent } from '../endpoint/types.ts';
+import { executionCancelled } from '../execution/ending.ts';
+import { adoptsLate, isLate, type LateResult } from '../execution/late-results.ts';
+import { cancelling, handBack, handed, notStarted, onRecorded, PARKED, planned, started } from '../execution/lifecycle.ts';
+import { taskAttemptJob } from '../execution/task-jobs.ts';
+import type { AttemptJob } from '../execution/job.ts';
+import type { ExecutionEvent } from '../execution/types.ts';
 import { LANE_LIMITS } from '../flow-control/key-queue.ts';
 import { PartitionQueues, type Gate } from '../flow-control/partition-queues.ts';
-import { executionCancelled } from '../execution/ending.ts';
-import type { AttemptJob, CallbackJob } from '../execution/job.ts';
-import type { Endpoint } from '../endpoint/types.ts';
-import { cancelling, handBack, handed, notStarted, onRecorded, PARKED, planned, started, type ExecutionState } from '../execution/lifecycle.ts';
-import { unreachable } from '../../lib/unreachable.ts';
-import { taskAttemptJob } from '../execution/task-jobs.ts';
-import type { ExecutionEvent } from '../execution/types.ts';
-import { adoptsLate, isLate, type LateResult } from '../execution/late-results.ts';
-import type { PlannedExecution, Task, TaskEvent } from '../task/types.ts';
 import { flowLimits } from '../flow-control/rules.ts';
 import type { FlowControl, FlowKeyEvent } from '../flow-control/types.ts';
-import type { HandoffEvent } from './types.ts';
-import { endpointPartition, flowKeyPartition, schedulePartition, taskPartition } from './partition-of.ts';
-import { ScheduleStates, type DueTick } from './owned-schedules.ts';
-import { scheduleAttemptJob } from '../execution/schedule-jobs.ts';
-import type { ScheduleEvent } from '../schedule/types.ts';
-import type { EndpointEvent } from '../endpoint/types.ts';
 import type { InboundEventEvent } from '../inbound-event/types.ts';
-import { EndpointStates, endpointKey, endpointLimits, forwardJob, forwardOrigins, type ForwardOrigin } from './owned-endpoints.ts';
+import type { ScheduleEvent } from '../schedule/types.ts';
+import type { PlannedExecution, Task, TaskEvent } from '../task/types.ts';
+import { logOrder, type HeldExecutions, type OwnedExecution } from './held-executions.ts';
+import { EndpointDeliveries, endpointKey } from './owned-endpoints.ts';
+import { ScheduleRuns, type DueTick, type ScheduleStates } from './owned-schedules.ts';
+import { flowKeyPartition, taskPartition } from './partition-of.ts';
+import type { HandoffEvent } from './types.ts';
+
+export type { OwnedExecution };
 
 /** The owner's name of a task's key: two organizations never share one. */
 const laneKey = (orgId: string, lane: string) => `${orgId} lane ${lane}`;
@@ -52,37 +53,6 @@ export interface KeyLoad {
 
 export { PARKED };
 
-/** Events of one stored message are told apart by their index; a commit holds far fewer than this. */
-const PER_MESSAGE = 65_536;
-/** The executions one event plans (an inbound event's deliveries: one per forward URL, at most 10). */
-const PER_EVENT = 16;
-/** The log order of the `sub`-th execution planned by the event at (`seq`, `index`). */
-const logOrder = (seq: number, index: number, sub = 0) => (seq * PER_MESSAGE + index) * PER_EVENT + sub;
-
-/** A live execution as its owner holds it: its state in the execution's one state machine (`lifecycle.ts`), and where it came from. */
-export interface OwnedExecution extends ExecutionState {
-  id: string;
-  /** Its task's or endpoint's id. */
-  sourceId: string;
-  /** An endpoint's delivery: the event that planned it (its jobs are built from it). null: a task's execution. */
-  forward: ForwardOrigin | null;
-  /** Planned by a trigger: runs even while its task is disabled (its retries do not). */
-  triggered: boolean;
-  /** EVENTS sequence of the event that planned it: a takeover reads the log from the lowest of these. */
-  origin: number;
-  /** The log order: the tie-break between executions due at once. */
-  order: number;
-  /** A fenced owner's late result for the attempt (or callback delivery) it waits for: recorded as this owner's instead of sending it (`late-results.ts`). */
-  adopt: LateResult | null;
-  /** The W3C trace context of the event that planned it: its attempts continue that trace. */
-  traceparent: string | undefined;
-  /**
-   * Another partition's lane's head, handed to this partition's key: sent here once, its
-   * result recorded on the execution's subject for its lane's owner, and over here then.
-   */
-  handedIn?: true;
-}
-
 /** What one turn of the owner's loop carries out (`OwnedTasks.step`). */
 export interface OwnerStep {
   /** `ExecutionCancelled` events to record (one commit). */
@@ -104,25 +74,20 @@ interface OwnedTask {
 }
 
 /**
- * Every live execution of one partition's tasks, as its owner holds them: built from
- * the log alone (task events in stream order, then the owner's own results), so a
- * takeover that reads the same log holds the same state as the owner before it. Pure:
- * the owner feeds it what it reads and what it records, and asks it what starts now
- * and what must be recorded. The rules are the execution's (execution/decide.ts, ending.ts)
- * and the keys' (key-queue.ts); this holds them together per partition.
+ * Every live execution of one partition, as its owner holds them: built from the log
+ * alone (source events in stream order, then the owner's own results), so a takeover
+ * that reads the same log holds the same state as the owner before it. Pure: the owner
+ * feeds it what it reads and what it records, and asks it what a turn does (`step`).
+ * It holds the executions, their queues (a key per lane, flow-control key and endpoint),
+ * their origins and the tasks with their lanes, keys and hand-offs; a schedule's runs
+ * are `ScheduleRuns`' and an endpoint's deliveries `EndpointDeliveries'`. The rules are
+ * the execution's (`lifecycle.ts`, `decide.ts`) and the keys' (`key-queue.ts`).
  */
 export class OwnedTasks {
   private readonly tasks = new Map<string, OwnedTask>();
   private readonly executions = new Map<string, OwnedExecution>();
   private readonly queues = new PartitionQueues();
   private readonly cancelling = new Set<string>();
-  private readonly endpoints = new EndpointStates();
-  /** Each endpoint's live deliveries held here. */
-  private readonly deliveries = new Map<string, Set<string>>();
-  /** Each schedule's live executions held here (its ticks' and triggers'). */
-  private readonly scheduleRuns = new Map<string, Set<string>>();
-  /** The partition's schedules and their next ticks. */
-  readonly schedules = new ScheduleStates();
   /** Origins of the live executions, lowest first (entries of ended ones are dropped lazily). */
   private readonly origins = new MinHeap<number>((a, b) => a < b);
   private readonly originCounts = new Map<number, number>();
@@ -135,10 +100,31 @@ export class OwnedTasks {
 
   readonly partition: number;
   readonly partitions: number;
+  /** What the kinds of source below ask of this partition's executions. */
+  private readonly held: HeldExecutions;
+  private readonly endpoints: EndpointDeliveries;
+  private readonly scheduleRuns: ScheduleRuns;
+  /** The partition's schedules and their next ticks. */
+  readonly schedules: ScheduleStates;
 
   constructor(partition: number, partitions: number) {
     this.partition = partition;
     this.partitions = partitions;
+    this.held = {
+      partition, partitions, queues: this.queues,
+      get: (id) => this.executions.get(id),
+      admit: (exec, key, dueAt) => {
+        this.track(exec);
+        this.queues.enqueue(exec.id, key, dueAt, exec.order);
+      },
+      cancelWaiting: (exec, event) => {
+        this.queues.remove(exec.id);
+        this.markCancelling(exec, event);
+      },
+    };
+    this.endpoints = new EndpointDeliveries(this.held);
+    this.scheduleRuns = new ScheduleRuns(this.held);
+    this.schedules = this.scheduleRuns.states;
   }
 
   /** Whether this owner is sending the execution now (its attempt or its callback). */
@@ -158,76 +144,31 @@ export class OwnedTasks {
 
   /** Whether the execution's task was deleted or cancelled (it is not sent again). */
   sourceGone(exec: OwnedExecution): boolean {
-    if (exec.forward) return !this.endpoints.get(exec.sourceId);
-    if (exec.job.source.type === 'schedule') return !this.schedules.get(exec.sourceId);
+    if (exec.forward) return this.endpoints.gone(exec);
+    if (exec.job.source.type === 'schedule') return this.scheduleRuns.gone(exec);
     // Its task is its lane's owner's; a delete cancels it while it waits (handedInGone).
     if (exec.handedIn) return false;
     return this.tasks.get(exec.sourceId)?.gone ?? true;
   }
 
-  /**
-   * An inbound event of this partition whose endpoint is not known yet: read before a
-   * takeover's `from`, its endpoint's events are not in what the owner reads. The owner
-   * loads the endpoint's current state (`learnEndpoint`) before handing the event on.
-   */
+  /** An inbound event of this partition whose endpoint is not known yet: the owner loads it first (`learnEndpoint`). */
   needsEndpoint(event: InboundEventEvent): boolean {
-    const id = event.data.endpoint.id;
-    return event.data.executions.length > 0 && !this.endpoints.has(id) && endpointPartition(event.org_id, id, this.partitions) === this.partition;
+    return this.endpoints.needs(event);
   }
 
   /** An endpoint as of the event at `seq` (null: deleted); an older state than the one known is ignored. */
   learnEndpoint(orgId: string, endpointId: string, endpoint: Endpoint | null, seq: number, atMs: number): void {
-    if (endpointPartition(orgId, endpointId, this.partitions) !== this.partition) return;
-    if (!this.endpoints.learn(endpointId, endpoint, seq)) return;
-    const key = endpointKey(orgId, endpointId);
-    if (!endpoint) return this.endpointGone(endpointId, atMs);
-    this.queues.setLimits(key, endpointLimits(endpoint));
-    this.queues.setPaused(key, endpoint.paused);
+    this.endpoints.learn(orgId, endpointId, endpoint, seq, atMs);
   }
 
   /** An endpoint's event from the log. */
   onEndpointEvent(event: EndpointEvent, seq: number): void {
-    const endpoint = event.data.endpoint;
-    this.learnEndpoint(event.org_id, endpoint.id, event.type === 'EndpointDeleted' ? null : endpoint, seq, Date.parse(event.at));
+    this.endpoints.onEndpointEvent(event, seq);
   }
 
-  /**
-   * An inbound event's deliveries (received or replayed), one per forward URL, due at
-   * their time (a debounce window's end). A delivery that `replaces` one of its window
-   * still waiting takes its place: this event's request, the window's time.
-   */
+  /** An inbound event's deliveries (received or replayed), one per forward URL (`EndpointDeliveries`). */
   onInboundEvent(event: InboundEventEvent, seq: number, index: number, traceparent?: string): void {
-    // No delivery planned (collect-only, filtered, rejected): nothing for any owner.
-    if (!event.data.executions.length) return;
-    const endpointId = event.data.endpoint.id;
-    if (endpointPartition(event.org_id, endpointId, this.partitions) !== this.partition) return;
-    // Deleted: its deliveries went with it.
-    const endpoint = this.endpoints.get(endpointId);
-    if (!endpoint) return;
-    // An idle key is dropped with its limits (see PartitionQueues.take): the endpoint as
-    // known gives them again, as a task's create does for its key.
-    const key = endpointKey(event.org_id, endpointId);
-    if (!this.queues.hasLimits(key)) this.queues.setLimits(key, endpointLimits(endpoint));
-    forwardOrigins(event, seq).forEach((origin, sub) => {
-      const id = origin.plan.execution_id;
-      const held = this.executions.get(id);
-      if (held) {
-        if (!origin.plan.replaces || held.phase !== 'queued' || held.job.attempt !== 1) return;
-        held.forward = origin;
-        held.job = forwardJob(event.org_id, origin, 1, origin.plan.scheduled_for);
-        this.queues.reschedule(id, Date.parse(origin.plan.scheduled_for), held.order);
-        return;
-      }
-      const exec: OwnedExecution = {
-        ...planned(forwardJob(event.org_id, origin, 1, origin.plan.scheduled_for)), id, sourceId: endpointId, forward: origin, triggered: false,
-        origin: seq, order: logOrder(seq, index, sub), adopt: null, traceparent,
-      };
-      this.track(exec);
-      let set = this.deliveries.get(endpointId);
-      if (!set) this.deliveries.set(endpointId, (set = new Set()));
-      set.add(id);
-      this.queues.enqueue(id, key, Date.parse(origin.plan.scheduled_for), exec.order);
-    });
+    this.endpoints.onInboundEvent(event, seq, index, traceparent);
   }
 
   /**
@@ -280,65 +221,12 @@ export class OwnedTasks {
 
   /** A schedule's last event, read at a takeover before the log: its state, and nothing planned. */
   knowSchedule(event: ScheduleEvent, seq: number): void {
-    const schedule = event.data.schedule;
-    if (schedulePartition(event.org_id, schedule.id, this.partitions) !== this.partition) return;
-    this.schedules.learn(schedule.id, event.type === 'ScheduleDeleted' ? null : schedule, seq);
+    this.scheduleRuns.know(event, seq);
   }
 
-  /**
-   * A schedule's event (any partition's: those of other partitions are ignored), or its
-   * last one read at a takeover. Each carries the schedule as it is: its next tick is
-   * armed from it. A tick or a trigger plans an execution (lane-free, due at its
-   * `scheduled_for`); a change moves the executions that wait for a retry onto the new
-   * definition (parked while disabled, unless triggered); a delete cancels them.
-   */
+  /** A schedule's event (any partition's: those of other partitions are ignored; `ScheduleRuns`). */
   onScheduleEvent(event: ScheduleEvent, seq: number, index = 0, traceparent?: string): void {
-    const schedule = event.data.schedule;
-    if (schedulePartition(event.org_id, schedule.id, this.partitions) !== this.partition) return;
-    // An older event than the state known (a takeover read each schedule's last event
-    // first) changes no state, but a tick's or a trigger's execution is planned all the same.
-    this.schedules.learn(schedule.id, event.type === 'ScheduleDeleted' ? null : schedule, seq);
-    switch (event.type) {
-      case 'ScheduleTicked':
-      case 'ScheduleTriggered': {
-        const run = event.data.execution;
-        if (this.executions.has(run.id)) return;
-        const exec: OwnedExecution = {
-          ...planned(scheduleAttemptJob(schedule, run, 1)), id: run.id, sourceId: schedule.id, forward: null, triggered: event.type === 'ScheduleTriggered',
-          origin: seq, order: logOrder(seq, index), adopt: null, traceparent,
-        };
-        this.track(exec);
-        let set = this.scheduleRuns.get(schedule.id);
-        if (!set) this.scheduleRuns.set(schedule.id, (set = new Set()));
-        set.add(exec.id);
-        this.queues.enqueue(exec.id, null, Date.parse(run.scheduled_for), exec.order);
-        return;
-      }
-      case 'ScheduleUpdated': {
-        // As the schedule is now (this event, or a later state already known).
-        const now = this.schedules.get(schedule.id);
-        if (!now) return;
-        for (const id of this.scheduleRuns.get(schedule.id) ?? []) {
-          const exec = this.executions.get(id)!;
-          if (exec.phase !== 'queued') continue;
-          exec.job = scheduleAttemptJob(now, { id, scheduled_for: exec.job.scheduled_for, callback_url: exec.job.push_callback_url }, exec.job.attempt);
-          this.queues.reschedule(id, exec.triggered || now.enabled ? Date.parse(exec.job.scheduled_for) : PARKED, exec.order);
-        }
-        return;
-      }
-      case 'ScheduleDeleted':
-        for (const id of this.scheduleRuns.get(schedule.id) ?? []) {
-          const exec = this.executions.get(id)!;
-          if (exec.phase !== 'queued') continue;
-          this.queues.remove(id);
-          const { job } = exec;
-          this.markCancelling(exec, executionCancelled(job.org_id, { execution_id: id, source: job.source, reason: 'schedule deleted', lane: null }, Date.parse(event.at)));
-        }
-        return;
-      case 'ScheduleCreated':
-      case 'ScheduleTicksMissed':
-        return;
-    }
+    this.scheduleRuns.onEvent(event, seq, index, traceparent);
   }
 
   /** The attempt taken for `exec` is being sent now: its key's rate window counts it from `at`. */
@@ -563,25 +451,11 @@ export class OwnedTasks {
 
   /** The next attempt as the execution's source says it now; null when the source is gone. */
   private retryOf(exec: OwnedExecution, attempt: number, at: string, pushCallback: string | null): { job: AttemptJob; enabled: boolean } | null {
-    if (exec.forward) return this.endpoints.get(exec.sourceId) ? { job: forwardJob(exec.job.org_id, exec.forward, attempt, at), enabled: true } : null;
-    if (exec.job.source.type === 'schedule') {
-      const schedule = this.schedules.get(exec.sourceId);
-      return schedule ? { job: scheduleAttemptJob(schedule, { id: exec.id, scheduled_for: at, callback_url: pushCallback }, attempt), enabled: schedule.enabled } : null;
-    }
+    if (exec.forward) return this.endpoints.retryOf(exec, attempt, at, pushCallback);
+    if (exec.job.source.type === 'schedule') return this.scheduleRuns.retryOf(exec, attempt, at, pushCallback);
     const owned = this.tasks.get(exec.sourceId);
     if (!owned || owned.gone) return null;
     return { job: taskAttemptJob(owned.task, { id: exec.id, scheduled_for: at, callback_url: pushCallback }, attempt), enabled: owned.task.enabled };
-  }
-
-  /** Deleted: its waiting deliveries are cancelled; one being sent ends with its attempt (afterAttempt). */
-  private endpointGone(endpointId: string, atMs: number): void {
-    for (const id of this.deliveries.get(endpointId) ?? []) {
-      const exec = this.executions.get(id)!;
-      if (exec.phase !== 'queued') continue;
-      this.queues.remove(exec.id);
-      const { job } = exec;
-      this.markCancelling(exec, executionCancelled(job.org_id, { execution_id: exec.id, source: job.source, reason: 'endpoint deleted', lane: job.lane }, atMs));
-    }
   }
 
   /**
@@ -701,11 +575,10 @@ export class OwnedTasks {
       const set = this.handedInBySource.get(exec.sourceId);
       set?.delete(exec.id);
       if (set && set.size === 0) this.handedInBySource.delete(exec.sourceId);
-    } else if (exec.forward || exec.job.source.type === 'schedule') {
-      const runs = exec.forward ? this.deliveries : this.scheduleRuns;
-      const set = runs.get(exec.sourceId);
-      set?.delete(exec.id);
-      if (set && set.size === 0) runs.delete(exec.sourceId);
+    } else if (exec.forward) {
+      this.endpoints.forget(exec);
+    } else if (exec.job.source.type === 'schedule') {
+      this.scheduleRuns.forget(exec);
     } else {
       const owned = this.tasks.get(exec.sourceId);
       owned?.executions.delete(exec.id);
