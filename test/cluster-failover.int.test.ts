@@ -3,7 +3,8 @@
  * nodes, a mixed load created through the API (with Idempotency-Key, retried like a
  * real client), then kill -9 of the EVENTS leader and later of the KV_leases leader,
  * each restarted ~5 s later. Checks that every acknowledged task runs and ends once,
- * under one execution id, that nothing crashes, and how long dispatch stalls.
+ * under one execution id, that every tick of schedules ticking every second through
+ * it runs once or is counted missed, that nothing crashes, and how long dispatch stalls.
  */
 import assert from 'node:assert/strict';
 import { eventsOf } from '../src/commands/commit.ts';
@@ -42,6 +43,8 @@ const CLIENT_TIMEOUT_MS = 3000;
 const DRAIN_MS = Number(process.env.JETCRON_FAILOVER_DRAIN_MS) || 30_000;
 const HEALTH_STREAMS = ['EVENTS', 'NOTIFY', 'INBOUND', 'KV_leases', 'KV_checkpoints', 'KV_idempotency', 'KV_host-blocks'];
 const FINAL = new Set(['success', 'failed', 'timeout', 'cancelled']);
+/** Schedules ticking every second through the kills: each tick runs once, or once late, or is counted missed. */
+const SCHEDULES = 4;
 
 type Kind = 'immediate' | 'delayed' | 'retrying';
 // 40% immediate, 40% delayed, 20% retrying (500, 500, 200).
@@ -205,6 +208,20 @@ test('cluster failover: kill -9 of the EVENTS leader, then of the KV_leases lead
         await sleep(Number.isFinite(ra) && ra > 0 ? Math.min(ra * 1000, 2000) : tr.status === 409 ? 1000 : 300);
       }
     };
+
+    // ---- schedules ticking every second through both kills (issue 35) ----
+    const ticks = await startTarget(() => ({ status: 200, body: 'ok' }));
+    targets.push(ticks);
+    const call = async (method: string, path: string, body?: unknown) => {
+      const res = await fetch(`${service.url}/api/v1${path}`, { method, headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' }, body: body ? JSON.stringify(body) : undefined });
+      return { status: res.status, body: (await res.json()) as { data: Record<string, unknown> } };
+    };
+    const schedules: Array<{ id: string; firstTick: number }> = [];
+    for (let i = 0; i < SCHEDULES; i++) {
+      const r = await call('POST', '/schedules', { url: `${ticks.url}/s/${i}`, cron: '* * * * * *', retry_attempts: 0, name: `every-second-${i}` });
+      assert.equal(r.status, 201, JSON.stringify(r.body));
+      schedules.push({ id: r.body.data.id as string, firstTick: Date.parse(r.body.data.next_run_at as string) });
+    }
 
     const inFlight = new Set<Promise<void>>();
     const startLoad = async () => {
@@ -376,6 +393,23 @@ test('cluster failover: kill -9 of the EVENTS leader, then of the KV_leases lead
     const problems: string[] = [];
     const resends: string[] = [];
     const all = arrivals();
+
+    // Every second from a schedule's first tick to its last recorded one is one tick that
+    // ran (one execution id at the target, however often it was sent) or one counted in
+    // missed_ticks: a tick run twice as two executions, or lost, breaks the sum.
+    for (const [i, s] of schedules.entries()) {
+      await call('PUT', `/schedules/${s.id}`, { enabled: false });
+      const latest = (await call('GET', `/schedules/${s.id}/executions?limit=1`)).body.data as unknown as Array<{ id: string; scheduled_for: string }>;
+      const last = latest[0]!;
+      const sent = () => new Set(ticks.received.filter((r) => r.path === `/s/${i}`).map((r) => String(r.headers['x-jetcron-execution-id'])));
+      await eventually(async () => sent().has(last.id), 30_000, 100).catch(() => note(`schedule ${i}: its last tick ${last.scheduled_for} not sent within 30 s`));
+      const missed = ((await call('GET', `/schedules/${s.id}`)).body.data.missed_ticks as number | undefined) ?? 0;
+      const ran = sent().size;
+      const seconds = (Date.parse(last.scheduled_for) - s.firstTick) / 1000 + 1;
+      const line = `schedule ${i}: ${seconds} ticks from ${new Date(s.firstTick).toISOString()} to ${last.scheduled_for}, ${ran} ran, ${missed} counted missed`;
+      note(line);
+      if (ran + missed !== seconds) problems.push(`${line}: ticks lost or run twice`);
+    }
     const arrivalsOf = new Map<string, Arrival[]>();
     for (const a of all) arrivalsOf.set(a.key, [...(arrivalsOf.get(a.key) ?? []), a]);
     const describe = (p: Planned) => {
