@@ -3,7 +3,7 @@ import { LANE_LIMITS } from '../flow-control/key-queue.ts';
 import { PartitionQueues, type Gate } from '../flow-control/partition-queues.ts';
 import { executionCancelled } from '../execution/ending.ts';
 import type { AttemptJob, CallbackJob } from '../execution/job.ts';
-import type { Endpoint } from '../endpoint/types.ts';
+import { forwardDisabled, type Endpoint } from '../endpoint/types.ts';
 import { afterAttempt, nextCallback } from '../execution/decide.ts';
 import { taskAttemptJob } from '../execution/task-jobs.ts';
 import type { ExecutionEvent } from '../execution/types.ts';
@@ -172,6 +172,15 @@ export class OwnedTasks {
   }
 
   /**
+   * An endpoint delivery to a forward URL that destination health disabled, as the
+   * endpoint is known now: its attempt is cancelled when its turn comes, never sent
+   * (`planAttempt`), so the endpoint's lane goes on to its other URLs' deliveries.
+   */
+  forwardDisabled(exec: OwnedExecution): boolean {
+    return !!exec.forward && forwardDisabled(this.endpoints.get(exec.sourceId), exec.forward.plan.url);
+  }
+
+  /**
    * An inbound event of this partition whose endpoint is not known yet: read before a
    * takeover's `from`, its endpoint's events are not in what the owner reads. The owner
    * loads the endpoint's current state (`learnEndpoint`) before handing the event on.
@@ -320,7 +329,9 @@ export class OwnedTasks {
         this.queues.enqueue(exec.id, null, Date.parse(run.scheduled_for), exec.order);
         return;
       }
-      case 'ScheduleUpdated': {
+      case 'ScheduleUpdated':
+      // Destination health turned it off: what waits for a retry is parked, as for an owner's update.
+      case 'ScheduleDisabled': {
         // As the schedule is now (this event, or a later state already known).
         const now = this.schedules.get(schedule.id);
         if (!now) return;
@@ -343,6 +354,8 @@ export class OwnedTasks {
         return;
       case 'ScheduleCreated':
       case 'ScheduleTicksMissed':
+      case 'ScheduleFailureCounted':
+      case 'ScheduleFailuresReset':
         return;
     }
   }

@@ -1,0 +1,85 @@
+// Destination health under kill -9 of the notifier, whose reader counts the final results
+// (src/notifier/health.ts): killed after counting a failure, and again while the
+// schedule.disabled notification is being sent, the schedule is disabled once, on its
+// third failure (no result counted twice), and the channel hears of it once.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { readEvents } from './support/jetcron-process.ts';
+import { notifierIdle } from './support/positions.ts';
+import { startWithSeparateNotifier, type SeparateNotifier } from './support/separate-notifier.ts';
+import { eventually } from './support/service.ts';
+import { startTarget } from './support/target.ts';
+
+const FINAL = ['success', 'failed', 'timeout', 'cancelled'];
+
+describe('destination health under kill -9 of the notifier', () => {
+  // Every role but the notifier in the test's process; notifiers in processes of their own, to kill.
+  let harness: SeparateNotifier;
+  before(async () => {
+    harness = await startWithSeparateNotifier();
+  });
+  after(() => harness.stop());
+
+  test('counted once per result and announced once across two kills', async () => {
+    // Held: the channel's requests are answered only once `release` is called (an order, not a time).
+    let release = () => {};
+    let held: Promise<void> | null = null;
+    const receiver = await startTarget(() => (held ? { status: 200, until: held } : { status: 200 }));
+    const failing = await startTarget(() => ({ status: 500 }));
+    try {
+      const { svc, nats } = harness;
+      const first = await harness.spawn('notifier-1');
+      await harness.started();
+      const { api, orgId } = await svc.createOrg('pro');
+      // No time condition here ("0s"): the third failure in a row disables.
+      assert.equal((await api('PUT', '/organization', { auto_disable_after: '0s' })).status, 200);
+      const channel = await api('POST', '/channels', { kind: 'webhook', name: 'ops', config: { url: `${receiver.url}/hook` }, events: ['schedule.disabled'] });
+      assert.equal(channel.status, 201, JSON.stringify(channel.body));
+      const sch = (await api('POST', '/schedules', { name: 'nightly', url: `${failing.url}/job`, cron: '0 0 1 1 *', retry_attempts: 0 })).body.data;
+      const run = async () => {
+        const id = (await api('POST', `/schedules/${sch.id}/trigger`, {})).body.data.execution_id;
+        await eventually(async () => FINAL.includes((await api('GET', `/executions/${id}`)).body.data?.status), 60_000);
+        return id as string;
+      };
+      const healthEvents = async () => (await readEvents(nats, `evt.${orgId}.schedule.${sch.id}`)).map((m) => m.event)
+        .filter((e) => ['ScheduleFailureCounted', 'ScheduleDisabled', 'ScheduleFailuresReset'].includes(e.type));
+
+      // One failure, counted; then the counting process dies.
+      const one = await run();
+      await eventually(async () => (await healthEvents()).length === 1, 60_000);
+      await first.kill9();
+
+      // Two more while no notifier runs: nothing counts them yet.
+      const two = await run();
+      held = new Promise<void>((r) => (release = r));
+      const three = await run();
+      assert.equal((await healthEvents()).length, 1);
+
+      // The next notifier reads on from the dead one's checkpoint (the first result may come again).
+      const second = await harness.spawn('notifier-2');
+      await eventually(async () => receiver.received.length === 1, 60_000);
+      // Killed while the schedule.disabled notification is being sent.
+      await second.kill9();
+      release();
+      held = null;
+      await harness.spawn('notifier-3');
+      await notifierIdle(svc.natsUrl, orgId);
+
+      const events = await healthEvents();
+      assert.deepEqual(events.map((e) => [e.type, e.data.execution_id]), [
+        ['ScheduleFailureCounted', one], ['ScheduleFailureCounted', two], ['ScheduleDisabled', three],
+      ], 'each result counted once, in order; disabled once');
+      assert.equal(events[2]!.data.schedule.health.consecutive_failures, 3);
+      const s = (await api('GET', `/schedules/${sch.id}`)).body.data;
+      assert.deepEqual([s.enabled, s.disabled_reason], [false, 'failing']);
+      const told = receiver.received.map((r) => JSON.parse(r.body));
+      assert.equal(told.length, 1, 'the channel heard it once');
+      assert.equal(told[0]!.event, 'schedule.disabled');
+      assert.equal(told[0]!.schedule.id, sch.id);
+    } finally {
+      release();
+      await receiver.close();
+      await failing.close();
+    }
+  });
+});
