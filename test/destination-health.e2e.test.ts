@@ -150,8 +150,9 @@ describe('destination health', () => {
   /** One inbound event to the endpoint; its id. */
   async function sendEvent(ep: { slug: string }, n: number): Promise<string> {
     const res = await fetch(`${svc.url}/in/${ep.slug}`, { method: 'POST', body: JSON.stringify({ n }), headers: { 'Content-Type': 'application/json' }, signal: AbortSignal.timeout(20_000) });
-    assert.equal(res.status, 200, await res.text());
-    return ((await res.json()) as { id: string }).id;
+    const text = await res.text();
+    assert.equal(res.status, 200, text);
+    return (JSON.parse(text) as { id: string }).id;
   }
 
   /** Events one at a time, each waited for to its deliveries' end and its counting, until the first forward URL is disabled; how many. */
