@@ -518,7 +518,7 @@ describe('web console (Chromium)', { skip }, () => {
     const tab = await openConsole();
     const { page } = tab;
     await signIn(tab, own.apiKey);
-    const picker = () => page.getByLabel('Notification channels');
+    const picker = () => page.getByLabel('Notification channels', { exact: true });
     const pick = async (names: string[]) => {
       await picker().selectOption('some');
       // The channels arrive after the form is drawn.
@@ -535,6 +535,7 @@ describe('web console (Chromium)', { skip }, () => {
       } },
       { section: 'monitors', submit: 'Create monitor', fill: async () => {
         await page.getByLabel('Name', { exact: true }).fill('nightly backup');
+        await page.getByLabel('Interval (seconds)').fill('3600');
       } },
       { section: 'endpoints', submit: 'Create endpoint', fill: async () => {
         await page.getByLabel('Name', { exact: true }).fill('hooks');
@@ -548,7 +549,9 @@ describe('web console (Chromium)', { skip }, () => {
       await form.fill();
       await pick(['ops']);
       await page.getByRole('button', { name: form.submit }).click();
-      await page.getByRole('link', { name: 'Edit' }).waitFor();
+      await page.getByRole('link', { name: 'Edit' }).waitFor().catch(async (err) => {
+        throw new Error(`${form.section}: ${err.message}\n${await page.locator('form').innerText().catch(() => '')}`);
+      });
       const id = decodeURIComponent(page.url().split('/').at(-1)!);
       const stored = async () => (await own.api('GET', `/${form.section}/${encodeURIComponent(id)}`)).body.data.channels;
       assert.deepEqual(await stored(), [ops.id], `${form.section}: the channel checked`);
