@@ -1,9 +1,12 @@
 // Destination health under kill -9 of the notifier, whose reader counts the final results
 // (src/notifier/health.ts): killed after counting a failure, and again while the
-// schedule.disabled notification is being sent, the schedule is disabled once, on its
-// third failure (no result counted twice), and the channel hears of it once.
+// schedule.disabled notification is being sent, each time with its checkpoint put back
+// before the results (the window between a reader's append and its checkpoint), the
+// schedule is disabled once, on its third failure (no result counted twice), and the
+// channel hears of it once.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { Kvm } from '@nats-io/kv';
 import { readEvents } from './support/jetcron-process.ts';
 import { notifierIdle } from './support/positions.ts';
 import { startWithSeparateNotifier, type SeparateNotifier } from './support/separate-notifier.ts';
@@ -44,10 +47,18 @@ describe('destination health under kill -9 of the notifier', () => {
       const healthEvents = async () => (await readEvents(nats, `evt.${orgId}.schedule.${sch.id}`)).map((m) => m.event)
         .filter((e) => ['ScheduleFailureCounted', 'ScheduleDisabled', 'ScheduleFailuresReset'].includes(e.type));
 
-      // One failure, counted; then the counting process dies.
+      // Where the log ends before the first result: a checkpoint put back here is the crash
+      // window of a reader that appended a count (or published a notification) and died
+      // before moving its checkpoint past the result.
+      const beforeOne = (await nats.jsm.streams.info('EVENTS')).state.last_seq;
+      const checkpoints = await new Kvm(nats.nc).open('checkpoints');
+      const rewind = () => checkpoints.put('notifier', String(beforeOne));
+
+      // One failure, counted; then the counting process dies, its checkpoint put back before the result.
       const one = await run();
       await eventually(async () => (await healthEvents()).length === 1, 60_000);
       await first.kill9();
+      await rewind();
 
       // Two more while no notifier runs: nothing counts them yet.
       const two = await run();
@@ -55,11 +66,13 @@ describe('destination health under kill -9 of the notifier', () => {
       const three = await run();
       assert.equal((await healthEvents()).length, 1);
 
-      // The next notifier reads on from the dead one's checkpoint (the first result may come again).
+      // The next notifier reads from that checkpoint: the first result is handed over again.
       const second = await harness.spawn('notifier-2');
       await eventually(async () => receiver.received.length === 1, 60_000);
       // Killed while the schedule.disabled notification is being sent.
       await second.kill9();
+      // Put back before everything again: the third notifier decides the same announcement again.
+      await rewind();
       release();
       held = null;
       await harness.spawn('notifier-3');

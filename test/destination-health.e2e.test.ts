@@ -242,6 +242,10 @@ describe('destination health', () => {
     const again = await api('POST', `/endpoints/${ep.id}/forwards/enable`, { url: a, recover_since: since });
     assert.equal(again.status, 200, JSON.stringify(again.body));
     assert.equal(again.body.data.job.total, 0);
+    // Without recover_since: no job.
+    const plain = await api('POST', `/endpoints/${ep.id}/forwards/enable`, { url: a });
+    assert.equal(plain.status, 200, JSON.stringify(plain.body));
+    assert.equal(plain.body.data.job, null);
     // And new events reach A again.
     await send(++sent);
     await eventually(async () => toA() === aBefore + sent, 60_000);
