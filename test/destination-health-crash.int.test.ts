@@ -3,12 +3,14 @@
 // schedule.disabled notification is being sent, each time with its checkpoint put back
 // before the results (the window between a reader's append and its checkpoint), the
 // schedule is disabled once, on its third failure (no result counted twice), and the
-// channel hears of it once.
+// channel hears of it once. And a delivery its partition owner dies sending, sent again
+// by the next owner, is one final result, counted once.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Kvm } from '@nats-io/kv';
 import { readEvents } from './support/jetcron-process.ts';
 import { notifierIdle } from './support/positions.ts';
+import { serviceWithOwnersApart } from './support/owner-processes.ts';
 import { startWithSeparateNotifier, type SeparateNotifier } from './support/separate-notifier.ts';
 import { eventually } from './support/service.ts';
 import { startTarget } from './support/target.ts';
@@ -92,6 +94,60 @@ describe('destination health under kill -9 of the notifier', () => {
     } finally {
       release();
       await receiver.close();
+      await failing.close();
+    }
+  });
+});
+
+describe('destination health across a kill -9 of the partition owner', () => {
+  let owners: Awaited<ReturnType<typeof serviceWithOwnersApart>>;
+  before(async () => {
+    owners = await serviceWithOwnersApart({ JETCRON_TIME_SCALE: '0.01' });
+  });
+  after(() => owners.stop());
+
+  test('a delivery sent again by the next owner is still one result, counted once', async () => {
+    const { svc, api } = owners;
+    let held: Promise<void> | null = null;
+    let release = () => {};
+    const failing = await startTarget(() => (held ? { status: 500, until: held } : { status: 500 }));
+    try {
+      const first = await owners.dispatcher('owner-1');
+      const orgId = (await api('GET', '/organization')).body.data.id;
+      // Never disabled here: the count itself is what is checked.
+      assert.equal((await api('PUT', '/organization', { auto_disable_after: null })).status, 200);
+      const ep = (await api('POST', '/endpoints', { name: 'down', forward_urls: [`${failing.url}/hook`], retry_attempts: 0 })).body.data;
+      const send = async () => {
+        const res = await fetch(`${svc.url}/in/${ep.slug}`, { method: 'POST', body: '{}', signal: AbortSignal.timeout(20_000) });
+        assert.equal(res.status, 200);
+      };
+      const ended = async (n: number) => {
+        const rows = (await api('GET', `/executions?endpoint_id=${ep.id}&limit=100`)).body.data as Array<{ status: string }>;
+        return rows.filter((r) => FINAL.includes(r.status)).length === n;
+      };
+      const counted = async () => (await api('GET', `/endpoints/${ep.id}`)).body.data.forward_health[0].consecutive_failures;
+
+      await send();
+      await eventually(() => ended(1), 60_000);
+      await notifierIdle(svc.natsUrl, orgId);
+      assert.equal(await counted(), 1);
+
+      // The second delivery is in flight when its owner dies; the next owner sends it again.
+      held = new Promise<void>((r) => (release = r));
+      await send();
+      await eventually(async () => failing.received.length === 2, 60_000);
+      await first.kill9();
+      release();
+      held = null;
+      await owners.dispatcher('owner-2');
+      await eventually(() => ended(2), 90_000);
+      assert.ok(failing.received.length >= 3, 'sent again by the next owner');
+      await send();
+      await eventually(() => ended(3), 60_000);
+      await notifierIdle(svc.natsUrl, orgId);
+      assert.equal(await counted(), 3, 'three deliveries, three failures counted');
+    } finally {
+      release();
       await failing.close();
     }
   });
