@@ -116,6 +116,9 @@ describe('destination health', () => {
     const told = heard(receiver, 'schedule.disabled').filter((b) => b.schedule.id === sch.id);
     assert.equal(told.length, 1, 'one notification');
     assert.equal(told[0].schedule.url, sch.url);
+    // It says which run disabled it and how that run ended.
+    assert.deepEqual([told[0].execution.id, told[0].execution.status], [runs.at(-1).id, 'failed']);
+    assert.match(told[0].text, /was disabled after failing again and again; the last: HTTP 500/);
 
     // Turned on again: the reason is cleared.
     const revived = await api('PUT', `/schedules/${sch.id}`, { enabled: true });
@@ -192,6 +195,7 @@ describe('destination health', () => {
     const told = heard(receiver, 'endpoint.disabled').filter((x) => x.endpoint.id === ep.id);
     assert.equal(told.length, 1, 'one notification');
     assert.equal(told[0].endpoint.url, a, 'it names the URL');
+    assert.equal(told[0].execution.status_code, 500);
 
     // Disabled: stored, B receives, A nothing (its deliveries cancelled unsent).
     const aBefore = toA();

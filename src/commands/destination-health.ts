@@ -22,9 +22,22 @@ export interface FailureStreak {
 
 export const NO_STREAK: FailureStreak = { failing_since: null, consecutive_failures: 0, counted_seq: 0 };
 
+/** The run that disabled a destination, as its notification shows it (the organization webhook's `execution`). */
+export interface FinalRun {
+  id: string;
+  status: string;
+  status_code: number | null;
+  error_message: string | null;
+  attempt: number;
+  scheduled_for: string;
+  finished_at: string;
+}
+
 /** One execution's final result, as the counting reader hands it to a decider. */
 export interface FinalResult {
   executionId: string;
+  /** What the disabling event carries for its notification; absent: only the id. */
+  run?: FinalRun;
   /** EVENTS sequence of its `AttemptFinished`. */
   seq: number;
   ok: boolean;

@@ -43,7 +43,8 @@ export function createHealthCounter(deps: { store: EventStore; clock: Clock; dir
     const ok = d.status === 'success';
     if (ok && clean.get(dest.key) === true) return;
     const org = await deps.directory.organization(e.org_id);
-    const result: FinalResult = { executionId: d.execution_id, seq, ok, at: d.finished_at, disableAfterMs: org ? autoDisableAfterMs(org, deps.clock.wait) : null };
+    const run = { id: d.execution_id, status: d.status, status_code: d.status_code, error_message: d.error_message, attempt: d.attempt, scheduled_for: d.scheduled_for, finished_at: d.finished_at };
+    const result: FinalResult = { executionId: d.execution_id, run, seq, ok, at: d.finished_at, disableAfterMs: org ? autoDisableAfterMs(org, deps.clock.wait) : null };
     const commandDeps = { store: deps.store, clock: deps.clock };
     let failures: number;
     if (dest.url === null) {

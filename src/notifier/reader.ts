@@ -173,8 +173,8 @@ export function createNotifyDecider(
     // Destination health disabled a schedule or a forward URL: announced once, under an id
     // derived from the event's (deciding it again after a crash publishes the same msg ids,
     // which NOTIFY drops; the deliverer's ledger keeps a delivery from going twice).
-    ScheduleDisabled: (e) => announce(e.org_id, e.at, 'disabled', scheduleSource(e.data.schedule), null, () => notificationIdFor(e.id)),
-    EndpointForwardDisabled: (e) => announce(e.org_id, e.at, 'disabled', forwardSource(e.data.endpoint, e.data.url), null, () => notificationIdFor(e.id)),
+    ScheduleDisabled: (e) => announce(e.org_id, e.at, 'disabled', scheduleSource(e.data.schedule), e.data.execution ?? null, () => notificationIdFor(e.id)),
+    EndpointForwardDisabled: (e) => announce(e.org_id, e.at, 'disabled', forwardSource(e.data.endpoint, e.data.url), e.data.execution ?? null, () => notificationIdFor(e.id)),
     // A monitor's failure is going down; its recovery is the first ping after.
     MonitorWentDown: async (e, seq) => {
       const m = e.data.monitor;

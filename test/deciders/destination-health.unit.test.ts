@@ -63,6 +63,10 @@ describe('destination health: schedules', () => {
     const disabled = events[2] as Extract<ScheduleEvent, { type: 'ScheduleDisabled' }>;
     assert.equal(disabled.data.execution_id, 'exe_3');
     assert.equal(disabled.id, `${schedule.id}.health.exe_3`, 'its id derives from the result: a repeat is one message');
+    assert.equal(disabled.data.execution, undefined, 'no run given: only its id');
+    const run = { id: 'exe_9', status: 'timeout', status_code: null, error_message: 'timed out', attempt: 2, scheduled_for: later(0), finished_at: later(7 * HOUR) };
+    const withRun = runSchedule([result(1, false, 0), result(2, false, 6), { ...result(9, false, 7), run }]);
+    assert.deepEqual((withRun.events[2] as typeof disabled).data.execution, run, 'the disabling run travels to its notification');
     assert.equal(state.enabled, false);
     assert.equal(state.disabled_reason, 'failing');
     assert.equal(state.next_run_at, null);

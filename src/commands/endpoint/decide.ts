@@ -138,7 +138,7 @@ function countForwardResult(url: string, result: FinalResult, state: Endpoint | 
     case 'reset':
       return [{ ...base, type: 'EndpointForwardFailuresReset', data: data('active') }];
     case 'disable':
-      return [{ ...base, type: 'EndpointForwardDisabled', data: data('disabled') }];
+      return [{ ...base, type: 'EndpointForwardDisabled', data: { ...data('disabled'), ...(result.run ? { execution: result.run } : {}) } }];
     default:
       return unreachable(step);
   }

@@ -1,6 +1,6 @@
 import { agree, ChannelIds, Bool, Int, Nullable, OneOf, Opt, Str, StringMap, Time, Type, type Disagreeing } from '../schema-kit.ts';
 import { VERIFICATION_TYPES } from './types.ts';
-import { failureStreak } from '../schedule/schemas.ts';
+import { failureStreak, finalRun } from '../schedule/schemas.ts';
 
 const forwardState = Type.Object({
   url: Str(),
@@ -56,7 +56,7 @@ export const ENDPOINT_EVENT_SCHEMAS = {
   EndpointResumed: Type.Object({ endpoint: endpointSchema }),
   EndpointForwardFailureCounted: Type.Object({ endpoint: endpointSchema, url: Str(), execution_id: Str() }, { description: 'Destination health: a delivery to `url` ended failed or timed out after its last attempt' }),
   EndpointForwardFailuresReset: Type.Object({ endpoint: endpointSchema, url: Str(), execution_id: Str() }, { description: 'Destination health: a delivery to `url` succeeded after failures' }),
-  EndpointForwardDisabled: Type.Object({ endpoint: endpointSchema, url: Str(), execution_id: Str('The failure that disabled it') }, { description: 'Destination health: `url` disabled; nothing is sent to it until it is enabled' }),
+  EndpointForwardDisabled: Type.Object({ endpoint: endpointSchema, url: Str(), execution_id: Str('The failure that disabled it'), execution: Opt(finalRun) }, { description: 'Destination health: `url` disabled; nothing is sent to it until it is enabled' }),
   EndpointForwardEnabled: Type.Object({ endpoint: endpointSchema, url: Str(), recover_since: Nullable(Time('Where the replay job asked for starts; null: none')) }, { description: '`POST /endpoints/{id}/forwards/enable`: `url` active again' }),
 };
 agree<Disagreeing<typeof ENDPOINT_EVENT_SCHEMAS>>();

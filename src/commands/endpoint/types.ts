@@ -1,7 +1,7 @@
 import type { Envelope } from '../envelope.ts';
 import type { SealedSecrets } from '../../lib/sealed-secrets.ts';
 import type { FlowControl, FlowControlInput } from '../flow-control/types.ts';
-import type { FailureStreak } from '../destination-health.ts';
+import type { FailureStreak, FinalRun } from '../destination-health.ts';
 
 /** An endpoint's flow control for its forwards: the key is the endpoint. */
 export type EndpointFlowControl = Omit<FlowControl, 'key'>;
@@ -113,7 +113,7 @@ export type EndpointEvent =
   /** Destination health: a delivery to `url` succeeded after failures; its count starts again. */
   | Envelope<'EndpointForwardFailuresReset', { endpoint: Endpoint; url: string; execution_id: string }>
   /** Destination health: `url` failed long enough and often enough: nothing is sent to it until it is enabled. */
-  | Envelope<'EndpointForwardDisabled', { endpoint: Endpoint; url: string; execution_id: string }>
+  | Envelope<'EndpointForwardDisabled', { endpoint: Endpoint; url: string; execution_id: string; execution?: FinalRun }>
   /** `POST /endpoints/{id}/forwards/enable`: `url` is active again; `recover_since` when a replay job was asked for. */
   | Envelope<'EndpointForwardEnabled', { endpoint: Endpoint; url: string; recover_since: string | null }>;
 

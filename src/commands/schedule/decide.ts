@@ -143,7 +143,7 @@ function countResult(result: FinalResult, state: Schedule | null, meta: CommandM
       return [{ ...base, type: 'ScheduleFailuresReset', data: { schedule: { ...state, health: step.streak }, execution_id } }];
     case 'disable': {
       const schedule: Schedule = { ...state, health: step.streak, enabled: false, disabled_reason: 'failing', next_run_at: null, updated_at: meta.now };
-      return [{ ...base, type: 'ScheduleDisabled', data: { schedule, execution_id, reason: 'failing' } }];
+      return [{ ...base, type: 'ScheduleDisabled', data: { schedule, execution_id, reason: 'failing', ...(result.run ? { execution: result.run } : {}) } }];
     }
     default:
       return unreachable(step);

@@ -1,6 +1,11 @@
 import { agree, ChannelIds, Body, Bool, Int, Nullable, OneOf, Opt, Str, StringMap, Time, Type, type Disagreeing } from '../schema-kit.ts';
 import { methodSchema } from '../task/schemas.ts';
 
+/** The run that disabled a destination (destination health); shared with the endpoint's schemas. */
+export const finalRun = Type.Object({
+  id: Str(), status: Str(), status_code: Nullable(Int()), error_message: Nullable(Str()), attempt: Int(), scheduled_for: Time(), finished_at: Time(),
+}, { description: 'The run that disabled it, as its notification shows it' });
+
 /** A destination's run of final failures (destination health); shared with the endpoint's schemas. */
 export const failureStreak = Type.Object({
   failing_since: Nullable(Time('The first final failure of the run; null: not failing')),
@@ -49,6 +54,6 @@ export const SCHEDULE_EVENT_SCHEMAS = {
   ScheduleTicksMissed: Type.Object({ schedule: scheduleSchema, missed: Int('Ticks skipped'), next_run_at: Time() }, { description: 'Ticks came due while nothing could run them, the latest over an hour ago: all skipped, none runs' }),
   ScheduleFailureCounted: Type.Object({ schedule: scheduleSchema, execution_id: Str() }, { description: 'Destination health: an execution ended failed or timed out after its last attempt' }),
   ScheduleFailuresReset: Type.Object({ schedule: scheduleSchema, execution_id: Str() }, { description: 'Destination health: an execution succeeded after failures; the count starts again' }),
-  ScheduleDisabled: Type.Object({ schedule: scheduleSchema, execution_id: Str('The failure that disabled it'), reason: OneOf(['failing'] as const) }, { description: 'Destination health: failing for `auto_disable_after` and at least 3 times in a row, turned off' }),
+  ScheduleDisabled: Type.Object({ schedule: scheduleSchema, execution_id: Str('The failure that disabled it'), reason: OneOf(['failing'] as const), execution: Opt(finalRun) }, { description: 'Destination health: failing for `auto_disable_after` and at least 3 times in a row, turned off' }),
 };
 agree<Disagreeing<typeof SCHEDULE_EVENT_SCHEMAS>>();

@@ -1,6 +1,6 @@
 import type { Envelope } from '../envelope.ts';
 import type { HttpMethod } from '../task/types.ts';
-import type { FailureStreak } from '../destination-health.ts';
+import type { FailureStreak, FinalRun } from '../destination-health.ts';
 
 export interface ScheduleSpec {
   name: string;
@@ -61,7 +61,7 @@ export type ScheduleEvent =
   /** Destination health: an execution succeeded after failures; the count starts again. */
   | Envelope<'ScheduleFailuresReset', { schedule: Schedule; execution_id: string }>
   /** Destination health: failing long enough and often enough, turned off (`enabled: false`, `disabled_reason: "failing"`). */
-  | Envelope<'ScheduleDisabled', { schedule: Schedule; execution_id: string; reason: 'failing' }>;
+  | Envelope<'ScheduleDisabled', { schedule: Schedule; execution_id: string; reason: 'failing'; execution?: FinalRun }>;
 
 export type ScheduleInput = Partial<ScheduleSpec>;
 
