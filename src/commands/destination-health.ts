@@ -22,7 +22,7 @@ export interface FailureStreak {
 
 export const NO_STREAK: FailureStreak = { failing_since: null, consecutive_failures: 0, counted_seq: 0 };
 
-/** The run that disabled a destination, as its notification shows it (the organization webhook's `execution`). */
+/** How an execution ended, as a notification shows it (the organization webhook's `execution`): the run that disabled a destination. */
 export interface FinalRun {
   id: string;
   status: string;
