@@ -5,7 +5,8 @@
  * the target with `?sched=<i>`; then ~70 s of ticks. Lateness = arrival (wall clock) −
  * the whole second the cron names. CPU per tick sits beside a task's in the same run.
  */
-import { sleep } from './harness.ts';
+import { request } from 'undici';
+import { sleep, type Target } from './harness.ts';
 import { closedLoop, Outcomes } from './load.ts';
 import { troubleNotes, withStack, type Benchmark } from './stack.ts';
 import { fmt, summarize, type Table } from './stats.ts';
@@ -17,6 +18,31 @@ const TAIL_MS = 15_000;
 const CREATE_LIMIT_MS = 240_000;
 
 const wallMs = (): number => performance.timeOrigin + performance.now();
+
+/** Seconds of the raw burst reference. */
+const RAW_BURST_SECONDS = 10;
+
+/**
+ * The floor of "n requests due at one instant" on this machine: this process fires n
+ * GETs at the target at each whole second for 10 s, all at once, nothing recorded or
+ * decided. Its arrival lateness is what no scheduler sending from one process beats.
+ */
+async function rawBurst(target: Target, n: number): Promise<{ lateness: number[]; failed: number }> {
+  await target.reset();
+  const first = Math.ceil((wallMs() + 500) / 1000) * 1000;
+  let failed = 0;
+  for (let k = 0; k < RAW_BURST_SECONDS; k++) {
+    await sleep(Math.max(0, first + k * 1000 - wallMs()));
+    const sends: Promise<void>[] = [];
+    for (let i = 0; i < n; i++) {
+      sends.push(request(`${target.url}/tick?sched=${i}`).then((r) => r.body.dump(), () => void failed++));
+    }
+    await Promise.all(sends);
+  }
+  const lateness = (await target.scheds()).map(([, wall]) => wall - Math.floor(wall / 1000) * 1000);
+  await target.reset();
+  return { lateness, failed };
+}
 
 /** `count` schedules; schedule i fires at the seconds s with s % periodS === i % periodS (periodS divides 60). */
 function cronOf(i: number, periodS: number): string {
@@ -40,6 +66,9 @@ function scheduleTicks(name: string, SCHEDULES: number, periodS: number, what: s
       ctx,
       this.name,
       async (s) => {
+        // Every schedule due at once (every second): the floor of a burst, measured first, on the same target.
+        const raw = periodS === 1 ? await rawBurst(s.target, SCHEDULES) : null;
+        const rawL = raw ? summarize(raw.lateness) : null;
         const creates = new Outcomes();
         const createMs: number[] = [];
         const c0 = wallMs();
@@ -138,11 +167,13 @@ function scheduleTicks(name: string, SCHEDULES: number, periodS: number, what: s
             { label: 'lateness max', value: fmt.ms(l.max) },
             { label: 'lateness min (negative = early)', value: `${fmt.ms(l.min)} (${early} early)` },
             { label: 'jetcron service CPU during the window', value: svc },
+            ...(raw && rawL ? [{ label: `reference: ${SCHEDULES} raw undici GETs fired at each whole second for ${RAW_BURST_SECONDS} s, arrival lateness p50 / p99 / max`, value: `${fmt.ms(rawL.p50)} / ${fmt.ms(rawL.p99)} / ${fmt.ms(rawL.max)} (${fmt.int(rawL.n)} arrived, ${raw.failed} failed)` }] : []),
           ],
           headline: [
             { label: 'ticks received / expected', value: `${fmt.int(distinct)} / ${fmt.int(expected)}`, ok: distinct >= expected },
             { label: 'tick duplicates', value: fmt.int(duplicates), goal: '0', ok: duplicates === 0 },
             { label: 'tick lateness p50 / p99 / max', value: `${fmt.ms(l.p50)} / ${fmt.ms(l.p99)} / ${fmt.ms(l.max)}` },
+            ...(rawL ? [{ label: 'the raw burst floor p50 / p99 / max', value: `${fmt.ms(rawL.p50)} / ${fmt.ms(rawL.p99)} / ${fmt.ms(rawL.max)}` }] : []),
           ],
           tables: [{ title: 'Ticks and lateness by 10 s of the window', table: byTen }],
           cpu: { phase: 'the tick window', report: cpu, units: { count: distinct, what: 'tick' } },

@@ -77,8 +77,14 @@ test('serve splits its roles over processes; a killed role process comes back; a
   await runTask('first');
 
   // /healthz in the API process reports the consumers the other processes run.
-  const health = (await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()) as { consumers: Record<string, { state: string }> };
-  for (const c of ['projector', 'inbound-router', 'notifier']) assert.notEqual(health.consumers[c]?.state ?? 'missing', 'standby', c);
+  // The task partition owners too (the dispatcher process's), each with its lag on EVENTS.
+  const reported = ['projector', 'inbound-router', 'notifier', 'owner.0', 'owner.7'];
+  const health = await until('every role process reported its consumers', async () => {
+    const h = (await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()) as { consumers: Record<string, { state: string; lag?: number }> };
+    return reported.every((c) => h.consumers[c]) ? h : undefined;
+  });
+  for (const c of reported) assert.notEqual(health.consumers[c]!.state, 'standby', c);
+  assert.equal(typeof health.consumers['owner.0']!.lag, 'number');
 
   // Each process serves its own registry: the execution is counted where it ran, in the dispatcher's.
   const metricsUrls = Object.fromEntries([...output.matchAll(/metrics of this process \(([a-z,]+)\) at ([^\s"]+)/g)].map((m) => [m[1]!, m[2]!]));
@@ -88,6 +94,7 @@ test('serve splits its roles over processes; a killed role process comes back; a
   assert.equal(sampleValue(await scrape('dispatcher'), 'jetcron_executions_total', executed), 1);
   assert.equal(sampleValue(await scrape('api'), 'jetcron_executions_total', executed), undefined);
   await until('the API process reports the notifier caught up', async () => sampleValue(await scrape('api'), 'jetcron_consumer_lag', { consumer: 'notifier' }) === 0);
+  await until('the API process reports a task partition owner caught up', async () => sampleValue(await scrape('api'), 'jetcron_consumer_lag', { consumer: 'owner.3' }) === 0);
   assert.equal((await scrape('dispatcher')).get('jetcron_timers_pending')?.type, 'gauge');
 
   process.kill(pids.dispatcher!, 'SIGKILL');

@@ -4,7 +4,8 @@
 // Postgres with the read models' migrations.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { decideExecution, type Execution } from '../src/commands/execution/decide.ts';
+import { callbackAttempted, decideAttemptResult } from '../src/commands/execution/decide.ts';
+import { executionCancelled } from '../src/commands/execution/ending.ts';
 import type { OutboundResult } from '../src/commands/execution/exchange.ts';
 import { taskAttemptJob } from '../src/commands/execution/task-jobs.ts';
 import type { ExecutionEvent } from '../src/commands/execution/types.ts';
@@ -46,12 +47,11 @@ const failed: AttemptOutcome = { status: 'failed', status_code: 503, error_messa
 
 /** An attempt's result, decided by the execution aggregate as an owner decides it. */
 function attempt(t: ReturnType<typeof createdTask>, n: number, outcome: AttemptOutcome, atMs: number): ExecutionEvent {
-  const state: Execution = { execution_id: t.execution.id, attempt: n, stage: 'started', uncounted: 0 };
   const exchange = {
     started_at: new Date(atMs - 5).toISOString(), finished_at: new Date(atMs).toISOString(), duration_ms: 5,
     request: { method: 'POST', url: t.task.url, headers: {}, body: null }, response_body: 'ok', response_truncated: false, response_headers: {},
   };
-  return decideExecution({ type: 'RecordAttempt', call: { job: t.job(n), outcome, signal: null, host: null, hostBlockEnd: 0, jitter: 0, exchange } }, state, { ...meta(new Date(atMs).toISOString()) })[0]!;
+  return decideAttemptResult({ job: t.job(n), uncounted: 0, outcome, signal: null, host: null, hostBlockEnd: 0, jitter: 0, exchange, nowMs: atMs, wait: (ms) => ms });
 }
 
 describe('projector specs: events in, rows out', () => {
@@ -116,7 +116,7 @@ describe('projector specs: events in, rows out', () => {
 
   test('a cancelled execution reads cancelled; a result read again changes nothing (a replay after a crash)', async () => {
     const t = createdTask('cancelled');
-    const cancel = decideExecution({ type: 'Cancel', org_id: ORG, execution_id: t.execution.id, source: { type: 'task', id: t.task.id, name: t.task.name }, reason: 'task deleted', lane: null }, null, meta())[0]!;
+    const cancel = executionCancelled(ORG, { execution_id: t.execution.id, source: { type: 'task', id: t.task.id, name: t.task.name }, reason: 'task deleted', lane: null }, NOW_MS);
     await project(db, [t.created], [cancel]);
     assert.equal((await execution(t.execution.id)).status, 'cancelled');
     const r = createdTask('replayed');
@@ -143,7 +143,7 @@ describe('projector specs: events in, rows out', () => {
     await project(db, [t.created, attempt(t, 1, ok, NOW_MS + 10)]);
     const before = await execution(t.execution.id);
     const answer = { kind: 'response', statusCode: 500 } as OutboundResult;
-    const tried = decideExecution({ type: 'RecordCallback', job: { kind: 'callback', org_id: ORG, execution_id: t.execution.id, source: { type: 'task', id: t.task.id, name: t.task.name }, url: 'https://example.com/cb', body: '{}', attempt: 1 }, result: answer }, null, meta())[0]!;
+    const tried = callbackAttempted({ kind: 'callback', org_id: ORG, execution_id: t.execution.id, source: { type: 'task', id: t.task.id, name: t.task.name }, url: 'https://example.com/cb', body: '{}', attempt: 1 }, answer, NOW_MS, (ms) => ms);
     await project(db, [tried]);
     assert.deepEqual(await execution(t.execution.id), before);
   });

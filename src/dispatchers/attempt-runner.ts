@@ -1,5 +1,5 @@
 import type { AttemptResult, ExecutionEvent } from '../commands/execution/types.ts';
-import { applyScriptVerdict, decideExecution, type Execution } from '../commands/execution/decide.ts';
+import { applyScriptVerdict, attemptStarted, callbackAttempted, decideAttemptResult } from '../commands/execution/decide.ts';
 import { commandMeta } from '../commands/execute.ts';
 import type { ScriptEngine } from '../scripts/engine.ts';
 import type { Clock } from '../lib/clock.ts';
@@ -118,17 +118,15 @@ export function createAttemptRunner(deps: AttemptRunnerDeps) {
     },
   ): Promise<{ finished: ExecutionEvent; exchangeMs: number }> {
     let started: Promise<unknown> | undefined;
-    // The state the plan read: this attempt is under way, with the 429s before it.
-    const state: Execution = { execution_id: job.execution_id, attempt: job.attempt, stage: 'started', uncounted: opts.uncounted };
     const markStarted = () => {
-      const [event] = decideExecution({ type: 'RecordStart', job, startedAt: new Date() }, state, commandMeta(deps.clock));
-      started = opts.recordStart(event!);
+      const nowMs = deps.clock.now();
+      started = opts.recordStart(attemptStarted(job, new Date(nowMs), opts.uncounted, nowMs));
       // Awaited after the request; until then a refusal must not count as unhandled (it would crash the process).
       started.catch(() => {});
     };
     let slow: NodeJS.Timeout | undefined;
     try {
-      const out = await exchange(job, state, opts, () => {
+      const out = await exchange(job, opts, () => {
         opts.onSending?.(Date.now());
         if (job.attempt > 1) markStarted();
         else slow = setTimeout(markStarted, RUNNING_VISIBLE_AFTER_MS);
@@ -143,8 +141,7 @@ export function createAttemptRunner(deps: AttemptRunnerDeps) {
 
   async function exchange(
     job: AttemptJob,
-    state: Execution,
-    opts: SendOptions & { host: string | null; forward: ForwardRequest | null },
+    opts: SendOptions & { uncounted: number; host: string | null; forward: ForwardRequest | null },
     onStart: () => void,
   ): Promise<{ finished: ExecutionEvent; exchangeMs: number }> {
     const { forward, host } = opts;
@@ -168,8 +165,12 @@ export function createAttemptRunner(deps: AttemptRunnerDeps) {
     const signal = host ? hostSignalOf(result, classified) : null;
     const { outcome, logs } = await onResponse(job, result, classified);
     const hostBlockEnd = await recordHost(job, host, signal, nowMs);
-    const [finished] = decideExecution({ type: 'RecordAttempt', call: {
+    const meta = commandMeta(deps.clock, nowMs);
+    const finished = decideAttemptResult({
       job,
+      uncounted: opts.uncounted,
+      nowMs,
+      wait: meta.scaleWait,
       outcome,
       // An endpoint's deliveries carry what its script logged in the router; tasks log in on_response.
       scriptLogs: job.inbound?.script_logs ?? logs,
@@ -186,23 +187,23 @@ export function createAttemptRunner(deps: AttemptRunnerDeps) {
         response_truncated: result.kind === 'response' ? result.truncated : false,
         response_headers: result.kind === 'response' ? result.headers : null,
       },
-    } }, state, commandMeta(deps.clock, nowMs));
+    });
     deps.log.debug?.('attempt finished', () => {
-      const d = finished!.data as AttemptResult;
+      const d = finished.data as AttemptResult;
       return {
         org_id: job.org_id, [`${job.source.type}_id`]: job.source.id, execution_id: job.execution_id, attempt: job.attempt,
         status: d.status, status_code: d.status_code, duration_ms: d.duration_ms, next_attempt_at: d.next_attempt_at,
       };
     });
-    return { finished: finished!, exchangeMs: result.durationMs };
+    return { finished, exchangeMs: result.durationMs };
   }
 
   /** One delivery try of a completion callback, as the `CallbackAttempted` that records it. */
   async function sendCallback(job: CallbackJob, opts: SendOptions = {}): Promise<ExecutionEvent> {
     const headers = { 'Content-Type': 'application/json', ...(await sign(job, job.body, `${job.execution_id}-callback`)) };
     const result = await tracedSend(deps.outbound, { url: job.url, method: 'POST', headers, body: job.body, timeoutMs: CALLBACK_TIMEOUT_MS, mayWrite: opts.mayWrite });
-    const [attempted] = decideExecution({ type: 'RecordCallback', job, result }, null, commandMeta(deps.clock));
-    return attempted!;
+    const meta = commandMeta(deps.clock);
+    return callbackAttempted(job, result, meta.nowMs, meta.scaleWait);
   }
 
   return { hostBlock, send, sendCallback };

@@ -17,6 +17,7 @@ import type { Semaphore } from '../lib/semaphore.ts';
 import { unreachable } from '../lib/unreachable.ts';
 import { inSpan, sourceAttributes, SpanKind } from '../telemetry/tracing.ts';
 import type { Nats } from '../nats/connection.ts';
+import type { ConsumerProgress } from '../nats/supervisor.ts';
 import { decodeEvents } from '../nats/event-reader.ts';
 import { followEventBatches, type TapItem } from '../nats/events-tap.ts';
 import { claimPartition, Fenced, type PartitionLog } from './partition-log.ts';
@@ -45,6 +46,8 @@ export interface TaskOwnerDeps {
   owner: string;
   partitions: number;
   onAttemptFinished?: (result: AttemptResult, exchangeMs: number | null) => void;
+  /** Where this partition's reading of EVENTS stands, for `/healthz` (absent: not reported). */
+  progress?: ConsumerProgress;
 }
 
 /** A start that failed for a reason of our own (the organization unreadable) is tried again after this. */
@@ -115,6 +118,7 @@ export async function ownTaskPartition(
   held.set(partition, state);
   const own = SUBJECTS.partition(partition);
   let position = log.resumeFrom;
+  deps.progress?.started(position - 1);
   let live = false;
   let pumpQueued = false;
   let wake: NodeJS.Timeout | undefined;
@@ -183,14 +187,11 @@ export async function ownTaskPartition(
     if (stop.signal.aborted) return;
     // Asked before anything is sent: a process resumed after a freeze must not act on what it held.
     if (!lease.held()) return ending('its lease has lapsed');
-    const cancels = state.takeCancels();
+    const { cancels, starts, ticks, handoffs, wakeAt: next } = state.step(deps.clock.now());
     if (cancels.length) track(record(cancels));
-    const now = deps.clock.now();
-    for (const exec of state.take(now)) track(run(exec));
-    for (const tick of state.schedules.dueTicks(now)) track(recordDueTick(tick));
-    const handoffs = state.takeHandoffs();
+    for (const exec of starts) track(run(exec));
+    for (const tick of ticks) track(recordDueTick(tick));
     if (handoffs.length) track(handOver(handoffs));
-    const next = state.nextWakeAt(deps.clock.now());
     if (next !== null && next < wakeAt) {
       clearTimeout(wake);
       wakeAt = next;
@@ -287,7 +288,7 @@ export async function ownTaskPartition(
     const forward = job.inbound && !blockedUntil && !forwardDisabled ? await loadForwardRequest(deps.nats, job.inbound) : null;
     const plan = planAttempt({
       job,
-      sofar: { uncounted: exec.uncounted, done: false },
+      uncounted: exec.uncounted,
       sourceGone: state.sourceGone(exec) || (exec.handedIn === true && await handedInTaskGone(exec)),
       forwardDisabled,
       requestGone: !!job.inbound && !blockedUntil && !forward && !forwardDisabled,
@@ -299,8 +300,6 @@ export async function ownTaskPartition(
     });
     if (plan.kind !== 'send') state.notSent(exec);
     switch (plan.kind) {
-      case 'done':
-        return;
       case 'record':
       case 'defer':
         return record(plan.events);
@@ -427,9 +426,11 @@ export async function ownTaskPartition(
       await knowEndpoints(batch);
       let changed = false;
       for (const item of batch) if (read(item)) changed = true;
+      deps.progress?.advanced(position - 1);
       if (changed) schedulePump();
     }
   } finally {
+    deps.progress?.stopped();
     held.delete(partition);
     release();
     stop.abort();

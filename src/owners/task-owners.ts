@@ -7,6 +7,7 @@ import type { Clock } from '../lib/clock.ts';
 import type { Log } from '../lib/logger.ts';
 import { Semaphore } from '../lib/semaphore.ts';
 import type { Nats } from '../nats/connection.ts';
+import type { Supervisor } from '../nats/supervisor.ts';
 import { startConsumers, type LeasedConsumer } from '../nats/consumer-kit.ts';
 import type { Directory } from '../nats/org-directory.ts';
 import type { ScriptEngine } from '../scripts/engine.ts';
@@ -26,6 +27,8 @@ export interface TaskOwnersDeps {
   concurrency: number;
   scripts?: ScriptEngine;
   onAttemptFinished?: (result: AttemptResult, exchangeMs: number | null) => void;
+  /** Each partition's owner reports how far it has read EVENTS (`/healthz`: its lag, stuck when not moving). */
+  supervisor?: Pick<Supervisor, 'progress'>;
 }
 
 /** The lease of a task partition's owner. */
@@ -44,7 +47,7 @@ export async function startTaskOwners(deps: TaskOwnersDeps) {
   const stopStats = answerFlowStats(deps.nats, held);
   const owners = startConsumers(deps, Array.from({ length: deps.partitions }, (_, p): LeasedConsumer => ({
     lease: ownerLease(p),
-    term: (signal, _opened, lease) => ownTaskPartition({ ...deps, runner, hosts: () => hosts, slots }, p, lease, signal, held),
+    term: (signal, _opened, lease) => ownTaskPartition({ ...deps, runner, hosts: () => hosts, slots, progress: deps.supervisor?.progress(ownerLease(p), 'EVENTS') }, p, lease, signal, held),
   })));
   return {
     hostBlocksActive: () => hosts.activeBlocks(),

@@ -27,7 +27,8 @@ interface LogReader {
  * 250 ms), which is where a reader picks up after a stop. So a reader that no process
  * runs is still measured, and its lag grows while events arrive. A work queue's lag is
  * its durable consumer's messages waiting plus those delivered and not yet acknowledged.
- * A reader that has no position at all (a role never started) is left out.
+ * A reader that has no position at all (a role never started) is left out. The task
+ * partition owners (`owner.<p>`) keep no checkpoint: each is measured while a process owns it.
  */
 export function createConsumerLag(deps: { nats: Nats; db: Db; board: ProgressBoard; streams: StreamInfo }) {
   let kv: Promise<KV> | undefined;
@@ -55,10 +56,15 @@ export function createConsumerLag(deps: { nats: Nats; db: Db; board: ProgressBoa
   }
 
   async function measure(): Promise<Array<[{ consumer: string }, number]>> {
-    const live = new Map(deps.board.consumers().filter((c) => c.active).map((c) => [c.consumer, c.position]));
+    const active = deps.board.consumers().filter((c) => c.active);
+    const live = new Map(active.map((c) => [c.consumer, c.position]));
+    // Readers with no checkpoint of their own (the task partition owners): measured while a process runs them.
+    const named = new Set(readers.map((r) => r.consumer));
+    const liveOnly = active.filter((c) => c.stream && !named.has(c.consumer) && !queues.some((q) => q.durable_name === c.consumer));
     // One that cannot be measured now (a store unreachable) is left out of this scrape, not the others.
     const settled = await Promise.allSettled([
       ...readers.map((r) => readerLag(r, live)),
+      ...liveOnly.map(async (c) => [{ consumer: c.consumer }, Math.max(0, (await deps.streams.lastSeq(c.stream!)) - c.position)] as [{ consumer: string }, number]),
       ...queues.map(async (q) => [{ consumer: q.durable_name }, await deps.streams.backlog(q.stream, q.durable_name)] as [{ consumer: string }, number]),
     ]);
     return settled.flatMap((s) => (s.status === 'fulfilled' && s.value ? [s.value] : []));

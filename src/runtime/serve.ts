@@ -194,7 +194,7 @@ async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () 
       if (exchangeMs !== null) metrics.attemptDuration.observe({ source_type: r.source.type, outcome: r.status }, exchangeMs / 1000);
     };
     const owners = await startTaskOwners({
-      nats, store, directory, outbound, clock, log, owner: instanceId, partitions: config.partitions, concurrency: config.dispatchConcurrency, scripts, onAttemptFinished,
+      nats, store, directory, outbound, clock, log, owner: instanceId, partitions: config.partitions, concurrency: config.dispatchConcurrency, scripts, onAttemptFinished, supervisor,
     });
     stoppers.push(named('task partition owners', () => owners.stop()));
     const perOrg = (pick: (k: { waiting: number; in_flight: number; paused: number }) => number) =>

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
-  MAX_UNCOUNTED_ATTEMPTS, RETRY_JITTER_MS, applyScriptVerdict, decideAttemptResult, decideExecution, evolveExecution, executionSoFar, planAttempt,
-  type AttemptCall, type BeforeAttempt, type Execution,
+  MAX_UNCOUNTED_ATTEMPTS, RETRY_JITTER_MS, applyScriptVerdict, attemptStarted, callbackAttempted, decideAttemptResult, planAttempt,
+  type AttemptCall, type BeforeAttempt,
 } from '../../src/commands/execution/decide.ts';
 import type { ExecutionEvent } from '../../src/commands/execution/types.ts';
 import type { AttemptJob } from '../../src/commands/execution/job.ts';
@@ -28,7 +28,7 @@ const finished = (e: ExecutionEvent) => {
   return (e as Extract<ExecutionEvent, { type: 'AttemptFinished' }>).data;
 };
 const before = (over: Partial<BeforeAttempt> = {}): BeforeAttempt => ({
-  job: job(), sofar: null, sourceGone: false, requestGone: false, host: 'example.com', blockedUntil: 0, hostState: null, nowMs: NOW, ...over,
+  job: job(), uncounted: 0, sourceGone: false, requestGone: false, host: 'example.com', blockedUntil: 0, hostState: null, nowMs: NOW, ...over,
 });
 
 describe('execution decider: the attempt result', () => {
@@ -91,13 +91,6 @@ describe('execution decider: on_response verdicts', () => {
 });
 
 describe('execution decider: before an attempt', () => {
-  test('given the attempt is already recorded (a redelivery), then nothing is sent or stored', () => {
-    const last = decideAttemptResult(call());
-    const state = evolveExecution(null, last);
-    assert.deepEqual(planAttempt(before({ sofar: executionSoFar(state, 1) })), { kind: 'done' });
-    assert.deepEqual(planAttempt(before({ job: job({ attempt: 2 }), sofar: executionSoFar(state, 2) })), { kind: 'send', uncounted: 0 });
-  });
-
   test('given its task was deleted while it waited, then ExecutionCancelled is recorded instead', () => {
     const plan = planAttempt(before({ sourceGone: true }));
     assert.equal(plan.kind, 'record');
@@ -114,57 +107,39 @@ describe('execution decider: before an attempt', () => {
     assert.match(JSON.stringify(plan.events[0]), /429/);
   });
 
-  test('given a fresh first attempt, then it is sent', () => {
+  test('given a fresh first attempt, then it is sent; a later one carries its uncounted 429s', () => {
     assert.deepEqual(planAttempt(before()), { kind: 'send', uncounted: 0 });
+    assert.deepEqual(planAttempt(before({ job: job({ attempt: 3 }), uncounted: 2 })), { kind: 'send', uncounted: 2 });
+  });
+
+  test('given a blocked host after 429s, then the deferral keeps the uncounted count', () => {
+    const plan = planAttempt(before({ blockedUntil: NOW + 5_000, uncounted: 2 }));
+    assert.equal(plan.kind === 'defer' && (plan.events[0]!.data as { uncounted_attempts?: number }).uncounted_attempts, 2);
   });
 });
 
-describe('execution aggregate: state and commands', () => {
-  const meta = { now: new Date(NOW).toISOString(), nowMs: NOW, eventId: 'evt_test', scaleWait: (ms: number) => ms, newId: () => 'x' };
-  const started = (attempt: number, uncounted = 0): Execution => ({ execution_id: 'exe_1', attempt, stage: 'started', uncounted });
-
-  test('evolve: a started attempt is not done, a finished one is, a cancelled execution is over for every attempt', () => {
-    const start = decideExecution({ type: 'RecordStart', job: job({ attempt: 2 }), startedAt: new Date(NOW) }, started(2, 1), meta);
-    assert.equal(start.length, 1);
-    assert.equal(start[0]!.type, 'AttemptStarted');
-    const s1 = evolveExecution(null, start[0]!);
-    assert.deepEqual(executionSoFar(s1, 2), { uncounted: 1, done: false });
-    assert.deepEqual(executionSoFar(s1, 1), { uncounted: 1, done: true });
-    const s2 = evolveExecution(s1, decideAttemptResult(call({ job: job({ attempt: 2 }), uncounted: 1 })));
-    assert.deepEqual(executionSoFar(s2, 2), { uncounted: 1, done: true });
-    assert.deepEqual(executionSoFar(s2, 3), { uncounted: 1, done: false });
-    const [cancel] = decideExecution({ type: 'Cancel', org_id: 'org_1', execution_id: 'exe_1', source: job().source, reason: 'task deleted', lane: null }, s2, meta);
-    const s3 = evolveExecution(s2, cancel!);
-    assert.equal(s3.stage, 'over');
-    assert.equal(executionSoFar(s3, 99).done, true);
-    // Over is over: a second cancel records nothing.
-    assert.deepEqual(decideExecution({ type: 'Cancel', org_id: 'org_1', execution_id: 'exe_1', source: job().source, reason: 'again', lane: null }, s3, meta), []);
+describe('execution decider: the recorded events of a send', () => {
+  test('a start carries the uncounted 429s before it', () => {
+    const e = attemptStarted(job({ attempt: 2 }), new Date(NOW), 1, NOW);
+    assert.equal(e.type, 'AttemptStarted');
+    assert.equal((e.data as { uncounted_attempts?: number }).uncounted_attempts, 1);
   });
 
-  test('PlanAttempt: nothing to record for a fresh attempt or a recorded one; a cancel for a deleted source; a deferral for a blocked host', () => {
-    const plan = (over: Partial<BeforeAttempt>, state: Execution | null) => decideExecution({ type: 'PlanAttempt', before: { ...before(over) } }, state, meta);
-    assert.deepEqual(plan({}, null), []);
-    assert.deepEqual(plan({}, evolveExecution(null, decideAttemptResult(call()))), []);
-    assert.equal(plan({ sourceGone: true }, null)[0]!.type, 'ExecutionCancelled');
-    const [deferred] = plan({ blockedUntil: NOW + 5_000 }, started(1, 2));
-    assert.equal(deferred!.type, 'AttemptDeferred');
-    assert.equal((deferred!.data as { uncounted_attempts?: number }).uncounted_attempts, 2);
-  });
-
-  test('RecordAttempt: the retry rule reads the uncounted 429s from the state', () => {
-    const [e] = decideExecution({ type: 'RecordAttempt', call: { job: job({ attempt: 4, max_attempts: 3 }), outcome: failed500, signal: null, host: null, hostBlockEnd: 0, jitter: 0, exchange } }, started(4, 2), meta);
-    const d = finished(e!);
+  test('the retry rule counts only attempts that used a retry (429s under the bound do not)', () => {
+    const d = finished(decideAttemptResult(call({ job: job({ attempt: 4, max_attempts: 3 }), outcome: failed500, host: null, uncounted: 2 })));
     // 4 attempts, 2 of them uncounted 429s: 2 counted of 3, so one more follows.
     assert.equal(d.uncounted_attempts, 2);
     assert.ok(d.next_attempt_at);
-    const [last] = decideExecution({ type: 'RecordAttempt', call: { job: job({ attempt: 4, max_attempts: 3 }), outcome: failed500, signal: null, host: null, hostBlockEnd: 0, jitter: 0, exchange } }, started(4, 0), meta);
-    assert.equal(finished(last!).next_attempt_at, null);
+    assert.equal(d.final, false);
+    const last = finished(decideAttemptResult(call({ job: job({ attempt: 4, max_attempts: 3 }), outcome: failed500, host: null, uncounted: 0 })));
+    assert.equal(last.next_attempt_at, null);
+    assert.equal(last.final, true);
   });
 
-  test('RecordCallback: a 2xx delivers it; a failure is tried again 5 s, then 20 s later, then no more', () => {
+  test('a callback try: a 2xx delivers it; a failure is tried again 5 s, then 20 s later, then no more', () => {
     const cb = { kind: 'callback' as const, org_id: 'org_1', execution_id: 'exe_1', source: job().source, url: 'https://example.com/cb', body: '{}', attempt: 1 };
     const answer = (statusCode: number) => ({ kind: 'response', statusCode } as never);
-    const tried = (attempt: number, statusCode: number) => decideExecution({ type: 'RecordCallback', job: { ...cb, attempt }, result: answer(statusCode) }, null, meta)[0]!.data as { next_attempt_at: string | null; error_message: string | null; status_code: number | null };
+    const tried = (attempt: number, statusCode: number) => callbackAttempted({ ...cb, attempt }, answer(statusCode), NOW, (ms) => ms).data as { next_attempt_at: string | null; error_message: string | null; status_code: number | null };
     assert.deepEqual([tried(1, 204).next_attempt_at, tried(1, 204).error_message], [null, null]);
     assert.equal(tried(1, 500).next_attempt_at, new Date(NOW + 5_000).toISOString());
     assert.equal(tried(2, 500).next_attempt_at, new Date(NOW + 20_000).toISOString());

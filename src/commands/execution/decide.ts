@@ -11,13 +11,15 @@ import type { AttemptResult, ExecutionEvent, ExecutionSource } from './types.ts'
 import type { CommandMeta } from '../meta.ts';
 
 /*
- * The execution aggregate: everything that decides what happens to one execution.
- * - `evolveExecution`: the state its events leave (what a sender reads before an attempt);
- * - `decideExecution`: each command's events (plan an attempt, record its start, its
- *   result with the retry rules, a callback try with its own retries, a cancel);
+ * The execution aggregate's decisions (its state machine is `lifecycle.ts`):
+ * - `planAttempt`: whether an attempt is sent, or what is recorded instead (a cancel,
+ *   a script's failure, a deferral behind a blocked host);
+ * - `attemptStarted`, `decideAttemptResult`, `callbackAttempted`: the events of a
+ *   start, a result with the retry rules, a callback try with its own retries;
  * - `afterAttempt` / `nextCallback`: what follows a recorded result: the retry, the
  *   cancel when the source is gone, the end with its lane released and its callback.
- * The task partition owners only carry these out: a task's retry is decided in this file.
+ * The clock comes in (`nowMs`); the partition owners only carry these out: a task's
+ * retry is decided in this file.
  */
 
 /** 429 attempts of one execution that do not use a retry; later ones count like a 5xx. */
@@ -27,54 +29,10 @@ export const MIN_RATE_LIMIT_WAIT_MS = 1_000;
 /** At most this much (before time scaling) is added to a retry's delay, so a burst of failures does not retry in step. */
 export const RETRY_JITTER_MS = 1_000;
 
-/** What an execution's log says before an attempt of it runs. */
-export interface ExecutionSoFar {
-  /** Earlier attempts that answered 429 and did not use a retry. */
-  uncounted: number;
-  /** The attempt (or the whole execution) is already recorded: a redelivered job. */
-  done: boolean;
-}
-
-/** What an execution's log says so far. */
-export interface Execution {
-  execution_id: string;
-  /** The latest attempt its log records. */
-  attempt: number;
-  /** How far that attempt got; `over` once the execution ended for good (cancelled, or its callback tried). */
-  stage: 'started' | 'deferred' | 'finished' | 'over';
-  /** Earlier attempts that answered 429 and did not use a retry. */
-  uncounted: number;
-}
-
-/** The state after one of its events: each event carries what the state needs, so the last one is enough. */
-export function evolveExecution(_state: Execution | null, event: ExecutionEvent): Execution {
-  const { execution_id } = event.data;
-  switch (event.type) {
-    case 'AttemptStarted':
-      return { execution_id, attempt: event.data.attempt, stage: 'started', uncounted: event.data.uncounted_attempts ?? 0 };
-    case 'AttemptDeferred':
-      return { execution_id, attempt: event.data.attempt, stage: 'deferred', uncounted: event.data.uncounted_attempts ?? 0 };
-    case 'AttemptFinished':
-      return { execution_id, attempt: event.data.attempt, stage: 'finished', uncounted: event.data.uncounted_attempts ?? 0 };
-    case 'ExecutionCancelled':
-    case 'CallbackAttempted':
-      return { execution_id, attempt: Infinity, stage: 'over', uncounted: 0 };
-    default:
-      return unreachable(event);
-  }
-}
-
-/** Where `attempt` stands in an execution's log: already recorded (a redelivered job), and its uncounted 429s. */
-export function executionSoFar(state: Execution | null, attempt: number): ExecutionSoFar {
-  if (!state) return { uncounted: 0, done: false };
-  const done = state.stage === 'over' || (state.stage === 'finished' ? state.attempt >= attempt : state.attempt > attempt);
-  return { uncounted: state.uncounted, done };
-}
-
 export interface BeforeAttempt {
   job: AttemptJob;
-  /** null when the log was not read (a first attempt, delivered once, host not blocked). */
-  sofar: ExecutionSoFar | null;
+  /** Earlier attempts that answered 429 and did not use a retry. */
+  uncounted: number;
   /** Its task or endpoint was deleted while the job waited. */
   sourceGone: boolean;
   /** An endpoint's forwarding whose stored inbound request is gone (age limit, endpoint deleted). */
@@ -91,8 +49,6 @@ export interface BeforeAttempt {
 }
 
 export type AttemptPlan =
-  /** Already recorded: nothing to send or store. */
-  | { kind: 'done' }
   /** Will not run: record the event and release the job. */
   | { kind: 'record'; events: ExecutionEvent[] }
   /** The host is blocked: record the deferral; the job comes back when the block ends. */
@@ -101,8 +57,7 @@ export type AttemptPlan =
 
 /** Whether an attempt is sent, and what is recorded when it is not. */
 export function planAttempt(input: BeforeAttempt): AttemptPlan {
-  const { job, sofar } = input;
-  if (sofar?.done) return { kind: 'done' };
+  const { job, uncounted } = input;
   const cancel = (reason: string): AttemptPlan => ({
     kind: 'record',
     events: [executionCancelled(job.org_id, { execution_id: job.execution_id, source: job.source, reason, lane: job.lane }, input.nowMs)],
@@ -110,7 +65,6 @@ export function planAttempt(input: BeforeAttempt): AttemptPlan {
   if (input.sourceGone) return cancel(`${job.source.type} deleted`);
   if (input.forwardDisabled) return cancel('forward URL disabled (failing); enable it to send again');
   if (job.inbound?.script_error) return { kind: 'record', events: [scriptFailed(job, input.forwardMethod ?? job.inbound.method ?? '', input.nowMs)] };
-  const uncounted = sofar?.uncounted ?? 0;
   if (input.blockedUntil && input.host) {
     // Not sent: the block is the host's, so the attempt keeps its number and waits.
     const state = input.hostState;
@@ -313,34 +267,6 @@ export function callbackAttempted(job: CallbackJob, result: OutboundResult, nowM
       job,
     },
   };
-}
-
-/** What a sender asks of an execution; each decision is a list of events to record (none: nothing to record). */
-export type ExecutionCommand =
-  /** Before an attempt: what is recorded instead of sending it (nothing: send it, unless the state says it is done). */
-  | { type: 'PlanAttempt'; before: Omit<BeforeAttempt, 'sofar' | 'nowMs'> }
-  /** A retry's start at once, a first attempt's once it outlives RUNNING_VISIBLE_AFTER_MS. */
-  | { type: 'RecordStart'; job: AttemptJob; startedAt: Date }
-  | { type: 'RecordAttempt'; call: Omit<AttemptCall, 'nowMs' | 'wait' | 'uncounted'> }
-  | { type: 'RecordCallback'; job: CallbackJob; result: OutboundResult }
-  | { type: 'Cancel'; org_id: string; execution_id: string; source: ExecutionSource; reason: string; lane: string | null };
-
-type Handlers = { [K in ExecutionCommand['type']]: (c: Extract<ExecutionCommand, { type: K }>, state: Execution | null, meta: CommandMeta) => ExecutionEvent[] };
-
-const handlers: Handlers = {
-  PlanAttempt: (c, state, meta) => {
-    const plan = planAttempt({ ...c.before, sofar: executionSoFar(state, c.before.job.attempt), nowMs: meta.nowMs });
-    return plan.kind === 'record' || plan.kind === 'defer' ? plan.events : [];
-  },
-  RecordStart: (c, state, meta) => [attemptStarted(c.job, c.startedAt, state?.uncounted ?? 0, meta.nowMs)],
-  RecordAttempt: (c, state, meta) => [decideAttemptResult({ ...c.call, uncounted: state?.uncounted ?? 0, nowMs: meta.nowMs, wait: meta.scaleWait })],
-  RecordCallback: (c, _state, meta) => [callbackAttempted(c.job, c.result, meta.nowMs, meta.scaleWait)],
-  Cancel: (c, state, meta) => (state?.stage === 'over' ? [] : [executionCancelled(c.org_id, { execution_id: c.execution_id, source: c.source, reason: c.reason, lane: c.lane }, meta.nowMs)]),
-};
-
-/** The execution's decisions, one handler per command (the map is exhaustive at compile time). */
-export function decideExecution(command: ExecutionCommand, state: Execution | null, meta: CommandMeta): ExecutionEvent[] {
-  return (handlers[command.type] as (c: ExecutionCommand, s: Execution | null, m: CommandMeta) => ExecutionEvent[])(command, state, meta);
 }
 
 /** Its next attempt as its source says it now (the caller loads the source), or null when the source is gone. */

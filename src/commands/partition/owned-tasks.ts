@@ -4,7 +4,8 @@ import { PartitionQueues, type Gate } from '../flow-control/partition-queues.ts'
 import { executionCancelled } from '../execution/ending.ts';
 import type { AttemptJob, CallbackJob } from '../execution/job.ts';
 import { forwardDisabled, type Endpoint } from '../endpoint/types.ts';
-import { afterAttempt, nextCallback } from '../execution/decide.ts';
+import { cancelling, handBack, handed, notStarted, onRecorded, PARKED, planned, started, type ExecutionState } from '../execution/lifecycle.ts';
+import { unreachable } from '../../lib/unreachable.ts';
 import { taskAttemptJob } from '../execution/task-jobs.ts';
 import type { ExecutionEvent } from '../execution/types.ts';
 import { adoptsLate, isLate, type LateResult } from '../execution/late-results.ts';
@@ -13,7 +14,7 @@ import { flowLimits } from '../flow-control/rules.ts';
 import type { FlowControl, FlowKeyEvent } from '../flow-control/types.ts';
 import type { HandoffEvent } from './types.ts';
 import { endpointPartition, flowKeyPartition, schedulePartition, taskPartition } from './partition-of.ts';
-import { ScheduleStates } from './owned-schedules.ts';
+import { ScheduleStates, type DueTick } from './owned-schedules.ts';
 import { scheduleAttemptJob } from '../execution/schedule-jobs.ts';
 import type { ScheduleEvent } from '../schedule/types.ts';
 import type { EndpointEvent } from '../endpoint/types.ts';
@@ -49,8 +50,7 @@ export interface KeyLoad {
   paused: boolean;
 }
 
-/** Due "never": a disabled task's execution keeps its place (a lane's held retry its slot) until the task is enabled. */
-export const PARKED = Number.MAX_SAFE_INTEGER;
+export { PARKED };
 
 /** Events of one stored message are told apart by their index; a commit holds far fewer than this. */
 const PER_MESSAGE = 65_536;
@@ -59,39 +59,19 @@ const PER_EVENT = 16;
 /** The log order of the `sub`-th execution planned by the event at (`seq`, `index`). */
 const logOrder = (seq: number, index: number, sub = 0) => (seq * PER_MESSAGE + index) * PER_EVENT + sub;
 
-export type Phase =
-  /** Waiting for its time and its key's slot. */
-  | 'queued'
-  /** Its attempt (or its callback) is being sent. */
-  | 'running'
-  /** Will not run: its `ExecutionCancelled` is to be recorded. */
-  | 'cancelling'
-  /** Its result is recorded; its completion callback is due (or being sent). */
-  | 'callback'
-  /** Its lane's head, handed to its key's owner in another partition, which sends it; its result is read from the execution's subject. */
-  | 'handed';
-
-export interface OwnedExecution {
+/** A live execution as its owner holds it: its state in the execution's one state machine (`lifecycle.ts`), and where it came from. */
+export interface OwnedExecution extends ExecutionState {
   id: string;
   /** Its task's or endpoint's id. */
   sourceId: string;
   /** An endpoint's delivery: the event that planned it (its jobs are built from it). null: a task's execution. */
   forward: ForwardOrigin | null;
-  /** The next attempt to send, built from the task as it is now. */
-  job: AttemptJob;
   /** Planned by a trigger: runs even while its task is disabled (its retries do not). */
   triggered: boolean;
-  /** Answers so far that used no retry (429). */
-  uncounted: number;
   /** EVENTS sequence of the event that planned it: a takeover reads the log from the lowest of these. */
   origin: number;
   /** The log order: the tie-break between executions due at once. */
   order: number;
-  phase: Phase;
-  /** Phase `cancelling`: the event that records it. */
-  cancel: ExecutionEvent | null;
-  /** Phase `callback`: the delivery to try next. */
-  callback: CallbackJob | null;
   /** A fenced owner's late result for the attempt (or callback delivery) it waits for: recorded as this owner's instead of sending it (`late-results.ts`). */
   adopt: LateResult | null;
   /** The W3C trace context of the event that planned it: its attempts continue that trace. */
@@ -101,6 +81,20 @@ export interface OwnedExecution {
    * result recorded on the execution's subject for its lane's owner, and over here then.
    */
   handedIn?: true;
+}
+
+/** What one turn of the owner's loop carries out (`OwnedTasks.step`). */
+export interface OwnerStep {
+  /** `ExecutionCancelled` events to record (one commit). */
+  cancels: ExecutionEvent[];
+  /** Attempts (or callback deliveries) to send now. */
+  starts: OwnedExecution[];
+  /** Schedule ticks to record. */
+  ticks: DueTick[];
+  /** Lane heads to append as handed to their key's partition. */
+  handoffs: HandoffEvent[];
+  /** When the next turn is due on its own; null when only an event can change what starts. */
+  wakeAt: number | null;
 }
 
 interface OwnedTask {
@@ -234,8 +228,8 @@ export class OwnedTasks {
         return;
       }
       const exec: OwnedExecution = {
-        id, sourceId: endpointId, forward: origin, job: forwardJob(event.org_id, origin, 1, origin.plan.scheduled_for), triggered: false, uncounted: 0,
-        origin: seq, order: logOrder(seq, index, sub), phase: 'queued', cancel: null, callback: null, adopt: null, traceparent,
+        ...planned(forwardJob(event.org_id, origin, 1, origin.plan.scheduled_for)), id, sourceId: endpointId, forward: origin, triggered: false,
+        origin: seq, order: logOrder(seq, index, sub), adopt: null, traceparent,
       };
       this.track(exec);
       let set = this.deliveries.get(endpointId);
@@ -319,8 +313,8 @@ export class OwnedTasks {
         const run = event.data.execution;
         if (this.executions.has(run.id)) return;
         const exec: OwnedExecution = {
-          id: run.id, sourceId: schedule.id, forward: null, job: scheduleAttemptJob(schedule, run, 1), triggered: event.type === 'ScheduleTriggered', uncounted: 0,
-          origin: seq, order: logOrder(seq, index), phase: 'queued', cancel: null, callback: null, adopt: null, traceparent,
+          ...planned(scheduleAttemptJob(schedule, run, 1)), id: run.id, sourceId: schedule.id, forward: null, triggered: event.type === 'ScheduleTriggered',
+          origin: seq, order: logOrder(seq, index), adopt: null, traceparent,
         };
         this.track(exec);
         let set = this.scheduleRuns.get(schedule.id);
@@ -410,49 +404,26 @@ export class OwnedTasks {
     }
     // Read back at a takeover, a result may belong to an execution this state has only seen waiting.
     if (event.type !== 'AttemptStarted' && event.type !== 'ExecutionCancelled') this.queues.markStarted(exec.id);
-    switch (event.type) {
-      case 'AttemptStarted':
+    if (event.type === 'AttemptFinished') this.queues.recordedStart(exec.id, Date.parse(event.data.started_at));
+    // What follows is the execution's to decide (lifecycle.ts); this carries it out in the queues.
+    const step = onRecorded(exec, event, (attempt, at, pushCallback) => this.retryOf(exec, attempt, at, pushCallback));
+    switch (step.kind) {
+      case 'none':
         return;
-      case 'ExecutionCancelled':
+      case 'wait':
+        return this.queues.finished(exec.id, step.dueAt, exec.order);
+      case 'cancel':
+        this.queues.finished(exec.id, null, exec.order);
+        this.cancelling.add(exec.id);
+        return;
+      case 'callback':
+        this.queues.finished(exec.id, null, exec.order);
+        return this.queues.enqueue(exec.id, null, step.dueAt, exec.order);
+      case 'over':
+        if (step.release) this.queues.finished(exec.id, null, exec.order);
         return this.drop(exec);
-      case 'AttemptDeferred':
-        exec.uncounted = event.data.uncounted_attempts ?? 0;
-        exec.phase = 'queued';
-        this.queues.finished(exec.id, Date.parse(event.data.scheduled_for), exec.order);
-        return;
-      case 'AttemptFinished': {
-        const d = event.data;
-        this.queues.recordedStart(exec.id, Date.parse(d.started_at));
-        const retry = !d.final && d.next_attempt_at ? this.retryOf(exec, d.attempt + 1, d.next_attempt_at, d.push_callback_url) : null;
-        const next = afterAttempt(event.org_id, d, retry, Date.parse(event.at));
-        exec.uncounted = d.uncounted_attempts ?? 0;
-        switch (next.kind) {
-          case 'retry':
-            exec.job = next.job;
-            exec.phase = 'queued';
-            this.queues.finished(exec.id, next.enabled ? next.dueAt : PARKED, exec.order);
-            return;
-          case 'cancel':
-            this.queues.finished(exec.id, null, exec.order);
-            this.markCancelling(exec, next.event);
-            return;
-          case 'end':
-            this.queues.finished(exec.id, null, exec.order);
-            if (!next.callback) return this.drop(exec);
-            exec.phase = 'callback';
-            exec.callback = next.callback;
-            this.queues.enqueue(exec.id, null, Date.parse(d.finished_at), exec.order);
-            return;
-        }
-        return;
-      }
-      case 'CallbackAttempted': {
-        const next = nextCallback(event.data);
-        if (!next) return this.drop(exec);
-        exec.callback = next.job;
-        this.queues.finished(exec.id, next.dueAt, exec.order);
-        return;
-      }
+      default:
+        return unreachable(step);
     }
   }
 
@@ -472,6 +443,15 @@ export class OwnedTasks {
     if (adoptsLate(late, { phase: exec.phase, attempt: exec.job.attempt, callbackAttempt: exec.callback?.attempt ?? null })) exec.adopt = late;
   }
 
+  /**
+   * One turn of the owner's loop, decided here so the loop only carries it out: the
+   * cancellations to record, what starts now (`take`), the schedule ticks due, the lane
+   * heads to hand over, and when to look again (null: only an event can change that).
+   */
+  step(now: number): OwnerStep {
+    return { cancels: this.takeCancels(), starts: this.take(now), ticks: this.schedules.dueTicks(now), handoffs: this.takeHandoffs(), wakeAt: this.nextWakeAt(now) };
+  }
+
   /** What starts at `now`: each is `running` (its attempt, or its callback delivery) until its result is recorded. */
   take(now: number): OwnedExecution[] {
     const out: OwnedExecution[] = [];
@@ -484,7 +464,7 @@ export class OwnedTasks {
           this.handOff(exec, flow, now);
           continue;
         }
-        exec.phase = 'running';
+        started(exec);
       }
       out.push(exec);
     }
@@ -499,8 +479,7 @@ export class OwnedTasks {
   /** A hand-off that could not be appended: its lane holds it, and hands it over again at `at`. */
   handOffFailed(executionId: string, at: number): void {
     const exec = this.executions.get(executionId);
-    if (exec?.phase !== 'handed') return;
-    exec.phase = 'queued';
+    if (!exec || !handBack(exec)) return;
     this.queues.finished(exec.id, at, exec.order);
   }
 
@@ -522,7 +501,7 @@ export class OwnedTasks {
       this.handoffCounts.set(id, Math.max(this.handoffCounts.get(id) ?? 0, event.data.handoff));
       if (held.phase === 'queued' && held.job.attempt === job.attempt) {
         this.queues.markStarted(id);
-        held.phase = 'handed';
+        handed(held);
       }
       return;
     }
@@ -530,8 +509,8 @@ export class OwnedTasks {
     const fkey = flowKey(event.org_id, key);
     if (!this.queues.hasLimits(fkey)) this.queues.setLimits(fkey, flowLimits(event.data.limits));
     const exec: OwnedExecution = {
-      id, sourceId: job.source.id, forward: null, job, triggered: true, uncounted: event.data.uncounted_attempts,
-      origin: seq, order: logOrder(seq, index), phase: 'queued', cancel: null, callback: null, adopt: null, traceparent, handedIn: true,
+      ...planned(job, event.data.uncounted_attempts), id, sourceId: job.source.id, forward: null, triggered: true,
+      origin: seq, order: logOrder(seq, index), adopt: null, traceparent, handedIn: true,
     };
     this.track(exec);
     let set = this.handedInBySource.get(exec.sourceId);
@@ -550,7 +529,7 @@ export class OwnedTasks {
 
   /** A start that could not be sent (its organization unreadable, a store refusing): it is tried again at `at`. */
   later(exec: OwnedExecution, at: number): void {
-    if (exec.phase === 'running') exec.phase = 'queued';
+    notStarted(exec);
     this.queues.finished(exec.id, at, exec.order);
   }
 
@@ -574,8 +553,8 @@ export class OwnedTasks {
     if (!owned) this.tasks.set(task.id, (owned = { task, gone: false, executions: new Set() }));
     owned.task = task;
     const exec: OwnedExecution = {
-      id: execution.id, sourceId: task.id, forward: null, job: taskAttemptJob(task, execution, 1), triggered, uncounted: 0,
-      origin, order, phase: 'queued', cancel: null, callback: null, adopt: null, traceparent,
+      ...planned(taskAttemptJob(task, execution, 1)), id: execution.id, sourceId: task.id, forward: null, triggered,
+      origin, order, adopt: null, traceparent,
     };
     this.track(exec);
     owned.executions.add(exec.id);
@@ -672,7 +651,7 @@ export class OwnedTasks {
 
   /** The lane's head goes to its key's owner: the lane holds it (in flight) until its result is read. */
   private handOff(exec: OwnedExecution, flow: FlowControl, now: number): void {
-    exec.phase = 'handed';
+    handed(exec);
     const handoff = (this.handoffCounts.get(exec.id) ?? 0) + 1;
     this.handoffCounts.set(exec.id, handoff);
     const { key, ...limits } = flow;
@@ -718,8 +697,7 @@ export class OwnedTasks {
   }
 
   private markCancelling(exec: OwnedExecution, event: ExecutionEvent): void {
-    exec.phase = 'cancelling';
-    exec.cancel = event;
+    cancelling(exec, event);
     this.cancelling.add(exec.id);
   }
 
