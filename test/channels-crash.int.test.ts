@@ -4,32 +4,23 @@
 // the open incident by its dedup_key, gets the same trigger again: one incident still.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { Kvm } from '@nats-io/kv';
-import { connectNats, type Nats } from '../src/nats/connection.ts';
-import { spawnJetcron, type JetcronProcess } from './support/jetcron-process.ts';
+import type { Nats } from '../src/nats/connection.ts';
 import { notificationRecords, notifierIdle } from './support/positions.ts';
-import { eventually, startTestService, type TestService } from './support/service.ts';
+import { startWithSeparateNotifier, type SeparateNotifier } from './support/separate-notifier.ts';
+import { eventually, type TestService } from './support/service.ts';
 import { startTarget, type ReceivedRequest } from './support/target.ts';
 
 describe('notification channels under kill -9 of the notifier', () => {
+  let harness: SeparateNotifier;
   let svc: TestService;
   let nats: Nats;
-  const notifiers: JetcronProcess[] = [];
-  const spawnNotifier = async (label: string) => {
-    const p = await spawnJetcron({ roles: 'notifier', natsUrl: svc.natsUrl, databaseUrl: svc.databaseUrl, label, env: { JETCRON_TIME_SCALE: '0.01' } });
-    notifiers.push(p);
-    return p;
-  };
+  const spawnNotifier = (label: string) => harness.spawn(label);
   before(async () => {
     // Every role but the notifier here; the notifier in processes of its own, to kill.
-    svc = await startTestService({ JETCRON_ROLES: 'api,projector,scheduler,dispatcher', JETCRON_TIME_SCALE: '0.01' });
-    nats = await connectNats(svc.natsUrl, 'channels crash test');
+    harness = await startWithSeparateNotifier();
+    ({ svc, nats } = harness);
   });
-  after(async () => {
-    for (const p of notifiers) await p.cleanup();
-    await nats.close();
-    await svc.stop();
-  });
+  after(() => harness.stop());
 
   test('a send cut short by kill -9 is not sent again to a chat; PagerDuty gets the same incident', async () => {
     // Held: requests are answered only once `release` is called (an order, not a time).
@@ -40,8 +31,7 @@ describe('notification channels under kill -9 of the notifier', () => {
     try {
       const first = await spawnNotifier('notifier-1');
       // Its reader starts where the log ends when it first runs: wait until it has marked that.
-      const checkpoints = await new Kvm(nats.nc).open('checkpoints');
-      await eventually(async () => (await checkpoints.get('notifier'))?.operation === 'PUT', 60_000);
+      await harness.started();
       const o = await svc.createOrg();
       const create = async (body: Record<string, unknown>) => {
         const res = await o.api('POST', '/channels', body);

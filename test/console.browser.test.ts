@@ -510,6 +510,75 @@ describe('web console (Chromium)', { skip }, () => {
     await tab.context.close();
   });
 
+  test('channels picker: a schedule, task, monitor and endpoint notify every channel or the ones checked', async () => {
+    const own = await svc.createOrg();
+    const made = async (name: string) => (await own.api('POST', '/channels', { kind: 'webhook', name, config: { url: `${target.url}/${name}` } })).body.data;
+    const ops = await made('ops');
+    const dev = await made('dev');
+    const tab = await openConsole();
+    const { page } = tab;
+    await signIn(tab, own.apiKey);
+    const picker = () => page.getByLabel('Notification channels', { exact: true });
+    const pick = async (names: string[]) => {
+      await picker().selectOption('some');
+      // The channels arrive after the form is drawn.
+      await page.getByLabel('ops (webhook)').waitFor();
+      for (const [name, label] of [['ops', 'ops (webhook)'], ['dev', 'dev (webhook)']] as const) await page.getByLabel(label).setChecked(names.includes(name));
+    };
+    const forms: Array<{ section: string; fill: () => Promise<void>; submit: string }> = [
+      { section: 'schedules', submit: 'Create schedule', fill: async () => {
+        await page.getByLabel('URL', { exact: true }).fill(`${target.url}/s`);
+        await page.getByLabel('Cron expression').fill('0 3 * * *');
+      } },
+      { section: 'tasks', submit: 'Create task', fill: async () => {
+        await page.getByLabel('URL', { exact: true }).fill(`${target.url}/t`);
+      } },
+      { section: 'monitors', submit: 'Create monitor', fill: async () => {
+        await page.getByLabel('Name', { exact: true }).fill('nightly backup');
+        await page.getByLabel('Interval (seconds)').fill('3600');
+      } },
+      { section: 'endpoints', submit: 'Create endpoint', fill: async () => {
+        await page.getByLabel('Name', { exact: true }).fill('hooks');
+      } },
+    ];
+    for (const form of forms) {
+      await go(page, `#/${form.section}/new`);
+      await picker().waitFor();
+      // A new resource notifies every channel unless told otherwise.
+      assert.equal(await picker().inputValue(), 'all', form.section);
+      await form.fill();
+      await pick(['ops']);
+      await page.getByRole('button', { name: form.submit }).click();
+      await page.getByRole('link', { name: 'Edit' }).waitFor().catch(async (err) => {
+        throw new Error(`${form.section}: ${err.message}\n${await page.locator('form').innerText().catch(() => '')}`);
+      });
+      const id = decodeURIComponent(page.url().split('/').at(-1)!);
+      const stored = async () => (await own.api('GET', `/${form.section}/${encodeURIComponent(id)}`)).body.data.channels;
+      assert.deepEqual(await stored(), [ops.id], `${form.section}: the channel checked`);
+
+      // Edit: shown as stored; then both, then none, then every channel (null).
+      for (const [names, expected] of [[['ops', 'dev'], [ops.id, dev.id]], [[], []]] as Array<[string[], string[]]>) {
+        await page.getByRole('link', { name: 'Edit' }).click();
+        await picker().waitFor();
+        assert.equal(await picker().inputValue(), 'some');
+        await page.getByLabel('ops (webhook)').waitFor();
+        await pick(names);
+        await page.getByRole('button', { name: 'Save' }).click();
+        await page.getByRole('link', { name: 'Edit' }).waitFor();
+        await eventually(async () => {
+          const now: string[] | null = await stored();
+          return now !== null && JSON.stringify([...now].sort()) === JSON.stringify([...expected].sort());
+        }, WAIT_MS);
+      }
+      await page.getByRole('link', { name: 'Edit' }).click();
+      await picker().selectOption('all');
+      await page.getByRole('button', { name: 'Save' }).click();
+      await page.getByRole('link', { name: 'Edit' }).waitFor();
+      await eventually(async () => (await stored()) === null, WAIT_MS);
+    }
+    await tab.context.close();
+  });
+
   test('failures: dead letters filtered, retry one, retry the selected, "retry all N matching" with the job\'s progress; an endpoint\'s "replay matching"', async () => {
     // An organization of its own: its dead letters are only these. A target that refuses (410) until told.
     const own = await svc.createOrg();

@@ -229,7 +229,8 @@ const EXPECTED: Record<RequestSchemaName, Record<string, Partial<Record<Empty, O
   },
   CreateEndpoint: ENDPOINT_FIELDS,
   UpdateEndpoint: ENDPOINT_FIELDS,
-  UpdateOrganization: { notification_email: STRING_NONE, notification_webhook_url: STRING_NONE },
+  // auto_disable_after: null is never; "" is no duration.
+  UpdateOrganization: { notification_email: STRING_NONE, notification_webhook_url: STRING_NONE, auto_disable_after: { '""': refused, null: ok(null) } },
   // A channel's kind and name have formats of their own; `events: null` hears every event, [] none.
   CreateChannel: { kind: REFUSED, name: REFUSED, events: { null: NONE, '[]': ok([]) } },
   UpdateChannel: { kind: REFUSED, name: REFUSED, events: { null: NONE, '[]': ok([]) } },
@@ -245,6 +246,8 @@ const EXPECTED: Record<RequestSchemaName, Record<string, Partial<Record<Empty, O
     'filter.method': { '""': ok() },
     forward_urls: { null: ok(), '[]': refused },
   },
+  // The URL to enable must be one of the endpoint's; an empty recover_since is no replay.
+  EnableForward: { url: { '""': refused }, recover_since: { '""': ok(), null: ok() } },
 };
 
 const OK_URL = 'http://127.0.0.1:9/never';
@@ -281,6 +284,7 @@ const BASE: Record<RequestSchemaName, Record<string, unknown>> = {
   // Only counted: the walk retries nothing.
   BulkRetry: { filter: {}, dry_run: true },
   BulkReplay: { filter: {}, dry_run: true },
+  EnableForward: { url: OK_URL },
 };
 
 /** What a field inside an object needs around it, by the object's path (`undefined` leaves a base field out). */
@@ -347,6 +351,7 @@ describe('every field of every request schema with its empty values', () => {
       case 'TestChannel': return ['POST', `/channels/${await created('/channels', BASE.CreateChannel)}/test`];
       case 'BulkRetry': return ['POST', '/executions/retry'];
       case 'BulkReplay': return ['POST', `/endpoints/${await created('/endpoints', BASE.CreateEndpoint)}/events/replay`];
+      case 'EnableForward': return ['POST', `/endpoints/${await created('/endpoints', BASE.CreateEndpoint)}/forwards/enable`];
     }
   };
 

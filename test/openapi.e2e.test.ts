@@ -253,6 +253,8 @@ describe('OpenAPI document', () => {
       // Matches nothing: a job of an empty set, done at once.
       'POST /executions/retry': { filter: { error: 'openapi: no such error' } },
       'POST /endpoints/{id}/events/replay': { filter: { method: 'TRACE' } },
+      // Active already: enabled as it is, no job.
+      'POST /endpoints/{id}/forwards/enable': { url: `${target.url}/forward` },
     });
     /** Values for required query parameters, by name. */
     const queries: Record<string, string> = { lane: LANE };

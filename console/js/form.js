@@ -9,7 +9,7 @@ let formCount = 0;
 /**
  * Field spec: { name, label, type, options?, help?, required?, placeholder?, nullable? }
  * type: text | url | email | number | select | checkbox | tristate | textarea | json |
- *       body | headers | lines | secrets | verification
+ *       body | headers | lines | secrets | verification | channels (with `load`: the channels to pick from)
  * An item `{ legend, fields }` groups fields in a fieldset.
  */
 export function buildForm({ fields, initial = {}, mode = 'create', submitLabel = 'Save', onSubmit, onCancel }) {
@@ -168,6 +168,10 @@ function makeControl(spec, id, initialValue) {
       ({ input, extra, read } = verificationInputs(spec, id, common, initialValue));
       break;
     }
+    case 'channels': {
+      ({ input, extra, read } = channelInputs(spec, id, common, initialValue));
+      break;
+    }
     default: {
       input = h('input', { ...common, type: spec.type ?? 'text', value: initialValue ?? '', autocomplete: 'off' });
       read = () => {
@@ -313,4 +317,38 @@ function verificationInputs(spec, id, common, initial) {
     return preset;
   };
   return { input, extra: h('div', { class: 'subfields' }, secretBox, hmacBox), read };
+}
+
+/**
+ * A resource's `channels`: every channel of the organization (null) or the ones checked
+ * (a list, maybe empty: none). The channels to pick from come from `spec.load()`, after
+ * the form is drawn; until then (or should loading fail) the choice reads as it was, so
+ * an edit leaves it alone.
+ */
+function channelInputs(spec, id, common, initial) {
+  const chosen = new Set(Array.isArray(initial) ? initial : []);
+  const input = h('select', common,
+    h('option', { value: 'all', selected: !Array.isArray(initial) }, 'Every channel of the organization'),
+    h('option', { value: 'some', selected: Array.isArray(initial) }, 'Only the channels checked below'));
+  const picks = h('div', { class: 'channel-picks', role: 'group', 'aria-label': `${spec.label}: which` }, h('p', { class: 'muted' }, 'Loading channels…'));
+  let boxes = null;
+  const show = () => {
+    picks.hidden = input.value !== 'some';
+  };
+  input.addEventListener('change', show);
+  show();
+  Promise.resolve(spec.load?.() ?? []).then((channels) => {
+    boxes = channels.map((c) => ({ id: c.id, box: h('input', { type: 'checkbox', id: `${id}-${c.id}`, value: c.id, checked: chosen.has(c.id) }), c }));
+    picks.replaceChildren(...(boxes.length
+      ? boxes.map(({ box, c }) => h('label', { class: 'inline', for: box.id }, box, ` ${c.name} (${c.kind})`))
+      : [h('p', { class: 'muted' }, 'No channels yet: checked none, this notifies no channel.')]));
+  }, () => {
+    picks.replaceChildren(h('p', { class: 'muted' }, 'The channels could not be loaded: the choice stays as it was.'));
+  });
+  const read = () => {
+    if (input.value === 'all') return null;
+    if (!boxes) return [...chosen];
+    return boxes.filter(({ box }) => box.checked).map(({ id: channelId }) => channelId);
+  };
+  return { input, extra: picks, read };
 }

@@ -307,6 +307,13 @@ const migrations: Record<string, Migration> = {
       await sql`ALTER TABLE jobs ADD COLUMN endpoint_id text, ADD COLUMN forward_urls json`.execute(db);
     },
   },
+  // Destination health: why the service turned a schedule off, and each forward URL's health.
+  '0016_destination_health': {
+    async up(db) {
+      await sql`ALTER TABLE schedules ADD COLUMN disabled_reason text`.execute(db);
+      await sql`ALTER TABLE endpoints ADD COLUMN forward_health jsonb NOT NULL DEFAULT '[]'`.execute(db);
+    },
+  },
 };
 
 export const READ_MODEL_TABLES = [

@@ -48,6 +48,8 @@ export interface SchedulesTable {
   doc: Json<Record<string, unknown>>;
   next_run_at: Timestamp | null;
   last_execution_id: string | null;
+  /** Why the service turned it off (`failing`: destination health); null: it did not. */
+  disabled_reason: string | null;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -136,6 +138,8 @@ export interface EndpointsTable {
   slug: string;
   doc: Json<Record<string, unknown>>;
   paused: boolean;
+  /** Every forward URL's health (`forwardHealthOf`). */
+  forward_health: Json<unknown[]>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }

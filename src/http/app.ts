@@ -131,7 +131,7 @@ export function createApp(
   api.use(flowControlRoutes(deps));
   api.use(channelRoutes(deps, rootUrl));
   api.use(syncRoutes(deps));
-  api.use(jobRoutes(deps));
+  api.use(jobRoutes(deps, rootUrl));
   api.use(executionRoutes(deps));
   api.use(organizationRoutes(deps));
   api.use(scriptRoutes(deps));

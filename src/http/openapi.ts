@@ -54,6 +54,16 @@ const PINGS =
   '400 (exit status above 255, rid not a UUID), 404, 405, 410 (paused or disabled). A POST body is kept (first 100 KB). ' +
   '`max_duration_seconds`: a run started and not ended that long is down (`too_long`; unset: the grace period); `min_duration_seconds`: a success faster than that is down (`too_fast`). ' +
   'Responses add `status`, `down_reason` (missed, failed, exit_status, too_long, too_fast; null unless down), `ping_url`, `last_ping_at`, `next_expected_at`.';
+/** Destination health (CONTRACT.md): what auto-disable does and how a forward URL comes back. */
+const HEALTH =
+  'A schedule, or one forward URL of an endpoint, whose executions ended `failed`/`timeout` after their last attempt, with no success in between, ' +
+  'for at least the organization\'s `auto_disable_after` (`PUT /organization`, default `5d`, null = never) and at least 3 times in a row is disabled: ' +
+  'a schedule gets `enabled: false` and `disabled_reason: "failing"` (`PUT` with `enabled: true` clears it); a forward URL gets `status: "disabled"` in the endpoint\'s ' +
+  '`forward_health` (`[{url, status, failing_since, consecutive_failures, disabled_at}]`), and its deliveries are cancelled unsent while events are still stored. ' +
+  'This call makes the URL active again (its count starts over; an active URL stays as it is). With `recover_since` (ISO 8601, or a duration such as `7d` meaning that long ago) it also accepts a replay job ' +
+  '(as `POST /endpoints/{id}/events/replay`, `forward_urls: [url]`) of the endpoint\'s events of the last 30 days received since then that had a delivery to the URL and none that succeeded or is still pending. ' +
+  'Answers 200 `{data: {endpoint, job}}`: the endpoint with its `forward_health`, and the job (`rjb_…`, `kind: "replay"`) or null without `recover_since`. ' +
+  'A URL not among `forward_urls`: 422 `field: "url"`; another organization\'s endpoint: 404; another job running: 409 (the URL is enabled all the same).';
 const PING_KEY_ROTATE = 'Answers `{data: {ping_key}}`. `GET /organization` shows the current `ping_key` (`ppk_` + 22 lower-case letters and digits).';
 
 interface OpOptions {
@@ -168,6 +178,13 @@ export function openApiDocument(serverUrl: string) {
             'each new delivery `retry_of` the event\'s previous delivery to that URL. The job is the bulk retry\'s (`kind: "replay"`, with `endpoint_id` and `forward_urls`); one running job per organization.',
         }),
       },
+      '/endpoints/{id}/forwards/enable': {
+        ...withId,
+        post: op('Make a forward URL that destination health disabled active again, optionally replaying what it missed', {
+          body: 'EnableForward',
+          description: HEALTH,
+        }),
+      },
       '/endpoints/{id}/events/{event_id}/replay': { ...withEvent, post: op('Forward the stored request again', { ok: '202' }) },
       '/channels': { get: op('List notification channels'), post: op('Create a notification channel', { body: 'CreateChannel', ok: '201', description: CHANNELS }) },
       '/channels/{id}': { ...withId, get: op('Get a channel'), put: op('Update a channel: the fields it names; config values given replace the stored ones', { body: 'UpdateChannel' }), delete: op('Delete a channel', { ok: '204' }) },
@@ -202,7 +219,7 @@ export function openApiDocument(serverUrl: string) {
       '/jobs': { get: op('Bulk retry jobs, newest first', { params: ['Limit'] }) },
       '/jobs/{id}': { ...withId, get: op('One bulk retry job with its progress (total, done, skipped)') },
       '/jobs/{id}/cancel': { ...withId, post: op('Cancel the running job (what it has not taken stays as it is); a job no longer running is answered as it is') },
-      '/organization': { get: op('Get the organization'), put: op('Update notification settings', { body: 'UpdateOrganization' }) },
+      '/organization': { get: op('Get the organization'), put: op('Update notification settings and auto_disable_after (destination health)', { body: 'UpdateOrganization', description: HEALTH }) },
       '/organization/webhook-secret/rotate': { post: op('Rotate the webhook secret') },
       '/organization/ping-key/rotate': { post: op('Rotate the ping key: {root}/ping/<old key>/<slug> stops answering at once', { description: PING_KEY_ROTATE }) },
     },

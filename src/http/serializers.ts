@@ -1,3 +1,4 @@
+import { DEFAULT_AUTO_DISABLE_AFTER } from '../commands/destination-health.ts';
 import { sql, type Selectable } from 'kysely';
 import type { Organization } from '../commands/organization/types.ts';
 import { previousSecretExpiry } from '../commands/organization/decide.ts';
@@ -19,6 +20,7 @@ export function organizationResource(o: Organization, nowMs: number) {
     notification_webhook_url: o.notification_webhook_url,
     notify_on_failure: o.notify_on_failure,
     notify_on_recovery: o.notify_on_recovery,
+    auto_disable_after: o.auto_disable_after === undefined ? DEFAULT_AUTO_DISABLE_AFTER : o.auto_disable_after,
     created_at: iso(o.created_at),
     updated_at: iso(o.updated_at),
   };

@@ -1,3 +1,4 @@
+import { ENDPOINT_HEALTH_TYPES, SCHEDULE_HEALTH_TYPES, type EndpointHealthType, type ScheduleHealthType } from '../commands/health-events.ts';
 import type { ExecutionSource, ExecutionStatus, SourceType } from '../commands/execution/types.ts';
 import type { MonitorStatus } from '../commands/monitor/types.ts';
 import type { InboundOutcome } from '../commands/inbound-event/types.ts';
@@ -46,13 +47,13 @@ const taskRun: Message<'TaskCreated' | 'TaskTriggered'> = (e, base) =>
 const task: Message<'TaskUpdated' | 'TaskDeleted' | 'TaskCancelled'> = (e, base) => ({ ...base, kind: 'task', id: e.data.task.id, task_id: e.data.task.id });
 const execution = (status: ExecutionStatus): Message<'AttemptStarted' | 'AttemptDeferred' | 'ExecutionCancelled'> => (e, base) =>
   ({ ...base, kind: 'execution', id: e.data.execution_id, execution_id: e.data.execution_id, ...sourceId(e.data.source), status });
-const schedule: Message<'ScheduleCreated' | 'ScheduleUpdated' | 'ScheduleDeleted' | 'ScheduleTicksMissed'> = (e, base) =>
+const schedule: Message<'ScheduleCreated' | 'ScheduleUpdated' | 'ScheduleDeleted' | 'ScheduleTicksMissed' | ScheduleHealthType> = (e, base) =>
   ({ ...base, kind: 'schedule', id: e.data.schedule.id, schedule_id: e.data.schedule.id });
 const scheduleRun: Message<'ScheduleTriggered' | 'ScheduleTicked'> = (e, base) =>
   ({ ...base, kind: 'schedule', id: e.data.schedule.id, schedule_id: e.data.schedule.id, execution_id: e.data.execution.id, status: 'pending' });
 const monitor: Message<'MonitorCreated' | 'MonitorUpdated' | 'MonitorDeleted' | 'MonitorPaused' | 'MonitorResumed' | 'MonitorPinged' | 'MonitorWentDown'> = (e, base) =>
   ({ ...base, kind: 'monitor', id: e.data.monitor.id, monitor_id: e.data.monitor.id, monitor_status: e.data.monitor.status });
-const endpoint: Message<'EndpointCreated' | 'EndpointUpdated' | 'EndpointDeleted' | 'EndpointPaused' | 'EndpointResumed'> = (e, base) =>
+const endpoint: Message<'EndpointCreated' | 'EndpointUpdated' | 'EndpointDeleted' | 'EndpointPaused' | 'EndpointResumed' | EndpointHealthType> = (e, base) =>
   ({ ...base, kind: 'endpoint', id: e.data.endpoint.id, endpoint_id: e.data.endpoint.id });
 const inboundEvent: Message<'InboundEventReceived' | 'InboundEventReplayed'> = (e, base) => {
   const first = e.data.executions[0];
@@ -80,10 +81,10 @@ const messages: EventHandlers<LiveMessage | null, [Base]> = {
   AttemptDeferred: execution('pending'),
   ExecutionCancelled: execution('cancelled'),
   CallbackAttempted: (e, base) => ({ ...base, kind: 'execution', id: e.data.execution_id, execution_id: e.data.execution_id }),
-  ...forTypes(['ScheduleCreated', 'ScheduleUpdated', 'ScheduleDeleted', 'ScheduleTicksMissed'], schedule),
+  ...forTypes(['ScheduleCreated', 'ScheduleUpdated', 'ScheduleDeleted', 'ScheduleTicksMissed', ...SCHEDULE_HEALTH_TYPES], schedule),
   ...forTypes(['ScheduleTriggered', 'ScheduleTicked'], scheduleRun),
   ...forTypes(['MonitorCreated', 'MonitorUpdated', 'MonitorDeleted', 'MonitorPaused', 'MonitorResumed', 'MonitorPinged', 'MonitorWentDown'], monitor),
-  ...forTypes(['EndpointCreated', 'EndpointUpdated', 'EndpointDeleted', 'EndpointPaused', 'EndpointResumed'], endpoint),
+  ...forTypes(['EndpointCreated', 'EndpointUpdated', 'EndpointDeleted', 'EndpointPaused', 'EndpointResumed', ...ENDPOINT_HEALTH_TYPES], endpoint),
   ...forTypes(['InboundEventReceived', 'InboundEventReplayed'], inboundEvent),
   ...forTypes(['BatchAccepted', 'DebounceWindowOpened', 'InboundDebounceOpened', 'FlowControlPaused', 'FlowControlResumed', 'QuotaReserved', 'PartitionClaimed', 'ExecutionHandedToKey', 'NotificationSent', 'NotificationFailed', 'MonitorRestated',
     // Channels: their page reads them again after each action of its own.

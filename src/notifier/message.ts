@@ -1,6 +1,7 @@
 import type { NotificationEventName, NotifySourceType } from '../commands/notification/types.ts';
 import type { DownReason, MonitorEvent } from '../commands/monitor/types.ts';
 import type { Transition } from './state.ts';
+import type { FinalRun } from '../commands/destination-health.ts';
 
 /** Why a monitor went down, as its notification says it: the reason and what showed it. */
 export interface MonitorDown {
@@ -55,16 +56,8 @@ export interface NotifySource {
   down?: MonitorDown;
 }
 
-/** The execution part of a notification: what its last attempt ended with. */
-export interface ExecutionSummary {
-  id: string;
-  status: string;
-  status_code: number | null;
-  error_message: string | null;
-  attempt: number;
-  scheduled_for: string;
-  finished_at: string;
-}
+/** The execution part of a notification: what its last attempt ended with (the shape a disabling event carries too). */
+export type ExecutionSummary = FinalRun;
 
 const LABEL: Record<NotifySourceType, string> = { task: 'Task', schedule: 'Schedule', monitor: 'Monitor', endpoint: 'Endpoint' };
 

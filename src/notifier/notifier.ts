@@ -60,6 +60,7 @@ export async function startNotifier(deps: NotifierDeps) {
     emailEnabled: mailer !== null,
     channels: (orgId) => channels.channels(orgId),
     rootUrl: deps.rootUrl,
+    store: deps.store,
   });
   const deliverer = startDeliverer({
     nats: deps.nats,

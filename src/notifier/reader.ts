@@ -12,11 +12,15 @@ import type { NotifySourceType } from '../commands/notification/types.ts';
 import type { Channel } from '../commands/channel/types.ts';
 import { monitorDown, type ExecutionSummary, type NotifySource } from './message.ts';
 import { notificationIdFor, notifies, notifyMsgId, organizationWants, planNotifications, type NotificationJob } from './plan.ts';
-import { monitorSource, type SourceResolver } from './sources.ts';
-import { cachedNotifyState, nextState, openNotifyState, type CachedNotifyState, type NotifyStateStore, type Outcome } from './state.ts';
+import { forwardSource, monitorSource, scheduleSource, type SourceResolver } from './sources.ts';
+import { createHealthCounter } from './health.ts';
+import type { EventStore } from '../commands/store.ts';
+import { cachedNotifyState, nextState, openNotifyState, type CachedNotifyState, type NotifyStateStore, type Outcome, type Transition } from './state.ts';
 import { isWrongLastSequence } from '../nats/jetstream-errors.ts';
 import type { Supervisor } from '../nats/supervisor.ts';
 import { untilStarted } from '../lib/startup-retry.ts';
+
+type HealthCounter = ReturnType<typeof createHealthCounter>;
 
 export const CHECKPOINT_KEY: keyof typeof KV_CHECKPOINT_READERS = 'notifier';
 const CHECKPOINT_EVERY_MS = 250;
@@ -35,6 +39,8 @@ export interface NotifyReaderDeps {
   channels?: (orgId: string) => Promise<Channel[]>;
   /** `{root_url}`, what channel messages link to. */
   rootUrl?: () => string;
+  /** Where destination health's counts are appended (`createHealthCounter`); none: results are not counted. */
+  store?: EventStore;
 }
 
 /** The events that mean nothing for notifications (`handle` passes them, their chain is their subject). */
@@ -59,6 +65,8 @@ const IGNORED = [
   // Notification channels: read from their own subject when a transition is planned (`ChannelDirectory`).
   'ChannelCreated', 'ChannelUpdated', 'ChannelDeleted',
   'RetryJobAccepted', 'RetryJobStepped', 'RetryJobCancelled',
+  // Destination health: only being disabled is announced (the counts are this reader's own doing).
+  'ScheduleFailureCounted', 'ScheduleFailuresReset', 'EndpointForwardFailureCounted', 'EndpointForwardFailuresReset', 'EndpointForwardEnabled',
 ] as const satisfies readonly EventType[];
 
 const IGNORED_TYPES: ReadonlySet<string> = new Set<string>(IGNORED);
@@ -78,7 +86,37 @@ export function createNotifyDecider(
   deps: Pick<NotifyReaderDeps, 'directory' | 'clock' | 'resolvers' | 'emailEnabled' | 'log' | 'channels' | 'rootUrl'>,
   states: NotifyStateStore & Partial<Pick<CachedNotifyState, 'created' | 'peek'>>,
   publish: (job: NotificationJob) => Promise<void>,
+  /** Destination health's counting of final results (`src/notifier/health.ts`); none: not counted here. */
+  health?: HealthCounter,
 ) {
+  /** The deliveries of one transition of `source`, to NOTIFY (nothing when nobody hears it). */
+  async function announce(
+    orgId: string,
+    at: string,
+    transition: Transition,
+    source: NotifySource,
+    execution: ExecutionSummary | null,
+    notificationId: () => string,
+  ): Promise<void> {
+    const org = await deps.directory.organization(orgId);
+    // The channels are asked only when the organization's channels hear this transition at all.
+    const channels = org && deps.channels && organizationWants(source, org, transition) ? await deps.channels(orgId) : [];
+    if (!org || !notifies(source, org, transition, deps.emailEnabled, channels)) return;
+    const jobs = planNotifications({
+      id: notificationId(),
+      transition,
+      source,
+      org,
+      execution,
+      emailEnabled: deps.emailEnabled,
+      now: deps.clock.now(),
+      channels,
+      rootUrl: deps.rootUrl?.() ?? '',
+      at,
+    });
+    await Promise.all(jobs.map(publish));
+  }
+
   async function onOutcome(
     orgId: string,
     seq: number,
@@ -99,24 +137,7 @@ export function createNotifyDecider(
     const resolved = carried ?? await resolve(orgId, source.id);
     // Gone (deleted or cancelled while its last run was in flight): nothing to tell, nothing to keep.
     if (!resolved) return;
-    const org = await deps.directory.organization(orgId);
-    // The channels are asked only when the organization's channels hear this transition at all.
-    const channels = org && deps.channels && organizationWants(resolved, org, step.transition) ? await deps.channels(orgId) : [];
-    if (org && notifies(resolved, org, step.transition, deps.emailEnabled, channels)) {
-      const jobs = planNotifications({
-        id: notificationId(),
-        transition: step.transition,
-        source: { ...resolved, ...detail },
-        org,
-        execution,
-        emailEnabled: deps.emailEnabled,
-        now: deps.clock.now(),
-        channels,
-        rootUrl: deps.rootUrl?.() ?? '',
-        at,
-      });
-      await Promise.all(jobs.map(publish));
-    }
+    await announce(orgId, at, step.transition, { ...resolved, ...detail }, execution, notificationId);
     // After the jobs: a crash in between decides the same again, and NOTIFY drops the repeats.
     await states.put(orgId, source.id, step.state);
   }
@@ -147,7 +168,13 @@ export function createNotifyDecider(
       };
       const outcome: Outcome = d.status === 'success' ? 'success' : 'failure';
       await onOutcome(e.org_id, seq, e.at, d.source, outcome, execution, () => notificationIdFor(d.execution_id));
+      await health?.onFinal(e, seq);
     },
+    // Destination health disabled a schedule or a forward URL: announced once, under an id
+    // derived from the event's (deciding it again after a crash publishes the same msg ids,
+    // which NOTIFY drops; the deliverer's ledger keeps a delivery from going twice).
+    ScheduleDisabled: (e) => announce(e.org_id, e.at, 'disabled', scheduleSource(e.data.schedule), e.data.execution ?? null, () => notificationIdFor(e.id)),
+    EndpointForwardDisabled: (e) => announce(e.org_id, e.at, 'disabled', forwardSource(e.data.endpoint, e.data.url), e.data.execution ?? null, () => notificationIdFor(e.id)),
     // A monitor's failure is going down; its recovery is the first ping after.
     MonitorWentDown: async (e, seq) => {
       const m = e.data.monitor;
@@ -195,7 +222,8 @@ export function createNotifyDecider(
         void steps[e.type](e as never, seq);
         return true;
       case 'AttemptFinished':
-        return !e.data.final || e.data.late === true || unchanged(e.org_id, e.data.source.id, e.data.status === 'success' ? 'success' : 'failure', seq, e.at);
+        return (!e.data.final || e.data.late === true || unchanged(e.org_id, e.data.source.id, e.data.status === 'success' ? 'success' : 'failure', seq, e.at))
+          && (health?.settled(e) ?? true);
       case 'MonitorPinged':
         return e.data.previous_status !== 'down' || e.data.monitor.status !== 'up' || unchanged(e.org_id, e.data.monitor.id, 'success', seq, e.at);
       case 'MonitorWentDown':
@@ -222,6 +250,8 @@ const sourceOf: { [T in EventType]: ((e: EventOf<T>) => string) | null } = {
   MonitorDeleted: (e) => e.data.monitor.id,
   EndpointCreated: (e) => e.data.endpoint.id,
   EndpointDeleted: (e) => e.data.endpoint.id,
+  ScheduleDisabled: (e) => e.data.schedule.id,
+  EndpointForwardDisabled: (e) => e.data.endpoint.id,
   // Every event the notifier ignores: no order to keep with a source's outcomes.
   ...forTypes(IGNORED, null),
 };
@@ -268,7 +298,8 @@ export function startNotifyReader(deps: NotifyReaderDeps) {
     open: () => openNotifyState(deps.nats),
     handlers: (store) => {
       // A fresh cache per lease term: another holder may have written meanwhile.
-      const decider = createNotifyDecider(deps, cachedNotifyState(store), (job) => publishJob(deps.nats, job));
+      const health = deps.store ? createHealthCounter({ store: deps.store, clock: deps.clock, directory: deps.directory }) : undefined;
+      const decider = createNotifyDecider(deps, cachedNotifyState(store), (job) => publishJob(deps.nats, job), health);
       return {
         keyOf: (e) => notifyChainKey(e.event, e.subject),
         skip: (e) => IGNORED_TYPES.has(e.event.type),

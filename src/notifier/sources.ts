@@ -11,6 +11,8 @@ import { monitorSubject } from '../commands/monitor/handlers.ts';
 import { evolveSchedule } from '../commands/schedule/decide.ts';
 import { scheduleSubject } from '../commands/schedule/handlers.ts';
 import { evolveEndpoint } from '../commands/endpoint/decide.ts';
+import type { Schedule } from '../commands/schedule/types.ts';
+import type { Endpoint } from '../commands/endpoint/types.ts';
 
 /** Loads a resource as it is now, or null when it is gone (deleted, cancelled) or unknown. */
 export type SourceResolver = (orgId: string, id: string) => Promise<NotifySource | null>;
@@ -56,6 +58,12 @@ function notifySource(type: NotifySourceType, r: Notifiable, opts: { url: boolea
  * any later decision of its owner), so its notification needs no read of the monitor.
  */
 export const monitorSource = (m: Monitor): NotifySource => notifySource('monitor', m, { url: false });
+
+/** A schedule as the event that disabled it carries it. */
+export const scheduleSource = (s: Schedule): NotifySource => notifySource('schedule', s, { url: true });
+
+/** An endpoint as the event that disabled one of its forward URLs carries it; the notification names that URL. */
+export const forwardSource = (e: Endpoint, url: string): NotifySource => ({ ...notifySource('endpoint', e, { url: false }), url });
 
 /**
  * The resource types that notify, each with how to load it. Schedules, monitors and

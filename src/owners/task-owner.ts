@@ -283,13 +283,15 @@ export async function ownTaskPartition(
     const job = exec.job;
     const hosts = deps.hosts();
     const { host, blockedUntil } = await deps.runner.hostBlock(job);
+    const forwardDisabled = state.forwardDisabled(exec);
     // An endpoint's delivery forwards the stored inbound request (gone past 30 days, or with its endpoint).
-    const forward = job.inbound && !blockedUntil ? await loadForwardRequest(deps.nats, job.inbound) : null;
+    const forward = job.inbound && !blockedUntil && !forwardDisabled ? await loadForwardRequest(deps.nats, job.inbound) : null;
     const plan = planAttempt({
       job,
       uncounted: exec.uncounted,
       sourceGone: state.sourceGone(exec) || (exec.handedIn === true && await handedInTaskGone(exec)),
-      requestGone: !!job.inbound && !blockedUntil && !forward,
+      forwardDisabled,
+      requestGone: !!job.inbound && !blockedUntil && !forward && !forwardDisabled,
       forwardMethod: forward?.method ?? null,
       host,
       blockedUntil,

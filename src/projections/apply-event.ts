@@ -1,5 +1,6 @@
 import type { Monitor, PingRecord } from '../commands/monitor/types.ts';
-import type { Endpoint } from '../commands/endpoint/types.ts';
+import { forwardHealthOf, type Endpoint } from '../commands/endpoint/types.ts';
+import { ENDPOINT_HEALTH_TYPES, SCHEDULE_HEALTH_TYPES, type EndpointHealthType, type ScheduleHealthType } from '../commands/health-events.ts';
 import type { Channel } from '../commands/channel/types.ts';
 import type { Organization } from '../commands/organization/types.ts';
 import type { InboundEventEvent } from '../commands/inbound-event/types.ts';
@@ -40,8 +41,8 @@ function pendingExecution(
 }
 
 function scheduleRow(s: Schedule) {
-  const { org_id: _o, next_run_at, ...doc } = s;
-  return { id: s.id, org_id: s.org_id, doc, next_run_at, created_at: s.created_at, updated_at: s.updated_at };
+  const { org_id: _o, next_run_at, disabled_reason, health: _h, ...doc } = s;
+  return { id: s.id, org_id: s.org_id, doc, next_run_at, disabled_reason: disabled_reason ?? null, created_at: s.created_at, updated_at: s.updated_at };
 }
 
 /** A monitor's row (older shapes arrive upcast: src/commands/upcast.ts). */
@@ -65,15 +66,15 @@ function pingRow(ping: PingRecord, monitorId: string) {
   return { ...ping, monitor_id: monitorId };
 }
 
-/** The secret a rotation replaced lives in the events only: the API reads the organization from them. */
+/** The secret a rotation replaced and `auto_disable_after` live in the events only: the API reads the organization from them. */
 function organizationRow(o: Organization) {
-  const { previous_webhook_secret: _p, previous_webhook_secret_expires_at: _x, ...row } = o;
+  const { previous_webhook_secret: _p, previous_webhook_secret_expires_at: _x, auto_disable_after: _a, ...row } = o;
   return row;
 }
 
 function endpointRow(e: Endpoint) {
-  const { org_id, slug, paused, sealed_secrets: _s, sealed_verification_secret: _v, created_at, updated_at, id, ...doc } = e;
-  return { id, org_id, slug, doc, paused, created_at, updated_at };
+  const { org_id, slug, paused, sealed_secrets: _s, sealed_verification_secret: _v, forward_health: _f, created_at, updated_at, id, ...doc } = e;
+  return { id, org_id, slug, doc, paused, forward_health: forwardHealthOf(e), created_at, updated_at };
 }
 
 /** A channel's row: what responses show of it (its sealed secrets stay in the events). */
@@ -139,7 +140,7 @@ const taskRun = (e: Of<'TaskCreated' | 'TaskTriggered'>, batch: ProjectionBatch)
     flowKeyLimits(batch, task, e.at);
   }
 };
-const schedule = (e: Of<'ScheduleCreated' | 'ScheduleUpdated' | 'ScheduleTicksMissed'>, batch: ProjectionBatch) => {
+const schedule = (e: Of<'ScheduleCreated' | 'ScheduleUpdated' | 'ScheduleTicksMissed' | ScheduleHealthType>, batch: ProjectionBatch) => {
   batch.patch(batch.schedules, e.data.schedule.id, scheduleRow(e.data.schedule));
 };
 const scheduleRun = (e: Of<'ScheduleTicked' | 'ScheduleTriggered'>, batch: ProjectionBatch) => {
@@ -155,7 +156,7 @@ const monitor = (e: Of<'MonitorCreated' | 'MonitorUpdated' | 'MonitorPaused' | '
   const ping = 'ping' in e.data ? e.data.ping : undefined;
   if (ping) batch.pings.set(ping.id, pingRow(ping, m.id));
 };
-const endpoint = (e: Of<'EndpointCreated' | 'EndpointUpdated' | 'EndpointPaused' | 'EndpointResumed'>, batch: ProjectionBatch) => {
+const endpoint = (e: Of<'EndpointCreated' | 'EndpointUpdated' | 'EndpointPaused' | 'EndpointResumed' | EndpointHealthType>, batch: ProjectionBatch) => {
   batch.endpoints.set(e.data.endpoint.id, endpointRow(e.data.endpoint));
 };
 /** A job's row: the state columns from every event, the set from its acceptance (a later event's row merges over it). */
@@ -253,7 +254,7 @@ const projections: EventHandlers<void, [ProjectionBatch]> = {
   },
   // A completion callback's deliveries are in the log only; no read model keeps them.
   CallbackAttempted: nothing,
-  ...forTypes(['ScheduleCreated', 'ScheduleUpdated', 'ScheduleTicksMissed'], schedule),
+  ...forTypes(['ScheduleCreated', 'ScheduleUpdated', 'ScheduleTicksMissed', ...SCHEDULE_HEALTH_TYPES], schedule),
   ScheduleDeleted: (e, batch) => {
     batch.schedules.delete(e.data.schedule.id);
     batch.deletedSchedules.add(e.data.schedule.id);
@@ -264,7 +265,7 @@ const projections: EventHandlers<void, [ProjectionBatch]> = {
     batch.monitors.delete(e.data.monitor.id);
     batch.deletedMonitors.add(e.data.monitor.id);
   },
-  ...forTypes(['EndpointCreated', 'EndpointUpdated', 'EndpointPaused', 'EndpointResumed'], endpoint),
+  ...forTypes(['EndpointCreated', 'EndpointUpdated', 'EndpointPaused', 'EndpointResumed', ...ENDPOINT_HEALTH_TYPES], endpoint),
   EndpointDeleted: (e, batch) => {
     batch.endpoints.delete(e.data.endpoint.id);
     batch.deletedEndpoints.add(e.data.endpoint.id);

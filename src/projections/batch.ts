@@ -34,7 +34,7 @@ export const EXECUTION_TYPES: ColumnTypes = {
   response_body: 'text', response_body_encoding: 'text', response_truncated: 'boolean', response_headers: 'json', script_logs: 'json',
   parent_id: 'text', retry_of: 'text', retried_by: 'text', created_at: TS, updated_at: TS,
 };
-const ENDPOINT_TYPES: ColumnTypes = { id: 'text', org_id: 'text', slug: 'text', doc: 'jsonb', paused: 'boolean', created_at: TS, updated_at: TS };
+const ENDPOINT_TYPES: ColumnTypes = { id: 'text', org_id: 'text', slug: 'text', doc: 'jsonb', paused: 'boolean', forward_health: 'jsonb', created_at: TS, updated_at: TS };
 export const INBOUND_EVENT_TYPES: ColumnTypes = {
   id: 'text', org_id: 'text', endpoint_id: 'text', method: 'text', path: 'text', query: 'text', source_ip: 'text',
   received_at: TS, body_size: 'integer', inbound_seq: 'bigint', outcome: 'text', execution_id: 'text',
@@ -88,7 +88,7 @@ export const ATTEMPT_TYPES: ColumnTypes = {
   finished_at: TS, duration_ms: 'integer', error_message: 'text',
 };
 const SCHEDULE_TYPES: ColumnTypes = {
-  id: 'text', org_id: 'text', doc: 'jsonb', next_run_at: TS, last_execution_id: 'text', created_at: TS, updated_at: TS,
+  id: 'text', org_id: 'text', doc: 'jsonb', next_run_at: TS, last_execution_id: 'text', disabled_reason: 'text', created_at: TS, updated_at: TS,
 };
 const MONITOR_TYPES: ColumnTypes = {
   id: 'text', org_id: 'text', token: 'text', doc: 'jsonb', status: 'text', last_ping_at: TS, next_expected_at: TS,

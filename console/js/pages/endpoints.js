@@ -92,7 +92,9 @@ export async function endpointDetail(ctx) {
       facts([
         ['State', h('span', { class: 'endpoint-state' }, stateBadge(e, failing.get(id)))],
         ['Inbound URL', copyable(e.inbound_url, 'Inbound URL')],
-        ['Forwards to', e.forward_urls.length ? h('ul', { class: 'plain' }, e.forward_urls.map((u) => h('li', {}, h('code', { class: 'wrap' }, u)))) : 'nothing: it only collects events'],
+        ['Forwards to', e.forward_urls.length ? h('ul', { class: 'plain' }, (e.forward_health ?? e.forward_urls.map((url) => ({ url, status: 'active' }))).map((f) => h('li', {}, h('code', { class: 'wrap' }, f.url),
+          // Destination health: a disabled URL receives nothing until enabled (POST /endpoints/{id}/forwards/enable).
+          f.status === 'disabled' ? [' ', badge('failed'), ` disabled ${f.disabled_at ?? ''} after ${f.consecutive_failures} failures`] : null))) : 'nothing: it only collects events'],
         ['Forward method', e.forward_method || 'the original'],
         ['Retry attempts', String(e.retry_attempts)],
         ['One at a time', e.use_lane ? 'yes' : 'no'],

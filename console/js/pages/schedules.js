@@ -71,7 +71,7 @@ export async function scheduleDetail(ctx) {
           ['Last run', s.last_status ? [badge(s.last_status), ' ', s.last_execution_id ? link(s.last_execution_id, 'executions', s.last_execution_id) : ''] : null],
           ['Timeout', `${s.timeout_ms} ms`],
           ['Retry attempts', String(s.retry_attempts)],
-          ['Enabled', s.enabled === false ? 'no' : 'yes'],
+          ['Enabled', s.enabled === false ? (s.disabled_reason === 'failing' ? 'no: turned off after failing for too long (edit and enable it to run again)' : 'no') : 'yes'],
           ['Created', time(s.created_at)],
         ]),
         h('section', { 'aria-labelledby': 'next-runs-h' }, h('h2', { id: 'next-runs-h' }, 'Next runs'), nextRunsList(s))),

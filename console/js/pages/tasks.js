@@ -13,6 +13,11 @@ export const notifyFields = {
     { name: 'notify_on_recovery', label: 'Notify on recovery', type: 'tristate' },
     { name: 'on_failure_url', label: 'Failure webhook URL', type: 'url', placeholder: 'https://…', nullable: true },
     { name: 'on_recovery_url', label: 'Recovery webhook URL', type: 'url', placeholder: 'https://…', nullable: true },
+    {
+      name: 'channels', label: 'Notification channels', type: 'channels',
+      help: 'Which of the organization\'s channels hear of this one\'s failures and recoveries',
+      load: async () => (await api('GET', '/channels')).data,
+    },
   ],
 };
 

@@ -8,7 +8,8 @@ import { checkBodySize, checkHeaders, checkLength, checkRange, checkUrl, emptyAs
 import { checkPlanFeatures } from '../plan-rules.ts';
 import { checkFlowControl, normalizeLimits } from '../flow-control/rules.ts';
 import type { SealedSecrets } from '../../lib/sealed-secrets.ts';
-import { ENDPOINT_DEFAULTS, MAX_FORWARD_URLS, VERIFICATION_TYPES, type Endpoint, type EndpointEvent, type EndpointInput, type EndpointSpec, type SecretsChange, type Verification } from './types.ts';
+import { ENDPOINT_DEFAULTS, MAX_FORWARD_URLS, VERIFICATION_TYPES, type Endpoint, type EndpointEvent, type EndpointInput, type EndpointSpec, type ForwardState, type SecretsChange, type Verification } from './types.ts';
+import { NO_STREAK, stepStreak, type FinalResult } from '../destination-health.ts';
 
 // `plan`: the organization's, for the fields only some plans have.
 // `verificationSecret`: the secret of `input.verification`, sealed by the handler (null when the input gave none).
@@ -17,7 +18,11 @@ export type EndpointCommand =
   | { type: 'UpdateEndpoint'; plan: Plan; input: EndpointInput; secrets: SecretsChange | null; verificationSecret?: SealedSecrets | null }
   | { type: 'DeleteEndpoint' }
   | { type: 'PauseEndpoint' }
-  | { type: 'ResumeEndpoint' };
+  | { type: 'ResumeEndpoint' }
+  /** Destination health: a delivery to `url` ended for good (the counting reader, `src/notifier/health.ts`). */
+  | { type: 'CountForwardResult'; url: string; result: FinalResult }
+  /** `POST /endpoints/{id}/forwards/enable`. */
+  | { type: 'EnableForward'; url: string; recoverSince: string | null };
 
 export function evolveEndpoint(_state: Endpoint | null, event: EndpointEvent): Endpoint | null {
   switch (event.type) {
@@ -25,6 +30,10 @@ export function evolveEndpoint(_state: Endpoint | null, event: EndpointEvent): E
     case 'EndpointUpdated':
     case 'EndpointPaused':
     case 'EndpointResumed':
+    case 'EndpointForwardFailureCounted':
+    case 'EndpointForwardFailuresReset':
+    case 'EndpointForwardDisabled':
+    case 'EndpointForwardEnabled':
       return event.data.endpoint;
     case 'EndpointDeleted':
       return null;
@@ -101,6 +110,49 @@ function checkInput(command: Extract<EndpointCommand, { input: EndpointInput }>)
 const verificationSecretOf = (command: Extract<EndpointCommand, { input: EndpointInput }>) =>
   command.input.verification === undefined ? {} : { sealed_verification_secret: command.input.verification ? command.verificationSecret! : null };
 
+/** The endpoint with one forward URL's health replaced. */
+const withForward = (e: Endpoint, state: ForwardState): Endpoint =>
+  ({ ...e, forward_health: [...(e.forward_health ?? []).filter((h) => h.url !== state.url), state] });
+
+/**
+ * Destination health (CONTRACT.md) of one forward URL: a final result of a delivery to
+ * it counted, once (`stepStreak` passes over a result at or below the URL's
+ * `counted_seq`). A URL no longer among `forward_urls`, or already disabled, counts
+ * nothing. The failure that makes the run long and frequent enough disables the URL.
+ */
+function countForwardResult(url: string, result: FinalResult, state: Endpoint | null, meta: CommandMeta): EndpointEvent[] {
+  if (!state || !state.forward_urls.includes(url)) return [];
+  const known = state.forward_health?.find((h) => h.url === url);
+  if (known?.status === 'disabled') return [];
+  const step = stepStreak(known ?? NO_STREAK, result);
+  if (!step) return [];
+  const base = { at: meta.now, org_id: state.org_id, id: `${state.id}.health.${result.executionId}` };
+  const data = (status: ForwardState['status']) => ({
+    endpoint: withForward(state, { url, status, ...step.streak, disabled_at: status === 'disabled' ? result.at : null }),
+    url,
+    execution_id: result.executionId,
+  });
+  switch (step.kind) {
+    case 'counted':
+      return [{ ...base, type: 'EndpointForwardFailureCounted', data: data('active') }];
+    case 'reset':
+      return [{ ...base, type: 'EndpointForwardFailuresReset', data: data('active') }];
+    case 'disable':
+      return [{ ...base, type: 'EndpointForwardDisabled', data: { ...data('disabled'), ...(result.run ? { execution: result.run } : {}) } }];
+    default:
+      return unreachable(step);
+  }
+}
+
+/** A forward URL made active again, its failures counted afresh; an active one stays as it is (no event). */
+function enableForward(url: string, recoverSince: string | null, state: Endpoint, meta: CommandMeta): EndpointEvent[] {
+  if (!state.forward_urls.includes(url)) throw unprocessable(`url: ${url} is not a forward URL of this endpoint`, 'url');
+  const known = state.forward_health?.find((h) => h.url === url);
+  if (known?.status !== 'disabled') return [];
+  const endpoint = withForward({ ...state, updated_at: meta.now }, { url, status: 'active', ...NO_STREAK, counted_seq: known.counted_seq, disabled_at: null });
+  return [{ id: meta.eventId, at: meta.now, org_id: state.org_id, type: 'EndpointForwardEnabled', data: { endpoint, url, recover_since: recoverSince } }];
+}
+
 export function decideEndpoint(command: EndpointCommand, state: Endpoint | null, meta: CommandMeta): EndpointEvent[] {
   const base = { id: meta.eventId, at: meta.now };
   if (command.type === 'CreateEndpoint' || command.type === 'UpdateEndpoint') {
@@ -126,6 +178,7 @@ export function decideEndpoint(command: EndpointCommand, state: Endpoint | null,
     };
     return [{ ...base, type: 'EndpointCreated', org_id: command.orgId, data: { endpoint } }];
   }
+  if (command.type === 'CountForwardResult') return countForwardResult(command.url, command.result, state, meta);
   if (!state) throw notFound('Endpoint not found');
   const org_id = state.org_id;
   const at = { updated_at: meta.now };
@@ -136,7 +189,9 @@ export function decideEndpoint(command: EndpointCommand, state: Endpoint | null,
       checkRules(spec);
       const secrets = command.secrets ? { secret_names: command.secrets.names, sealed_secrets: command.secrets.sealed } : {};
       const changed = [...Object.keys(command.input), ...(command.secrets ? ['secrets'] : [])];
-      const endpoint = { ...state, ...spec, ...secrets, ...verificationSecretOf(command), ...at };
+      // A URL taken out of forward_urls takes its health with it.
+      const health = state.forward_health?.filter((h) => spec.forward_urls.includes(h.url));
+      const endpoint = { ...state, ...spec, ...secrets, ...verificationSecretOf(command), ...at, ...(health ? { forward_health: health } : {}) };
       return [{ ...base, org_id, type: 'EndpointUpdated', data: { endpoint, changed } }];
     }
     case 'DeleteEndpoint':
@@ -145,6 +200,8 @@ export function decideEndpoint(command: EndpointCommand, state: Endpoint | null,
       return [{ ...base, org_id, type: 'EndpointPaused', data: { endpoint: { ...state, ...at, paused: true } } }];
     case 'ResumeEndpoint':
       return [{ ...base, org_id, type: 'EndpointResumed', data: { endpoint: { ...state, ...at, paused: false } } }];
+    case 'EnableForward':
+      return enableForward(command.url, command.recoverSince, state, meta);
     default:
       return unreachable(command);
   }

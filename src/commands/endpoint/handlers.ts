@@ -5,6 +5,9 @@ import { featuresOf, type PlanLimit } from '../plan-rules.ts';
 import { decideEndpoint, evolveEndpoint, type EndpointCommand } from './decide.ts';
 import type { SealedSecrets } from '../../lib/sealed-secrets.ts';
 import type { Endpoint, EndpointEvent, EndpointInput, SecretsChange } from './types.ts';
+import type { FinalResult } from '../destination-health.ts';
+import { execute } from '../execute.ts';
+import { ConcurrencyError } from '../store.ts';
 
 type Result = Decided<Endpoint, EndpointEvent>;
 
@@ -25,4 +28,14 @@ export function createEndpoint(
   verificationSecret: SealedSecrets | null = null,
 ): Promise<Result> {
   return endpoints.create(deps, orgId, { type: 'CreateEndpoint', orgId, plan: featuresOf(plan), input, secrets, verificationSecret }, plan, onceId);
+}
+
+/**
+ * Destination health: a delivery to `url` ended for good. Guarded like any endpoint
+ * change; the decider passes over a result counted before (and an endpoint deleted
+ * since), so the counting reader may hand the same result again after a crash.
+ */
+export function countForwardResult(deps: CommandDeps, orgId: string, endpointId: string, url: string, result: FinalResult): Promise<Result> {
+  const subject = SUBJECTS.endpoint(orgId, endpointId);
+  return execute(deps, subject, { type: 'CountForwardResult', url, result }, decideEndpoint, evolveEndpoint, { contended: () => new ConcurrencyError(subject) });
 }

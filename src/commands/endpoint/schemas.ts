@@ -1,5 +1,13 @@
 import { agree, ChannelIds, Bool, Int, Nullable, OneOf, Opt, Str, StringMap, Time, Type, type Disagreeing } from '../schema-kit.ts';
 import { VERIFICATION_TYPES } from './types.ts';
+import { failureStreak, finalRun } from '../schedule/schemas.ts';
+
+const forwardState = Type.Object({
+  url: Str(),
+  status: OneOf(['active', 'disabled'] as const),
+  ...failureStreak.properties,
+  disabled_at: Nullable(Time()),
+}, { description: 'A forward URL\'s destination health' });
 
 const sealed = Type.Object({
   v: Type.Literal(1), kid: Str('Names the key without revealing it'), iv: Str(), tag: Str(), data: Str('base64 of the ciphertext'),
@@ -37,6 +45,7 @@ const endpointSchema = Type.Object({
   created_at: Time(),
   updated_at: Time(),
   channels: ChannelIds(),
+  forward_health: Opt(Type.Array(forwardState, { description: 'Forward URLs that had a final result counted; absent: none' })),
 }, { description: 'The endpoint as the event left it' });
 
 export const ENDPOINT_EVENT_SCHEMAS = {
@@ -45,5 +54,9 @@ export const ENDPOINT_EVENT_SCHEMAS = {
   EndpointDeleted: Type.Object({ endpoint: endpointSchema }),
   EndpointPaused: Type.Object({ endpoint: endpointSchema }),
   EndpointResumed: Type.Object({ endpoint: endpointSchema }),
+  EndpointForwardFailureCounted: Type.Object({ endpoint: endpointSchema, url: Str(), execution_id: Str() }, { description: 'Destination health: a delivery to `url` ended failed or timed out after its last attempt' }),
+  EndpointForwardFailuresReset: Type.Object({ endpoint: endpointSchema, url: Str(), execution_id: Str() }, { description: 'Destination health: a delivery to `url` succeeded after failures' }),
+  EndpointForwardDisabled: Type.Object({ endpoint: endpointSchema, url: Str(), execution_id: Str('The failure that disabled it'), execution: Opt(finalRun) }, { description: 'Destination health: `url` disabled; nothing is sent to it until it is enabled' }),
+  EndpointForwardEnabled: Type.Object({ endpoint: endpointSchema, url: Str(), recover_since: Nullable(Time('Where the replay job asked for starts; null: none')) }, { description: '`POST /endpoints/{id}/forwards/enable`: `url` active again' }),
 };
 agree<Disagreeing<typeof ENDPOINT_EVENT_SCHEMAS>>();

@@ -1,6 +1,7 @@
 import type { Envelope } from '../envelope.ts';
 import type { SealedSecrets } from '../../lib/sealed-secrets.ts';
 import type { FlowControl, FlowControlInput } from '../flow-control/types.ts';
+import type { FailureStreak, FinalRun } from '../destination-health.ts';
 
 /** An endpoint's flow control for its forwards: the key is the endpoint. */
 export type EndpointFlowControl = Omit<FlowControl, 'key'>;
@@ -63,7 +64,35 @@ export interface Endpoint extends EndpointSpec {
   sealed_verification_secret?: SealedSecrets | null;
   created_at: string;
   updated_at: string;
+  /**
+   * Destination health of its forward URLs (`src/commands/destination-health.ts`): one
+   * entry per URL that ever had a final result counted; a URL without one is active
+   * with no failures (`forwardHealthOf`). Absent in events written before it: none.
+   */
+  forward_health?: ForwardState[];
 }
+
+/** One forward URL's health as the endpoint holds it. */
+export interface ForwardState extends FailureStreak {
+  url: string;
+  status: 'active' | 'disabled';
+  disabled_at: string | null;
+}
+
+/** One forward URL's health as responses show it (CONTRACT.md "Destination health"). */
+export type ForwardHealth = Pick<ForwardState, 'url' | 'status' | 'failing_since' | 'consecutive_failures' | 'disabled_at'>;
+
+/** Every forward URL's health, in `forward_urls` order; a URL never counted is active with no failures. */
+export function forwardHealthOf(e: Pick<Endpoint, 'forward_urls' | 'forward_health'>): ForwardHealth[] {
+  return e.forward_urls.map((url) => {
+    const s = e.forward_health?.find((h) => h.url === url);
+    return { url, status: s?.status ?? 'active', failing_since: s?.failing_since ?? null, consecutive_failures: s?.consecutive_failures ?? 0, disabled_at: s?.disabled_at ?? null };
+  });
+}
+
+/** Whether deliveries to `url` are held back: the URL was disabled by destination health. */
+export const forwardDisabled = (e: Pick<Endpoint, 'forward_health'> | null | undefined, url: string): boolean =>
+  e?.forward_health?.some((h) => h.url === url && h.status === 'disabled') ?? false;
 
 /** Secrets as a command carries them: already sealed by the handler, so deciders stay pure. */
 export interface SecretsChange {
@@ -78,9 +107,20 @@ export type EndpointEvent =
   | Envelope<'EndpointUpdated', { endpoint: Endpoint; changed: string[] }>
   | Envelope<'EndpointDeleted', { endpoint: Endpoint }>
   | Envelope<'EndpointPaused', { endpoint: Endpoint }>
-  | Envelope<'EndpointResumed', { endpoint: Endpoint }>;
+  | Envelope<'EndpointResumed', { endpoint: Endpoint }>
+  /** Destination health: a delivery to `url` ended failed or timed out after its last attempt (counted once). */
+  | Envelope<'EndpointForwardFailureCounted', { endpoint: Endpoint; url: string; execution_id: string }>
+  /** Destination health: a delivery to `url` succeeded after failures; its count starts again. */
+  | Envelope<'EndpointForwardFailuresReset', { endpoint: Endpoint; url: string; execution_id: string }>
+  /** Destination health: `url` failed long enough and often enough: nothing is sent to it until it is enabled. */
+  | Envelope<'EndpointForwardDisabled', { endpoint: Endpoint; url: string; execution_id: string; execution?: FinalRun }>
+  /** `POST /endpoints/{id}/forwards/enable`: `url` is active again; `recover_since` when a replay job was asked for. */
+  | Envelope<'EndpointForwardEnabled', { endpoint: Endpoint; url: string; recover_since: string | null }>;
 
-export const ENDPOINT_EVENT_TYPES: ReadonlySet<string> = new Set<EndpointEvent['type']>(['EndpointCreated', 'EndpointUpdated', 'EndpointDeleted', 'EndpointPaused', 'EndpointResumed']);
+export const ENDPOINT_EVENT_TYPES: ReadonlySet<string> = new Set<EndpointEvent['type']>([
+  'EndpointCreated', 'EndpointUpdated', 'EndpointDeleted', 'EndpointPaused', 'EndpointResumed',
+  'EndpointForwardFailureCounted', 'EndpointForwardFailuresReset', 'EndpointForwardDisabled', 'EndpointForwardEnabled',
+]);
 
 export const ENDPOINT_DEFAULTS: Omit<EndpointSpec, 'name'> = {
   forward_urls: [],

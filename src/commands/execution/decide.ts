@@ -37,6 +37,8 @@ export interface BeforeAttempt {
   sourceGone: boolean;
   /** An endpoint's forwarding whose stored inbound request is gone (age limit, endpoint deleted). */
   requestGone: boolean;
+  /** An endpoint's forwarding to a URL destination health disabled: cancelled, never sent (absent: no). */
+  forwardDisabled?: boolean;
   /** An endpoint's forwarding: the method it would send (as received, or the plan's). */
   forwardMethod?: string | null;
   host: string | null;
@@ -61,6 +63,7 @@ export function planAttempt(input: BeforeAttempt): AttemptPlan {
     events: [executionCancelled(job.org_id, { execution_id: job.execution_id, source: job.source, reason, lane: job.lane }, input.nowMs)],
   });
   if (input.sourceGone) return cancel(`${job.source.type} deleted`);
+  if (input.forwardDisabled) return cancel('forward URL disabled (failing); enable it to send again');
   if (job.inbound?.script_error) return { kind: 'record', events: [scriptFailed(job, input.forwardMethod ?? job.inbound.method ?? '', input.nowMs)] };
   if (input.blockedUntil && input.host) {
     // Not sent: the block is the host's, so the attempt keeps its number and waits.

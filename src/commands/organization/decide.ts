@@ -1,8 +1,21 @@
-import { ApiError, notFound } from '../../lib/errors.ts';
+import { ApiError, notFound, unprocessable } from '../../lib/errors.ts';
 import { unreachable } from '../../lib/unreachable.ts';
 import type { CommandMeta } from '../meta.ts';
 import { emptyAsNone } from '../payload-checks.ts';
 import type { Organization, OrganizationCommand, OrganizationEvent } from './types.ts';
+import { durationProblem, parseDuration } from '../../lib/duration.ts';
+import { DEFAULT_AUTO_DISABLE_AFTER } from '../destination-health.ts';
+
+/**
+ * The organization's `auto_disable_after` in real milliseconds (scaled by
+ * `scaleWait`, JETCRON_TIME_SCALE); null: never disable.
+ */
+export function autoDisableAfterMs(org: Pick<Organization, 'auto_disable_after'>, scaleWait: (ms: number) => number): number | null {
+  const text = org.auto_disable_after === undefined ? DEFAULT_AUTO_DISABLE_AFTER : org.auto_disable_after;
+  if (text === null) return null;
+  const ms = parseDuration(text);
+  return ms === undefined ? null : scaleWait(ms);
+}
 
 /** How long the secret a rotation replaced keeps signing beside the new one (wall clock, not scaled). */
 export const ROTATION_OVERLAP_MS = 24 * 3_600_000;
@@ -60,6 +73,9 @@ export function decideOrganization(
       }];
     case 'UpdateSettings': {
       const changed = Object.keys(command.settings);
+      const after = command.settings.auto_disable_after;
+      const problem = typeof after === 'string' ? durationProblem(after) : null;
+      if (problem) throw unprocessable(`auto_disable_after ${problem} (or null: never)`, 'auto_disable_after');
       // An empty address is none (see `emptyAsNone`): no email, no webhook.
       const settings = emptyAsNone(command.settings, ['notification_email', 'notification_webhook_url']);
       return [{

@@ -13,6 +13,7 @@ const organizationSchema = Type.Object({
   previous_webhook_secret: Opt(Nullable(Str('The secret a rotation replaced, still signing until it expires'))),
   previous_webhook_secret_expires_at: Opt(Nullable(Time())),
   ping_key: Opt(Nullable(Str('`ppk_…`: names the organization in ping URLs; absent in events of organizations created before heartbeats'))),
+  auto_disable_after: Opt(Nullable(Str('Destination health: a duration such as `5d` (scaled by JETCRON_TIME_SCALE); null: never; absent: `5d`'))),
   created_at: Time(),
   updated_at: Time(),
 });

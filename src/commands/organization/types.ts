@@ -24,6 +24,12 @@ export interface Organization {
    * events until one is issued (the first `GET /organization` or a rotation).
    */
   ping_key?: string | null;
+  /**
+   * Destination health: how long a schedule or forward URL fails before it is disabled
+   * (a duration such as `5d`, scaled by JETCRON_TIME_SCALE); null = never. Absent in
+   * events written before the setting: the default, `5d`.
+   */
+  auto_disable_after?: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -37,7 +43,7 @@ export type OrganizationEvent =
   | Envelope<'WebhookSecretRotated', { organization: Organization }>;
 
 export type OrganizationSettings = Partial<
-  Pick<Organization, 'notification_email' | 'notification_webhook_url' | 'notify_on_failure' | 'notify_on_recovery'>
+  Pick<Organization, 'notification_email' | 'notification_webhook_url' | 'notify_on_failure' | 'notify_on_recovery' | 'auto_disable_after'>
 >;
 
 export type OrganizationCommand =

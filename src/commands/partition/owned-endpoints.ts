@@ -4,7 +4,7 @@ import type { AttemptJob } from '../execution/job.ts';
 import { LANE_LIMITS, type KeyLimits } from '../flow-control/key-queue.ts';
 import { flowLimits } from '../flow-control/rules.ts';
 import type { EndpointSnapshot, ForwardPlan, InboundEventEvent } from '../inbound-event/types.ts';
-import type { EndpointEvent } from '../endpoint/types.ts';
+import { forwardDisabled, type EndpointEvent } from '../endpoint/types.ts';
 import { executionCancelled } from '../execution/ending.ts';
 import { planned } from '../execution/lifecycle.ts';
 import { ExecutionIndex, logOrder, type HeldExecutions, type OwnedExecution, type RetryOf } from './held-executions.ts';
@@ -150,6 +150,11 @@ export class EndpointDeliveries {
       this.deliveries.add(endpointId, id);
       this.held.admit(exec, key, Date.parse(origin.plan.scheduled_for));
     });
+  }
+
+  /** Whether the delivery goes to a forward URL that destination health disabled. */
+  forwardDisabled(exec: OwnedExecution): boolean {
+    return !!exec.forward && forwardDisabled(this.states.get(exec.sourceId), exec.forward.plan.url);
   }
 
   /** Whether the delivery's endpoint was deleted. */

@@ -108,7 +108,9 @@ export class ScheduleRuns {
         this.held.admit(exec, null, Date.parse(run.scheduled_for));
         return;
       }
-      case 'ScheduleUpdated': {
+      case 'ScheduleUpdated':
+      // Destination health turned it off: what waits for a retry is parked, as for an owner's update.
+      case 'ScheduleDisabled': {
         // As the schedule is now (this event, or a later state already known).
         const now = this.states.get(schedule.id);
         if (!now) return;
@@ -130,6 +132,8 @@ export class ScheduleRuns {
         return;
       case 'ScheduleCreated':
       case 'ScheduleTicksMissed':
+      case 'ScheduleFailureCounted':
+      case 'ScheduleFailuresReset':
         return;
     }
   }

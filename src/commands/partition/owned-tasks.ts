@@ -151,6 +151,15 @@ export class OwnedTasks {
     return this.tasks.get(exec.sourceId)?.gone ?? true;
   }
 
+  /**
+   * An endpoint delivery to a forward URL that destination health disabled, as the
+   * endpoint is known now: its attempt is cancelled when its turn comes, never sent
+   * (`planAttempt`), so the endpoint's lane goes on to its other URLs' deliveries.
+   */
+  forwardDisabled(exec: OwnedExecution): boolean {
+    return this.endpoints.forwardDisabled(exec);
+  }
+
   /** An inbound event of this partition whose endpoint is not known yet: the owner loads it first (`learnEndpoint`). */
   needsEndpoint(event: InboundEventEvent): boolean {
     return this.endpoints.needs(event);

@@ -10,6 +10,7 @@ import { checkPlanFeatures } from '../plan-rules.ts';
 import { cronError, isTimeZone, nextTick, ticksAfter } from './cron.ts';
 import { SCHEDULE_DEFAULTS, type Schedule, type ScheduleEvent, type ScheduleInput, type ScheduleSpec } from './types.ts';
 import { nameFromUrl } from '../../lib/default-name.ts';
+import { NO_STREAK, stepStreak, type FinalResult } from '../destination-health.ts';
 
 export type ScheduleCommand =
   | { type: 'CreateSchedule'; orgId: string; plan: Plan; input: ScheduleInput & { url: string; cron: string } }
@@ -17,7 +18,9 @@ export type ScheduleCommand =
   | { type: 'DeleteSchedule' }
   | { type: 'TriggerSchedule'; callbackUrl: string | null; retryOf?: string }
   /** A tick's timer fired (the scheduler): `tickAt` is the `next_run_at` it was armed for. */
-  | { type: 'RecordTick'; tickAt: string };
+  | { type: 'RecordTick'; tickAt: string }
+  /** Destination health: one of its executions ended for good (the counting reader, `src/notifier/health.ts`). */
+  | { type: 'CountResult'; result: FinalResult };
 
 export function evolveSchedule(_state: Schedule | null, event: ScheduleEvent): Schedule | null {
   switch (event.type) {
@@ -26,6 +29,9 @@ export function evolveSchedule(_state: Schedule | null, event: ScheduleEvent): S
     case 'ScheduleTriggered':
     case 'ScheduleTicked':
     case 'ScheduleTicksMissed':
+    case 'ScheduleFailureCounted':
+    case 'ScheduleFailuresReset':
+    case 'ScheduleDisabled':
       return event.data.schedule;
     case 'ScheduleDeleted':
       return null;
@@ -117,6 +123,33 @@ function recordTick(tickAt: string, state: Schedule | null, meta: CommandMeta): 
   }];
 }
 
+/**
+ * Destination health (CONTRACT.md): a final result of one of its executions counted,
+ * once (`stepStreak` passes over a result at or below `health.counted_seq`). A
+ * schedule turned off (by its owner or by this rule) counts nothing. The failure that
+ * makes the run long and frequent enough turns it off: `enabled: false`,
+ * `disabled_reason: "failing"`, no next tick.
+ */
+function countResult(result: FinalResult, state: Schedule | null, meta: CommandMeta): ScheduleEvent[] {
+  if (!state || !state.enabled) return [];
+  const step = stepStreak(state.health ?? NO_STREAK, result);
+  if (!step) return [];
+  const base = { at: meta.now, org_id: state.org_id, id: `${state.id}.health.${result.executionId}` };
+  const execution_id = result.executionId;
+  switch (step.kind) {
+    case 'counted':
+      return [{ ...base, type: 'ScheduleFailureCounted', data: { schedule: { ...state, health: step.streak }, execution_id } }];
+    case 'reset':
+      return [{ ...base, type: 'ScheduleFailuresReset', data: { schedule: { ...state, health: step.streak }, execution_id } }];
+    case 'disable': {
+      const schedule: Schedule = { ...state, health: step.streak, enabled: false, disabled_reason: 'failing', next_run_at: null, updated_at: meta.now };
+      return [{ ...base, type: 'ScheduleDisabled', data: { schedule, execution_id, reason: 'failing', ...(result.run ? { execution: result.run } : {}) } }];
+    }
+    default:
+      return unreachable(step);
+  }
+}
+
 /** A schedule's fields whose empty text means none (see `emptyAsNone`): any 2xx, no script. */
 const SCHEDULE_EMPTY_AS_NONE = ['expected_status_codes', 'script'] as const;
 
@@ -128,6 +161,7 @@ export function decideSchedule(command: ScheduleCommand, state: Schedule | null,
     checkPlanFeatures(command.plan, command.input);
   }
   if (command.type === 'RecordTick') return recordTick(command.tickAt, state, meta);
+  if (command.type === 'CountResult') return countResult(command.result, state, meta);
   if (command.type === 'CreateSchedule') {
     const input = Object.fromEntries(Object.entries(command.input).filter(([, v]) => v !== undefined)) as ScheduleInput;
     const spec: ScheduleSpec = { ...SCHEDULE_DEFAULTS, name: nameFromUrl(command.input.url), ...input, url: command.input.url, cron: command.input.cron };
@@ -150,9 +184,12 @@ export function decideSchedule(command: ScheduleCommand, state: Schedule | null,
       const spec: ScheduleSpec = { ...state, ...input };
       checkScheduleRules(spec);
       const timing = 'cron' in input || 'timezone' in input || 'enabled' in input;
+      // Turned on again: whatever turned it off is over, and its failures are counted afresh.
+      const revived = input.enabled === true && !state.enabled ? { disabled_reason: null, health: { ...NO_STREAK, counted_seq: state.health?.counted_seq ?? 0 } } : {};
       const schedule: Schedule = {
         ...state,
         ...spec,
+        ...revived,
         updated_at: meta.now,
         next_run_at: timing ? nextRunAt(spec, meta.nowMs) : state.next_run_at,
       };

@@ -6,6 +6,7 @@ import type { Plan } from '../organization/types.ts';
 import { featuresOf, type PlanLimit } from '../plan-rules.ts';
 import { decideSchedule, evolveSchedule, type ScheduleCommand } from './decide.ts';
 import type { Schedule, ScheduleEvent, ScheduleInput } from './types.ts';
+import type { FinalResult } from '../destination-health.ts';
 
 type Result = Decided<Schedule, ScheduleEvent>;
 
@@ -44,4 +45,14 @@ export const triggerSchedule = (deps: CommandDeps, orgId: string, id: string, ca
 export async function recordTick(deps: CommandDeps, orgId: string, scheduleId: string, tickAt: string): Promise<Result> {
   const subject = scheduleSubject(orgId, scheduleId);
   return execute(deps, subject, { type: 'RecordTick', tickAt }, decideSchedule, evolveSchedule, { contended: () => new ConcurrencyError(subject) });
+}
+
+/**
+ * Destination health: one of the schedule's executions ended for good. Guarded like a
+ * tick; the decider passes over a result counted before, so the counting reader may
+ * hand the same result again after a crash.
+ */
+export function countScheduleResult(deps: CommandDeps, orgId: string, scheduleId: string, result: FinalResult): Promise<Result> {
+  const subject = scheduleSubject(orgId, scheduleId);
+  return execute(deps, subject, { type: 'CountResult', result }, decideSchedule, evolveSchedule, { contended: () => new ConcurrencyError(subject) });
 }

@@ -1,5 +1,6 @@
 import type { Envelope } from '../envelope.ts';
 import type { HttpMethod } from '../task/types.ts';
+import type { FailureStreak, FinalRun } from '../destination-health.ts';
 
 export interface ScheduleSpec {
   name: string;
@@ -31,6 +32,10 @@ export interface Schedule extends ScheduleSpec {
   next_run_at: string | null;
   /** Ticks that came due while nothing could run them and were skipped (`decide.ts`, "missed ticks"); absent = 0. */
   missed_ticks?: number;
+  /** Why it was turned off by the service (`failing`: destination health); null or absent: it was not. */
+  disabled_reason?: 'failing' | null;
+  /** Its current run of final failures (`src/commands/destination-health.ts`); absent: none counted yet. */
+  health?: FailureStreak;
 }
 
 export interface PlannedRun {
@@ -50,7 +55,13 @@ export type ScheduleEvent =
    */
   | Envelope<'ScheduleTicked', { schedule: Schedule; execution: PlannedRun; next_run_at: string; missed?: number }>
   /** Ticks came due while nothing could run them, the latest over an hour ago: all skipped, none runs. */
-  | Envelope<'ScheduleTicksMissed', { schedule: Schedule; missed: number; next_run_at: string }>;
+  | Envelope<'ScheduleTicksMissed', { schedule: Schedule; missed: number; next_run_at: string }>
+  /** Destination health: an execution ended failed or timed out after its last attempt (counted once, `health.counted_seq`). */
+  | Envelope<'ScheduleFailureCounted', { schedule: Schedule; execution_id: string }>
+  /** Destination health: an execution succeeded after failures; the count starts again. */
+  | Envelope<'ScheduleFailuresReset', { schedule: Schedule; execution_id: string }>
+  /** Destination health: failing long enough and often enough, turned off (`enabled: false`, `disabled_reason: "failing"`). */
+  | Envelope<'ScheduleDisabled', { schedule: Schedule; execution_id: string; reason: 'failing'; execution?: FinalRun }>;
 
 export type ScheduleInput = Partial<ScheduleSpec>;
 
@@ -71,4 +82,5 @@ export const SCHEDULE_DEFAULTS: Omit<ScheduleSpec, 'name' | 'url' | 'cron'> = {
 
 export const SCHEDULE_EVENT_TYPES: ReadonlySet<string> = new Set<ScheduleEvent['type']>([
   'ScheduleCreated', 'ScheduleUpdated', 'ScheduleDeleted', 'ScheduleTriggered', 'ScheduleTicked', 'ScheduleTicksMissed',
+  'ScheduleFailureCounted', 'ScheduleFailuresReset', 'ScheduleDisabled',
 ]);

@@ -4,7 +4,7 @@ import { Router } from 'express';
 import type { Selectable } from 'kysely';
 import { SUBJECTS } from '../../../streams/subjects.ts';
 import { createEndpoint, runEndpoint } from '../../commands/endpoint/handlers.ts';
-import type { Endpoint, EndpointInput, SecretsChange, Verification } from '../../commands/endpoint/types.ts';
+import { forwardHealthOf, type Endpoint, type EndpointInput, type ForwardState, type SecretsChange, type Verification } from '../../commands/endpoint/types.ts';
 import type { SealedSecrets } from '../../lib/sealed-secrets.ts';
 import type { InboundEventEvent } from '../../commands/inbound-event/types.ts';
 import type { EndpointsTable, InboundEventsTable } from '../../db/schema.ts';
@@ -31,22 +31,30 @@ type Input = Omit<EndpointInput, 'verification'> & {
   verification?: (Verification & { secret?: string }) | null;
 };
 
-export function endpointRoutes(deps: ApiDeps, rootUrl: () => string): Router {
-  const r = Router();
-  const resource = (row: Selectable<EndpointsTable>) => ({
+/** An endpoint as responses show it, from its row. */
+export function endpointResource(row: Selectable<EndpointsTable>, root: string) {
+  const doc = row.doc as Record<string, unknown> & { forward_urls?: string[] };
+  return {
     // Endpoints made before presets, or flow control, have none.
     verification: null,
     flow_control: null,
     // Resources made before notification channels name none: every channel.
     channels: null,
-    ...(row.doc as Record<string, unknown>),
+    ...doc,
+    // Rows written before destination health have none: every URL active.
+    forward_health: forwardHealthOf({ forward_urls: doc.forward_urls ?? [], forward_health: row.forward_health as ForwardState[] }),
     id: row.id,
     slug: row.slug,
-    inbound_url: `${rootUrl()}/in/${row.slug}`,
+    inbound_url: `${root}/in/${row.slug}`,
     paused: row.paused,
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
-  });
+  };
+}
+
+export function endpointRoutes(deps: ApiDeps, rootUrl: () => string): Router {
+  const r = Router();
+  const resource = (row: Selectable<EndpointsTable>) => endpointResource(row, rootUrl());
   const load = async (orgId: string, id: string) => {
     const row = await deps.db.selectFrom('endpoints').selectAll().where('id', '=', id).where('org_id', '=', orgId).executeTakeFirst();
     if (!row) throw notFound('Endpoint not found');

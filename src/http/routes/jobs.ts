@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import { sql, type Selectable } from 'kysely';
+import { sql, type RawBuilder, type Selectable } from 'kysely';
 import { acceptRetryJob, cancelJob } from '../../commands/job/handlers.ts';
 import { MAX_JOB_SET, type RetryJob } from '../../commands/job/types.ts';
 import type { JobsTable } from '../../db/schema.ts';
@@ -9,8 +9,9 @@ import { jsonObject } from '../body.ts';
 import { handler, type ApiDeps } from '../context.ts';
 import { filterConditions, parseExecutionFilter, parseInstant, type ExecutionFilter, type FilterName } from '../execution-filter.ts';
 import { idempotent, onceId } from '../idempotency.ts';
-import { bulkReplaySchema, bulkRetrySchema } from '../schemas/job.ts';
-import { EVENT_HISTORY_MS } from './endpoints.ts';
+import { bulkReplaySchema, bulkRetrySchema, enableForwardSchema } from '../schemas/job.ts';
+import { runEndpoint } from '../../commands/endpoint/handlers.ts';
+import { endpointResource, EVENT_HISTORY_MS } from './endpoints.ts';
 import { validate } from '../validate.ts';
 import { limitParam } from './executions.ts';
 
@@ -82,7 +83,7 @@ function replayConditions(orgId: string, endpointId: string, f: ReplayFilter, no
   return sql.join(where, sql` AND `);
 }
 
-export function jobRoutes(deps: ApiDeps): Router {
+export function jobRoutes(deps: ApiDeps, rootUrl: () => string): Router {
   const r = Router();
 
   r.post('/executions/retry', idempotent(deps), handler(async (req, res) => {
@@ -125,16 +126,55 @@ export function jobRoutes(deps: ApiDeps): Router {
       const { rows } = await sql<{ count: string }>`SELECT count(*) AS count FROM inbound_events e WHERE ${where}`.execute(deps.db);
       return void res.json({ data: { count: Number(rows[0]!.count) } });
     }
+    const job = await acceptReplay(req.orgId, onceId(res, 'rjb') ?? newId('rjb'), where, body.filter ?? {}, { endpointId: endpoint.id, forwardUrls: chosen });
+    res.status(202).json({ data: job, message: `Replay job accepted: ${job.total} event(s)` });
+  }));
+
+  /**
+   * A replay job of the inbound events `where` names (as `e`), oldest first, at most
+   * MAX_JOB_SET of them (more: 422 naming `filter`), accepted on the organization's jobs
+   * aggregate; answered once the read models hold it.
+   */
+  async function acceptReplay(orgId: string, jobId: string, where: RawBuilder<unknown>, filter: JobFilter, replay: { endpointId: string; forwardUrls: string[] | null }) {
     const { rows } = await sql<{ id: string }>`SELECT e.id FROM inbound_events e WHERE ${where}
       ORDER BY e.received_at ASC, e.inbound_seq ASC, e.id ASC LIMIT ${MAX_JOB_SET + 1}`.execute(deps.db);
     if (rows.length > MAX_JOB_SET) {
       const { rows: [counted] } = await sql<{ count: string }>`SELECT count(*) AS count FROM inbound_events e WHERE ${where}`.execute(deps.db);
       throw unprocessable(`filter matches ${Number(counted!.count)} inbound events; a job takes at most ${MAX_JOB_SET.toLocaleString('en')}: narrow it`, 'filter');
     }
-    const jobId = onceId(res, 'rjb') ?? newId('rjb');
-    const { state, seq } = await acceptRetryJob(deps, req.orgId, jobId, body.filter ?? {}, rows.map((x) => x.id), { endpointId: endpoint.id, forwardUrls: chosen });
+    const { state, seq } = await acceptRetryJob(deps, orgId, jobId, filter, rows.map((x) => x.id), replay);
+    await deps.reads.wrote(orgId, seq);
+    return jobResource(state!);
+  }
+
+  /**
+   * Destination health (CONTRACT.md): a disabled forward URL made active again; with
+   * `recover_since`, a replay job (as `POST /endpoints/{id}/events/replay`) to that URL
+   * alone of the endpoint's events received since then whose delivery to it did not
+   * succeed. 200 `{data: {endpoint, job}}` (`job` null without `recover_since`).
+   */
+  r.post('/endpoints/:id/forwards/enable', handler(async (req, res) => {
+    const body = validate<{ url: string; recover_since?: string | null }>(enableForwardSchema, jsonObject(req));
+    const nowMs = Date.now();
+    const since = body.recover_since ? parseInstant('recover_since', body.recover_since, nowMs) : null;
+    const { state, seq } = await runEndpoint(deps, req.orgId, req.params.id!, { type: 'EnableForward', url: body.url, recoverSince: since?.toISOString() ?? null });
+    deps.endpoints.remember(state!, state!.id);
     await deps.reads.wrote(req.orgId, seq);
-    res.status(202).json({ data: jobResource(state!), message: `Replay job accepted: ${state!.total} event(s)` });
+    let job: ReturnType<typeof jobResource> | null = null;
+    if (since) {
+      await deps.reads.caughtUp(req.orgId);
+      const delivery = sql`FROM executions x WHERE x.parent_id = e.id AND x.org_id = ${req.orgId} AND x.url = ${body.url}`;
+      const where = sql.join([
+        sql`e.org_id = ${req.orgId}`, sql`e.endpoint_id = ${state!.id}`, sql`e.received_at >= ${new Date(Math.max(since.getTime(), nowMs - EVENT_HISTORY_MS))}`,
+        sql`EXISTS (SELECT 1 ${delivery})`,
+        // Not succeeded: none of its deliveries to the URL succeeded, nor is one still on its way.
+        sql`NOT EXISTS (SELECT 1 ${delivery} AND x.status IN ('success', 'pending', 'running'))`,
+      ], sql` AND `);
+      job = await acceptReplay(req.orgId, newId('rjb'), where, { received_after: since.toISOString(), not_delivered_to: body.url }, { endpointId: state!.id, forwardUrls: [body.url] });
+    }
+    await deps.reads.caughtUp(req.orgId);
+    const row = await deps.db.selectFrom('endpoints').selectAll().where('id', '=', state!.id).where('org_id', '=', req.orgId).executeTakeFirst();
+    res.json({ data: { endpoint: row ? endpointResource(row, rootUrl()) : null, job }, message: job ? `Forward URL enabled; replay job accepted: ${job.total} event(s)` : 'Forward URL enabled' });
   }));
 
   r.get('/jobs', handler(async (req, res) => {

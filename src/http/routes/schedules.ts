@@ -24,6 +24,7 @@ function scheduleResource(row: ScheduleRow) {
     ...(row.doc as Record<string, unknown>),
     id: row.id,
     next_run_at: iso(row.next_run_at),
+    disabled_reason: row.disabled_reason ?? null,
     last_execution_id: row.last_execution_id,
     last_status: row.last_status,
     created_at: iso(row.created_at),
@@ -32,8 +33,8 @@ function scheduleResource(row: ScheduleRow) {
 }
 
 function fromState(s: Schedule) {
-  const { org_id: _o, ...rest } = s;
-  return { missed_ticks: 0, ...rest, last_execution_id: null, last_status: null };
+  const { org_id: _o, health: _h, ...rest } = s;
+  return { missed_ticks: 0, ...rest, disabled_reason: s.disabled_reason ?? null, last_execution_id: null, last_status: null };
 }
 
 export function scheduleRoutes(deps: ApiDeps): Router {

@@ -7,7 +7,7 @@ import { createScheduleSchema, updateScheduleSchema } from './schedule.ts';
 import { scriptTestSchema } from './script.ts';
 import { syncSchema } from './sync.ts';
 import { createTaskSchema, triggerTaskSchema, updateTaskSchema } from './task.ts';
-import { bulkReplaySchema, bulkRetrySchema } from './job.ts';
+import { bulkReplaySchema, bulkRetrySchema, enableForwardSchema } from './job.ts';
 
 /**
  * Every JSON Schema a request body is validated with, by its name in the OpenAPI
@@ -34,6 +34,7 @@ export const REQUEST_SCHEMAS = {
   TestChannel: testChannelSchema,
   BulkRetry: bulkRetrySchema,
   BulkReplay: bulkReplaySchema,
+  EnableForward: enableForwardSchema,
 } as const satisfies Record<string, { $id: string }>;
 
 export type RequestSchemaName = keyof typeof REQUEST_SCHEMAS;

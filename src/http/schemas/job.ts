@@ -32,3 +32,15 @@ export const bulkReplaySchema = bulkBody(
     dry_run: { type: 'boolean', description: 'Only count the events the job would replay: 200 `{data: {count}}`' },
   },
 );
+
+/** `POST /endpoints/{id}/forwards/enable`: the forward URL, and where a replay of what it missed starts. */
+export const enableForwardSchema = {
+  $id: 'EnableForward',
+  type: 'object',
+  additionalProperties: false,
+  required: ['url'],
+  properties: {
+    url: { type: 'string', maxLength: 2048, description: 'One of the endpoint\'s forward URLs' },
+    recover_since: { type: ['string', 'null'], maxLength: 100, description: 'ISO 8601, or a duration such as `7d` meaning that long ago: also replay, to this URL only, the endpoint\'s events received since then whose delivery to it did not succeed' },
+  },
+} as const;
