@@ -579,6 +579,45 @@ describe('web console (Chromium)', { skip }, () => {
     await tab.context.close();
   });
 
+  test('destination health: the organization sets auto_disable_after; a disabled forward URL is enabled from its endpoint, with a replay of what it missed', async () => {
+    const own = await svc.createOrg();
+    const down = await startTarget(() => ({ status: 500, body: 'down' }));
+    try {
+      const tab = await openConsole();
+      const { page } = tab;
+      await signIn(tab, own.apiKey);
+      await go(page, '#/organization');
+      const setting = page.getByLabel('Disable failing destinations after');
+      await setting.fill('1m');
+      await page.getByRole('button', { name: 'Save settings' }).click();
+      await eventually(async () => (await own.api('GET', '/organization')).body.data.auto_disable_after === '1m', WAIT_MS);
+
+      // At scale 0.01 a minute is 0.6 s: failing that long, and 3 times in a row, disables the URL.
+      const ep = (await own.api('POST', '/endpoints', { name: 'flaky hooks', forward_urls: [`${down.url}/hook`], retry_attempts: 0, use_lane: false })).body.data;
+      const health = async () => (await own.api('GET', `/endpoints/${ep.id}`)).body.data.forward_health as Array<{ status: string }> | undefined;
+      await eventually(async () => {
+        if ((await health())?.[0]?.status === 'disabled') return true;
+        await fetch(ep.inbound_url, { method: 'POST', body: '{}', headers: { 'Content-Type': 'application/json' } });
+        await new Promise((r) => setTimeout(r, 300));
+        return false;
+      }, WAIT_MS * 2);
+
+      await go(page, `#/endpoints/${ep.id}`);
+      await page.getByRole('button', { name: 'Enable' }).waitFor();
+      await page.getByLabel(`Replay what ${down.url}/hook missed since`).fill('1h');
+      await page.getByRole('button', { name: 'Enable' }).click();
+      await page.getByText(/enabled: replaying \d+ missed events, job rjb_/).waitFor();
+      assert.equal((await health())?.[0]?.status, 'active');
+      const jobs = (await own.api('GET', '/jobs')).body.data as Array<{ kind: string; total: number }>;
+      assert.equal(jobs[0]?.kind, 'replay');
+      assert.ok(jobs[0]!.total >= 3, `the job replays what the URL missed: ${jobs[0]!.total}`);
+      await page.getByRole('button', { name: 'Enable' }).waitFor({ state: 'detached' });
+      await tab.context.close();
+    } finally {
+      await down.close();
+    }
+  });
+
   test('failures: dead letters filtered, retry one, retry the selected, "retry all N matching" with the job\'s progress; an endpoint\'s "replay matching"', async () => {
     // An organization of its own: its dead letters are only these. A target that refuses (410) until told.
     const own = await svc.createOrg();

@@ -74,6 +74,25 @@ export function endpointsList(ctx) {
 
 const eventStatus = (ev) => badge(ev.execution_status ?? ev.outcome ?? 'received');
 
+/**
+ * Makes a disabled forward URL active again; with "replay since" (ISO 8601 or `2d`), the
+ * events it missed since then are replayed to it as a job (the answer links the job).
+ */
+function enableForward(path, url, result, draw) {
+  const since = h('input', { type: 'text', placeholder: 'e.g. 2d', 'aria-label': `Replay what ${url} missed since`, size: 10 });
+  const enable = async () => {
+    try {
+      const res = await api('POST', `${path}/forwards/enable`, { url, ...(since.value.trim() ? { recover_since: since.value.trim() } : {}) });
+      const job = res.data.job;
+      fill(result, h('p', { class: 'ok' }, `${url} enabled`, job ? [': replaying ', String(job.total), ' missed events, job ', h('code', {}, job.id), ' (Jobs on the Failures page)'] : null));
+      await draw();
+    } catch (err) {
+      fill(result, errorBox(err));
+    }
+  };
+  return h('span', { class: 'enable-forward' }, h('label', {}, 'replay missed since ', since), ' ', button('Enable', enable, { class: 'primary' }));
+}
+
 export async function endpointDetail(ctx) {
   const id = ctx.params.id;
   const path = `/endpoints/${encodeURIComponent(id)}`;
@@ -94,7 +113,7 @@ export async function endpointDetail(ctx) {
         ['Inbound URL', copyable(e.inbound_url, 'Inbound URL')],
         ['Forwards to', e.forward_urls.length ? h('ul', { class: 'plain' }, (e.forward_health ?? e.forward_urls.map((url) => ({ url, status: 'active' }))).map((f) => h('li', {}, h('code', { class: 'wrap' }, f.url),
           // Destination health: a disabled URL receives nothing until enabled (POST /endpoints/{id}/forwards/enable).
-          f.status === 'disabled' ? [' ', badge('failed'), ` disabled ${f.disabled_at ?? ''} after ${f.consecutive_failures} failures`] : null))) : 'nothing: it only collects events'],
+          f.status === 'disabled' ? [' ', badge('failed'), ` disabled ${f.disabled_at ?? ''} after ${f.consecutive_failures} failures `, enableForward(path, f.url, result, draw)] : null))) : 'nothing: it only collects events'],
         ['Forward method', e.forward_method || 'the original'],
         ['Retry attempts', String(e.retry_attempts)],
         ['One at a time', e.use_lane ? 'yes' : 'no'],

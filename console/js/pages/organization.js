@@ -12,6 +12,10 @@ const settingsFields = [
   { name: 'notification_webhook_url', label: 'Notification webhook URL', type: 'url', placeholder: 'https://hooks.slack.com/…', nullable: true, help: 'Slack, Mattermost, Google Chat and Discord read its text' },
   { name: 'notify_on_failure', label: 'Notify on failure', type: 'checkbox', default: true },
   { name: 'notify_on_recovery', label: 'Notify on recovery', type: 'checkbox', default: true },
+  {
+    name: 'auto_disable_after', label: 'Disable failing destinations after', type: 'text', placeholder: '5d', nullable: true,
+    help: 'A schedule or forward URL whose runs keep failing this long (and at least 3 times in a row) is disabled; empty: never',
+  },
 ];
 
 function secretField(secret) {
