@@ -10,9 +10,10 @@
  * argv: `<nats url> <stream> <database url>`. IPC: `{ready}` once the table exists;
  * answers `{id, rows, seq}` (rows written, last stream sequence written) to `{id}`.
  */
-import { Kysely, PostgresDialect, sql } from 'kysely';
+import { sql } from 'kysely';
 import pg from 'pg';
 import { DeliverPolicy } from '@nats-io/jetstream';
+import { kyselyOn } from '../src/db/connect.ts';
 import { connectNats } from '../src/nats/connection.ts';
 import { copyRows } from '../src/projections/copy-rows.ts';
 
@@ -21,7 +22,7 @@ const TYPES = { id: 'text', key: 'text', method: 'text', received_at: 'timestamp
 /** At most this many rows a transaction, so one never holds the whole backlog. */
 const MAX_ROWS = 10_000;
 
-const db = new Kysely<any>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: databaseUrl, max: 1 }) }) });
+const db = kyselyOn<any>(new pg.Pool({ connectionString: databaseUrl, max: 1 }));
 await sql`CREATE TABLE IF NOT EXISTS floor_requests (id text PRIMARY KEY, key text NOT NULL, method text NOT NULL, received_at timestamptz NOT NULL, body text)`.execute(db);
 await sql`CREATE TABLE IF NOT EXISTS floor_keys (key text PRIMARY KEY, last_at timestamptz NOT NULL, count integer NOT NULL)`.execute(db);
 await sql`CREATE TABLE IF NOT EXISTS floor_checkpoint (name text PRIMARY KEY, seq bigint NOT NULL)`.execute(db);

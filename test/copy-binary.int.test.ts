@@ -2,7 +2,8 @@
  * COPY's binary format against its text format: every column of every table the
  * projections COPY into, over awkward values, reads back the same rows; a value without
  * a binary form here sends its rows as text; the column types the batch declares are
- * the tables' own (a binary value of the wrong type would be misread or refused).
+ * the tables' own (a binary value of the wrong type would be misread or refused). And
+ * the rows reach Postgres whole, or are refused without harm to the connection (below).
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -132,4 +133,63 @@ test("timestamps' microseconds since 2000 are Postgres's own reading of the text
   for (const t of ['2026-02-30T00:00:00Z', '2026-13-01T00:00:00Z', '2026-11-26T24:00:00Z', '2026-11-26T10:00:00Z ', '0099-01-01T00:00:00Z', '2026-11-26T10:00:00+16:00']) {
     assert.equal(pgMicroseconds(t), undefined, t);
   }
+});
+
+// The sending side (`src/db/copy-from.ts`, pg-copy-streams), as the projector runs it:
+// rows spanning many CopyData messages arrive whole; a COPY Postgres refuses part-way,
+// with tens of megabytes still to send, rejects with Postgres's error and leaves its
+// connection usable for the rest of the transaction. The refusal is the projector's
+// everyday path (a key that exists sends the batch's rows by upserts instead), and it is
+// where pg-copy-streams, handed its rows faster than the socket takes them, writes to a
+// connection it has already let go of and throws where nothing can catch it: this file
+// then dies with an uncaught exception.
+
+const SENT_TYPES = { id: 'text', body: 'text' };
+/** 40,000 rows of 1 KB: far more than the socket and Postgres hold in their buffers. */
+const ROWS = 40_000;
+const sentRows = (from: number, count: number) => Array.from({ length: count }, (_, i) => ({ id: `r${from + i}`, body: `${from + i}:`.padEnd(1000, 'x') }));
+
+/** The table the rows go to, empty. */
+async function emptySent(): Promise<void> {
+  await sql`CREATE TABLE IF NOT EXISTS sent (id text PRIMARY KEY, body text NOT NULL)`.execute(db);
+  await sql`TRUNCATE sent`.execute(db);
+}
+const sentCount = async () => (await sql<{ n: string; bytes: string }>`SELECT count(*) AS n, coalesce(sum(length(body)), 0) AS bytes FROM sent`.execute(db)).rows[0]!;
+
+test('rows spanning many CopyData messages go in whole, binary and text', async () => {
+  for (const format of ['binary', 'text'] as const) {
+    await emptySent();
+    const copies = copyRows('sent', sentRows(0, ROWS), SENT_TYPES, format);
+    assert.equal(copies.length, 1);
+    assert.ok(copies[0]!.bytes.length > 30 * (1 << 20), `${copies[0]!.bytes.length} bytes: thirty messages or more`);
+    await db.transaction().execute(async (trx) => {
+      for (const copy of copies) await copy.execute(trx);
+    });
+    assert.deepEqual(await sentCount(), { n: String(ROWS), bytes: String(ROWS * 1000) }, format);
+  }
+});
+
+test('a COPY refused part-way rejects with the unique violation, and its transaction goes on after the savepoint', async () => {
+  await emptySent();
+  await sql`INSERT INTO sent VALUES ('r0', 'there before')`.execute(db);
+  // The refusal comes at the first rows; everything after them is still on its way.
+  const [copy] = copyRows('sent', sentRows(0, ROWS), SENT_TYPES);
+  await db.transaction().execute(async (trx) => {
+    await sql`SAVEPOINT copy_or_upsert`.execute(trx);
+    await assert.rejects(copy!.execute(trx), (err: { code?: string }) => err.code === '23505');
+    await sql`ROLLBACK TO SAVEPOINT copy_or_upsert`.execute(trx);
+    await sql`INSERT INTO sent VALUES ('after', 'the refusal')`.execute(trx);
+  });
+  // Answered after every byte before it has left the socket: a late write of the refused COPY would have thrown by now.
+  assert.deepEqual((await sql<{ id: string }>`SELECT id FROM sent ORDER BY id`.execute(db)).rows.map((r) => r.id), ['after', 'r0']);
+  // And the connection copies again.
+  await db.transaction().execute((trx) => copyRows('sent', sentRows(1, 10), SENT_TYPES)[0]!.execute(trx));
+  assert.equal((await sentCount()).n, '12');
+});
+
+test('a COPY refused before its rows (no such table) rejects, and the connection goes on', async () => {
+  const [copy] = copyRows('not_there', sentRows(0, ROWS), SENT_TYPES);
+  await assert.rejects(db.transaction().execute((trx) => copy!.execute(trx)), (err: { code?: string }) => err.code === '42P01');
+  const { rows: one } = await sql<{ one: number }>`SELECT 1 AS one`.execute(db);
+  assert.equal(one[0]!.one, 1);
 });

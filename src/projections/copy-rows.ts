@@ -1,4 +1,5 @@
 import { CompiledQuery, type Kysely } from 'kysely';
+import { CopyData } from '../db/copy-from.ts';
 import { storableText } from '../lib/input-checks.ts';
 import { byColumns, type ColumnTypes, type Row } from './bulk-write.ts';
 import { binaryRows, jsonValue } from './copy-binary.ts';
@@ -9,8 +10,6 @@ import { binaryRows, jsonValue } from './copy-binary.ts';
  */
 const SPECIAL_OR_UNSTORABLE = /[\\\n\r\t\u0000\ud800-\udfff]/;
 const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' };
-/** CopyData messages of at most this many bytes (Postgres reads each whole into its memory). */
-const CHUNK = 1 << 20;
 const NULL = '\\N';
 
 /** Binary unless a value has no binary form here (`binaryRows`); text for comparisons and tests. */
@@ -46,9 +45,8 @@ function copyValue(value: unknown, json: boolean): string {
 }
 
 /**
- * `COPY table (columns) FROM STDIN` with its rows, run on a kysely connection: pg runs
- * any object with a `submit` method as a query, and kysely hands the compiled query's
- * `sql` to `client.query` unchanged, so the copy goes through the transaction's own
+ * `COPY table (columns) FROM STDIN` with its rows, run on a kysely connection of
+ * `connectDb` (`kyselyOn`), which sends them by COPY on the transaction's own
  * connection. Each run is a fresh protocol exchange over the same encoded rows.
  */
 export class CopyIn {
@@ -62,100 +60,8 @@ export class CopyIn {
   }
 
   async execute(db: Kysely<any>): Promise<void> {
-    const exchange = new CopyExchange(this.text, this.bytes);
-    await db.executeQuery({ ...CompiledQuery.raw(this.text), sql: exchange as unknown as string });
+    await db.executeQuery(CompiledQuery.raw(this.text, [new CopyData(this.bytes)]));
   }
-}
-
-interface PgConnection {
-  query(text: string): void;
-  endCopyFrom(): void;
-  /** The socket pg writes its messages to. */
-  stream: { writable: boolean; write(data: Buffer): boolean; cork(): void; uncork(): void };
-}
-
-/** CopyData's type byte. */
-const COPY_DATA = 0x64;
-
-/**
- * A CopyData message's header (its type and length) for `length` bytes of rows. The
- * rows follow it as they are: pg's `sendCopyFromChunk` would copy each chunk into a
- * fresh buffer first, as much again as the rows (a rebuild's ~170 MB), and the main
- * thread collects the garbage.
- */
-function copyDataHeader(length: number): Buffer {
-  const header = Buffer.allocUnsafe(5);
-  header[0] = COPY_DATA;
-  header.writeInt32BE(length + 4, 1);
-  return header;
-}
-
-/** The protocol side of one COPY FROM STDIN, as pg's client drives an active query. */
-class CopyExchange {
-  private rowCount = 0;
-  private settled = false;
-  private readonly done: Promise<{ command: string; rowCount: number; rows: [] }>;
-  private resolve!: (r: { command: string; rowCount: number; rows: [] }) => void;
-  private reject!: (err: unknown) => void;
-
-  private readonly text: string;
-  private readonly data: Buffer;
-
-  constructor(text: string, data: Buffer) {
-    this.text = text;
-    this.data = data;
-    this.done = new Promise((resolve, reject) => {
-      this.resolve = resolve;
-      this.reject = reject;
-    });
-  }
-
-  // pg awaits what client.query returns: the exchange itself.
-  then<A, B>(onFulfilled?: (r: { command: string; rowCount: number; rows: [] }) => A, onRejected?: (err: unknown) => B) {
-    return this.done.then(onFulfilled, onRejected);
-  }
-
-  submit(connection: PgConnection): void {
-    connection.query(this.text);
-  }
-
-  handleCopyInResponse(connection: PgConnection): void {
-    const socket = connection.stream;
-    // The headers and rows go out together (one writev), not a system call each.
-    socket.cork();
-    // As pg's own sends: nothing goes to a socket that is closing (its error ends the query).
-    for (let at = 0; at < this.data.length && socket.writable; at += CHUNK) {
-      const chunk = this.data.subarray(at, at + CHUNK);
-      socket.write(copyDataHeader(chunk.length));
-      socket.write(chunk);
-    }
-    connection.endCopyFrom();
-    socket.uncork();
-  }
-
-  handleCommandComplete(msg: { text?: string }): void {
-    this.rowCount = Number(msg.text?.split(' ').pop() ?? 0);
-  }
-
-  handleReadyForQuery(): void {
-    if (this.settled) return;
-    this.settled = true;
-    this.resolve({ command: 'COPY', rowCount: this.rowCount, rows: [] });
-  }
-
-  // An error comes before the ReadyForQuery that ends the exchange, and pg drops the
-  // active query at the error: this is the exchange's last call.
-  handleError(err: unknown): void {
-    if (this.settled) return;
-    this.settled = true;
-    this.reject(err);
-  }
-
-  handleRowDescription(): void {}
-  handleDataRow(): void {}
-  handleEmptyQuery(): void {}
-  handlePortalSuspended(): void {}
-  handleCopyData(): void {}
 }
 
 /**
