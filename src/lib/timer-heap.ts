@@ -1,7 +1,21 @@
-/** A min-heap of due times with lazy deletion: an entry is live while its key still maps to its seq. */
+import { Heap } from 'heap-js';
+
+interface Node {
+  due: number;
+  key: string;
+  seq: number;
+}
+
+const byDue = (a: Node, b: Node): number => a.due - b.due;
+
+/**
+ * Due times by key, on heap-js's binary heap: setting a key again or deleting it leaves
+ * its old node in the heap, dropped when it reaches the top (lazy deletion; heap-js's
+ * own `remove` searches the whole heap). A node is live while its key still maps to its seq.
+ */
 export class TimerHeap<T> {
-  private heap: Array<{ due: number; key: string; seq: number }> = [];
-  private live = new Map<string, { seq: number; due: number; value: T }>();
+  private readonly heap = new Heap<Node>(byDue);
+  private readonly live = new Map<string, { seq: number; due: number; value: T }>();
 
   get size(): number {
     return this.live.size;
@@ -10,7 +24,6 @@ export class TimerHeap<T> {
   set(key: string, seq: number, due: number, value: T): void {
     this.live.set(key, { seq, due, value });
     this.heap.push({ due, key, seq });
-    this.up(this.heap.length - 1);
   }
 
   /** Whether `key` has a live entry (one set and neither deleted nor popped since). */
@@ -29,7 +42,7 @@ export class TimerHeap<T> {
 
   peekDue(): number | undefined {
     this.dropStale();
-    return this.heap[0]?.due;
+    return this.heap.peek()?.due;
   }
 
   /**
@@ -42,11 +55,11 @@ export class TimerHeap<T> {
     const counted = new Set<string>();
     const stack = this.heap.length ? [0] : [];
     for (let i = stack.pop(); i !== undefined; i = stack.pop()) {
-      const node = this.heap[i]!;
+      const node = this.heap.get(i);
       if (node.due >= now) continue;
       const entry = this.live.get(node.key);
       if (entry?.seq === node.seq && entry.due === node.due) counted.add(node.key);
-      for (const child of [2 * i + 1, 2 * i + 2]) if (child < this.heap.length) stack.push(child);
+      for (const child of Heap.getChildrenIndexOf(i)) if (child < this.heap.length) stack.push(child);
     }
     return counted.size;
   }
@@ -56,9 +69,9 @@ export class TimerHeap<T> {
     const out: Array<{ key: string; seq: number; value: T; due: number }> = [];
     for (;;) {
       this.dropStale();
-      const top = this.heap[0];
+      const top = this.heap.peek();
       if (!top || top.due > now) return out;
-      this.pop();
+      this.heap.pop();
       const entry = this.live.get(top.key)!;
       this.live.delete(top.key);
       out.push({ key: top.key, seq: entry.seq, value: entry.value, due: entry.due });
@@ -66,44 +79,10 @@ export class TimerHeap<T> {
   }
 
   private dropStale(): void {
-    for (;;) {
-      const top = this.heap[0];
-      if (!top) return;
+    for (let top = this.heap.peek(); top; top = this.heap.peek()) {
       const entry = this.live.get(top.key);
       if (entry && entry.seq === top.seq) return;
-      this.pop();
-    }
-  }
-
-  private pop(): void {
-    const last = this.heap.pop()!;
-    if (this.heap.length) {
-      this.heap[0] = last;
-      this.down(0);
-    }
-  }
-
-  private up(i: number): void {
-    const h = this.heap;
-    while (i > 0) {
-      const p = (i - 1) >> 1;
-      if (h[p]!.due <= h[i]!.due) return;
-      [h[p], h[i]] = [h[i]!, h[p]!];
-      i = p;
-    }
-  }
-
-  private down(i: number): void {
-    const h = this.heap;
-    for (;;) {
-      const l = 2 * i + 1;
-      const r = l + 1;
-      let m = i;
-      if (l < h.length && h[l]!.due < h[m]!.due) m = l;
-      if (r < h.length && h[r]!.due < h[m]!.due) m = r;
-      if (m === i) return;
-      [h[m], h[i]] = [h[i]!, h[m]!];
-      i = m;
+      this.heap.pop();
     }
   }
 }

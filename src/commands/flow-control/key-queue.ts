@@ -1,4 +1,4 @@
-import { MinHeap } from '../../lib/min-heap.ts';
+import { Heap } from 'heap-js';
 
 /**
  * What one key allows. A lane is the strictest key: parallelism 1, strict order, and an
@@ -40,7 +40,8 @@ interface Start {
   recorded: boolean;
 }
 
-const before = (a: Entry, b: Entry) => a.dueAt < b.dueAt || (a.dueAt === b.dueAt && a.order < b.order);
+/** Due time, then log order. */
+const byDue = (a: Entry, b: Entry): number => a.dueAt - b.dueAt || a.order - b.order;
 
 /**
  * The executions of one key and which of them may start: a pure state machine, fed by
@@ -51,7 +52,7 @@ const before = (a: Entry, b: Entry) => a.dueAt < b.dueAt || (a.dueAt === b.dueAt
  */
 export class KeyQueue {
   private readonly waiting = new Map<string, Entry>();
-  private readonly heap = new MinHeap<Entry>(before);
+  private readonly heap = new Heap<Entry>(byDue);
   /** In flight: started and not finished, or (strict) waiting for a retry while holding the slot. */
   private readonly inFlight = new Set<string>();
   /** Strict keys only: the in-flight executions waiting for their retry, and when it is. */

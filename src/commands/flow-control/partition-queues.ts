@@ -1,4 +1,4 @@
-import { MinHeap } from '../../lib/min-heap.ts';
+import { Heap } from 'heap-js';
 import { TimerHeap } from '../../lib/timer-heap.ts';
 import { KeyQueue, type KeyLimits } from './key-queue.ts';
 
@@ -40,7 +40,7 @@ export class PartitionQueues {
   /** The key of every execution held, null for an unkeyed one. */
   private readonly where = new Map<string, string | null>();
   /** Unkeyed and waiting: due time, then log order. */
-  private readonly free = new MinHeap<FreeEntry>((a, b) => a.dueAt < b.dueAt || (a.dueAt === b.dueAt && a.order < b.order));
+  private readonly free = new Heap<FreeEntry>((a, b) => a.dueAt - b.dueAt || a.order - b.order);
   /** Each waiting unkeyed execution's live heap entry; any other entry of it in the heap is stale. */
   private readonly freeWaiting = new Map<string, FreeEntry>();
   /** Keys whose limits were set before any execution named them (the latest create or update names them). */
@@ -275,8 +275,8 @@ export class PartitionQueues {
     // A key changed since the last take: take again now.
     if (this.touched.size) return now;
     let wake: number | null = null;
-    while (this.free.size && this.freeWaiting.get(this.free.peek()!.executionId) !== this.free.peek()) this.free.pop();
-    if (this.free.size) wake = this.free.peek()!.dueAt;
+    while (this.free.length && this.freeWaiting.get(this.free.peek()!.executionId) !== this.free.peek()) this.free.pop();
+    if (this.free.length) wake = this.free.peek()!.dueAt;
     const keyed = this.wakes.peekDue();
     if (keyed !== undefined) wake = wake === null ? keyed : Math.min(wake, keyed);
     return wake;

@@ -1,4 +1,4 @@
-import { MinHeap } from '../../lib/min-heap.ts';
+import { Heap } from 'heap-js';
 import { unreachable } from '../../lib/unreachable.ts';
 import type { Endpoint, EndpointEvent } from '../endpoint/types.ts';
 import { executionCancelled } from '../execution/ending.ts';
@@ -89,7 +89,7 @@ export class OwnedTasks {
   private readonly queues = new PartitionQueues();
   private readonly cancelling = new Set<string>();
   /** Origins of the live executions, lowest first (entries of ended ones are dropped lazily). */
-  private readonly origins = new MinHeap<number>((a, b) => a < b);
+  private readonly origins = new Heap<number>((a, b) => a - b);
   private readonly originCounts = new Map<number, number>();
   /** Lane heads to hand to their key's partition, to be appended (see laneKeyOf). */
   private readonly handoffs: HandoffEvent[] = [];
