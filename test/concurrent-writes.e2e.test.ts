@@ -11,11 +11,10 @@ import { loadConfig } from '../src/config.ts';
 import type { TaskEvent } from '../src/commands/task/types.ts';
 import { createdInBatch } from '../src/commands/task/load.ts';
 import { createEventStore } from '../src/nats/event-store.ts';
-import { queuedSubjects, retryConflicts } from '../src/commands/execute.ts';
+import { retryConflicts, subjectsBusy } from '../src/commands/execute.ts';
 import { ConcurrencyError, type EventStore } from '../src/commands/store.ts';
 import { ApiError } from '../src/lib/errors.ts';
 import { decodeJson } from '../src/lib/json.ts';
-import { KeyedMutex } from '../src/lib/keyed-mutex.ts';
 import { connectNats } from '../src/nats/connection.ts';
 import { serve, type Running } from '../src/runtime/serve.ts';
 import { eventually, startTestService, type Api, type TestService, secondLog } from './support/service.ts';
@@ -196,7 +195,7 @@ describe('conflict handling without a service', () => {
     assert.ok(attempts > 5, `kept retrying within the budget (${attempts} attempts)`);
     // However slowly this machine runs, the attempts stop at the budget (none starts after it).
     assert.ok(startedAt.every((at) => at <= deadline), `an attempt started ${Math.max(...startedAt) - deadline} ms after the budget was spent`);
-    assert.equal(queuedSubjects(store), 0, 'no entry left behind');
+    assert.equal(subjectsBusy(store), false, 'no entry left behind');
   });
 
   test('a command whose turn comes after its budget is spent answers 503 without being tried', async () => {
@@ -210,15 +209,14 @@ describe('conflict handling without a service', () => {
     const err = await late;
     assert.ok(err instanceof ApiError && err.status === 503, String(err));
     assert.equal(tried, false);
-    assert.equal(queuedSubjects(store), 0);
+    assert.equal(subjectsBusy(store), false);
   });
 
   test('attempts on one key run one at a time, in order; other keys in parallel; other errors pass through', async () => {
-    const mutex = new KeyedMutex();
     const order: string[] = [];
     let running = 0;
     let peak = 0;
-    const work = (key: string, i: number) => mutex.run(key, async () => {
+    const work = (key: string, i: number) => retryConflicts({ store }, key, async () => {
       running++;
       peak = Math.max(peak, running);
       await new Promise((r) => setTimeout(r, 2));
@@ -230,9 +228,11 @@ describe('conflict handling without a service', () => {
     assert.deepEqual(results, [0, 1, 2, 3, 4, 0]);
     assert.deepEqual(order.filter((o) => o.startsWith('a')), ['a0', 'a1', 'a2', 'a3', 'a4']);
     assert.equal(peak, 2, 'a and b overlap, a never with itself');
-    assert.equal(mutex.size, 0);
-    await assert.rejects(mutex.run('a', async () => { throw new Error('boom'); }), /boom/);
-    assert.equal(mutex.size, 0, 'a failed holder releases its key');
+    assert.equal(subjectsBusy(store), false);
+    await assert.rejects(retryConflicts({ store }, 'a', async () => { throw new Error('boom'); }), /boom/);
+    assert.equal(subjectsBusy(store), false, 'a failed holder releases its key');
+    const again = await retryConflicts({ store }, 'a', async () => 'next');
+    assert.equal(again, 'next', 'and the key takes work again');
     let conflicts = 2;
     const value = await retryConflicts({ store }, 'k', async () => {
       if (conflicts-- > 0) throw new ConcurrencyError('k');

@@ -1,9 +1,9 @@
+import AsyncLock from 'async-lock';
 import type { Envelope } from './envelope.ts';
 import { ConcurrencyError, type EventStore } from './store.ts';
 import type { Clock } from '../lib/clock.ts';
 import { ApiError } from '../lib/errors.ts';
 import { newId } from '../lib/ids.ts';
-import { KeyedMutex } from '../lib/keyed-mutex.ts';
 import type { Heads } from './heads.ts';
 import type { MonitorOwners } from './monitor/owners.ts';
 import type { CommandMeta } from './meta.ts';
@@ -73,16 +73,19 @@ const MAX_BACKOFF_MS = 250;
 // One queue set per store, i.e. per NATS connection: the writers it serializes are
 // the ones that would otherwise collide with each other. Writers elsewhere (another
 // process, the scheduler's deadline and tick appends) are met by the guarded append.
-const queues = new WeakMap<EventStore, KeyedMutex>();
+// async-lock runs one function at a time per key, in arrival order, and forgets a key
+// once nothing runs or waits on it. No cap on waiters (its default refuses the 1,001st):
+// the time budget sheds load instead.
+const queues = new WeakMap<EventStore, AsyncLock>();
 
-function queuesOf(store: EventStore): KeyedMutex {
+function queuesOf(store: EventStore): AsyncLock {
   let q = queues.get(store);
-  if (!q) queues.set(store, (q = new KeyedMutex()));
+  if (!q) queues.set(store, (q = new AsyncLock({ maxPending: Infinity })));
   return q;
 }
 
-/** Subjects with commands running or waiting in this process (0 when idle). */
-export const queuedSubjects = (store: EventStore): number => queues.get(store)?.size ?? 0;
+/** Whether commands run or wait on some subject in this process. */
+export const subjectsBusy = (store: EventStore): boolean => queues.get(store)?.isBusy() ?? false;
 
 const contended = () => new ApiError(503, 'Too many concurrent changes to this resource; retry', null, { 'Retry-After': '1' });
 
@@ -104,7 +107,7 @@ export function retryConflicts<T>(
   onContended: () => Error = contended,
 ): Promise<T> {
   const deadline = Date.now() + budgetMs;
-  return queuesOf(deps.store).run(key, async () => {
+  return queuesOf(deps.store).acquire(key, async () => {
     for (let conflicts = 0; ; conflicts++) {
       // The key names an organization and an aggregate: not for a ping_url caller to read.
       if (Date.now() > deadline) throw onContended();

@@ -1,6 +1,6 @@
 import { Kvm, type KV, type KvEntry } from '@nats-io/kv';
+import AsyncLock from 'async-lock';
 import { watchForever } from '../nats/kv-watch.ts';
-import { KeyedMutex } from '../lib/keyed-mutex.ts';
 import { KV_BUCKETS } from '../../streams/definitions.ts';
 import type { Clock } from '../lib/clock.ts';
 import { decodeJson, encodeJson } from '../lib/json.ts';
@@ -89,7 +89,7 @@ export async function openHostBlocks(deps: { nats: Nats; clock: Clock; log: (m: 
 
   // One write at a time per key within this process: concurrent failures to one
   // host would otherwise mostly conflict with each other.
-  const writes = new KeyedMutex();
+  const writes = new AsyncLock({ maxPending: Infinity });
 
   async function write(key: string, host: string, signal: HostSignal): Promise<HostState | null> {
     for (let i = 1; ; i++) {
@@ -147,7 +147,7 @@ export async function openHostBlocks(deps: { nats: Nats; clock: Clock; log: (m: 
       const key = hostBlockKey(orgId, host);
       // The healthy path (no entry, host up) decides without queueing.
       if (signal.kind === 'up' && !cache.has(key)) return Promise.resolve(null);
-      return writes.run(key, () => write(key, host, signal));
+      return writes.acquire(key, () => write(key, host, signal));
     },
     async close() {
       clearInterval(prune);

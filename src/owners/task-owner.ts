@@ -1,3 +1,4 @@
+import type { LimitFunction } from 'p-limit';
 import { isMonitorSubject, SUBJECTS } from '../../streams/subjects.ts';
 import { childAbort } from '../lib/child-abort.ts';
 import { planAttempt } from '../commands/execution/decide.ts';
@@ -13,7 +14,6 @@ import type { EventStore } from '../commands/store.ts';
 import type { JetcronEvent } from '../commands/events.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Log } from '../lib/logger.ts';
-import type { Semaphore } from '../lib/semaphore.ts';
 import { unreachable } from '../lib/unreachable.ts';
 import { inSpan, sourceAttributes, SpanKind } from '../telemetry/tracing.ts';
 import type { Nats } from '../nats/connection.ts';
@@ -42,7 +42,7 @@ export interface TaskOwnerDeps {
   clock: Clock;
   log: Log;
   /** The process's bound on attempts in flight, shared by all its owners. */
-  slots: Semaphore;
+  slots: LimitFunction;
   owner: string;
   partitions: number;
   onAttemptFinished?: (result: AttemptResult, exchangeMs: number | null) => void;
@@ -234,30 +234,30 @@ export async function ownTaskPartition(
     inFlight.add(done);
   };
 
-  async function run(exec: OwnedExecution): Promise<void> {
-    await deps.slots.acquire();
-    try {
-      // Checked again once a slot is free: the wait may have outlasted the lease.
-      if (stop.signal.aborted || !lease.held()) return;
-      // One CONSUMER span per send, continuing the trace of whoever planned the execution.
-      const { job } = exec;
-      const attributes = () => sourceAttributes(job.org_id, job.source, { 'jetcron.execution_id': exec.id, 'jetcron.attempt': job.attempt, 'jetcron.partition': partition });
-      await inSpan(`${exec.phase === 'callback' ? 'callback' : 'attempt'} ${job.source.type}`, { kind: SpanKind.CONSUMER, traceparent: exec.traceparent, attributes }, async () => {
-        // What a fenced predecessor sent and got, for this very attempt: recorded, not sent again.
-        if (exec.adopt) await record([adoptedResult(exec.adopt)]);
-        else if (exec.phase === 'callback') await record([await deps.runner.sendCallback(exec.callback!, { mayWrite })]);
-        else await attempt(exec);
-      });
-    } catch (err) {
-      if (err instanceof Fenced || stop.signal.aborted) throw err;
-      if (err instanceof NotSent) return ending('its lease has lapsed');
-      state.notSent(exec);
-      deps.log(`owner of partition ${partition}: ${exec.id}: ${(err as Error).message}; trying again in ${RETRY_START_MS / 1000} s`);
-      state.later(exec, deps.clock.now() + RETRY_START_MS);
-      schedulePump();
-    } finally {
-      deps.slots.release();
-    }
+  /** One send, in a slot of the process's bound on attempts in flight. */
+  function run(exec: OwnedExecution): Promise<void> {
+    return deps.slots(async () => {
+      try {
+        // Checked again once a slot is free: the wait may have outlasted the lease.
+        if (stop.signal.aborted || !lease.held()) return;
+        // One CONSUMER span per send, continuing the trace of whoever planned the execution.
+        const { job } = exec;
+        const attributes = () => sourceAttributes(job.org_id, job.source, { 'jetcron.execution_id': exec.id, 'jetcron.attempt': job.attempt, 'jetcron.partition': partition });
+        await inSpan(`${exec.phase === 'callback' ? 'callback' : 'attempt'} ${job.source.type}`, { kind: SpanKind.CONSUMER, traceparent: exec.traceparent, attributes }, async () => {
+          // What a fenced predecessor sent and got, for this very attempt: recorded, not sent again.
+          if (exec.adopt) await record([adoptedResult(exec.adopt)]);
+          else if (exec.phase === 'callback') await record([await deps.runner.sendCallback(exec.callback!, { mayWrite })]);
+          else await attempt(exec);
+        });
+      } catch (err) {
+        if (err instanceof Fenced || stop.signal.aborted) throw err;
+        if (err instanceof NotSent) return ending('its lease has lapsed');
+        state.notSent(exec);
+        deps.log(`owner of partition ${partition}: ${exec.id}: ${(err as Error).message}; trying again in ${RETRY_START_MS / 1000} s`);
+        state.later(exec, deps.clock.now() + RETRY_START_MS);
+        schedulePump();
+      }
+    });
   }
 
   /**

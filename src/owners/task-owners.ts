@@ -1,3 +1,4 @@
+import pLimit from 'p-limit';
 import type { AttemptResult } from '../commands/execution/types.ts';
 import { createAttemptRunner } from '../dispatchers/attempt-runner.ts';
 import { openHostBlocks, type HostBlocks } from '../dispatchers/host-blocks.ts';
@@ -5,7 +6,6 @@ import type { OutboundClient } from '../dispatchers/outbound-client.ts';
 import type { EventStore } from '../commands/store.ts';
 import type { Clock } from '../lib/clock.ts';
 import type { Log } from '../lib/logger.ts';
-import { Semaphore } from '../lib/semaphore.ts';
 import type { Nats } from '../nats/connection.ts';
 import type { Supervisor } from '../nats/supervisor.ts';
 import { startConsumers, type LeasedConsumer } from '../nats/consumer-kit.ts';
@@ -42,7 +42,7 @@ export const ownerLease = (partition: number) => `owner.${partition}`;
 export async function startTaskOwners(deps: TaskOwnersDeps) {
   const hosts: HostBlocks = await openHostBlocks({ nats: deps.nats, clock: deps.clock, log: deps.log });
   const runner = createAttemptRunner({ directory: deps.directory, outbound: deps.outbound, clock: deps.clock, log: deps.log, scripts: deps.scripts, hosts: () => hosts });
-  const slots = new Semaphore(deps.concurrency);
+  const slots = pLimit(deps.concurrency);
   const held = new Map<number, OwnedTasks>();
   const stopStats = answerFlowStats(deps.nats, held);
   const owners = startConsumers(deps, Array.from({ length: deps.partitions }, (_, p): LeasedConsumer => ({

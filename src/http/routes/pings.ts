@@ -1,10 +1,10 @@
 import { Router, type Request } from 'express';
+import AsyncLock from 'async-lock';
 import { createMonitor, pingMonitor, type SlugOwner } from '../../commands/monitor/handlers.ts';
 import { PING_BODY_LIMIT, SLUG_PATTERN, type MonitorEvent, type PingRequest } from '../../commands/monitor/types.ts';
 import type { Metrics } from '../../lib/metrics.ts';
 import { ApiError, badRequest, notFound } from '../../lib/errors.ts';
 import { storableText } from '../../lib/input-checks.ts';
-import { KeyedMutex } from '../../lib/keyed-mutex.ts';
 import { handler, type ApiDeps } from '../context.ts';
 import { slugOwner, type PingTarget, type PingTokens } from '../ping-tokens.ts';
 import { planLimitFor } from '../plan-limits.ts';
@@ -61,7 +61,7 @@ const received = (req: Request): Received =>
 export function createPinger(deps: ApiDeps, targets: PingTokens) {
   const owner: SlugOwner = slugOwner(deps.db);
   // `?create=1` pings of one name in this process create one monitor.
-  const creating = new KeyedMutex();
+  const creating = new AsyncLock({ maxPending: Infinity });
 
   const answer = async (target: PingTarget, ping: Omit<PingRequest, 'id' | 'received_at'>, slug?: string, status = 200): Promise<PingAnswer> => {
     try {
@@ -113,7 +113,7 @@ export function createPinger(deps: ApiDeps, targets: PingTokens) {
         }
       }
       if (!creates) throw notFound('Not found');
-      return creating.run(`${orgId}/${slug}`, async () => {
+      return creating.acquire(`${orgId}/${slug}`, async () => {
         const made = await targets.findByName(orgId, slug);
         if (made) return answer(made, ping, slug);
         const plan = await planLimitFor(deps, 'monitor', orgId);
