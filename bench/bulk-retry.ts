@@ -110,7 +110,7 @@ export const bulkRetry: Benchmark = {
         tables: [],
         cpu: { phase: 'the job', report: cpu, units: { count: N, what: 'retry' } },
         notes: [
-          'the job retries one execution at a time (a trigger append and a step append each); the fresh tasks are 10 batches of 1,000, each under a flow-control key of parallelism 1,000.',
+          'the job takes its set in groups of 500 (64 retries in flight, each its own guarded append; one RetryJobStepped a group); the fresh tasks are 10 batches of 1,000, each under a flow-control key of parallelism 1,000.',
           ...troubleNotes(s.service),
         ],
       };
