@@ -160,7 +160,7 @@ const SOURCE_ID_NAMES = ['task_id', 'schedule_id', 'endpoint_id'] as const;
 /**
  * Another organization's ids are 404 (CONTRACT.md, "Failure recovery"), not an empty
  * list: each id filter must name a task, schedule or endpoint of the caller's
- * organization, or the source of one of its executions (a source since deleted). Only
+ * organization, or the source of one of its executions. Only
  * the caller's own rows are read, so the answer says nothing of other organizations.
  * An id of the caller's of another kind (a schedule's as `endpoint_id`) matches nothing.
  * `prefix`: the bulk calls name the field `filter.<name>`.
