@@ -75,7 +75,8 @@ const MAX_BACKOFF_MS = 250;
 // process, the scheduler's deadline and tick appends) are met by the guarded append.
 const queues = new WeakMap<EventStore, KeyedMutex>();
 
-function queuesOf(store: EventStore): KeyedMutex {
+function queuesOf(of: EventStore): KeyedMutex {
+  const store = of.wraps ?? of;
   let q = queues.get(store);
   if (!q) queues.set(store, (q = new KeyedMutex()));
   return q;

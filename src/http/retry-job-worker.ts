@@ -114,6 +114,7 @@ function fencedStore(store: EventStore, mayWrite: () => boolean, lookBack: numbe
   };
   return {
     ...store,
+    wraps: store,
     async append(subject, event, expectedSeq) {
       return store.append(subject, event, await guard(subject, event, expectedSeq));
     },

@@ -61,7 +61,8 @@ async function findCommit(store: EventStore, subject: string, hint: number, task
  */
 const RECENT_BATCHES = 16;
 const recentByStore = new WeakMap<EventStore, Map<string, Map<string, TaskCreatedEvent>>>();
-function recentBatches(store: EventStore): Map<string, Map<string, TaskCreatedEvent>> {
+function recentBatches(of: EventStore): Map<string, Map<string, TaskCreatedEvent>> {
+  const store = of.wraps ?? of;
   let recent = recentByStore.get(store);
   if (!recent) recentByStore.set(store, (recent = new Map()));
   return recent;
