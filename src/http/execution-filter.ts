@@ -120,7 +120,8 @@ export function parseExecutionFilter(get: (name: FilterName) => string | undefin
 }
 
 /** `error`'s condition: a case-insensitive substring (`%`, `_`, `\\` escaped). */
-const errorMatches = (text: string) => sql`error_message ILIKE ${`%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`}`;
+const likePattern = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+const errorMatches = (text: string) => sql`error_message ILIKE ${likePattern(text)}`;
 
 /** The filter's conditions on `executions` (unqualified columns), the organization's first. */
 export function filterConditions(orgId: string, f: ExecutionFilter): RawBuilder<unknown>[] {
@@ -192,10 +193,12 @@ export function countSql(orgId: string, f: ExecutionFilter): RawBuilder<{ count:
   const { error, ...others } = f;
   if (!error) return sql<{ count: string }>`SELECT count(*) AS count FROM executions WHERE ${sql.join(filterConditions(orgId, f), sql` AND `)}`;
   const rest = sql.join(filterConditions(orgId, others), sql` AND `);
-  const matches = errorMatches(error);
+  const pattern = likePattern(error);
+  // The long ones' match is on an expression the trigram index does not cover: left to
+  // itself, Postgres took that index there (both organizations' matches from the heap).
   return sql<{ count: string }>`SELECT
-      (SELECT count(*) FROM executions WHERE ${rest} AND error_message IS NOT NULL AND octet_length(error_message) <= ${sql.lit(SHORT_ERROR_BYTES)} AND ${matches})
-      + (SELECT count(*) FROM executions WHERE ${rest} AND octet_length(error_message) > ${sql.lit(SHORT_ERROR_BYTES)} AND ${matches}) AS count`;
+      (SELECT count(*) FROM executions WHERE ${rest} AND error_message IS NOT NULL AND octet_length(error_message) <= ${sql.lit(SHORT_ERROR_BYTES)} AND error_message ILIKE ${pattern})
+      + (SELECT count(*) FROM executions WHERE ${rest} AND octet_length(error_message) > ${sql.lit(SHORT_ERROR_BYTES)} AND (error_message || '') ILIKE ${pattern}) AS count`;
 }
 
 /**
