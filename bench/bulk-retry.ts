@@ -15,6 +15,11 @@ const BATCH = 1_000;
 
 /** RSS of a process and its descendants, in bytes (Linux /proc). */
 function treeRss(pid: number): number {
+  return [...treeRssByProcess(pid).values()].reduce((a, b) => a + b, 0);
+}
+
+/** RSS of each process of the tree, by `<pid> <its role or command>` (which one grows). */
+function treeRssByProcess(pid: number): Map<string, number> {
   const children = new Map<number, number[]>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
@@ -26,18 +31,20 @@ function treeRss(pid: number): number {
       // gone meanwhile
     }
   }
-  let total = 0;
+  const out = new Map<string, number>();
   const walk = (p: number) => {
     try {
       const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${p}/status`, 'utf8'));
-      total += Number(m?.[1] ?? 0) * 1024;
+      // A split serve's children are named by their roles (JETCRON_ROLES), as the CPU table names them.
+      const roles = readFileSync(`/proc/${p}/environ`, 'utf8').split('\0').find((v) => v.startsWith('JETCRON_ROLES='));
+      out.set(roles ? `process ${roles.slice('JETCRON_ROLES='.length)}` : `process ${p} (the parent)`, Number(m?.[1] ?? 0) * 1024);
     } catch {
       return;
     }
     for (const c of children.get(p) ?? []) walk(c);
   };
   walk(pid);
-  return total;
+  return out;
 }
 
 export const bulkRetry: Benchmark = {
@@ -79,6 +86,7 @@ export const bulkRetry: Benchmark = {
       await until(`SELECT count(*) AS n FROM executions WHERE source_name LIKE 'dead-%' AND status = 'failed' AND retried_by IS NULL`, N, 'dead letters');
 
       const rssBefore = treeRss(s.service.pid!);
+      const byProcessBefore = treeRssByProcess(s.service.pid!);
       const cpuEnd = s.startCpuPhase();
       const accepted = await client.send('POST', '/api/v1/executions/retry', { body: JSON.stringify({ filter: { error: '' } }) });
       if (accepted.status !== 202) throw new Error(`bulk retry: ${accepted.status} ${accepted.text.slice(0, 300)}`);
@@ -94,6 +102,9 @@ export const bulkRetry: Benchmark = {
       clearInterval(sampler);
       const cpu = cpuEnd();
       const rssAfter = treeRss(s.service.pid!);
+      const byProcessAfter = treeRssByProcess(s.service.pid!);
+      const mib = (b: number) => fmt.int(b / 2 ** 20);
+      const growth = [...byProcessAfter].map(([p, after]) => `${p}: ${mib(byProcessBefore.get(p) ?? 0)} → ${mib(after)} MiB`).join('; ');
       const retryRate = N / ((tJobEnd - tJob) / 1000);
       const ratio = retryRate / freshRate;
       return {
@@ -116,6 +127,7 @@ export const bulkRetry: Benchmark = {
         cpu: { phase: 'the job', report: cpu, units: { count: N, what: 'retry' } },
         notes: [
           'the job takes its set in groups of 500 (64 retries in flight, each its own guarded append; one RetryJobStepped a group); the fresh tasks are 10 batches of 1,000, each under a flow-control key of parallelism 1,000.',
+          `RSS by process, the job's start → end: ${growth}.`,
           ...troubleNotes(s.service),
         ],
       };
