@@ -307,13 +307,13 @@ describe('a bulk retry job across a kill -9 of the process advancing it', () => 
     procs.push(successor);
     let done;
     try {
-      await eventually(() => successor.lines.some((l) => /retry jobs: this process holds the retry-jobs lease/.test(l)), 60_000, 100);
+      await eventually(() => successor.lines.some((l) => /bulk jobs: this process holds their lease and advances them/.test(l)), 60_000, 100);
       done = await finishedJob(api, jobId);
     } finally {
       process.kill(frozen.pid, 'SIGCONT');
     }
     // Woken, it finds its lease lapsed and stops; whatever it had under way is settled (appended before the freeze, or refused).
-    await eventually(() => frozen.lines.some((l) => /retry jobs: the lease is no longer held; this holder has stopped/.test(l)), 60_000, 100);
+    await eventually(() => frozen.lines.some((l) => /bulk jobs: their lease is no longer held; this holder has stopped/.test(l)), 60_000, 100);
     assert.deepEqual([done.done, done.skipped], [SET, 0]);
     const rows = await eventually(async () => {
       const all = await allExecutions(api);
