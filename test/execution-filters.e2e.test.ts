@@ -106,6 +106,17 @@ describe('execution filters and dead letters', () => {
     assert.ok(found.has(broken.id));
     assert.ok(!found.has(ok.id));
     assert.deepEqual(await ids('error=no%20such%20error%20anywhere'), new Set());
+    // The bulk calls' count (its own query shape: the index-only match) counts what the list lists.
+    const counted = await api('POST', '/executions/retry', { filter: { error: part, dead: false }, dry_run: true });
+    assert.deepEqual(counted.body.data, { count: found.size }, JSON.stringify(counted.body));
+    // A message of more than 2,000 bytes (the index-only match's bound) is found and counted too.
+    const long = await create({ url: `${target.url}/fine/long`, name: 'long error', retry_attempts: 0, expected_body_pattern: '€'.repeat(1000) });
+    const longRun = await finished(long.last_execution_id);
+    assert.equal(longRun.status, 'failed');
+    assert.ok(Buffer.byteLength(longRun.error_message) > 2000, 'a long message');
+    assert.deepEqual(await ids(`error=${encodeURIComponent('€€€€')}`), new Set([longRun.id]));
+    const countedLong = await api('POST', '/executions/retry', { filter: { error: '€€€€', dead: false }, dry_run: true });
+    assert.deepEqual(countedLong.body.data, { count: 1 });
   });
 
   test('finished_after and finished_before take ISO 8601 and relative durations', async () => {
@@ -130,9 +141,25 @@ describe('execution filters and dead letters', () => {
     assert.deepEqual(await problem(`error=${'x'.repeat(501)}`), { status: 422, field: 'error' });
   });
 
-  test("another organization's ids match nothing and its executions are 404", async () => {
-    assert.deepEqual(await ids(`task_id=${laneTask.id}`, other), new Set());
-    assert.deepEqual(await ids(`schedule_id=${schedule.id}`, other), new Set());
+  test("another organization's ids are 404 naming the filter, in the list and the bulk calls; its executions are 404", async () => {
+    const refused = async (query: string, field: string) => {
+      const res = await other('GET', `/executions?${query}`);
+      assert.deepEqual([res.status, res.body?.error?.field ?? res.body?.field], [404, field], `${query}: ${JSON.stringify(res.body)}`);
+    };
+    await refused(`task_id=${laneTask.id}`, 'task_id');
+    await refused(`task_id=${schedule.id}`, 'task_id');
+    await refused(`schedule_id=${schedule.id}`, 'schedule_id');
+    await refused('endpoint_id=ep_nosuchendpoint0000', 'endpoint_id');
+    for (const filter of [{ task_id: laneTask.id }, { schedule_id: schedule.id }]) {
+      const bulk = await other('POST', '/executions/retry', { filter, dry_run: true });
+      assert.deepEqual([bulk.status, bulk.body?.error?.field ?? bulk.body?.field], [404, `filter.${Object.keys(filter)[0]}`], JSON.stringify(bulk.body));
+    }
+    // The owner's own ids still answer; a task deleted (its executions with it) is not found.
+    assert.deepEqual(await ids(`task_id=${laneTask.id}`), new Set([laned.id]));
+    const gone = await create({ url: `${target.url}/fine/gone`, name: 'gone' });
+    await finished(gone.last_execution_id);
+    assert.equal((await api('DELETE', `/tasks/${gone.id}`)).status, 204);
+    await eventually(async () => (await api('GET', `/executions?task_id=${gone.id}`)).status === 404);
     assert.deepEqual(await ids('dead=true', other), new Set());
     assert.deepEqual(await ids('lane=billing', other), new Set());
     assert.equal((await other('GET', `/executions/${notFound.id}`)).status, 404);

@@ -67,6 +67,24 @@ describe('retry one execution', () => {
     assert.deepEqual(dead, [], 'a retried execution is no dead letter');
   });
 
+  test("an execution triggered with a push-level callback: its retry's outcome goes to that callback too", async () => {
+    failing.add('/task/pushed');
+    const task = await create({ url: `${target.url}/task/pushed`, name: 'pushed', retry_attempts: 0, delay: '1d' });
+    const triggered = await api('POST', `/tasks/${task.id}/trigger`, { callback_url: `${target.url}/cb/push` });
+    assert.equal(triggered.status, 202, JSON.stringify(triggered.body));
+    const first = await finished(triggered.body.data.execution_id ?? triggered.body.data.id);
+    assert.equal(first.status, 'failed');
+    const calledBack = (id: string) => eventually(() => received('/cb/push').find((r) => JSON.parse(r.body).execution_id === id), 30_000);
+    await calledBack(first.id);
+    failing.delete('/task/pushed');
+    const res = await retry(first.id);
+    assert.equal(res.status, 202, JSON.stringify(res.body));
+    const again = await finished(res.body.data.execution_id);
+    assert.equal(again.status, 'success');
+    const payload = JSON.parse((await calledBack(again.id))!.body);
+    assert.deepEqual([payload.event, payload.status], ['execution.completed', 'success']);
+  });
+
   test('a schedule tick is retried with the schedule as it is now, signed afresh', async () => {
     failing.add('/tick/v1');
     const s = (await api('POST', '/schedules', { name: 'nightly', cron: '0 3 * * *', url: `${target.url}/tick/v1`, headers: { 'X-Version': '1' }, retry_attempts: 0 })).body.data;

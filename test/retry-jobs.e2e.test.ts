@@ -8,6 +8,8 @@ import { endProcesses } from './support/owner-processes.ts';
 import { rebuildProjections } from '../src/cli/rebuild.ts';
 
 const FINAL = ['success', 'failed', 'timeout', 'cancelled'];
+/** A set of more than one group (JOB_GROUP). */
+const SET = 600;
 
 /** Every execution of the organization (all pages). */
 async function allExecutions(api: Api, query = ''): Promise<any[]> {
@@ -79,6 +81,7 @@ describe('bulk retry jobs', () => {
     assert.deepEqual(job.filter, { dead: true, ...filter });
     const again = await api('POST', '/executions/retry', { filter }, { 'Idempotency-Key': 'bulk-once' });
     assert.equal(again.body.data.id, job.id, 'the same Idempotency-Key answers the same job');
+    assert.deepEqual((await api('GET', '/jobs')).body.data.filter((j: any) => j.status === 'running' || j.id === job.id).map((j: any) => j.id), [job.id], 'and makes no second job');
 
     const done = await finishedJob(api, job.id);
     assert.equal(done.done, 30);
@@ -152,8 +155,11 @@ describe('bulk retry jobs', () => {
 
       aFails = false;
       const receivedB = replayTarget.received.filter((r) => r.path.startsWith('/r/b')).length;
-      const accepted = await api('POST', `/endpoints/${ep.id}/events/replay`, { filter, forward_urls: [a] });
+      const accepted = await api('POST', `/endpoints/${ep.id}/events/replay`, { filter, forward_urls: [a] }, { 'Idempotency-Key': 'replay-once' });
       assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
+      const again = await api('POST', `/endpoints/${ep.id}/events/replay`, { filter, forward_urls: [a] }, { 'Idempotency-Key': 'replay-once' });
+      assert.equal(again.body.data.id, accepted.body.data.id, 'the same Idempotency-Key answers the same job');
+      assert.equal((await api('GET', '/jobs')).body.data.filter((j: any) => j.kind === 'replay').length, 1, 'and makes no second job');
       assert.equal(accepted.body.data.kind, 'replay');
       assert.equal(accepted.body.data.endpoint_id, ep.id);
       assert.deepEqual(accepted.body.data.forward_urls, [a]);
@@ -176,8 +182,17 @@ describe('bulk retry jobs', () => {
 
   test('a rebuild of the read models gives the same jobs', async () => {
     const jobs = async () => {
-      const list = (await api('GET', '/jobs')).body.data as any[];
-      return { list, one: await Promise.all(list.map(async (j) => (await api('GET', `/jobs/${j.id}`)).body.data)) };
+      const res = await api('GET', '/jobs');
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      const list = res.body.data as any[];
+      return {
+        list,
+        one: await Promise.all(list.map(async (j) => {
+          const one = await api('GET', `/jobs/${j.id}`);
+          assert.equal(one.status, 200, JSON.stringify(one.body));
+          return one.body.data;
+        })),
+      };
     };
     const before = await jobs();
     assert.ok(before.list.length >= 2);
@@ -186,6 +201,35 @@ describe('bulk retry jobs', () => {
     await svc.startService();
     assert.deepEqual(await jobs(), before);
   });
+});
+
+// A service of its own: 10,001 executions waiting a day would weigh on the other tests' restart.
+describe('a bulk retry matching more than 10,000 executions', () => {
+  let svc: TestService;
+  before(async () => {
+    svc = await startTestService();
+  });
+  after(async () => {
+    await svc?.stop();
+  });
+
+  test('more than 10,000 matching executions: 422 field filter naming the count, and no job', async () => {
+    const { api: big } = await svc.createOrg('pro');
+    // Pending a day from now: 10,001 executions that send nothing.
+    for (let b = 0; b < 11; b++) {
+      const size = b < 10 ? 1000 : 1;
+      const res = await big('POST', '/tasks/batch', { delay: '1d', flow_control: { key: 'later', parallelism: 1000 }, tasks: Array.from({ length: size }, (_, i) => ({ url: `http://127.0.0.1:9/later?b=${b}&i=${i}` })) });
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+    }
+    const filter = { dead: false, status: 'pending' };
+    assert.deepEqual((await big('POST', '/executions/retry', { filter, dry_run: true })).body.data, { count: 10_001 });
+    const refused = await big('POST', '/executions/retry', { filter });
+    assert.equal(refused.status, 422, JSON.stringify(refused.body));
+    assert.equal(refused.body.error.field, 'filter');
+    assert.match(refused.body.error.message, /10001 executions/);
+    assert.deepEqual((await big('GET', '/jobs')).body.data, []);
+  });
+
 });
 
 describe('a bulk retry job across a kill -9 of the process advancing it', () => {
@@ -207,7 +251,8 @@ describe('a bulk retry job across a kill -9 of the process advancing it', () => 
 
   test('one running job per organization, a cancel; killed part-way, a job finishes in another process and no execution of its set is retried twice', async () => {
     const { api, apiKey } = await svc.createOrg('pro');
-    const set = await deadLetters(api, `${target.url}/crash`, 300, 'crash');
+    // More than one group (JOB_GROUP, 500): the kill can land inside a group or between two.
+    const set = await deadLetters(api, `${target.url}/crash`, SET, 'crash');
     failing = false;
     // No process advances jobs yet: one accepted now stays running.
     const waiting = await api('POST', '/executions/retry', { filter: {} });
@@ -225,18 +270,57 @@ describe('a bulk retry job across a kill -9 of the process advancing it', () => 
     const accepted = await viaFirst('POST', '/executions/retry', { filter: {} });
     assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
     const jobId = accepted.body.data.id;
-    assert.equal(accepted.body.data.total, 300);
-    // Killed once it has taken some of its set.
-    await eventually(async () => (await api('GET', `/jobs/${jobId}`)).body.data.done > 0, 60_000);
+    assert.equal(accepted.body.data.total, SET);
+    // Killed once some of its retries are appended (projected: their rows are there).
+    await eventually(async () => (await allExecutions(api, '&source_type=task')).some((r) => r.retry_of), 60_000);
     await first.kill9();
     const atKill = (await api('GET', `/jobs/${jobId}`)).body.data;
     const second = await spawnJetcron({ roles: 'api', natsUrl: svc.natsUrl, databaseUrl: svc.databaseUrl, label: 'jobs-b' });
     procs.push(second);
     const done = await finishedJob(api, jobId);
-    assert.equal(done.done + done.skipped, 300);
-    await eventually(async () => (await allExecutions(api)).filter((r) => r.retry_of && FINAL.includes(r.status)).length >= 300, 60_000);
+    // Every execution counted as retried: those the killed process retried without recording them too.
+    assert.deepEqual([done.done, done.skipped], [SET, 0]);
+    await eventually(async () => (await allExecutions(api)).filter((r) => r.retry_of && FINAL.includes(r.status)).length >= SET, 60_000);
     await retriedOnceEach(api, set);
-    // Informational: how far the first process had come (the kill can land after its last step on a fast machine).
-    process.stderr.write(`# killed at ${atKill.done + atKill.skipped}/300; finished ${done.done} retried, ${done.skipped} skipped\n`);
+    // Informational: how far the first process had come (the kill can land after its last group on a fast machine).
+    process.stderr.write(`# killed at ${atKill.done + atKill.skipped}/${SET} recorded; finished ${done.done} retried, ${done.skipped} skipped\n`);
+  });
+
+  test('the process advancing a job frozen past its lease (SIGSTOP), then resumed: another finishes the job, the frozen one appends nothing more, none retried twice', { timeout: 240_000 }, async () => {
+    // The last test's processes hold nothing any more: the one started here takes the job.
+    await endProcesses(procs.splice(0));
+    const { api, apiKey } = await svc.createOrg('pro');
+    failing = true;
+    const set = await deadLetters(api, `${target.url}/freeze`, SET, 'freeze');
+    failing = false;
+    const frozen = await spawnJetcron({ roles: 'api', natsUrl: svc.natsUrl, databaseUrl: svc.databaseUrl, label: 'jobs-frozen' });
+    procs.push(frozen);
+    const accepted = await apiClient(() => frozen.url!, apiKey)('POST', '/executions/retry', { filter: { host: new URL(target.url).hostname } });
+    assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
+    const jobId = accepted.body.data.id;
+    assert.equal(accepted.body.data.total, SET);
+    await eventually(async () => (await allExecutions(api, '&source_type=task')).some((r) => r.retry_of && set.includes(r.retry_of)), 60_000);
+    process.kill(frozen.pid, 'SIGSTOP');
+    const atFreeze = (await api('GET', `/jobs/${jobId}`)).body.data;
+    // The successor takes the lease once the frozen one's lapses.
+    const successor = await spawnJetcron({ roles: 'api', natsUrl: svc.natsUrl, databaseUrl: svc.databaseUrl, label: 'jobs-successor' });
+    procs.push(successor);
+    let done;
+    try {
+      await eventually(() => successor.lines.some((l) => /bulk jobs: this process holds their lease and advances them/.test(l)), 60_000, 100);
+      done = await finishedJob(api, jobId);
+    } finally {
+      process.kill(frozen.pid, 'SIGCONT');
+    }
+    // Woken, it finds its lease lapsed and stops; whatever it had under way is settled (appended before the freeze, or refused).
+    await eventually(() => frozen.lines.some((l) => /bulk jobs: their lease is no longer held; this holder has stopped/.test(l)), 60_000, 100);
+    assert.deepEqual([done.done, done.skipped], [SET, 0]);
+    const rows = await eventually(async () => {
+      const all = await allExecutions(api);
+      return all.filter((r) => r.retry_of && set.includes(r.retry_of) && FINAL.includes(r.status)).length >= SET ? all : null;
+    }, 60_000);
+    assert.ok(rows.length > 0);
+    await retriedOnceEach(api, set);
+    process.stderr.write(`# frozen at ${atFreeze.done + atFreeze.skipped}/${SET} recorded\n`);
   });
 });

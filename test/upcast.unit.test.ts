@@ -56,3 +56,10 @@ test('AttemptFinished version 1 (no `final`) reads as version 2: final when no o
   const today = { ...base, v: 2, data: { ...data(null), final: true } };
   assert.equal(upcast(today as never), today);
 });
+
+test('RetryJobStepped version 1 (one execution beside `job`) reads as version 2: a group of one step', () => {
+  const job = { id: 'rjb_1', position: 1 };
+  const old = upcast(event('RetryJobStepped', { job, execution_id: 'exe_1', outcome: 'skipped', retry_id: null, reason: 'already retried' }, 1) as never) as { v: number; data: unknown };
+  assert.deepEqual([old.v, old.data], [2, { job, steps: [{ execution_id: 'exe_1', outcome: 'skipped', retry_id: null, reason: 'already retried' }] }]);
+  assert.equal(versionOf('RetryJobStepped'), 2);
+});

@@ -78,7 +78,8 @@ const MAX_BACKOFF_MS = 250;
 // the time budget sheds load instead.
 const queues = new WeakMap<EventStore, AsyncLock>();
 
-function queuesOf(store: EventStore): AsyncLock {
+function queuesOf(of: EventStore): AsyncLock {
+  const store = of.wraps ?? of;
   let q = queues.get(store);
   if (!q) queues.set(store, (q = new AsyncLock({ maxPending: Infinity })));
   return q;

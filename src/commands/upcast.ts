@@ -20,6 +20,8 @@ import type { EventType, JetcronEvent } from './events.ts';
 const VERSIONS: Partial<Record<EventType, number>> = {
   // 2: `final` (the attempt ended the execution), where readers worked it out from `next_attempt_at`.
   AttemptFinished: 2,
+  // 2: `steps`, a group of executions per event, where version 1 recorded one beside `job`.
+  RetryJobStepped: 2,
 };
 
 export const versionOf = (type: string): number => VERSIONS[type as EventType] ?? 1;
@@ -74,6 +76,7 @@ const UNVERSIONED: Partial<Record<EventType, (data: Data) => Data>> = {
 /** `STEPS[type][n]`: version n of the type's data → version n + 1. */
 const STEPS: Partial<Record<EventType, Record<number, (data: Data) => Data>>> = {
   AttemptFinished: { 1: (d) => ({ ...d, final: d.next_attempt_at == null }) },
+  RetryJobStepped: { 1: ({ job, execution_id, outcome, retry_id, reason }) => ({ job, steps: [{ execution_id, outcome, retry_id, reason }] }) },
 };
 
 /** The stored types a reader asking for `type` must look at (a renamed type would add its old name here). */

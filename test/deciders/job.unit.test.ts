@@ -7,8 +7,10 @@ import { ApiError } from '../../src/lib/errors.ts';
 import { meta } from './spec.ts';
 
 const accept = (jobId: string, ids: string[]): JobCommand => ({ type: 'AcceptRetryJob', orgId: 'org_1', jobId, filter: { dead: true }, executionIds: ids });
+const taken = (position: number, outcome: 'retried' | 'skipped') =>
+  ({ execution_id: `exe_${position}`, outcome, retry_id: outcome === 'retried' ? `exe_r${position}` : null, reason: outcome === 'skipped' ? 'already retried' : null });
 const step = (jobId: string, position: number, outcome: 'retried' | 'skipped' = 'retried'): JobCommand =>
-  ({ type: 'RecordJobStep', jobId, position, executionId: `exe_${position}`, outcome, retryId: outcome === 'retried' ? `exe_r${position}` : null, reason: null });
+  ({ type: 'RecordJobSteps', jobId, position, steps: [taken(position, outcome)] });
 const run = (state: RetryJob | null, command: JobCommand): { events: JobEvent[]; state: RetryJob | null } => {
   const events = decideJobs(command, state, meta());
   return { events, state: events.reduce<RetryJob | null>(evolveJobs, state) };
@@ -29,6 +31,21 @@ test('a job takes its set position by position, counts retried and skipped, and 
   ({ state } = run(state, step('rjb_1', 0)));
   ({ state } = run(state, step('rjb_1', 1, 'skipped')));
   assert.deepEqual([state!.status, state!.done, state!.skipped, state!.position], ['done', 1, 1, 2]);
+  assert.ok(state!.finished_at);
+});
+
+test('one event records a group of steps: the position moves past all of them, each counted, done after the last', () => {
+  let { state } = run(null, accept('rjb_1', ['exe_0', 'exe_1', 'exe_2', 'exe_3', 'exe_4']));
+  let events: JobEvent[];
+  ({ events, state } = run(state, { type: 'RecordJobSteps', jobId: 'rjb_1', position: 0, steps: [taken(0, 'retried'), taken(1, 'skipped'), taken(2, 'retried')] }));
+  assert.equal(events.length, 1);
+  const stepped = events[0]!;
+  assert.deepEqual(stepped.type === 'RetryJobStepped' && stepped.data.steps.map((s) => s.execution_id), ['exe_0', 'exe_1', 'exe_2']);
+  assert.deepEqual([state!.status, state!.position, state!.done, state!.skipped], ['running', 3, 2, 1]);
+  assert.deepEqual(run(state, { type: 'RecordJobSteps', jobId: 'rjb_1', position: 0, steps: [taken(0, 'retried')] }).events, [], 'a group from a position already taken is nothing');
+  assert.throws(() => decideJobs({ type: 'RecordJobSteps', jobId: 'rjb_1', position: 3, steps: [taken(3, 'retried'), taken(4, 'retried'), taken(5, 'retried')] }, state, meta()), /3 steps from position 3 of 5/);
+  ({ state } = run(state, { type: 'RecordJobSteps', jobId: 'rjb_1', position: 3, steps: [taken(3, 'skipped'), taken(4, 'retried')] }));
+  assert.deepEqual([state!.status, state!.position, state!.done, state!.skipped], ['done', 5, 3, 2]);
   assert.ok(state!.finished_at);
 });
 

@@ -8,9 +8,9 @@ const unreachable = (x: never): never => {
 
 /**
  * An organization's jobs are one aggregate on one subject (`evt.<org>.jobs`), whose
- * state is its latest job: at most one runs at a time, and every step of the running
- * one is a guarded append, so two workers (a stale one and its successor) cannot both
- * record a step.
+ * state is its latest job: at most one runs at a time, and every group of steps of the
+ * running one is a guarded append naming the position it starts at, so two workers (a
+ * stale one and its successor) cannot both record a step.
  */
 export function evolveJobs(_state: RetryJob | null, event: JobEvent): RetryJob | null {
   return event.data.job;
@@ -31,20 +31,20 @@ export function decideJobs(command: JobCommand, state: RetryJob | null, meta: Co
       };
       return [{ ...base, org_id: command.orgId, type: 'RetryJobAccepted', data: { job, execution_ids: command.executionIds } }];
     }
-    case 'RecordJobStep': {
-      // A step of a job no longer running, or one already recorded: nothing (a stale worker's).
+    case 'RecordJobSteps': {
+      // Steps of a job no longer running, or from a position already taken: nothing (a stale worker's).
       if (!state || state.id !== command.jobId || state.status !== 'running' || state.position !== command.position) return [];
-      const retried = command.outcome === 'retried';
-      const position = state.position + 1;
+      if (!command.steps.length || state.position + command.steps.length > state.total) {
+        throw new Error(`job ${state.id}: ${command.steps.length} steps from position ${state.position} of ${state.total}`);
+      }
+      const retried = command.steps.filter((s) => s.outcome === 'retried').length;
+      const position = state.position + command.steps.length;
       const finished = position >= state.total;
       const job: RetryJob = {
-        ...state, position, done: state.done + (retried ? 1 : 0), skipped: state.skipped + (retried ? 0 : 1),
+        ...state, position, done: state.done + retried, skipped: state.skipped + command.steps.length - retried,
         status: finished ? 'done' : 'running', finished_at: finished ? meta.now : null,
       };
-      return [{
-        ...base, org_id: state.org_id, type: 'RetryJobStepped',
-        data: { job, execution_id: command.executionId, outcome: command.outcome, retry_id: command.retryId, reason: command.reason },
-      }];
+      return [{ ...base, org_id: state.org_id, type: 'RetryJobStepped', data: { job, steps: command.steps } }];
     }
     case 'CancelJob': {
       // A job no longer running (done, cancelled, or an older one: only the latest can run) stays as it is.

@@ -19,5 +19,5 @@ export const acceptRetryJob = (
   deps: CommandDeps, orgId: string, jobId: string, filter: RetryJob['filter'], executionIds: string[], replay?: { endpointId: string; forwardUrls: string[] | null },
 ) => run(deps, orgId, { type: 'AcceptRetryJob', orgId, jobId, filter, executionIds, ...(replay ? { replay } : {}) });
 export const cancelJob = (deps: CommandDeps, orgId: string, jobId: string) => run(deps, orgId, { type: 'CancelJob', jobId });
-export const recordJobStep = (deps: CommandDeps, orgId: string, step: Omit<Extract<JobCommand, { type: 'RecordJobStep' }>, 'type'>) =>
-  run(deps, orgId, { type: 'RecordJobStep', ...step });
+export const recordJobSteps = (deps: CommandDeps, orgId: string, steps: Omit<Extract<JobCommand, { type: 'RecordJobSteps' }>, 'type'>) =>
+  run(deps, orgId, { type: 'RecordJobSteps', ...steps });

@@ -23,11 +23,13 @@ export const JOB_EVENT_SCHEMAS = {
   }, { description: 'A bulk retry (`POST /executions/retry`) or replay (`POST /endpoints/{id}/events/replay`) was accepted' }),
   RetryJobStepped: Type.Object({
     job: jobSchema,
-    execution_id: Str('The execution of the set this step took'),
-    outcome: OneOf(['retried', 'skipped'] as const),
-    retry_id: Nullable(Str('The new execution, when retried')),
-    reason: Nullable(Str('Why it was skipped')),
-  }, { description: 'The job\'s worker took one execution of its set' }),
+    steps: Type.Array(Type.Object({
+      execution_id: Str('The execution of the set this step took (a replay job: the inbound event)'),
+      outcome: OneOf(['retried', 'skipped'] as const),
+      retry_id: Nullable(Str('The new execution, when retried')),
+      reason: Nullable(Str('Why it was skipped')),
+    }), { description: 'The executions of the set from the job\'s position before this event, in order' }),
+  }, { description: 'The job\'s worker took a group of executions of its set (version 1: one, its fields beside `job`)' }),
   RetryJobCancelled: Type.Object({ job: jobSchema }, { description: 'The job was cancelled (`POST /jobs/{id}/cancel`): what it had not taken stays as it is' }),
 };
 

@@ -31,15 +31,27 @@ export interface RetryJob {
 
 export type JobStepOutcome = 'retried' | 'skipped';
 
+/** What came of one execution (a replay job: one inbound event) of the set. */
+export interface JobStep {
+  execution_id: string;
+  outcome: JobStepOutcome;
+  /** The new execution, when retried. */
+  retry_id: string | null;
+  /** Why it was skipped. */
+  reason: string | null;
+}
+
 export type JobEvent =
   /** `execution_ids`: the set (a replay job's are inbound event ids). */
   | Envelope<'RetryJobAccepted', { job: RetryJob; execution_ids: string[] }>
-  | Envelope<'RetryJobStepped', { job: RetryJob; execution_id: string; outcome: JobStepOutcome; retry_id: string | null; reason: string | null }>
+  /** `steps`: the executions of the set from the position before, in order (a worker's group). */
+  | Envelope<'RetryJobStepped', { job: RetryJob; steps: JobStep[] }>
   | Envelope<'RetryJobCancelled', { job: RetryJob }>;
 
 export type JobCommand =
   | { type: 'AcceptRetryJob'; orgId: string; jobId: string; filter: RetryJob['filter']; executionIds: string[]; replay?: { endpointId: string; forwardUrls: string[] | null } }
-  | { type: 'RecordJobStep'; jobId: string; position: number; executionId: string; outcome: JobStepOutcome; retryId: string | null; reason: string | null }
+  /** The steps taken from `position` on, in the set's order. */
+  | { type: 'RecordJobSteps'; jobId: string; position: number; steps: JobStep[] }
   | { type: 'CancelJob'; jobId: string };
 
 /** At most this many executions in one job's set. */

@@ -3,6 +3,7 @@ import { checkResourceChannels } from '../channel/decide.ts';
 import { notFound, unprocessable } from '../../lib/errors.ts';
 import { checkLength, checkRequest, checkUrl, emptyAsNone, MAX_NAME_LENGTH, MAX_SCRIPT_LENGTH } from '../payload-checks.ts';
 import { checkStatusCodes } from '../task/decide.ts';
+import type { RetryIds } from '../task/types.ts';
 import { unreachable } from '../../lib/unreachable.ts';
 import type { CommandMeta } from '../meta.ts';
 import type { Plan } from '../organization/types.ts';
@@ -16,7 +17,7 @@ export type ScheduleCommand =
   | { type: 'CreateSchedule'; orgId: string; plan: Plan; input: ScheduleInput & { url: string; cron: string } }
   | { type: 'UpdateSchedule'; plan: Plan; input: ScheduleInput }
   | { type: 'DeleteSchedule' }
-  | { type: 'TriggerSchedule'; callbackUrl: string | null; retryOf?: string }
+  | { type: 'TriggerSchedule'; callbackUrl: string | null; retryOf?: string; ids?: RetryIds }
   /** A tick's timer fired (the scheduler): `tickAt` is the `next_run_at` it was armed for. */
   | { type: 'RecordTick'; tickAt: string }
   /** Destination health: one of its executions ended for good (the counting reader, `src/notifier/health.ts`). */
@@ -203,9 +204,10 @@ export function decideSchedule(command: ScheduleCommand, state: Schedule | null,
       checkUrl(callbackUrl, 'callback_url');
       return [{
         ...base,
+        ...(command.ids ? { id: command.ids.eventId } : {}),
         org_id,
         type: 'ScheduleTriggered',
-        data: { schedule: state, execution: { id: meta.newId('exe'), scheduled_for: meta.now, callback_url: callbackUrl }, ...(command.retryOf ? { retry_of: command.retryOf } : {}) },
+        data: { schedule: state, execution: { id: command.ids?.executionId ?? meta.newId('exe'), scheduled_for: meta.now, callback_url: callbackUrl }, ...(command.retryOf ? { retry_of: command.retryOf } : {}) },
       }];
     }
     default:

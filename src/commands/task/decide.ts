@@ -151,8 +151,8 @@ export function decideTask(command: TaskCommand, state: Task | null, meta: Comma
       // An empty one is none: the task's own callback applies.
       const callbackUrl = command.callbackUrl || null;
       checkUrl(callbackUrl, 'callback_url');
-      const execution = { id: meta.newId('exe'), scheduled_for: meta.now, callback_url: callbackUrl };
-      return [{ ...base, org_id, type: 'TaskTriggered', data: { task: state, execution, ...(command.retryOf ? { retry_of: command.retryOf } : {}) } }];
+      const execution = { id: command.ids?.executionId ?? meta.newId('exe'), scheduled_for: meta.now, callback_url: callbackUrl };
+      return [{ ...base, ...(command.ids ? { id: command.ids.eventId } : {}), org_id, type: 'TaskTriggered', data: { task: state, execution, ...(command.retryOf ? { retry_of: command.retryOf } : {}) } }];
     }
     default:
       return unreachable(command);

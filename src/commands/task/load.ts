@@ -17,21 +17,46 @@ export async function createdInBatch(store: EventStore, orgId: string, taskId: s
   const recent = recentBatches(store);
   // By organization too: another organization's subjects never hold it.
   const key = `${orgId} ${batchId}`;
-  let creates = recent.get(key);
-  if (creates) {
+  const known = recent.get(key);
+  if (known) {
     // Most recently used last.
     recent.delete(key);
-    recent.set(key, creates);
-  } else {
-    const hint = seqHintOf(batchId);
-    const stored = hint === null ? await store.lastMessage<TaskEvent>(SUBJECTS.batch(orgId, batchId)) : await findCommit(store, SUBJECTS.creates(orgId, batchId), hint, taskId);
-    if (!stored) return null;
-    creates = new Map();
-    for (const e of stored.events) if (e.type === 'TaskCreated') creates.set(e.data.task.id, e as TaskCreatedEvent);
-    recent.set(key, creates);
-    if (recent.size > RECENT_BATCHES) recent.delete(recent.keys().next().value!);
+    recent.set(key, known);
+    return known.get(taskId) ?? null;
   }
+  // Commands on tasks of one commit at once (a bulk job's 64 retries in flight) read and
+  // decode it once: the first read is shared while it runs.
+  const reading = readingOf(store);
+  let read = reading.get(key);
+  if (!read) {
+    read = readCreates(store, orgId, batchId, taskId).finally(() => reading.delete(key));
+    reading.set(key, read);
+  }
+  let creates = await read;
+  // Shared, the read looked for another task of the commit: one it does not hold (an id
+  // naming no task) is looked for on its own, as it always was.
+  if (!creates?.has(taskId)) creates = await readCreates(store, orgId, batchId, taskId);
+  if (!creates) return null;
+  recent.set(key, creates);
+  if (recent.size > RECENT_BATCHES) recent.delete(recent.keys().next().value!);
   return creates.get(taskId) ?? null;
+}
+
+async function readCreates(store: EventStore, orgId: string, batchId: string, taskId: string): Promise<Map<string, TaskCreatedEvent> | null> {
+  const hint = seqHintOf(batchId);
+  const stored = hint === null ? await store.lastMessage<TaskEvent>(SUBJECTS.batch(orgId, batchId)) : await findCommit(store, SUBJECTS.creates(orgId, batchId), hint, taskId);
+  if (!stored) return null;
+  const creates = new Map<string, TaskCreatedEvent>();
+  for (const e of stored.events) if (e.type === 'TaskCreated') creates.set(e.data.task.id, e as TaskCreatedEvent);
+  return creates;
+}
+
+const readingByStore = new WeakMap<EventStore, Map<string, Promise<Map<string, TaskCreatedEvent> | null>>>();
+function readingOf(of: EventStore): Map<string, Promise<Map<string, TaskCreatedEvent> | null>> {
+  const store = of.wraps ?? of;
+  let reading = readingByStore.get(store);
+  if (!reading) readingByStore.set(store, (reading = new Map()));
+  return reading;
 }
 
 /**
@@ -61,7 +86,8 @@ async function findCommit(store: EventStore, subject: string, hint: number, task
  */
 const RECENT_BATCHES = 16;
 const recentByStore = new WeakMap<EventStore, Map<string, Map<string, TaskCreatedEvent>>>();
-function recentBatches(store: EventStore): Map<string, Map<string, TaskCreatedEvent>> {
+function recentBatches(of: EventStore): Map<string, Map<string, TaskCreatedEvent>> {
+  const store = of.wraps ?? of;
   let recent = recentByStore.get(store);
   if (!recent) recentByStore.set(store, (recent = new Map()));
   return recent;

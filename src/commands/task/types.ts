@@ -73,7 +73,8 @@ export type TaskCommand =
   | { type: 'UpdateTask'; plan: Plan; input: TaskInput }
   | { type: 'DeleteTask' }
   | { type: 'CancelTask'; reason: string }
-  | { type: 'TriggerTask'; callbackUrl: string | null; retryOf?: string };
+  /** `ids`: a bulk job's retry names its event and execution (derived from the job), so a successor worker can find it in the log. */
+  | { type: 'TriggerTask'; callbackUrl: string | null; retryOf?: string; ids?: RetryIds };
 
 export const TASK_DEFAULTS: Omit<TaskSpec, 'name' | 'url'> = {
   method: 'POST',
@@ -97,3 +98,9 @@ export const TASK_DEFAULTS: Omit<TaskSpec, 'name' | 'url'> = {
   debounce: null,
   debounce_key: null,
 };
+
+/** The event and execution ids a bulk job's retry is appended under. */
+export interface RetryIds {
+  eventId: string;
+  executionId: string;
+}

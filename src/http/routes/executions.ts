@@ -1,7 +1,7 @@
 import { Router, type Request } from 'express';
 import { notFound, unprocessable } from '../../lib/errors.ts';
 import { queryInt, queryString } from '../body.ts';
-import { filterConditions, parseExecutionFilter } from '../execution-filter.ts';
+import { checkFilterSources, pageConditions, parseExecutionFilter } from '../execution-filter.ts';
 import { handler, type ApiDeps } from '../context.ts';
 import { sql } from 'kysely';
 import { PAGE_COLUMNS, pageJson, type PageRow } from '../execution-page.ts';
@@ -11,6 +11,7 @@ import { PROJECTOR_NAME } from '../../projections/projector.ts';
 import { executionDetail } from '../serializers.ts';
 import { decideRetry, type RetryCommand } from '../../commands/execution/retry.ts';
 import { triggerTask } from '../../commands/task/handlers.ts';
+import type { RetryIds } from '../../commands/task/types.ts';
 import { triggerSchedule } from '../../commands/schedule/handlers.ts';
 import { ApiError, conflict } from '../../lib/errors.ts';
 import { replayInboundEvent } from '../replay-event.ts';
@@ -25,17 +26,20 @@ async function sourceMustExist<T>(run: () => Promise<T>): Promise<T> {
   }
 }
 
-/** Runs a retry's command; the new execution's id. */
-export async function runRetry(deps: ApiDeps, orgId: string, command: RetryCommand): Promise<string> {
+/**
+ * Runs a retry's command; the new execution's id. `ids`: a bulk job's retry appends under
+ * ids derived from the job and position (a replay of a delivery: the event id only).
+ */
+export async function runRetry(deps: ApiDeps, orgId: string, command: RetryCommand, ids?: RetryIds): Promise<string> {
   switch (command.type) {
     case 'TriggerTask': {
-      const { events: [event], seq } = await sourceMustExist(() => triggerTask(deps, orgId, command.taskId, null, command.retryOf));
+      const { events: [event], seq } = await sourceMustExist(() => triggerTask(deps, orgId, command.taskId, command.callbackUrl, command.retryOf, ids));
       await deps.reads.wrote(orgId, seq);
       if (event?.type !== 'TaskTriggered') throw new Error('a trigger decided no TaskTriggered');
       return event.data.execution.id;
     }
     case 'TriggerSchedule': {
-      const { events: [event], seq } = await sourceMustExist(() => triggerSchedule(deps, orgId, command.scheduleId, null, command.retryOf));
+      const { events: [event], seq } = await sourceMustExist(() => triggerSchedule(deps, orgId, command.scheduleId, command.callbackUrl, command.retryOf, ids));
       await deps.reads.wrote(orgId, seq);
       if (event?.type !== 'ScheduleTriggered') throw new Error('a trigger decided no ScheduleTriggered');
       return event.data.execution.id;
@@ -43,8 +47,8 @@ export async function runRetry(deps: ApiDeps, orgId: string, command: RetryComma
     case 'ReplayDelivery': {
       const row = await deps.db.selectFrom('inbound_events').selectAll().where('id', '=', command.eventId).where('org_id', '=', orgId).executeTakeFirst();
       if (!row) throw conflict('The execution\'s source is gone: its inbound event is no longer stored', 'source');
-      const { ids } = await replayInboundEvent(deps, orgId, row, { urls: [command.url], retryOf: () => command.retryOf });
-      return ids[0]!;
+      const replayed = await replayInboundEvent(deps, orgId, row, { urls: [command.url], retryOf: () => command.retryOf, ...(ids ? { eventId: ids.eventId } : {}) });
+      return replayed.ids[0]!;
     }
     default:
       return command satisfies never;
@@ -76,7 +80,8 @@ export function executionRoutes(deps: ApiDeps): Router {
     const position = deps.reads.projected;
     const cached = cacheable ? pages.get(key, position) : undefined;
     if (cached !== undefined) return void res.type('application/json').send(cached);
-    const where = filterConditions(req.orgId, filter);
+    await checkFilterSources(deps.db, req.orgId, filter);
+    const where = pageConditions(req.orgId, filter, limit + 1 + offset);
     // ORDER BY names the table's columns: the bare name would be the text alias, sorted as text, without the index.
     // The projector's checkpoint in the rows' own snapshot: the position this page is exactly.
     const { rows } = await sql<PageRow & { at_seq: string }>`SELECT ${PAGE_COLUMNS},
@@ -105,7 +110,7 @@ export function executionRoutes(deps: ApiDeps): Router {
   r.post('/executions/:id/retry', handler(async (req, res) => {
     // A read of this organization's writes (the row of an execution it just made, its status).
     await deps.reads.caughtUp(req.orgId);
-    const row = await deps.db.selectFrom('executions').select(['id', 'status', 'source_type', 'source_id', 'url', 'parent_id'])
+    const row = await deps.db.selectFrom('executions').select(['id', 'status', 'source_type', 'source_id', 'url', 'parent_id', 'callback_url'])
       .where('id', '=', req.params.id!).where('org_id', '=', req.orgId).executeTakeFirst();
     if (!row) throw notFound('Execution not found');
     const executionId = await runRetry(deps, req.orgId, decideRetry(row));

@@ -7,7 +7,7 @@ import { ApiError, notFound, unprocessable } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { jsonObject } from '../body.ts';
 import { handler, type ApiDeps } from '../context.ts';
-import { filterConditions, parseExecutionFilter, parseInstant, type ExecutionFilter, type FilterName } from '../execution-filter.ts';
+import { checkFilterSources, countSql, filterConditions, parseExecutionFilter, parseInstant, type ExecutionFilter, type FilterName } from '../execution-filter.ts';
 import { idempotent, onceId } from '../idempotency.ts';
 import { bulkReplaySchema, bulkRetrySchema, enableForwardSchema } from '../schemas/job.ts';
 import { runEndpoint } from '../../commands/endpoint/handlers.ts';
@@ -91,16 +91,17 @@ export function jobRoutes(deps: ApiDeps, rootUrl: () => string): Router {
     const { filter, accepted } = bulkFilter(body.filter, Date.now());
     // The set is what the read models hold once this organization's writes are in them.
     await deps.reads.caughtUp(req.orgId);
+    await checkFilterSources(deps.db, req.orgId, filter, 'filter.');
     const where = sql.join(filterConditions(req.orgId, filter), sql` AND `);
     if (body.dry_run) {
-      const { rows } = await sql<{ count: string }>`SELECT count(*) AS count FROM executions WHERE ${where}`.execute(deps.db);
+      const { rows } = await countSql(req.orgId, filter).execute(deps.db);
       return void res.json({ data: { count: Number(rows[0]!.count) } });
     }
     // Oldest first, as the list's order reversed; one more than the limit says "too many".
     const { rows } = await sql<{ id: string }>`SELECT id FROM executions WHERE ${where}
       ORDER BY executions.scheduled_for ASC, executions.id ASC LIMIT ${MAX_JOB_SET + 1}`.execute(deps.db);
     if (rows.length > MAX_JOB_SET) {
-      const { rows: [counted] } = await sql<{ count: string }>`SELECT count(*) AS count FROM executions WHERE ${where}`.execute(deps.db);
+      const { rows: [counted] } = await countSql(req.orgId, filter).execute(deps.db);
       throw unprocessable(`filter matches ${Number(counted!.count)} executions; a job takes at most ${MAX_JOB_SET.toLocaleString('en')}: narrow it`, 'filter');
     }
     const jobId = onceId(res, 'rjb') ?? newId('rjb');
