@@ -113,7 +113,10 @@ describe('executions API', () => {
     assert.deepEqual((await list('?status=timeout')).data, []);
     assert.deepEqual(ids((await list(`?task_id=${ok1.task.id}`)).data), [ok1.id]);
     assert.deepEqual(ids((await list(`?task_id=${ok1.task.id}&status=failed`)).data), []);
-    assert.deepEqual((await list('?task_id=tsk_unknown')).data, []);
+    // An id that names no source of this organization is 404, naming the filter.
+    const unknown = await api('GET', '/executions?task_id=tsk_unknown');
+    assert.equal(unknown.status, 404);
+    assert.equal(unknown.body.error.field, 'task_id');
     const bad = await api('GET', '/executions?status=done');
     assert.equal(bad.status, 422);
     assert.equal(bad.body.error.field, 'status');
@@ -228,7 +231,10 @@ describe('executions API', () => {
     const res = await other('GET', `/executions/${ok1.id}`);
     assert.equal(res.status, 404);
     assert.equal(res.body.error.field, null);
-    assert.deepEqual((await other('GET', `/executions?task_id=${ok1.task.id}`)).body.data, []);
+    // Another organization's task id in a filter is 404 naming the filter (CONTRACT.md, "Failure recovery").
+    const filtered = await other('GET', `/executions?task_id=${ok1.task.id}`);
+    assert.equal(filtered.status, 404);
+    assert.equal(filtered.body.error.field, 'task_id');
     assert.deepEqual((await other('GET', '/executions')).body.data, []);
     assert.equal((await other('GET', `/tasks/${ok1.task.id}/executions`)).status, 404);
   });
