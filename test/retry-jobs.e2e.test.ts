@@ -318,7 +318,12 @@ describe('a bulk retry job across a kill -9 of the process advancing it', () => 
     const rows = await eventually(async () => {
       const all = await allExecutions(api);
       return all.filter((r) => r.retry_of && set.includes(r.retry_of) && FINAL.includes(r.status)).length >= SET ? all : null;
-    }, 60_000);
+    }, 60_000).catch(async (err: Error) => {
+      // Which retries never ended, to tell a stranded execution from a retry never made.
+      const retries = (await allExecutions(api)).filter((r) => r.retry_of && set.includes(r.retry_of));
+      const byStatus = Object.fromEntries([...new Set(retries.map((r) => r.status))].map((st) => [st, retries.filter((r) => r.status === st).length]));
+      throw new Error(`${err.message}: ${retries.length} retries of ${new Set(retries.map((r) => r.retry_of)).size} executions, by status ${JSON.stringify(byStatus)}; not final, e.g. ${JSON.stringify(retries.filter((r) => !FINAL.includes(r.status)).slice(0, 2))}`);
+    });
     assert.ok(rows.length > 0);
     await retriedOnceEach(api, set);
     process.stderr.write(`# frozen at ${atFreeze.done + atFreeze.skipped}/${SET} recorded\n`);
