@@ -71,6 +71,10 @@ export class ExecutionIndex {
     if (set && set.size === 0) this.bySource.delete(sourceId);
   }
 
+  has(sourceId: string): boolean {
+    return this.bySource.has(sourceId);
+  }
+
   of(sourceId: string): Iterable<string> {
     return this.bySource.get(sourceId) ?? [];
   }

@@ -14,7 +14,7 @@ import type { FlowControl, FlowKeyEvent } from '../flow-control/types.ts';
 import type { InboundEventEvent } from '../inbound-event/types.ts';
 import type { ScheduleEvent } from '../schedule/types.ts';
 import type { PlannedExecution, Task, TaskEvent } from '../task/types.ts';
-import { logOrder, type HeldExecutions, type OwnedExecution } from './held-executions.ts';
+import { ExecutionIndex, logOrder, type HeldExecutions, type OwnedExecution } from './held-executions.ts';
 import { EndpointDeliveries, endpointKey } from './owned-endpoints.ts';
 import { ScheduleRuns, type DueTick, type ScheduleStates } from './owned-schedules.ts';
 import { flowKeyPartition, taskPartition } from './partition-of.ts';
@@ -96,7 +96,7 @@ export class OwnedTasks {
   /** How many times each lane head was handed over, as the log says (the next hand-off's id). */
   private readonly handoffCounts = new Map<string, number>();
   /** The executions handed in, by their task: a delete cancels those still waiting. */
-  private readonly handedInBySource = new Map<string, Set<string>>();
+  private readonly handedInBySource = new ExecutionIndex();
 
   readonly partition: number;
   readonly partitions: number;
@@ -397,9 +397,7 @@ export class OwnedTasks {
       origin: seq, order: logOrder(seq, index), adopt: null, traceparent, handedIn: true,
     };
     this.track(exec);
-    let set = this.handedInBySource.get(exec.sourceId);
-    if (!set) this.handedInBySource.set(exec.sourceId, (set = new Set()));
-    set.add(id);
+    this.handedInBySource.add(exec.sourceId, id);
     this.queues.enqueue(id, fkey, Date.parse(job.scheduled_for), exec.order);
   }
 
@@ -545,7 +543,7 @@ export class OwnedTasks {
 
   /** A handed-in execution's task deleted or cancelled: one still waiting for its key is cancelled (its lane's owner reads it). */
   private handedInGone(taskId: string, reason: string, atMs: number): void {
-    for (const id of this.handedInBySource.get(taskId) ?? []) {
+    for (const id of this.handedInBySource.of(taskId)) {
       const exec = this.executions.get(id)!;
       if (exec.phase !== 'queued') continue;
       this.queues.remove(exec.id);
@@ -581,9 +579,7 @@ export class OwnedTasks {
     this.cancelling.delete(exec.id);
     this.handoffCounts.delete(exec.id);
     if (exec.handedIn) {
-      const set = this.handedInBySource.get(exec.sourceId);
-      set?.delete(exec.id);
-      if (set && set.size === 0) this.handedInBySource.delete(exec.sourceId);
+      this.handedInBySource.remove(exec.sourceId, exec.id);
     } else if (exec.forward) {
       this.endpoints.forget(exec);
     } else if (exec.job.source.type === 'schedule') {
