@@ -5,6 +5,9 @@
  * ≥ 0.8×); the service's memory (RSS of its process tree) at the job's start and end.
  * The dead letters are tasks whose expected status (201) the target's 200 never meets:
  * failed at their only attempt, with no host backoff (a 2xx is an answer).
+ * The reference runs before the job and again after it, and the job is set against
+ * their mean: a machine whose speed drifts during the run (other work on shared cores)
+ * moves both sides, not one.
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { withStack, troubleNotes, type Benchmark } from './stack.ts';
@@ -63,16 +66,19 @@ export const bulkRetry: Benchmark = {
         return performance.now();
       };
 
-      // The reference: fresh tasks by batches, all sent and finished.
-      const tRef = performance.now();
-      for (let b = 0; b < N / BATCH; b++) {
-        const r = await client.send('POST', '/api/v1/tasks/batch', {
-          body: JSON.stringify({ flow_control: { key: `fresh-${b}`, parallelism: 1000 }, tasks: Array.from({ length: BATCH }, (_, i) => ({ url: `${s.target.url}/hit?id=fresh-${b}-${i}`, name: `fresh-${b}-${i}` })) }),
-        });
-        if (r.status !== 201) throw new Error(`batch ${b}: ${r.status} ${r.text.slice(0, 200)}`);
-      }
-      const tRefEnd = await until(`SELECT count(*) AS n FROM executions WHERE source_name LIKE 'fresh-%' AND finished_at IS NOT NULL`, N, 'fresh tasks');
-      const freshRate = N / ((tRefEnd - tRef) / 1000);
+      // The reference: fresh tasks by batches, all sent and finished (`round` names them apart).
+      const fresh = async (round: number) => {
+        const t0 = performance.now();
+        for (let b = 0; b < N / BATCH; b++) {
+          const r = await client.send('POST', '/api/v1/tasks/batch', {
+            body: JSON.stringify({ flow_control: { key: `fresh${round}-${b}`, parallelism: 1000 }, tasks: Array.from({ length: BATCH }, (_, i) => ({ url: `${s.target.url}/hit?id=fresh${round}-${b}-${i}`, name: `fresh${round}-${b}-${i}` })) }),
+          });
+          if (r.status !== 201) throw new Error(`batch ${b}: ${r.status} ${r.text.slice(0, 200)}`);
+        }
+        const t1 = await until(`SELECT count(*) AS n FROM executions WHERE source_name LIKE 'fresh${round}-%' AND finished_at IS NOT NULL`, N, `fresh tasks, round ${round}`);
+        return N / ((t1 - t0) / 1000);
+      };
+      const freshBefore = await fresh(1);
 
       // The dead letters.
       let next = 0;
@@ -106,6 +112,9 @@ export const bulkRetry: Benchmark = {
       const mib = (b: number) => fmt.int(b / 2 ** 20);
       const growth = [...byProcessAfter].map(([p, after]) => `${p}: ${mib(byProcessBefore.get(p) ?? 0)} → ${mib(after)} MiB`).join('; ');
       const retryRate = N / ((tJobEnd - tJob) / 1000);
+      // The reference again, after the job, on the machine as it is then.
+      const freshAfter = await fresh(2);
+      const freshRate = (freshBefore + freshAfter) / 2;
       const ratio = retryRate / freshRate;
       return {
         name: this.name,
@@ -113,10 +122,11 @@ export const bulkRetry: Benchmark = {
         metrics: [
           { label: 'job accepted in (aim ≤ 1 s)', value: fmt.ms(accepted.ms), ok: accepted.ms <= 1000 },
           { label: 'job set', value: fmt.int(job.total), ok: job.total === N },
-          { label: 'fresh tasks by batches: created to all finished', value: fmt.rate(freshRate) },
+          { label: 'fresh tasks by batches: created to all finished, before the job / after it / mean', value: `${fmt.rate(freshBefore)} / ${fmt.rate(freshAfter)} / ${fmt.rate(freshRate)}` },
           { label: 'the job: accepted to its set taken (all retries appended)', value: fmt.rate(N / ((tStepsEnd - tJob) / 1000)) },
           { label: 'retries: accepted to all finished', value: fmt.rate(retryRate) },
-          { label: 'retries ÷ fresh (aim ≥ 0.8)', value: ratio.toFixed(2), ok: ratio >= 0.8 },
+          { label: 'retries ÷ fresh, the mean of before and after (aim ≥ 0.8)', value: ratio.toFixed(2), ok: ratio >= 0.8 },
+          { label: 'retries ÷ fresh before / ÷ fresh after', value: `${(retryRate / freshBefore).toFixed(2)} / ${(retryRate / freshAfter).toFixed(2)}` },
           { label: 'service RSS: at the start / max during / at the end (aim within 10%)', value: `${fmt.int(rssBefore / 2 ** 20)} / ${fmt.int(rssMax / 2 ** 20)} / ${fmt.int(rssAfter / 2 ** 20)} MiB`, ok: rssMax <= rssBefore * 1.1 },
         ],
         headline: [
@@ -126,7 +136,7 @@ export const bulkRetry: Benchmark = {
         tables: [],
         cpu: { phase: 'the job', report: cpu, units: { count: N, what: 'retry' } },
         notes: [
-          'the job takes its set in groups of 500 (64 retries in flight, each its own guarded append; one RetryJobStepped a group); the fresh tasks are 10 batches of 1,000, each under a flow-control key of parallelism 1,000.',
+          'the job takes its set in groups of 500, each group\'s retries and its RetryJobStepped one commit on the jobs subject; the fresh tasks are 10 batches of 1,000, each under a flow-control key of parallelism 1,000, run before the job and again after it.',
           `RSS by process, the job's start → end: ${growth}.`,
           ...troubleNotes(s.service),
         ],

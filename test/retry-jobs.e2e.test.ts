@@ -197,12 +197,18 @@ describe('bulk retry jobs', () => {
         })),
       };
     };
+    // The executions too: a job's retries are in its groups' commits on the jobs subject, read by the rebuild as live.
+    const executions = async () => (await allExecutions(api)).map((r) => ({ id: r.id, status: r.status, retry_of: r.retry_of, retried_by: r.retried_by, url: r.task?.url ?? null }))
+      .sort((a, b) => a.id.localeCompare(b.id));
     const before = await jobs();
+    const rowsBefore = await executions();
     assert.ok(before.list.length >= 2);
+    assert.ok(rowsBefore.filter((r) => r.retry_of).length >= 30, 'the jobs\' retries are among the rows');
     await svc.stopService();
     await rebuildProjections({ natsUrl: svc.natsUrl, databaseUrl: svc.databaseUrl, dataDir: '/nonexistent', log: () => {}, print: () => {} });
     await svc.startService();
     assert.deepEqual(await jobs(), before);
+    assert.deepEqual(await executions(), rowsBefore);
   });
 });
 
