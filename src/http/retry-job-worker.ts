@@ -1,4 +1,3 @@
-import pLimit from 'p-limit';
 import type { Selectable } from 'kysely';
 import { STREAMS } from '../../streams/definitions.ts';
 import { SUBJECTS } from '../../streams/subjects.ts';
@@ -30,8 +29,6 @@ import { PROJECTOR_NAME } from '../projections/projector.ts';
 const POLL_MS = 200;
 /** The positions of a job's set one group takes at most: one commit on the jobs subject. */
 export const JOB_GROUP = 500;
-/** Sources read (and replays decided) at once while a group is decided. */
-const READS_IN_FLIGHT = 64;
 /**
  * Bytes a group's `RetryJobStepped` may take beside its triggers (500 steps of a few
  * hundred bytes each): the triggers fill the rest of `COMMIT_MAX_BYTES`.
@@ -195,9 +192,9 @@ export function retryJobWorker(deps: ApiDeps, log: (m: string) => void): LeasedC
     const group = ids.slice(job.position, Math.min(job.total, job.position + JOB_GROUP));
     const reads = await groupReads(job, group);
     const meta = commandMeta(deps.clock);
-    const slots = pLimit(READS_IN_FLIGHT);
-    // Settled, not raced: a failed read leaves none of the others running on after the group.
-    const settled = await Promise.allSettled(group.map((id, i) => slots(async (): Promise<DecidedStep> => {
+    // Every position's reads at once (a group's direct gets are small; the script pool bounds
+    // replays itself). Settled, not raced: a failed read leaves none running on after the group.
+    const settled = await Promise.allSettled(group.map(async (id, i): Promise<DecidedStep> => {
       const retryIds = retryIdsOf(job, job.position + i);
       try {
         return job.kind === 'replay' ? await replayStep(job, reads, retryIds, id) : await retryStep(job, reads, retryIds, id, meta);
@@ -206,7 +203,7 @@ export function retryJobWorker(deps: ApiDeps, log: (m: string) => void): LeasedC
         if (err instanceof ApiError && (err.status === 409 || err.status === 404)) return { step: skipped(id, err.message), event: null, text: '' };
         throw err;
       }
-    })));
+    }));
     const failed = settled.find((r) => r.status === 'rejected');
     if (failed) throw failed.reason;
     const out = { steps: [] as JobStep[], events: [] as Envelope[], texts: [] as string[] };
