@@ -207,10 +207,17 @@ export class ProjectionBatch {
     const created = [...this.newExecutions.values()];
     const ofEndpoint = (r: Row | undefined) => r?.source_type === 'endpoint';
     const triggered = (r: Row | undefined) => !!r && this.triggeredRuns.has(r.id as string);
-    write('executions', 'id', created.filter((r) => !ofEndpoint(r) && !triggered(r)), EXECUTION_TYPES, () => true);
     upsert('executions', 'id', created.filter(ofEndpoint), EXECUTION_TYPES, { table: 'endpoints', column: 'source_id' });
-    upsert('executions', 'id', created.filter((r) => triggered(r) && r.source_type === 'task'), EXECUTION_TYPES, { table: 'tasks', column: 'source_id' });
-    upsert('executions', 'id', created.filter((r) => triggered(r) && r.source_type === 'schedule'), EXECUTION_TYPES, { table: 'schedules', column: 'source_id' });
+    const runsOf = (type: string) => created.filter((r) => triggered(r) && r.source_type === type);
+    if (opts.copyCreated) {
+      // By COPY as the other new rows (half an upsert's cost), then those whose source has no row are removed.
+      write('executions', 'id', created.filter((r) => !ofEndpoint(r)), EXECUTION_TYPES, () => true);
+      out.push(...orphanRuns(runsOf('task'), 'tasks'), ...orphanRuns(runsOf('schedule'), 'schedules'));
+    } else {
+      write('executions', 'id', created.filter((r) => !ofEndpoint(r) && !triggered(r)), EXECUTION_TYPES, () => true);
+      upsert('executions', 'id', runsOf('task'), EXECUTION_TYPES, { table: 'tasks', column: 'source_id' });
+      upsert('executions', 'id', runsOf('schedule'), EXECUTION_TYPES, { table: 'schedules', column: 'source_id' });
+    }
     const lastRuns = (table: 'tasks' | 'schedules', types: ColumnTypes) => {
       const rows = [...this.lastRuns[table]].map(([id, run]) => ({ id, last_execution_id: run }));
       if (rows.length) out.push(...updateRows(table, 'id', rows, types));
@@ -287,6 +294,13 @@ function executionsOf(sourceIds: string[]): Statement[] {
     sql`DELETE FROM execution_attempts WHERE execution_id = ANY(ARRAY(SELECT id FROM executions WHERE source_id = ANY(${sourceIds})))`,
     sql`DELETE FROM executions WHERE source_id = ANY(${sourceIds})`,
   ];
+}
+
+/** Trigger runs just written whose task or schedule has no row (deleted before the trigger was committed): removed. */
+function orphanRuns(rows: Row[], table: 'tasks' | 'schedules'): Statement[] {
+  if (!rows.length) return [];
+  const ids = rows.map((r) => r.id as string);
+  return [sql`DELETE FROM executions e WHERE e.id = ANY(${ids}) AND NOT EXISTS (SELECT 1 FROM ${sql.table(table)} p WHERE p.id = e.source_id)`];
 }
 
 /** The last attempt these executions' rows hold, as rows of its own (their rows are about to say cancelled). */
