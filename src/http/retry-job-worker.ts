@@ -30,8 +30,8 @@ const POLL_MS = 200;
 /** The positions of a job's set one group takes at most: one commit on the jobs subject. */
 export const JOB_GROUP = 500;
 /**
- * Bytes a group's `RetryJobStepped` may take beside its triggers (500 steps of a few
- * hundred bytes each): the triggers fill the rest of `COMMIT_MAX_BYTES`.
+ * Bytes a group's `RetryJobStepped` takes beside its triggers and its steps' reasons
+ * (counted with them): 500 steps' ids and outcomes, and the job.
  */
 const STEPS_ROOM = 256 * 1024;
 
@@ -210,7 +210,8 @@ export function retryJobWorker(deps: ApiDeps, log: (m: string) => void): LeasedC
     let bytes = 0;
     for (const r of settled) {
       const d = (r as PromiseFulfilledResult<DecidedStep>).value;
-      bytes += d.text.length;
+      // A skip's reason may be long (a replay's forward URLs): its step counts too.
+      bytes += d.text.length + (d.step.reason?.length ?? 0);
       if (out.steps.length && bytes > COMMIT_MAX_BYTES - STEPS_ROOM) break;
       out.steps.push(d.step);
       if (d.event) {

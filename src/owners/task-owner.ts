@@ -398,12 +398,11 @@ export async function ownTaskPartition(
         state.learnEndpoint(orgId, endpointId, last ? evolveEndpoint(null, last.event) : null, last?.seq ?? 0, deps.clock.now());
       });
     }
-    for (const { orgId, taskId } of tasks.values()) {
-      await readUntilDone(`task ${taskId}`, async () => {
-        const last = await lastTaskEventAt(deps.store, orgId, taskId);
-        state.learnTask(taskId, last?.event ?? null, last?.seq ?? 0);
-      });
-    }
+    // At once: a bulk job's group after a restart may name hundreds of tasks read before this owner's start.
+    await Promise.all([...tasks.values()].map(({ orgId, taskId }) => readUntilDone(`task ${taskId}`, async () => {
+      const last = await lastTaskEventAt(deps.store, orgId, taskId);
+      state.learnTask(taskId, last?.event ?? null, last?.seq ?? 0);
+    })));
   };
 
   /**
