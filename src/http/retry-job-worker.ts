@@ -27,7 +27,7 @@ import { PROJECTOR_NAME } from '../projections/projector.ts';
 
 /** How often an idle worker looks for a running job, and a catching-up one at the projector. */
 const POLL_MS = 200;
-/** The positions of a job's set one group takes at most: one commit on the jobs subject. */
+/** The positions of a job's set one group takes at most by default: one commit on the jobs subject (`JETCRON_JOB_GROUP`). */
 export const JOB_GROUP = 500;
 /**
  * Bytes a group's `RetryJobStepped` takes beside its triggers and its steps' reasons
@@ -83,8 +83,8 @@ const once = <T>(map: Map<string, Promise<T>>, key: string, read: () => Promise<
 /**
  * The worker of bulk retry and replay jobs (one holder across the service: the
  * `retry-jobs` lease). A job's set is in its row (from `RetryJobAccepted`); it is taken
- * in groups of up to `JOB_GROUP` positions. A group is decided without appending: each
- * position's source is read (the task or schedule from the log, the endpoint and stored
+ * in groups of up to `groupSize` positions (`JOB_GROUP` unless configured). A group is
+ * decided without appending: each position's source is read (the task or schedule from the log, the endpoint and stored
  * request for a delivery) and its retry decided by the source's own rule (its trigger,
  * or the event's replay), under ids derived from the job and position; a position that
  * no longer qualifies (gone, already retried, its source gone) is skipped. Then the
@@ -95,7 +95,7 @@ const once = <T>(map: Map<string, Promise<T>>, key: string, read: () => Promise<
  * A new holder first waits until the projector has everything the log held when it
  * took the lease, so an execution retried before shows `retried_by`.
  */
-export function retryJobWorker(deps: ApiDeps, log: (m: string) => void): LeasedConsumer {
+export function retryJobWorker(deps: ApiDeps, log: (m: string) => void, groupSize = JOB_GROUP): LeasedConsumer {
   async function projectedUpTo(seq: number, signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {
       const row = await deps.db.selectFrom('projection_checkpoints').select('seq').where('name', '=', PROJECTOR_NAME).executeTakeFirst();
@@ -189,7 +189,7 @@ export function retryJobWorker(deps: ApiDeps, log: (m: string) => void): LeasedC
    * the set's order, as many as fit one commit (`COMMIT_MAX_BYTES`, at least one).
    */
   async function decideGroup(job: RetryJob, ids: readonly string[]): Promise<{ steps: JobStep[]; events: Envelope[]; texts: string[] }> {
-    const group = ids.slice(job.position, Math.min(job.total, job.position + JOB_GROUP));
+    const group = ids.slice(job.position, Math.min(job.total, job.position + groupSize));
     const reads = await groupReads(job, group);
     const meta = commandMeta(deps.clock);
     // Every position's reads at once (a group's direct gets are small; the script pool bounds
