@@ -53,6 +53,8 @@ export const latency: Benchmark = {
       const projected = await waitForFinished(s.db, 'lat-L', st.unique, 15_000);
 
       const latencies: number[] = [];
+      // By the second of the run each create was sent in: a stall shows as one slow second.
+      const bySecond = Array.from({ length: SECONDS + 1 }, () => [] as number[]);
       let beforeAnswer = 0;
       const offset = hrToWallOffset();
       const times = await executionTimes(s.db, 'lat-L');
@@ -66,6 +68,7 @@ export const latency: Benchmark = {
         const sent = sentHr[i];
         if (sent === undefined) continue;
         latencies.push(hr - sent);
+        bySecond[Math.min(SECONDS, Math.floor(i / RATE))]!.push(hr - sent);
         if (hr < answeredHr[i]!) beforeAnswer++;
         const t = times.get(`lat-${id}`);
         if (t) {
@@ -78,6 +81,8 @@ export const latency: Benchmark = {
         }
       }
       const lat = summarize(latencies);
+      const seconds = bySecond.map((xs, second) => ({ second, ...summarize(xs.length ? xs : [0]), n: xs.length })).filter((x) => x.n > 0);
+      const slowest = seconds.reduce((a, b) => (b.max > a.max ? b : a), seconds[0]!);
       const answer = summarize(apiMs);
       const lag = summarize(loop.sendLagMs);
       const created = api.outcomes.count('201');
@@ -99,6 +104,7 @@ export const latency: Benchmark = {
           { label: 'create → target p99', value: fmt.ms(lat.p99), goal: `≤ ${GOAL_P99} ms`, ok: ok99 },
           { label: 'create → target max', value: fmt.ms(lat.max) },
           { label: 'create → target min', value: fmt.ms(lat.min) },
+          { label: 'slowest second of sends (by max): p50 / p99 / max', value: `second ${slowest.second}: ${fmt.ms(slowest.p50)} / ${fmt.ms(slowest.p99)} / ${fmt.ms(slowest.max)}; the other seconds' max ≤ ${fmt.ms(Math.max(0, ...seconds.filter((x) => x !== slowest).map((x) => x.max)))}` },
           { label: 'API answer (201) p50 / p99 / max', value: `${fmt.ms(answer.p50)} / ${fmt.ms(answer.p99)} / ${fmt.ms(answer.max)}` },
           { label: 'target reached before the 201 came back', value: `${fmt.int(beforeAnswer)} of ${fmt.int(latencies.length)}` },
           { label: 'send lag p99 / max (bench side)', value: `${fmt.ms(lag.p99)} / ${fmt.ms(lag.max)}` },

@@ -1,6 +1,11 @@
 import { Migrator, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 
 /**
+ * A dead letter (CONTRACT.md, "Failure recovery"), as the partial indexes' predicate and
+ * the `dead` filter's condition: the same text, so Postgres proves the one from the other.
+ */
+export const DEAD = sql.raw(`status IN ('failed', 'timeout') AND retried_by IS NULL`);
+/**
  * An execution's target host name, lowercased (an IPv6 literal keeps its brackets), as
  * SQL over the row's `url`: the `host` filter compares it and an index holds it, so both
  * must be this one expression. Postgres' regular-expression substring is immutable.
@@ -263,7 +268,7 @@ const migrations: Record<string, Migration> = {
     async up(db) {
       await sql`ALTER TABLE executions ADD COLUMN retry_of text, ADD COLUMN retried_by text;
         CREATE INDEX executions_retry_of ON executions (retry_of) WHERE retry_of IS NOT NULL;
-        CREATE INDEX executions_org_dead ON executions (org_id, scheduled_for DESC, id DESC) WHERE status IN ('failed', 'timeout') AND retried_by IS NULL;
+        CREATE INDEX executions_org_dead ON executions (org_id, scheduled_for DESC, id DESC) WHERE ${DEAD};
         CREATE INDEX executions_org_source_type ON executions (org_id, source_type, scheduled_for DESC, id DESC);
         CREATE INDEX executions_org_status_code ON executions (org_id, status_code, scheduled_for DESC, id DESC) WHERE status_code IS NOT NULL;
         CREATE INDEX executions_org_host ON executions (org_id, ${URL_HOST}, scheduled_for DESC, id DESC);
@@ -325,6 +330,37 @@ const migrations: Record<string, Migration> = {
       await sql`CREATE INDEX executions_org_error ON executions (org_id, error_message) WHERE error_message IS NOT NULL AND octet_length(error_message) <= 2000;
         CREATE INDEX executions_org_error_long ON executions (org_id) WHERE octet_length(error_message) > 2000;
         CREATE INDEX executions_org_finished_early ON executions (org_id, scheduled_for DESC, id DESC) WHERE finished_at < scheduled_for;`.execute(db);
+    },
+  },
+  // The filters' indexes over every execution cost each result's write a third more of
+  // Postgres's CPU (67 → 98 µs a job, `PB_SCHEMA=1 node bench/projector-batches.ts`):
+  // each was a new entry at the insert and again at the result's (never HOT) update. The
+  // aim they serve is the dead letters' (issue 36: `dead=true` with each filter, and the
+  // bulk calls, dead by default), so they hold the dead letters only: an execution that
+  // succeeds never enters them. `executions_org_source` repeated
+  // `executions_source_scheduled` (a source id names one organization's source). The
+  // trigram index and `finished_early` (no row without an error, or finished on time, is
+  // in them) stay for lists without `dead`, which walk `executions_org_scheduled`. The
+  // statistics tell the planner how rare a long error message is (it guessed a third of
+  // the rows, and took the trigram index for `countSql`'s long ones): docs/failure-recovery.md.
+  '0018_dead_letter_indexes': {
+    async up(db) {
+      await sql`DROP INDEX IF EXISTS executions_org_source_type;
+        DROP INDEX IF EXISTS executions_org_status_code;
+        DROP INDEX IF EXISTS executions_org_host;
+        DROP INDEX IF EXISTS executions_org_finished;
+        DROP INDEX IF EXISTS executions_org_source;
+        CREATE INDEX executions_dead_source_type ON executions (org_id, source_type, scheduled_for DESC, id DESC) WHERE ${DEAD};
+        CREATE INDEX executions_dead_source ON executions (source_id, scheduled_for DESC, id DESC) WHERE ${DEAD};
+        CREATE INDEX executions_dead_status_code ON executions (org_id, status_code, scheduled_for DESC, id DESC) WHERE ${DEAD} AND status_code IS NOT NULL;
+        CREATE INDEX executions_dead_host ON executions (org_id, ${URL_HOST}, scheduled_for DESC, id DESC) WHERE ${DEAD};
+        CREATE INDEX executions_dead_finished ON executions (org_id, finished_at DESC, id DESC) WHERE ${DEAD};
+        DROP INDEX IF EXISTS executions_org_error;
+        DROP INDEX IF EXISTS executions_org_error_long;
+        CREATE INDEX executions_dead_error ON executions (org_id, error_message) WHERE ${DEAD} AND octet_length(error_message) <= 2000;
+        CREATE INDEX executions_dead_error_long ON executions (org_id) WHERE ${DEAD} AND octet_length(error_message) > 2000;
+        CREATE INDEX executions_dead_finished_early ON executions (org_id, scheduled_for DESC, id DESC) WHERE ${DEAD} AND finished_at < scheduled_for;
+        CREATE STATISTICS IF NOT EXISTS executions_error_length ON (octet_length(error_message)) FROM executions;`.execute(db);
     },
   },
 };

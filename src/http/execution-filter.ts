@@ -1,6 +1,6 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../db/connect.ts';
-import { URL_HOST } from '../db/migrations.ts';
+import { DEAD, URL_HOST } from '../db/migrations.ts';
 import { DURATION_PATTERN, durationProblem, parseDuration } from '../lib/duration.ts';
 import { ApiError, badRequest, unprocessable } from '../lib/errors.ts';
 import { instantProblem } from '../lib/input-checks.ts';
@@ -135,8 +135,8 @@ export function filterConditions(orgId: string, f: ExecutionFilter): RawBuilder<
   if (f.schedule_id) where.push(f.schedule_id.startsWith('sch_') ? sql`source_id = ${f.schedule_id}` : sql`false`);
   if (f.endpoint_id) where.push(f.endpoint_id.startsWith('ep_') ? sql`source_id = ${f.endpoint_id}` : sql`false`);
   if (f.source_type) where.push(sql`source_type = ${f.source_type}`);
-  // The partial index executions_org_dead holds exactly these rows: the same predicate.
-  if (f.dead) where.push(sql`status IN ('failed', 'timeout') AND retried_by IS NULL`);
+  // The partial indexes of the dead letters hold exactly these rows: the same predicate.
+  if (f.dead) where.push(DEAD);
   // The lane's tasks first (tasks_org_lane), then their executions by source id: an
   // IN (subquery) let Postgres hash-join the whole organization's executions instead.
   if (f.lane) where.push(sql`source_id = ANY(ARRAY(SELECT id FROM tasks WHERE org_id = ${orgId} AND lane = ${f.lane} AND deleted_at IS NULL))`);
@@ -179,15 +179,16 @@ export async function checkFilterSources(db: Db, orgId: string, f: ExecutionFilt
   }
 }
 
-/** The longest error message (bytes) the index-only count reads from `executions_org_error` (a btree entry's limit is ~2,700). */
+/** The longest error message (bytes) the index-only count reads from `executions_dead_error` (a btree entry's limit is ~2,700). */
 const SHORT_ERROR_BYTES = 2000;
 
 /**
  * The filter's count (the bulk calls' `dry_run` and their "too many"). `error` alone
  * would fetch every candidate row from the heap to recheck the trigram match (~320 ms
  * for 50,000 of 1,000,000 rows); instead the messages up to 2,000 bytes are matched
- * inside `executions_org_error` (org_id, error_message), index only, and the rare
- * longer ones through `executions_org_error_long`: the sum of the two.
+ * inside `executions_dead_error` (org_id, error_message), index only, and the rare
+ * longer ones through `executions_dead_error_long`: the sum of the two (with `dead`,
+ * the aim's shape; without it the same queries read the organization's rows).
  */
 export function countSql(orgId: string, f: ExecutionFilter): RawBuilder<{ count: string }> {
   const { error, ...others } = f;
@@ -208,7 +209,7 @@ export function countSql(orgId: string, f: ExecutionFilter): RawBuilder<{ count:
  * 1,000,000 rows): the page's ids are taken from two ranges instead, which together are
  * exactly the matches: those scheduled up to that time (the list's index from there
  * down) and those finished before they were scheduled (cancelled while waiting; their
- * partial index `executions_org_finished_early`).
+ * partial indexes `executions_org_finished_early`, `executions_dead_finished_early`).
  */
 export function pageConditions(orgId: string, f: ExecutionFilter, rows: number): RawBuilder<unknown>[] {
   const where = filterConditions(orgId, f);
