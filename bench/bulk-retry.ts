@@ -3,8 +3,13 @@
  * (`POST /executions/retry`): its acceptance time, and the rate its retries are sent
  * and finished at beside 10,000 fresh tasks created by batches in the same run (aim:
  * ≥ 0.8×); the service's memory (RSS of its process tree) at the job's start and end.
- * The dead letters are tasks whose expected status (201) the target's 200 never meets:
- * failed at their only attempt, with no host backoff (a 2xx is an answer).
+ * The dead letters are tasks that expect the body `ok`, sent during the target's
+ * "outage" (it answers 200 `down`): failed at their only attempt, with no host backoff
+ * (a 2xx is an answer). The outage lasts through the job, so every retry fails again
+ * (a dead letter again), the shape this bench has always had. With
+ * BENCH_BULK_RETRIES_SUCCEED=1 the outage is over when the job starts and the retries
+ * succeed, a user's service back after an outage: each success after a failure is then
+ * a recovery the notifier records (KV `notify-state`), which a fresh task is not.
  * The reference runs before the job and again after it, and the job is set against
  * their mean: a machine whose speed drifts during the run (other work on shared cores)
  * moves both sides, not one. A round before them, not counted, warms the new service.
@@ -15,6 +20,8 @@ import { fmt } from './stats.ts';
 import { cpuPhase, type CpuReport } from './harness.ts';
 
 const N = 10_000;
+/** The retries succeed (the target's outage is over when the job starts); else they fail again. */
+const retriesSucceed = process.env.BENCH_BULK_RETRIES_SUCCEED === '1';
 const BATCH = 1_000;
 
 /** RSS of a process and its descendants, in bytes (Linux /proc). */
@@ -107,16 +114,18 @@ export const bulkRetry: Benchmark = {
       freshCpu.length = 0;
       const freshBefore = await fresh(1);
 
-      // The dead letters.
+      // The dead letters: their one attempt during the target's outage.
+      await s.target.outage(true);
       let next = 0;
       await Promise.all(Array.from({ length: 64 }, async () => {
         while (next < N) {
           const i = next++;
-          const r = await client.createTask({ url: `${s.target.url}/hit?id=dead-${i}`, name: `dead-${i}`, retry_attempts: 0, expected_status_codes: '201' });
+          const r = await client.createTask({ url: `${s.target.url}/hit?id=dead-${i}&outage=1`, name: `dead-${i}`, retry_attempts: 0, expected_body_pattern: 'ok' });
           if (r.status !== 201) throw new Error(`dead letter ${i}: ${r.status}`);
         }
       }));
       await until(`SELECT count(*) AS n FROM executions WHERE source_name LIKE 'dead-%' AND status = 'failed' AND retried_by IS NULL`, N, 'dead letters');
+      if (retriesSucceed) await s.target.outage(false);
 
       const rssBefore = treeRss(s.service.pid!);
       const byProcessBefore = treeRssByProcess(s.service.pid!);
@@ -166,7 +175,7 @@ export const bulkRetry: Benchmark = {
         tables: [],
         cpu: { phase: 'the job', report: cpu, units: { count: N, what: 'retry' } },
         notes: [
-          'the job takes its set in groups of 500, each group\'s retries and its RetryJobStepped one commit on the jobs subject; the fresh tasks are 10 batches of 1,000, each under a flow-control key of parallelism 1,000, run before the job and again after it, after a first round that is not counted (a new service\'s warm-up).',
+          `the job takes its set in groups of 500, each group's retries and its RetryJobStepped one commit on the jobs subject; the fresh tasks are 10 batches of 1,000, each under a flow-control key of parallelism 1,000, run before the job and again after it, after a first round that is not counted (a new service's warm-up); ${retriesSucceed ? "the retries succeed (BENCH_BULK_RETRIES_SUCCEED=1: the target's outage is over)" : 'the retries fail again (the target\'s outage lasts)'}.`,
           `RSS by process, the job's start → end: ${growth}.`,
           `CPU ms per fresh task, ${freshCpu.join('; ')}; per retry (the job): ${perTask(cpu)}.`,
           ...troubleNotes(s.service),
