@@ -237,6 +237,8 @@ export interface Target {
   lanes(): Promise<LaneRecord[]>;
   /** Every request that carried `?sched=<i>`, repeats included: [i, wall ms]. */
   scheds(): Promise<SchedRecord[]>;
+  /** While on, a request carrying `outage=1` gets 200 with the body `down` (a task expecting `ok` fails; its host counts no failure). */
+  outage(on: boolean): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -262,7 +264,7 @@ export async function startTarget(opts: { plain?: boolean } = {}): Promise<Targe
       }
     });
   });
-  const ask = <T>(msg: { cmd: 'reset' } | { cmd: 'stats'; arrivals: boolean } | { cmd: 'lanes' } | { cmd: 'scheds' }): Promise<T> =>
+  const ask = <T>(msg: { cmd: 'reset' } | { cmd: 'stats'; arrivals: boolean } | { cmd: 'lanes' } | { cmd: 'scheds' } | { cmd: 'outage'; on: boolean }): Promise<T> =>
     new Promise<T>((resolve, reject) => {
       const id = nextId++;
       const t = setTimeout(() => (pending.delete(id), reject(new Error(`target did not answer ${msg.cmd}`))), 30_000);
@@ -283,6 +285,9 @@ export async function startTarget(opts: { plain?: boolean } = {}): Promise<Targe
     },
     async scheds() {
       return (await ask<{ scheds: SchedRecord[] }>({ cmd: 'scheds' })).scheds;
+    },
+    async outage(on: boolean) {
+      await ask({ cmd: 'outage', on });
     },
     stop,
   };

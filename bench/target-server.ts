@@ -9,7 +9,9 @@
  * for the records over IPC. Requests to the path `/body-id` take their id from
  * the body instead (`"bid":"<id>"` within the first 200 bytes), for forwarded
  * inbound webhooks whose URL is fixed; the arrival is still the request's first
- * byte. Every `X-Jetcron-Execution-Id` is counted too, repeats apart.
+ * byte. Every `X-Jetcron-Execution-Id` is counted too, repeats apart. During an
+ * "outage" (the `outage` command) a request carrying `outage=1` is answered 200 with
+ * the body `down`, so a task expecting `ok` fails without its host counting a failure.
  *
  * With `--plain` it records nothing: it reads the body and answers 200
  * `{"ok":true}`, a yardstick for what a bare Node HTTP server does on this machine.
@@ -21,7 +23,8 @@ export type TargetCommand =
   | { id: number; cmd: 'reset' }
   | { id: number; cmd: 'stats'; arrivals: boolean }
   | { id: number; cmd: 'lanes' }
-  | { id: number; cmd: 'scheds' };
+  | { id: number; cmd: 'scheds' }
+  | { id: number; cmd: 'outage'; on: boolean };
 
 /** One request carrying `?sched=<i>` (schedule ticks), repeats included: [i, wall-clock ms]. */
 export type SchedRecord = [number, number];
@@ -61,6 +64,7 @@ let executionIds = new Set<string>();
 let executionIdRepeats = 0;
 let laneRecords: LaneRecord[] = [];
 let schedRecords: SchedRecord[] = [];
+let outage = false;
 
 function recordId(id: string | undefined, hr: number, wall: number): void {
   if (id === undefined) anonymous++;
@@ -111,7 +115,8 @@ const recording = (req: http.IncomingMessage, res: http.ServerResponse) => {
     res.once('finish', () => (rec[3] = hrMs()));
   }
   req.resume();
-  req.on('end', () => answer(res));
+  const down = outage && url.includes('outage=1');
+  req.on('end', () => (down ? answer(res, 'text/plain', 'down') : answer(res)));
 };
 
 const plain = (req: http.IncomingMessage, res: http.ServerResponse) => {
@@ -146,6 +151,9 @@ process.on('message', (raw) => {
     process.send?.({ id: m.id, lanes: laneRecords });
   } else if (m.cmd === 'scheds') {
     process.send?.({ id: m.id, scheds: schedRecords });
+  } else if (m.cmd === 'outage') {
+    outage = m.on;
+    process.send?.({ id: m.id, ok: true });
   }
 });
 // The parent went away: nothing left to serve.

@@ -54,6 +54,8 @@ function finished(job: AttemptJob, retryAt?: number): ExecutionEvent {
 
 const owner = (e: Endpoint) => new OwnedTasks(endpointPartition(e.org_id, e.id, P), P);
 const ids = (xs: Array<{ id: string }>) => xs.map((x) => x.id);
+/** A cancellation's reason (`ExecutionCancelled`). */
+const reasonOf = (e: { data: object }) => (e.data as { reason?: string }).reason;
 const deliveryIds = (ev: InboundEventEvent) => ev.data.executions.map((x) => x.execution_id);
 
 test('a lane endpoint forwards one at a time in arrival order; one with use_lane false all at once', () => {
@@ -108,8 +110,10 @@ test('paused: deliveries wait, in order; a resume sends them; a delete cancels w
   const cancels = s.takeCancels();
   assert.deepEqual(cancels.map((c) => c.data.execution_id), deliveryIds(evs[1]!));
   assert.equal(s.sourceGone(first!), true, 'the one being sent ends without a retry');
-  s.onInboundEvent(received(e), 7, 0);
-  assert.equal(s.size, 2, 'a delivery of a deleted endpoint is not planned');
+  const late = received(e);
+  s.onInboundEvent(late, 7, 0);
+  assert.deepEqual(ids(s.take(T0 + 60_000)), [], 'a delivery of a deleted endpoint is never sent');
+  assert.deepEqual(s.takeCancels().map((c) => [c.data.execution_id, reasonOf(c)]), deliveryIds(late).map((id) => [id, 'endpoint deleted']), 'its cancellation is recorded');
 });
 
 test('a retry is rebuilt from the event that planned it; a debounce replacement takes the waiting one\'s place', () => {

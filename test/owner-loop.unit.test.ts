@@ -14,6 +14,11 @@ import type { AttemptJob } from '../src/commands/execution/job.ts';
 import type { ExecutionEvent } from '../src/commands/execution/types.ts';
 import { uniqueMeta } from './support/unique-meta.ts';
 
+/** A cancellation's reason (`ExecutionCancelled`). */
+const reasonOf = (e: { data: object }) => (e.data as { reason?: string }).reason;
+import { decideGroupTrigger } from '../src/commands/execution/retry.ts';
+import type { Schedule } from '../src/commands/schedule/types.ts';
+
 const P = 4;
 const T0 = Date.parse('2026-11-25T12:00:00Z');
 const SECOND = 1000;
@@ -38,9 +43,9 @@ function result(job: AttemptJob, ok: boolean, atMs: number, retryAt?: number): E
 }
 
 /** An owner fed as the loop feeds it: events read at growing sequences, results applied once recorded. */
-function owner(partition: number) {
-  const state = new OwnedTasks(partition, P);
-  let seq = 0;
+function owner(partition: number, readsFrom = 0) {
+  const state = new OwnedTasks(partition, P, readsFrom);
+  let seq = Math.max(0, readsFrom - 1);
   const spec = {
     state,
     read(...events: Array<TaskEvent | ScheduleEvent>) {
@@ -127,5 +132,72 @@ describe('the owner loop, one turn at a time', () => {
     assert.equal(next.starts.length, 1);
     assert.equal(next.starts[0]!.job.source.id, schedule.id);
     assert.equal(next.wakeAt, Date.parse((ticked as ScheduleEvent).data.schedule.next_run_at!), 'the next tick armed');
+  });
+});
+
+// A bulk job's retries are decided on each source's state as the worker read it (at
+// `source_seq`) and committed together on the jobs subject, where no guard of the
+// source's subject covers them: what the owner read of the source since then decides.
+describe('a bulk job\'s trigger, decided on a source state read earlier', () => {
+  const ids = (n: number) => ({ eventId: `evt_job${n}`, executionId: `exe_job${n}` });
+  const retryOfTask = (task: Task, sourceSeq: number, n = 1, at = T0 + 5 * SECOND) =>
+    decideGroupTrigger({ type: 'TriggerTask', taskId: task.id, retryOf: `exe_old${n}`, callbackUrl: null }, { state: task, seq: sourceSeq }, ids(n), uniqueMeta(at)) as TaskEvent;
+
+  test('its task deleted after that state: the run is cancelled unsent, its reason recorded', () => {
+    const t = createTask({ delay: '1h' });
+    const o = owner(taskPartition(taskOf(t), P)).read(t);
+    o.read(decideTask({ type: 'DeleteTask' }, taskOf(t), uniqueMeta(T0 + SECOND))[0]!);
+    o.turn(T0 + 2 * SECOND);
+    const turn = o.read(retryOfTask(taskOf(t), 1)).turn(T0 + 6 * SECOND);
+    assert.deepEqual(sends(turn), []);
+    assert.deepEqual(turn.cancels.map((e) => [e.data.execution_id, reasonOf(e)]), [['exe_job1', 'task deleted']]);
+    assert.deepEqual(sends(o.turn(T0 + 3_600 * SECOND)), [], 'never sent');
+  });
+
+  test('its task updated after that state: the run sends the state it was decided on; the task held stays the newer one', () => {
+    const t = createTask({ delay: '1h' });
+    const o = owner(taskPartition(taskOf(t), P)).read(t);
+    const updated = decideTask({ type: 'UpdateTask', plan: 'pro', input: { url: 'https://example.com/new' } }, taskOf(t), uniqueMeta(T0 + SECOND))[0]!;
+    o.read(updated);
+    const turn = o.read(retryOfTask(taskOf(t), 1)).turn(T0 + 6 * SECOND);
+    assert.deepEqual(turn.starts.map((e) => [e.id, e.job.request.url]), [['exe_job1', 'https://example.com/x']]);
+    const due = Date.parse(taskOf(t).pending_execution!.scheduled_for);
+    assert.deepEqual(o.turn(due).starts.map((e) => [e.id, e.job.request.url]), [[executionOf(t), 'https://example.com/new']]);
+  });
+
+  test('decided on a state older than the owner\'s reading (a takeover): the task is read first, and a delete found cancels the run', () => {
+    const t = createTask();
+    const o = owner(taskPartition(taskOf(t), P), 100);
+    const trigger = retryOfTask(taskOf(t), 1);
+    assert.equal(o.state.needsTask(trigger), true, 'the owner cannot tell from what it read');
+    const deleted = decideTask({ type: 'DeleteTask' }, taskOf(t), uniqueMeta(T0 + SECOND))[0]!;
+    o.state.learnTask(taskOf(t).id, deleted, 50);
+    assert.equal(o.state.needsTask(trigger), false);
+    const turn = o.read(trigger).turn(T0 + 6 * SECOND);
+    assert.deepEqual([sends(turn), turn.cancels.map((e) => reasonOf(e))], [[], ['task deleted']]);
+
+    const alive = createTask();
+    const other = owner(taskPartition(taskOf(alive), P), 100);
+    other.state.learnTask(taskOf(alive).id, alive, 1);
+    assert.deepEqual(sends(other.read(retryOfTask(taskOf(alive), 1, 2)).turn(T0 + 6 * SECOND)), ['exe_job2#1'], 'still there: sent');
+  });
+
+  test('a trigger on its task\'s own subject (no source_seq) asks for nothing and is sent', () => {
+    const t = createTask({ delay: '1h' });
+    const o = owner(taskPartition(taskOf(t), P), 100).read(t);
+    const own = decideTask({ type: 'TriggerTask', callbackUrl: null }, taskOf(t), uniqueMeta(T0 + SECOND))[0]!;
+    assert.equal(o.state.needsTask(own), false);
+    assert.deepEqual(o.read(own).turn(T0 + 2 * SECOND).starts.length, 1);
+  });
+
+  test('its schedule deleted after that state: the run is cancelled unsent, the deleted schedule stays deleted', () => {
+    const [created] = decideSchedule({ type: 'CreateSchedule', orgId: 'org_a', plan: 'pro', input: { url: 'https://example.com/tick', cron: '0 0 1 1 *' } }, null, uniqueMeta(T0));
+    const schedule = created!.data.schedule as Schedule;
+    const o = owner(schedulePartition('org_a', schedule.id, P)).read(created!);
+    o.read(decideSchedule({ type: 'DeleteSchedule' }, schedule, uniqueMeta(T0 + SECOND))[0]!);
+    const trigger = decideGroupTrigger({ type: 'TriggerSchedule', scheduleId: schedule.id, retryOf: 'exe_old', callbackUrl: null }, { state: schedule, seq: 1 }, ids(3), uniqueMeta(T0 + 5 * SECOND)) as ScheduleEvent;
+    const turn = o.read(trigger).turn(T0 + 6 * SECOND);
+    assert.deepEqual([sends(turn), turn.cancels.map((e) => [e.data.execution_id, reasonOf(e)])], [[], [['exe_job3', 'schedule deleted']]]);
+    assert.equal(o.state.schedules.get(schedule.id), null, 'the trigger\'s older state does not bring it back');
   });
 });

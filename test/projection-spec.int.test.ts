@@ -13,6 +13,7 @@ import type { AttemptOutcome } from '../src/commands/execution/outcome.ts';
 import { decideMonitor, evolveMonitor } from '../src/commands/monitor/decide.ts';
 import type { MonitorEvent } from '../src/commands/monitor/types.ts';
 import { decideTask, evolveTask } from '../src/commands/task/decide.ts';
+import { decideGroupTrigger } from '../src/commands/execution/retry.ts';
 import type { Task, TaskEvent } from '../src/commands/task/types.ts';
 import { connectDb, type Db } from '../src/db/connect.ts';
 import { migrate } from '../src/db/migrations.ts';
@@ -137,6 +138,40 @@ describe('projector specs: events in, rows out', () => {
     assert.equal(await db.selectFrom('executions').select('id').where('id', '=', t.execution.id).executeTakeFirst(), undefined);
     assert.deepEqual(await attempts(t.execution.id), []);
   });
+
+  // A bulk job's trigger is committed on the jobs subject, decided on the task's state
+  // read earlier (`source_seq`): the live projector writes new rows by COPY, a careful
+  // pass and the plain flush by upserts; both must give the same rows.
+  for (const copyCreated of [false, true]) {
+    test(`a bulk job's trigger: its run and the task's last_execution_id, never the task's definition; after the task's delete, no row (${copyCreated ? 'COPY' : 'upserts'})`, async () => {
+      const write = async (...batches: JetcronEvent[][]) => {
+        for (const events of batches) {
+          const batch = new ProjectionBatch();
+          for (const e of events) applyEvent(batch, e);
+          await db.transaction().execute(async (trx) => {
+            for (const statement of batch.statements({ copyCreated })) await statement.execute(trx);
+          });
+        }
+      };
+      const tag = copyCreated ? 'c' : 'u';
+      const trigger = (t: ReturnType<typeof createdTask>, n: string) => decideGroupTrigger(
+        { type: 'TriggerTask', taskId: t.task.id, retryOf: t.execution.id, callbackUrl: null }, { state: t.task, seq: 1 }, { eventId: `evt_${n}`, executionId: `exe_${n}` }, meta(),
+      ) as JetcronEvent;
+      const kept = createdTask(`kept${tag}`);
+      const updated = decideTask({ type: 'UpdateTask', plan: 'pro', input: { name: 'newer' } }, kept.task, meta())[0]!;
+      await write([kept.created, attempt(kept, 1, { ...failed, retryable: false }, NOW_MS + 10)], [updated], [trigger(kept, `run${tag}`)]);
+      const task = await db.selectFrom('tasks').select(['doc', 'last_execution_id']).where('id', '=', kept.task.id).executeTakeFirstOrThrow();
+      assert.deepEqual([(task.doc as { name: string }).name, task.last_execution_id], ['newer', `exe_run${tag}`]);
+      assert.deepEqual([(await execution(`exe_run${tag}`)).status, (await execution(`exe_run${tag}`)).retry_of], ['pending', kept.execution.id]);
+      assert.equal((await execution(kept.execution.id)).retried_by, `exe_run${tag}`);
+
+      const gone = createdTask(`gone${tag}`);
+      const deleted = decideTask({ type: 'DeleteTask' }, gone.task, meta())[0]!;
+      await write([gone.created, deleted], [trigger(gone, `late${tag}`), executionCancelled(ORG, { execution_id: `exe_late${tag}`, source: { type: 'task', id: gone.task.id, name: gone.task.name }, reason: 'task deleted', lane: null }, NOW_MS + 20)]);
+      assert.equal(await db.selectFrom('executions').select('id').where('id', '=', `exe_late${tag}`).executeTakeFirst(), undefined, 'no row for a run of a deleted task');
+      assert.equal(await db.selectFrom('tasks').select('id').where('id', '=', gone.task.id).executeTakeFirst(), undefined, 'the task is not brought back');
+    });
+  }
 
   test('a callback try is kept in the log only: no row changes', async () => {
     const t = createdTask('callback');

@@ -6,6 +6,26 @@ import { startTarget } from './support/target.ts';
 import { spawnJetcron, type JetcronProcess } from './support/jetcron-process.ts';
 import { endProcesses } from './support/owner-processes.ts';
 import { rebuildProjections } from '../src/cli/rebuild.ts';
+import { SUBJECTS } from '../streams/subjects.ts';
+import { connectNats } from '../src/nats/connection.ts';
+import { createEventStore } from '../src/nats/event-store.ts';
+import { lastTaskEventAt } from '../src/commands/task/load.ts';
+import { evolveTask } from '../src/commands/task/decide.ts';
+import { decideGroupTrigger } from '../src/commands/execution/retry.ts';
+import { commandMeta } from '../src/commands/execute.ts';
+import type { ExecutionEvent } from '../src/commands/execution/types.ts';
+import type { RetryIds } from '../src/commands/task/types.ts';
+import { derivedId } from '../src/lib/ids.ts';
+import { taskPartition } from '../src/commands/partition/partition-of.ts';
+
+/**
+ * Groups of 5 in the crash tests: a group of 500 is one commit, and the 600 of a set
+ * would be taken in two before the test could kill or freeze the process mid-job.
+ */
+const SMALL_GROUPS = { JETCRON_JOB_GROUP: '5' };
+/** The test service's task partitions (`JETCRON_PARTITIONS` unset). */
+const PARTITIONS = 8;
+import { createClock } from '../src/lib/clock.ts';
 
 const FINAL = ['success', 'failed', 'timeout', 'cancelled'];
 /** A set of more than one group (JOB_GROUP). */
@@ -183,6 +203,59 @@ describe('bulk retry jobs', () => {
     }
   });
 
+  // A group's triggers are decided on each task as read and committed on the jobs
+  // subject: a delete or an update between that read and the commit, through the real
+  // log, owners and projector (the commit is written here, as the worker writes one).
+  test('a trigger committed on the jobs subject after its task\'s delete is never sent and leaves no row; one after an update sends the task as it was read', async () => {
+    const { orgId, api: own } = await svc.createOrg('pro');
+    const create = async (name: string) => {
+      const res = await own('POST', '/tasks', { url: `${target.url}/read-${name}`, delay: '1d', name });
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+      return res.body.data.id as string;
+    };
+    const [keptId, goneId] = [await create('kept'), await create('gone')];
+    const nats = await connectNats(svc.natsUrl, 'retry-jobs test');
+    try {
+      const store = createEventStore(nats);
+      const read = async (id: string) => {
+        const last = (await lastTaskEventAt(store, orgId, id))!;
+        return { state: evolveTask(null, last.event), seq: last.seq };
+      };
+      const [kept, gone] = [await read(keptId), await read(goneId)];
+      assert.equal((await own('PUT', `/tasks/${keptId}`, { url: `${target.url}/read-kept-changed` })).status, 200);
+      assert.equal((await own('DELETE', `/tasks/${goneId}`)).status, 204);
+      const ids = (n: number) => ({ eventId: derivedId('evt', Date.now(), 'jobs-subject-test', n), executionId: derivedId('exe', Date.now(), 'jobs-subject-test', n) });
+      const [keptIds, goneIds] = [ids(1), ids(2)];
+      const trigger = (id: string, source: typeof kept, at: RetryIds) =>
+        decideGroupTrigger({ type: 'TriggerTask', taskId: id, retryOf: `exe_earlier_${id}`, callbackUrl: null }, source, at, commandMeta(createClock()));
+      const seq = await store.appendCommit(SUBJECTS.jobs(orgId), [trigger(keptId, kept, keptIds), trigger(goneId, gone, goneIds)], undefined);
+
+      // The deleted task's run: its cancellation recorded by its owner (on its partition's log), reason and all.
+      const cancelled = await eventually(async () => {
+        for (let from = seq + 1; ;) {
+          const msg = await store.nextMessage!<ExecutionEvent>(SUBJECTS.partition(taskPartition(gone.state!, PARTITIONS)), from);
+          if (!msg) return null;
+          const hit = msg.events.find((e) => e.type === 'ExecutionCancelled' && e.data.execution_id === goneIds.executionId);
+          if (hit) return hit;
+          from = msg.seq + 1;
+        }
+      });
+      assert.equal((cancelled.data as { reason?: string }).reason, 'task deleted');
+      await eventually(() => target.received.some((r) => r.path === '/read-kept'));
+      assert.deepEqual(target.received.filter((r) => r.path.startsWith('/read-')).map((r) => r.path), ['/read-kept'], 'the updated task\'s run as it was read; nothing of the deleted one');
+      const keptRow = await eventually(async () => {
+        const res = await own('GET', `/executions/${keptIds.executionId}`);
+        return res.status === 200 && res.body.data.status !== 'pending' && res.body.data;
+      });
+      assert.equal(keptRow.retry_of, `exe_earlier_${keptId}`);
+      assert.equal((await own('GET', `/executions/${goneIds.executionId}`)).status, 404, 'no row for the deleted task\'s run');
+      assert.equal((await own('GET', `/tasks/${goneId}`)).status, 404, 'the deleted task is not brought back');
+      assert.equal((await own('GET', `/tasks/${keptId}`)).body.data.url, `${target.url}/read-kept-changed`, 'the task keeps its update');
+    } finally {
+      await nats.close();
+    }
+  });
+
   test('a rebuild of the read models gives the same jobs', async () => {
     const jobs = async () => {
       const res = await api('GET', '/jobs');
@@ -197,12 +270,18 @@ describe('bulk retry jobs', () => {
         })),
       };
     };
+    // The executions too: a job's retries are in its groups' commits on the jobs subject, read by the rebuild as live.
+    const executions = async () => (await allExecutions(api)).map((r) => ({ id: r.id, status: r.status, retry_of: r.retry_of, retried_by: r.retried_by, url: r.task?.url ?? null }))
+      .sort((a, b) => a.id.localeCompare(b.id));
     const before = await jobs();
+    const rowsBefore = await executions();
     assert.ok(before.list.length >= 2);
+    assert.ok(rowsBefore.filter((r) => r.retry_of).length >= 30, 'the jobs\' retries are among the rows');
     await svc.stopService();
     await rebuildProjections({ natsUrl: svc.natsUrl, databaseUrl: svc.databaseUrl, dataDir: '/nonexistent', log: () => {}, print: () => {} });
     await svc.startService();
     assert.deepEqual(await jobs(), before);
+    assert.deepEqual(await executions(), rowsBefore);
   });
 });
 
@@ -267,18 +346,18 @@ describe('a bulk retry job across a kill -9 of the process advancing it', () => 
     assert.equal(cancelled.status, 200, JSON.stringify(cancelled.body));
     assert.deepEqual([cancelled.body.data.status, cancelled.body.data.done, cancelled.body.data.skipped], ['cancelled', 0, 0]);
     assert.ok(cancelled.body.data.finished_at);
-    const first = await spawnJetcron({ roles: 'api', natsUrl: svc.natsUrl, databaseUrl: svc.databaseUrl, label: 'jobs-a' });
+    const first = await spawnJetcron({ roles: 'api', natsUrl: svc.natsUrl, databaseUrl: svc.databaseUrl, label: 'jobs-a', env: SMALL_GROUPS });
     procs.push(first);
     const viaFirst = apiClient(() => first.url!, apiKey);
     const accepted = await viaFirst('POST', '/executions/retry', { filter: {} });
     assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
     const jobId = accepted.body.data.id;
     assert.equal(accepted.body.data.total, SET);
-    // Killed once some of its retries are appended (projected: their rows are there).
-    await eventually(async () => (await allExecutions(api, '&source_type=task')).some((r) => r.retry_of), 60_000);
+    // Killed once it has recorded a group (its progress projected), mid-job unless the machine lets it run through first.
+    await eventually(async () => (await api('GET', `/jobs/${jobId}`)).body.data.done > 0, 60_000, 10);
     await first.kill9();
     const atKill = (await api('GET', `/jobs/${jobId}`)).body.data;
-    const second = await spawnJetcron({ roles: 'api', natsUrl: svc.natsUrl, databaseUrl: svc.databaseUrl, label: 'jobs-b' });
+    const second = await spawnJetcron({ roles: 'api', natsUrl: svc.natsUrl, databaseUrl: svc.databaseUrl, label: 'jobs-b', env: SMALL_GROUPS });
     procs.push(second);
     const done = await finishedJob(api, jobId);
     // Every execution counted as retried: those the killed process retried without recording them too.
@@ -296,17 +375,17 @@ describe('a bulk retry job across a kill -9 of the process advancing it', () => 
     failing = true;
     const set = await deadLetters(api, `${target.url}/freeze`, SET, 'freeze');
     failing = false;
-    const frozen = await spawnJetcron({ roles: 'api', natsUrl: svc.natsUrl, databaseUrl: svc.databaseUrl, label: 'jobs-frozen' });
+    const frozen = await spawnJetcron({ roles: 'api', natsUrl: svc.natsUrl, databaseUrl: svc.databaseUrl, label: 'jobs-frozen', env: SMALL_GROUPS });
     procs.push(frozen);
     const accepted = await apiClient(() => frozen.url!, apiKey)('POST', '/executions/retry', { filter: { host: new URL(target.url).hostname } });
     assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
     const jobId = accepted.body.data.id;
     assert.equal(accepted.body.data.total, SET);
-    await eventually(async () => (await allExecutions(api, '&source_type=task')).some((r) => r.retry_of && set.includes(r.retry_of)), 60_000);
+    await eventually(async () => (await api('GET', `/jobs/${jobId}`)).body.data.done > 0, 60_000, 10);
     process.kill(frozen.pid, 'SIGSTOP');
     const atFreeze = (await api('GET', `/jobs/${jobId}`)).body.data;
     // The successor takes the lease once the frozen one's lapses.
-    const successor = await spawnJetcron({ roles: 'api', natsUrl: svc.natsUrl, databaseUrl: svc.databaseUrl, label: 'jobs-successor' });
+    const successor = await spawnJetcron({ roles: 'api', natsUrl: svc.natsUrl, databaseUrl: svc.databaseUrl, label: 'jobs-successor', env: SMALL_GROUPS });
     procs.push(successor);
     let done;
     try {

@@ -127,8 +127,9 @@ const CHANNELS: Record<string, Channel> = {
     parameters: orgParam, events: ['ChannelCreated', 'ChannelUpdated', 'ChannelDeleted'],
   },
   jobs: {
-    address: SUBJECTS.jobs(ORG), description: 'The organization\'s bulk retry jobs, one aggregate whose state is its latest job: acceptance with the fixed set, each step, a cancel',
-    parameters: orgParam, events: ['RetryJobAccepted', 'RetryJobStepped', 'RetryJobCancelled'],
+    address: SUBJECTS.jobs(ORG), commits: true,
+    description: 'The organization\'s bulk retry and replay jobs, one aggregate whose state is its latest job: acceptance with the fixed set, a cancel, and each group of steps as one commit of the group\'s retries (`TaskTriggered`, `ScheduleTriggered` with `source_seq`, `InboundEventReplayed`) followed by its `RetryJobStepped`',
+    parameters: orgParam, events: ['RetryJobAccepted', 'RetryJobStepped', 'RetryJobCancelled', 'TaskTriggered', 'ScheduleTriggered', 'InboundEventReplayed'],
   },
   quota: {
     address: `evt.${ORG}.quota.{kind}`, description: 'The places of a plan limit taken (endpoints, schedules, monitors)',

@@ -19,6 +19,13 @@ export interface CommitMessage<E extends Envelope = Envelope> {
   events: E[];
 }
 
+/**
+ * The bytes of events a writer puts in one commit at most (the EVENTS stream takes
+ * messages up to 4 MiB): the API's create commits and a bulk job's groups close before
+ * this, so one commit never meets the stream's limit.
+ */
+export const COMMIT_MAX_BYTES = 2 * 1024 * 1024;
+
 /** A commit of `events`, each with its type's version (`storedEvent`). */
 export function commitMessage<E extends Envelope>(id: string, events: E[], at: Date): CommitMessage<E> {
   if (events.length === 0) throw new Error('a commit holds at least one event');

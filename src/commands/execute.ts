@@ -78,8 +78,7 @@ const MAX_BACKOFF_MS = 250;
 // the time budget sheds load instead.
 const queues = new WeakMap<EventStore, AsyncLock>();
 
-function queuesOf(of: EventStore): AsyncLock {
-  const store = of.wraps ?? of;
+function queuesOf(store: EventStore): AsyncLock {
   let q = queues.get(store);
   if (!q) queues.set(store, (q = new AsyncLock({ maxPending: Infinity })));
   return q;

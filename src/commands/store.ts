@@ -36,12 +36,6 @@ export interface EventStore {
   knownSeq?(): number;
   /** The first message on `subject` at or after stream sequence `fromSeq`, or null when there is none. */
   nextMessage?<E extends Envelope>(subject: string, fromSeq: number): Promise<{ events: E[]; seq: number } | null>;
-  /**
-   * The store this one wraps (a bulk job's fenced store): what is kept per store of
-   * messages that never change (a batch's creates) and the per-subject command queues
-   * are the wrapped one's, so a wrapper made per group starts with them warm.
-   */
-  readonly wraps?: EventStore;
   /** The event stored at this stream sequence (of a commit: its first one, or the first that `pick` takes), or null. */
   at<E extends Envelope>(seq: number, pick?: (event: E) => boolean): Promise<StoredEvent<E> | null>;
 }

@@ -1,18 +1,25 @@
-import pLimit from 'p-limit';
 import type { Selectable } from 'kysely';
 import { STREAMS } from '../../streams/definitions.ts';
-import { decideRetry } from '../commands/execution/retry.ts';
-import { loadLatestJob, recordJobSteps } from '../commands/job/handlers.ts';
+import { SUBJECTS } from '../../streams/subjects.ts';
+import { COMMIT_MAX_BYTES } from '../commands/commit.ts';
+import { commandMeta } from '../commands/execute.ts';
+import { decideGroupTrigger, decideRetry, type ReadSource } from '../commands/execution/retry.ts';
+import { decideJobs } from '../commands/job/decide.ts';
+import { loadLatestJob } from '../commands/job/handlers.ts';
 import type { JobStep, RetryJob } from '../commands/job/types.ts';
-import type { RetryIds } from '../commands/task/types.ts';
+import type { CommandMeta } from '../commands/meta.ts';
+import { evolveSchedule } from '../commands/schedule/decide.ts';
+import type { Schedule, ScheduleEvent } from '../commands/schedule/types.ts';
+import { ConcurrencyError } from '../commands/store.ts';
+import { evolveTask } from '../commands/task/decide.ts';
+import { lastTaskEventAt } from '../commands/task/load.ts';
+import type { RetryIds, Task } from '../commands/task/types.ts';
 import type { Envelope } from '../commands/envelope.ts';
-import type { JetcronEvent } from '../commands/events.ts';
-import type { EventStore } from '../commands/store.ts';
-import type { ExecutionsTable } from '../db/schema.ts';
-import { replayInboundEvent } from './replay-event.ts';
+import { eventJson } from '../commands/upcast.ts';
+import type { ExecutionsTable, InboundEventsTable } from '../db/schema.ts';
+import { decideInboundReplay } from './replay-event.ts';
 import { derivedId } from '../lib/ids.ts';
 import type { ApiDeps } from './context.ts';
-import { runRetry } from './routes/executions.ts';
 import { ApiError } from '../lib/errors.ts';
 import type { LeasedConsumer } from '../nats/consumer-kit.ts';
 import type { Lease } from '../nats/lease.ts';
@@ -20,15 +27,13 @@ import { PROJECTOR_NAME } from '../projections/projector.ts';
 
 /** How often an idle worker looks for a running job, and a catching-up one at the projector. */
 const POLL_MS = 200;
-/**
- * The executions one `RetryJobStepped` records. A holder works on at most this many
- * positions from the job's recorded one, so a successor treats exactly these as
- * possibly taken by its predecessor (`fencedStore`'s look back): never lower it below
- * what a running version uses.
- */
+/** The positions of a job's set one group takes at most by default: one commit on the jobs subject (`JETCRON_JOB_GROUP`). */
 export const JOB_GROUP = 500;
-/** Retries of a group in flight at once (each its own subject's guarded append). */
-const IN_FLIGHT = 64;
+/**
+ * Bytes a group's `RetryJobStepped` takes beside its triggers and its steps' reasons
+ * (counted with them): 500 steps' ids and outcomes, and the job.
+ */
+const STEPS_ROOM = 256 * 1024;
 
 const pause = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
@@ -42,104 +47,55 @@ const pause = (ms: number, signal: AbortSignal) =>
     signal.addEventListener('abort', done, { once: true });
   });
 
-/** The holder's term is over (lease lapsed or stopping): nothing more of it may be appended. */
-class TermOver extends Error {
-  constructor() {
-    super('the retry-jobs lease is no longer held: this holder appends nothing more');
-    this.name = 'TermOver';
-  }
-}
-
-/** The retry a step was about to append is in the log already (a predecessor's): the step took it. */
-class AlreadyAppended extends Error {
-  readonly executionId: string | null;
-  constructor(executionId: string | null) {
-    super('appended already');
-    this.name = 'AlreadyAppended';
-    this.executionId = executionId;
-  }
-}
-
-/** The new execution an appended retry (or replay) made. */
-function madeExecution(event: Envelope): string | null {
-  const e = event as JetcronEvent;
-  if (e.type === 'TaskTriggered' || e.type === 'ScheduleTriggered') return e.data.execution.id;
-  if (e.type === 'InboundEventReplayed') return e.data.executions[0]?.execution_id ?? null;
-  return null;
-}
-
-/** The ids the retry of a job's position is appended under: the same for every holder, so one finds another's. */
+/** The ids a retry of a job's position is decided under: the same whoever decides it. */
 export const retryIdsOf = (job: RetryJob, position: number): RetryIds => ({
   eventId: derivedId('evt', Date.parse(job.created_at), job.id, position),
   executionId: derivedId('exe', Date.parse(job.created_at), `${job.id}:exe`, position),
 });
 
-/** The event with this id among `subject`'s messages after `after`, up to `upTo`. */
-async function findOnSubject(store: EventStore, subject: string, after: number, upTo: number, eventId: string): Promise<Envelope | null> {
-  for (let from = after + 1; from <= upTo;) {
-    const msg = await store.nextMessage!(subject, from);
-    if (!msg || msg.seq > upTo) return null;
-    const hit = msg.events.find((e) => e.id === eventId);
-    if (hit) return hit;
-    from = msg.seq + 1;
-  }
-  return null;
-}
-
-/**
- * The store a holder's retries are appended through: the fence of a holder that lost
- * its lease without knowing (frozen, cut off), as a partition owner's claim fences its
- * predecessor's commits. Every append asks `mayWrite()` after its load, so it is
- * guarded by a sequence read while the lease was held; a successor's retry of the same
- * execution changes that subject, and the late append fails on its guard and, decided
- * again, stops here. `lookBack`: the first group after a takeover (or an error) may hold
- * retries a predecessor appended after the job's last step (the jobs subject's sequence
- * `lookBack`); each append first looks on its subject, between that and the sequence it
- * is guarded by, for its own event id (derived from the job and position), and takes
- * what it finds instead of appending again. A predecessor's append landing after that
- * look makes this one fail its guard, and the look is made again.
- */
-function fencedStore(store: EventStore, mayWrite: () => boolean, lookBack: number | null): EventStore {
-  const guard = async (subject: string, head: Envelope, expectedSeq: number | undefined): Promise<number | undefined> => {
-    if (lookBack === null) {
-      if (!mayWrite()) throw new TermOver();
-      return expectedSeq;
-    }
-    // An unguarded append (a replay) is guarded here by what the look saw.
-    const upTo = expectedSeq ?? (await store.lastMessage(subject))?.seq ?? 0;
-    const found = await findOnSubject(store, subject, lookBack, upTo, head.id);
-    if (found) throw new AlreadyAppended(madeExecution(found));
-    if (!mayWrite()) throw new TermOver();
-    return upTo;
-  };
-  return {
-    ...store,
-    wraps: store,
-    async append(subject, event, expectedSeq) {
-      return store.append(subject, event, await guard(subject, event, expectedSeq));
-    },
-    async appendCommit(subject, events, expectedSeq, texts) {
-      return store.appendCommit(subject, events, await guard(subject, events[events.length - 1]!, expectedSeq), texts);
-    },
-  };
-}
-
 type SetRow = Pick<Selectable<ExecutionsTable>, 'id' | 'status' | 'source_type' | 'source_id' | 'url' | 'parent_id' | 'callback_url' | 'retried_by'>;
 
+/** One position of a group as decided: its step, and the event its retry appends (none when skipped), with its JSON. */
+interface DecidedStep {
+  step: JobStep;
+  event: Envelope | null;
+  text: string;
+}
+
+/** What one group reads, each once: its rows, its sources (a task's create commit is read once for all its tasks). */
+interface GroupReads {
+  rows: Map<string, SetRow>;
+  inbound: Map<string, Selectable<InboundEventsTable>>;
+  /** A replay job's events: each one's latest delivery to a URL (what a new one retries). */
+  latest: Map<string, Map<string, string>>;
+  task(id: string): Promise<ReadSource<Task>>;
+  schedule(id: string): Promise<ReadSource<Schedule>>;
+}
+
+const skipped = (executionId: string, reason: string): JobStep => ({ execution_id: executionId, outcome: 'skipped', retry_id: null, reason });
+const retried = (executionId: string, retryId: string | null): JobStep => ({ execution_id: executionId, outcome: 'retried', retry_id: retryId, reason: null });
+const once = <T>(map: Map<string, Promise<T>>, key: string, read: () => Promise<T>): Promise<T> => {
+  let p = map.get(key);
+  if (!p) map.set(key, (p = read()));
+  return p;
+};
+
 /**
- * The worker of bulk retry jobs (one holder across the service: the `retry-jobs` lease).
- * A job's set is in its row (from `RetryJobAccepted`); it is taken in groups of
- * `JOB_GROUP` positions: each execution of a group is retried as `POST
- * /executions/{id}/retry` would (`decideRetry`, `runRetry`), `IN_FLIGHT` at once, or
- * skipped when it no longer qualifies (gone, already retried, its source gone); then
- * the group is recorded with one `RetryJobStepped`, a guarded append on the
- * organization's jobs subject naming the position it starts at (a group recorded
- * already, or a cancel, makes it nothing). Each retry is appended under ids derived from
- * the job and position, through `fencedStore`. A new holder first waits until the
- * projector has everything the log held when it took the lease: an execution its
- * predecessor retried and that is projected shows `retried_by`.
+ * The worker of bulk retry and replay jobs (one holder across the service: the
+ * `retry-jobs` lease). A job's set is in its row (from `RetryJobAccepted`); it is taken
+ * in groups of up to `groupSize` positions (`JOB_GROUP` unless configured). A group is
+ * decided without appending: each position's source is read (the task or schedule from the log, the endpoint and stored
+ * request for a delivery) and its retry decided by the source's own rule (its trigger,
+ * or the event's replay), under ids derived from the job and position; a position that
+ * no longer qualifies (gone, already retried, its source gone) is skipped. Then the
+ * group's retries and its `RetryJobStepped` are ONE commit on the organization's jobs
+ * subject, guarded by that subject's last sequence: all of a group or nothing of it. A
+ * holder that lost its lease without knowing (frozen) fails its guard once a successor
+ * has committed a group (or a cancel came); a crash before the commit leaves nothing.
+ * A new holder first waits until the projector has everything the log held when it
+ * took the lease, so an execution retried before shows `retried_by`.
  */
-export function retryJobWorker(deps: ApiDeps, log: (m: string) => void): LeasedConsumer {
+export function retryJobWorker(deps: ApiDeps, log: (m: string) => void, groupSize = JOB_GROUP): LeasedConsumer {
   async function projectedUpTo(seq: number, signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {
       const row = await deps.db.selectFrom('projection_checkpoints').select('seq').where('name', '=', PROJECTOR_NAME).executeTakeFirst();
@@ -148,107 +104,172 @@ export function retryJobWorker(deps: ApiDeps, log: (m: string) => void): LeasedC
     }
   }
 
-  const skipped = (executionId: string, reason: string): JobStep => ({ execution_id: executionId, outcome: 'skipped', retry_id: null, reason });
-  const retried = (executionId: string, retryId: string | null): JobStep => ({ execution_id: executionId, outcome: 'retried', retry_id: retryId, reason: null });
-
-  async function retryStep(fenced: ApiDeps, job: RetryJob, position: number, executionId: string, row: SetRow | undefined): Promise<JobStep> {
-    if (!row) return skipped(executionId, 'the execution is gone (its source was deleted)');
-    const ids = retryIdsOf(job, position);
-    // Retried by this very step before a crash or takeover: the step took it.
-    if (row.retried_by === ids.executionId) return retried(executionId, ids.executionId);
-    if (row.retried_by) return skipped(executionId, `already retried by ${row.retried_by}`);
-    try {
-      return retried(executionId, await runRetry(fenced, job.org_id, decideRetry(row), ids));
-    } catch (err) {
-      if (err instanceof AlreadyAppended) return retried(executionId, err.executionId);
-      if (err instanceof ApiError && err.status === 409) return skipped(executionId, err.message);
-      throw err;
+  async function groupReads(job: RetryJob, group: readonly string[]): Promise<GroupReads> {
+    const orgId = job.org_id;
+    const tasks = new Map<string, Promise<ReadSource<Task>>>();
+    const schedules = new Map<string, Promise<ReadSource<Schedule>>>();
+    const reads: GroupReads = {
+      rows: new Map(), inbound: new Map(), latest: new Map(),
+      task: (id) => once(tasks, id, async () => {
+        const last = await lastTaskEventAt(deps.store, orgId, id);
+        const state = last && evolveTask(null, last.event);
+        return { state: state?.org_id === orgId ? state : null, seq: last?.seq ?? 0 };
+      }),
+      schedule: (id) => once(schedules, id, async () => {
+        const last = await deps.store.last<ScheduleEvent>(SUBJECTS.schedule(orgId, id));
+        const state = last && evolveSchedule(null, last.event);
+        return { state: state?.org_id === orgId ? state : null, seq: last?.seq ?? 0 };
+      }),
+    };
+    if (job.kind === 'retry') {
+      const rows = await deps.db.selectFrom('executions')
+        .select(['id', 'status', 'source_type', 'source_id', 'url', 'parent_id', 'callback_url', 'retried_by'])
+        .where('org_id', '=', orgId).where('id', 'in', group).execute();
+      for (const r of rows) reads.rows.set(r.id, r);
     }
+    // The inbound events a group replays (a replay job's set, or a retry job's endpoint deliveries'), each read once.
+    const eventIds = job.kind === 'replay' ? [...group] : [...new Set([...reads.rows.values()].filter((r) => r.source_type === 'endpoint' && r.parent_id).map((r) => r.parent_id!))];
+    if (eventIds.length) {
+      for (const r of await deps.db.selectFrom('inbound_events').selectAll().where('org_id', '=', orgId).where('id', 'in', eventIds).execute()) reads.inbound.set(r.id, r);
+    }
+    if (job.kind === 'replay') {
+      const earlier = await deps.db.selectFrom('executions').select(['id', 'url', 'parent_id']).where('org_id', '=', orgId).where('parent_id', 'in', group)
+        .orderBy('created_at', 'asc').orderBy('id', 'asc').execute();
+      for (const x of earlier) {
+        let urls = reads.latest.get(x.parent_id!);
+        if (!urls) reads.latest.set(x.parent_id!, (urls = new Map()));
+        urls.set(x.url, x.id);
+      }
+    }
+    return reads;
+  }
+
+  /** A retry job's position: its execution retried as `POST /executions/{id}/retry` would, decided only. */
+  async function retryStep(job: RetryJob, reads: GroupReads, ids: RetryIds, executionId: string, meta: CommandMeta): Promise<DecidedStep> {
+    const row = reads.rows.get(executionId);
+    if (!row) return { step: skipped(executionId, 'the execution is gone (its source was deleted)'), event: null, text: '' };
+    if (row.retried_by) return { step: skipped(executionId, `already retried by ${row.retried_by}`), event: null, text: '' };
+    const command = decideRetry(row);
+    let event: Envelope;
+    switch (command.type) {
+      case 'TriggerTask':
+        event = decideGroupTrigger(command, await reads.task(command.taskId), ids, meta);
+        break;
+      case 'TriggerSchedule':
+        event = decideGroupTrigger(command, await reads.schedule(command.scheduleId), ids, meta);
+        break;
+      case 'ReplayDelivery': {
+        const inbound = reads.inbound.get(command.eventId);
+        if (!inbound) return { step: skipped(executionId, 'The execution\'s source is gone: its inbound event is no longer stored'), event: null, text: '' };
+        event = (await decideInboundReplay(deps, job.org_id, inbound, { urls: [command.url], retryOf: () => command.retryOf, eventId: ids.eventId })).event;
+        break;
+      }
+      default:
+        return command satisfies never;
+    }
+    return { step: retried(executionId, madeExecution(event)), event, text: eventJson(event) };
   }
 
   /**
-   * A replay job's step: the event again to the job's forward URLs (all the endpoint's
-   * when null), each new delivery `retry_of` the event's latest earlier one to that URL,
-   * under the event id of the job's position.
+   * A replay job's position: the event again to the job's forward URLs (all the
+   * endpoint's when null), each new delivery `retry_of` the event's latest earlier one
+   * to that URL, decided only.
    */
-  async function replayStep(fenced: ApiDeps, job: RetryJob, position: number, eventId: string): Promise<JobStep> {
-    const orgId = job.org_id;
-    const row = await deps.db.selectFrom('inbound_events').selectAll().where('id', '=', eventId).where('org_id', '=', orgId).executeTakeFirst();
-    if (!row) return skipped(eventId, 'the inbound event is gone');
-    const earlier = await deps.db.selectFrom('executions').select(['id', 'url']).where('parent_id', '=', eventId).where('org_id', '=', orgId)
-      .orderBy('created_at', 'asc').orderBy('id', 'asc').execute();
-    const latest = new Map(earlier.map((x) => [x.url, x.id]));
-    const endpoint = await deps.endpoints.get(orgId, row.endpoint_id);
-    const urls = job.forward_urls ?? endpoint?.forward_urls ?? [];
-    try {
-      const { ids } = await replayInboundEvent(fenced, orgId, row, { urls, retryOf: (u) => latest.get(u), eventId: retryIdsOf(job, position).eventId });
-      return retried(eventId, ids[0] ?? null);
-    } catch (err) {
-      if (err instanceof AlreadyAppended) return retried(eventId, err.executionId);
-      if (err instanceof ApiError && (err.status === 409 || err.status === 404)) return skipped(eventId, err.message);
-      throw err;
-    }
+  async function replayStep(job: RetryJob, reads: GroupReads, ids: RetryIds, eventId: string): Promise<DecidedStep> {
+    const row = reads.inbound.get(eventId);
+    if (!row) return { step: skipped(eventId, 'the inbound event is gone'), event: null, text: '' };
+    const latest = reads.latest.get(eventId);
+    const urls = job.forward_urls ?? (await deps.endpoints.get(job.org_id, row.endpoint_id))?.forward_urls ?? [];
+    const { event } = await decideInboundReplay(deps, job.org_id, row, { urls, retryOf: (u) => latest?.get(u), eventId: ids.eventId });
+    return { step: retried(eventId, madeExecution(event)), event, text: eventJson(event) };
   }
 
-  /** The group of `job` from its position: each taken, `IN_FLIGHT` at once, in the set's order. */
-  async function takeGroup(job: RetryJob, ids: readonly string[], fenced: ApiDeps): Promise<JobStep[]> {
-    const group = ids.slice(job.position, Math.min(job.total, job.position + JOB_GROUP));
-    const rows = job.kind === 'replay' ? new Map<string, SetRow>() : new Map((await deps.db.selectFrom('executions')
-      .select(['id', 'status', 'source_type', 'source_id', 'url', 'parent_id', 'callback_url', 'retried_by'])
-      .where('org_id', '=', job.org_id).where('id', 'in', group).execute()).map((r) => [r.id, r]));
-    const slots = pLimit(IN_FLIGHT);
-    // Settled, not raced: a failed step leaves none of the others running on after the group.
-    const settled = await Promise.allSettled(group.map((executionId, i) => slots(() => {
-      const position = job.position + i;
-      return job.kind === 'replay' ? replayStep(fenced, job, position, executionId) : retryStep(fenced, job, position, executionId, rows.get(executionId));
-    })));
+  /**
+   * The group of `job` from its position, decided: each position's step and retry, in
+   * the set's order, as many as fit one commit (`COMMIT_MAX_BYTES`, at least one).
+   */
+  async function decideGroup(job: RetryJob, ids: readonly string[]): Promise<{ steps: JobStep[]; events: Envelope[]; texts: string[] }> {
+    const group = ids.slice(job.position, Math.min(job.total, job.position + groupSize));
+    const reads = await groupReads(job, group);
+    const meta = commandMeta(deps.clock);
+    // Every position's reads at once (a group's direct gets are small; the script pool bounds
+    // replays itself). Settled, not raced: a failed read leaves none running on after the group.
+    const settled = await Promise.allSettled(group.map(async (id, i): Promise<DecidedStep> => {
+      const retryIds = retryIdsOf(job, job.position + i);
+      try {
+        return job.kind === 'replay' ? await replayStep(job, reads, retryIds, id) : await retryStep(job, reads, retryIds, id, meta);
+      } catch (err) {
+        // No longer qualifying (its source gone, not retryable now): skipped, with the reason the single call would answer.
+        if (err instanceof ApiError && (err.status === 409 || err.status === 404)) return { step: skipped(id, err.message), event: null, text: '' };
+        throw err;
+      }
+    }));
     const failed = settled.find((r) => r.status === 'rejected');
     if (failed) throw failed.reason;
-    return settled.map((r) => (r as PromiseFulfilledResult<JobStep>).value);
+    const out = { steps: [] as JobStep[], events: [] as Envelope[], texts: [] as string[] };
+    let bytes = 0;
+    for (const r of settled) {
+      const d = (r as PromiseFulfilledResult<DecidedStep>).value;
+      // A skip's reason may be long (a replay's forward URLs): its step counts too.
+      bytes += d.text.length + (d.step.reason?.length ?? 0);
+      if (out.steps.length && bytes > COMMIT_MAX_BYTES - STEPS_ROOM) break;
+      out.steps.push(d.step);
+      if (d.event) {
+        out.events.push(d.event);
+        out.texts.push(d.text);
+      }
+    }
+    return out;
   }
 
-  async function advance(jobId: string, orgId: string, signal: AbortSignal, lease: Lease): Promise<void> {
-    const mayWrite = () => !signal.aborted && lease.held();
+  async function advance(jobId: string, orgId: string, mayWrite: () => boolean): Promise<void> {
     let { job, seq } = await loadLatestJob(deps.store, orgId);
     if (!job || job.id !== jobId || job.status !== 'running') return;
     const row = await deps.db.selectFrom('jobs').select(['execution_ids']).where('id', '=', jobId).executeTakeFirst();
     const ids = (row?.execution_ids ?? []) as string[];
     if (ids.length !== job.total) throw new Error(`job ${jobId}: its row holds ${ids.length} of ${job.total} executions`);
-    // The first group looks back for a predecessor's retries (or this holder's own, when an error cut its last group short).
-    let lookBack: number | null = seq;
     while (job && job.id === jobId && job.status === 'running' && mayWrite()) {
-      const steps = await takeGroup(job, ids, { ...deps, store: fencedStore(deps.store, mayWrite, lookBack) });
-      const recorded = await recordJobSteps(deps, orgId, { jobId, position: job.position, steps });
-      // Nothing recorded: cancelled meanwhile, or the group is another holder's. Read again next round.
-      if (!recorded.events.length) return;
-      ({ state: job, seq } = recorded);
-      lookBack = null;
+      const { steps, events, texts } = await decideGroup(job, ids);
+      const [stepped] = decideJobs({ type: 'RecordJobSteps', jobId, position: job.position, steps }, job, commandMeta(deps.clock));
+      if (!stepped || !mayWrite()) return;
+      try {
+        seq = await deps.store.appendCommit(SUBJECTS.jobs(orgId), [...events, stepped], seq, [...texts, eventJson(stepped)]);
+      } catch (err) {
+        if (!(err instanceof ConcurrencyError)) throw err;
+        // Another write on the jobs subject (a cancel, or a holder that took over): decided again from what it says.
+        ({ job, seq } = await loadLatestJob(deps.store, orgId));
+        continue;
+      }
+      job = stepped.data.job;
+      await deps.reads.wrote(orgId, seq);
     }
   }
 
   return {
     lease: 'retry-jobs',
-    async term(signal, _opened, lease) {
+    async term(signal, _opened, lease: Lease) {
       log('bulk jobs: this process holds their lease and advances them');
+      const mayWrite = () => !signal.aborted && lease.held();
       await projectedUpTo((await deps.nats.jsm.streams.info(STREAMS.events.name)).state.last_seq, signal);
-      try {
-        while (!signal.aborted && lease.held()) {
-          const running = await deps.db.selectFrom('jobs').select(['id', 'org_id']).where('status', '=', 'running').orderBy('created_at').execute();
-          for (const j of running) {
-            try {
-              await advance(j.id, j.org_id, signal, lease);
-            } catch (err) {
-              if (err instanceof TermOver) return;
-              log(`retry job ${j.id}: ${(err as Error).message}; taken up again in a moment`);
-            }
+      while (mayWrite()) {
+        const running = await deps.db.selectFrom('jobs').select(['id', 'org_id']).where('status', '=', 'running').orderBy('created_at').execute();
+        for (const j of running) {
+          try {
+            await advance(j.id, j.org_id, mayWrite);
+          } catch (err) {
+            log(`retry job ${j.id}: ${(err as Error).message}; taken up again in a moment`);
           }
-          await pause(POLL_MS, signal);
         }
-      } finally {
-        // Every append of this term is settled by now (a group waits for all of its own). The
-        // log lines avoid the word "retry": a bench counts such lines as trouble.
-        if (!lease.held()) log('bulk jobs: their lease is no longer held; this holder has stopped');
+        await pause(POLL_MS, signal);
       }
+      // The log line avoids the word "retry": a bench counts such lines as trouble.
+      if (!lease.held()) log('bulk jobs: their lease is no longer held; this holder has stopped');
     },
   };
+}
+
+/** The new execution a retry (or replay) makes. */
+function madeExecution(event: Envelope): string | null {
+  const d = event.data as { execution?: { id: string }; executions?: Array<{ execution_id: string }> };
+  return d.execution?.id ?? d.executions?.[0]?.execution_id ?? null;
 }

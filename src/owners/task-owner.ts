@@ -7,6 +7,7 @@ import { adoptedResult, canBeLate, lateResult } from '../commands/execution/late
 import { OwnedTasks, type OwnedExecution } from '../commands/partition/owned-tasks.ts';
 import { TASK_EVENT_TYPES, type TaskEvent } from '../commands/task/types.ts';
 import { evolveTask } from '../commands/task/decide.ts';
+import { lastTaskEventAt } from '../commands/task/load.ts';
 import type { AttemptRunner } from '../dispatchers/attempt-runner.ts';
 import { NotSent } from '../dispatchers/outbound-client.ts';
 import type { HostBlocks } from '../dispatchers/host-blocks.ts';
@@ -100,7 +101,7 @@ export async function ownTaskPartition(
     release();
     throw err;
   });
-  const state = new OwnedTasks(partition, deps.partitions);
+  const state = new OwnedTasks(partition, deps.partitions, log.resumeFrom);
   // Before the log: a key paused long ago is paused still (the log replays later changes on top).
   try {
     for (const e of await readFlowKeyStates(deps.nats)) state.onFlowKeyEvent(e);
@@ -356,36 +357,52 @@ export async function ownTaskPartition(
     }
   };
 
+  /** A read the owner cannot go on without: tried again until it answers (or the owner stops). */
+  const readUntilDone = async (what: string, read: () => Promise<void>) => {
+    for (let tries = 1; ; tries++) {
+      try {
+        return await read();
+      } catch (err) {
+        if (stop.signal.aborted) throw err;
+        if (tries === 1) deps.log(`owner of partition ${partition}: cannot read ${what} (${(err as Error).message}); trying again`);
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
+  };
+
   /**
-   * The endpoints of a batch's deliveries this owner does not know yet (a takeover reads
-   * deliveries whose endpoint's events came before its `from`): their current state,
-   * read before the batch is applied. A failed read is tried again; the owner waits.
+   * The sources of a batch's executions this owner does not know enough of, read before
+   * the batch is applied: an endpoint whose events came before its `from` (a takeover
+   * reading its deliveries), and a task whose trigger was decided outside its subject on
+   * a state older than what this owner has read of deletes (`needsTask`). A failed read
+   * is tried again; the owner waits.
    */
-  const knowEndpoints = async (batch: TapItem[]) => {
-    const wanted = new Map<string, { orgId: string; endpointId: string }>();
+  const knowSources = async (batch: TapItem[]) => {
+    const endpoints = new Map<string, { orgId: string; endpointId: string }>();
+    const tasks = new Map<string, { orgId: string; taskId: string }>();
     for (const item of batch) {
       // A message that does not decode is logged once, by `read`.
       const events = decoded(item, false);
       if (nothingToOwn(item, events)) continue;
       for (const e of events) {
         if ((e.type === 'InboundEventReceived' || e.type === 'InboundEventReplayed') && state.needsEndpoint(e)) {
-          wanted.set(e.data.endpoint.id, { orgId: e.org_id, endpointId: e.data.endpoint.id });
+          endpoints.set(e.data.endpoint.id, { orgId: e.org_id, endpointId: e.data.endpoint.id });
+        } else if (e.type === 'TaskTriggered' && state.needsTask(e)) {
+          tasks.set(e.data.task.id, { orgId: e.org_id, taskId: e.data.task.id });
         }
       }
     }
-    for (const { orgId, endpointId } of wanted.values()) {
-      for (let tries = 1; ; tries++) {
-        try {
-          const last = await deps.store.last<EndpointEvent>(SUBJECTS.endpoint(orgId, endpointId));
-          state.learnEndpoint(orgId, endpointId, last ? evolveEndpoint(null, last.event) : null, last?.seq ?? 0, deps.clock.now());
-          break;
-        } catch (err) {
-          if (stop.signal.aborted) throw err;
-          if (tries === 1) deps.log(`owner of partition ${partition}: cannot read endpoint ${endpointId} (${(err as Error).message}); trying again`);
-          await new Promise((r) => setTimeout(r, 500));
-        }
-      }
+    for (const { orgId, endpointId } of endpoints.values()) {
+      await readUntilDone(`endpoint ${endpointId}`, async () => {
+        const last = await deps.store.last<EndpointEvent>(SUBJECTS.endpoint(orgId, endpointId));
+        state.learnEndpoint(orgId, endpointId, last ? evolveEndpoint(null, last.event) : null, last?.seq ?? 0, deps.clock.now());
+      });
     }
+    // At once: a bulk job's group after a restart may name hundreds of tasks read before this owner's start.
+    await Promise.all([...tasks.values()].map(({ orgId, taskId }) => readUntilDone(`task ${taskId}`, async () => {
+      const last = await lastTaskEventAt(deps.store, orgId, taskId);
+      state.learnTask(taskId, last?.event ?? null, last?.seq ?? 0);
+    })));
   };
 
   /**
@@ -423,7 +440,7 @@ export async function ownTaskPartition(
   try {
     // In batches: every owner of the process reads every message, so a step per item would cost each of them.
     for await (const batch of followEventBatches(deps.nats, { startSeq: log.resumeFrom, signal: stop.signal, log: deps.log, name: `owner.${partition}`, maxMessages: 2_000 })) {
-      await knowEndpoints(batch);
+      await knowSources(batch);
       let changed = false;
       for (const item of batch) if (read(item)) changed = true;
       deps.progress?.advanced(position - 1);

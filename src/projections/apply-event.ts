@@ -8,6 +8,7 @@ import type { Schedule } from '../commands/schedule/types.ts';
 import type { Task } from '../commands/task/types.ts';
 import { forTypes, handle, type EventHandlers, type EventOf, type EventType, type JetcronEvent } from '../commands/events.ts';
 import type { ProjectionBatch } from './batch.ts';
+import type { Row } from './bulk-write.ts';
 
 /** The fields of a task the API returns as its definition (state bookkeeping removed). */
 export function taskDoc(task: Task): Record<string, unknown> {
@@ -122,7 +123,24 @@ const organization = (e: Of<'OrganizationCreated' | 'OrganizationPlanChanged' | 
 const apiKey = (e: Of<'ApiKeyCreated' | 'ApiKeyRevoked'>, batch: ProjectionBatch) => {
   batch.apiKeys.set(e.data.key.public_id, { ...e.data.key });
 };
-const taskRun = (e: Of<'TaskCreated' | 'TaskTriggered'>, batch: ProjectionBatch) => {
+/**
+ * A trigger's run: its row (pending) and its source's `last_execution_id`, both only
+ * while the source has a row. A trigger changes nothing of its source's definition, and
+ * one decided outside the source's subject (a bulk job's group) may carry an older state
+ * than the row's, or come after the source's delete: the source's row is never written
+ * from it.
+ */
+function triggeredRun(batch: ProjectionBatch, table: 'tasks' | 'schedules', sourceId: string, row: Row, retryOf: string | undefined): void {
+  const id = row.id as string;
+  batch.newExecutions.set(id, row);
+  batch.triggeredRuns.add(id);
+  const inBatch = batch[table].get(sourceId);
+  if (inBatch) inBatch.last_execution_id = id;
+  else batch.lastRuns[table].set(sourceId, id);
+  retryLink(batch, id, retryOf);
+}
+
+const taskCreated = (e: Of<'TaskCreated'>, batch: ProjectionBatch) => {
   const { task, execution } = e.data;
   batch.patch(batch.tasks, task.id, {
     id: task.id,
@@ -134,20 +152,16 @@ const taskRun = (e: Of<'TaskCreated' | 'TaskTriggered'>, batch: ProjectionBatch)
     updated_at: task.updated_at,
   });
   batch.newExecutions.set(execution.id, pendingExecution({ ...task, type: 'task' }, execution, e.at));
-  if (e.type === 'TaskTriggered') retryLink(batch, execution.id, e.data.retry_of);
-  if (e.type === 'TaskCreated') {
-    batch.createdTasks.add(task.id);
-    flowKeyLimits(batch, task, e.at);
-  }
+  batch.createdTasks.add(task.id);
+  flowKeyLimits(batch, task, e.at);
 };
 const schedule = (e: Of<'ScheduleCreated' | 'ScheduleUpdated' | 'ScheduleTicksMissed' | ScheduleHealthType>, batch: ProjectionBatch) => {
   batch.patch(batch.schedules, e.data.schedule.id, scheduleRow(e.data.schedule));
 };
-const scheduleRun = (e: Of<'ScheduleTicked' | 'ScheduleTriggered'>, batch: ProjectionBatch) => {
+const scheduleTicked = (e: Of<'ScheduleTicked'>, batch: ProjectionBatch) => {
   const { schedule: s, execution } = e.data;
   batch.patch(batch.schedules, s.id, { ...scheduleRow(s), last_execution_id: execution.id });
   batch.newExecutions.set(execution.id, pendingExecution({ ...s, type: 'schedule' }, execution, e.at));
-  if (e.type === 'ScheduleTriggered') retryLink(batch, execution.id, e.data.retry_of);
 };
 const monitor = (e: Of<'MonitorCreated' | 'MonitorUpdated' | 'MonitorPaused' | 'MonitorResumed' | 'MonitorPinged' | 'MonitorWentDown'>, batch: ProjectionBatch) => {
   const m = e.data.monitor;
@@ -177,7 +191,8 @@ const projections: EventHandlers<void, [ProjectionBatch]> = {
   ...forTypes(['OrganizationCreated', 'OrganizationPlanChanged', 'OrganizationSettingsUpdated', 'WebhookSecretRotated'], organization),
   ...forTypes(['ApiKeyCreated', 'ApiKeyRevoked'], apiKey),
   ...forTypes(['RetryJobAccepted', 'RetryJobStepped', 'RetryJobCancelled'], job),
-  ...forTypes(['TaskCreated', 'TaskTriggered'], taskRun),
+  TaskCreated: taskCreated,
+  TaskTriggered: (e, batch) => triggeredRun(batch, 'tasks', e.data.task.id, pendingExecution({ ...e.data.task, type: 'task' }, e.data.execution, e.at), e.data.retry_of),
   TaskUpdated: (e, batch) => {
     const { task } = e.data;
     flowKeyLimits(batch, task, e.at);
@@ -259,7 +274,8 @@ const projections: EventHandlers<void, [ProjectionBatch]> = {
     batch.schedules.delete(e.data.schedule.id);
     batch.deletedSchedules.add(e.data.schedule.id);
   },
-  ...forTypes(['ScheduleTicked', 'ScheduleTriggered'], scheduleRun),
+  ScheduleTicked: scheduleTicked,
+  ScheduleTriggered: (e, batch) => triggeredRun(batch, 'schedules', e.data.schedule.id, pendingExecution({ ...e.data.schedule, type: 'schedule' }, e.data.execution, e.at), e.data.retry_of),
   ...forTypes(['MonitorCreated', 'MonitorUpdated', 'MonitorPaused', 'MonitorResumed', 'MonitorPinged', 'MonitorWentDown'], monitor),
   MonitorDeleted: (e, batch) => {
     batch.monitors.delete(e.data.monitor.id);

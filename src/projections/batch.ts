@@ -123,6 +123,14 @@ export class ProjectionBatch {
   readonly cancelledTasks = new Map<string, string>();
   /** Execution rows created in this batch. */
   readonly newExecutions = new Map<string, Row>();
+  /**
+   * Of those, the runs of triggers (`TaskTriggered`, `ScheduleTriggered`): a trigger may
+   * be committed after its source's delete (a bulk job's group), so its row is written
+   * only while its task or schedule has one.
+   */
+  readonly triggeredRuns = new Set<string>();
+  /** A trigger's run as its source's `last_execution_id`, by source id: set only on a row that exists (see `triggeredRuns`). */
+  readonly lastRuns = { tasks: new Map<string, string>(), schedules: new Map<string, string>() };
   /** Changes to execution rows that already exist (or were created in this batch). */
   readonly executionPatches = new Map<string, Row>();
   readonly attempts = new Map<string, Row>();
@@ -191,20 +199,38 @@ export class ProjectionBatch {
     upsert('organizations', 'id', this.orgs.values(), ORG_TYPES);
     upsert('api_keys', 'public_id', this.apiKeys.values(), KEY_TYPES);
     write('tasks', 'id', this.tasks.values(), TASK_TYPES, (r) => this.createdTasks.has(r.id as string));
-    // Before executions and inbound events: theirs are written only for endpoints that exist.
+    // Before executions and inbound events: theirs are written only for endpoints that exist
+    // (and a trigger's run only for a task or schedule that does, `triggeredRuns`).
     upsert('endpoints', 'id', this.endpoints.values(), ENDPOINT_TYPES);
+    upsert('schedules', 'id', this.schedules.values(), SCHEDULE_TYPES);
     // An endpoint's deliveries recorded just after its deletion must not leave orphan rows.
     const created = [...this.newExecutions.values()];
     const ofEndpoint = (r: Row | undefined) => r?.source_type === 'endpoint';
-    write('executions', 'id', created.filter((r) => !ofEndpoint(r)), EXECUTION_TYPES, () => true);
+    const triggered = (r: Row | undefined) => !!r && this.triggeredRuns.has(r.id as string);
     upsert('executions', 'id', created.filter(ofEndpoint), EXECUTION_TYPES, { table: 'endpoints', column: 'source_id' });
+    const runsOf = (type: string) => created.filter((r) => triggered(r) && r.source_type === type);
+    if (opts.copyCreated) {
+      // By COPY as the other new rows (half an upsert's cost), then those whose source has no row are removed.
+      write('executions', 'id', created.filter((r) => !ofEndpoint(r)), EXECUTION_TYPES, () => true);
+      out.push(...orphanRuns(runsOf('task'), 'tasks'), ...orphanRuns(runsOf('schedule'), 'schedules'));
+    } else {
+      write('executions', 'id', created.filter((r) => !ofEndpoint(r) && !triggered(r)), EXECUTION_TYPES, () => true);
+      upsert('executions', 'id', runsOf('task'), EXECUTION_TYPES, { table: 'tasks', column: 'source_id' });
+      upsert('executions', 'id', runsOf('schedule'), EXECUTION_TYPES, { table: 'schedules', column: 'source_id' });
+    }
+    const lastRuns = (table: 'tasks' | 'schedules', types: ColumnTypes) => {
+      const rows = [...this.lastRuns[table]].map(([id, run]) => ({ id, last_execution_id: run }));
+      if (rows.length) out.push(...updateRows(table, 'id', rows, types));
+    };
+    lastRuns('tasks', TASK_TYPES);
+    lastRuns('schedules', SCHEDULE_TYPES);
     // Before the cancels land: an execution whose last attempt ended gives it a row of its own.
     if (this.cancelledExecutions.size) out.push(keepLastAttempts([...this.cancelledExecutions]));
     if (this.executionPatches.size) out.push(...updateRows('executions', 'id', [...this.executionPatches.values()], EXECUTION_TYPES));
     // An attempt of an execution created above has its parent; the others are checked.
     const createdHere = (r: Row) => {
       const execution = this.newExecutions.get(r.execution_id as string);
-      return !!execution && !ofEndpoint(execution);
+      return !!execution && !ofEndpoint(execution) && !triggered(execution);
     };
     write('execution_attempts', ['execution_id', 'attempt'], this.attempts.values(), ATTEMPT_TYPES, createdHere, { table: 'executions', column: 'execution_id' });
     // A monitor's row in full (a create, a change), or only its state (pings, goings down: `monitorStateRow`), updated.
@@ -218,7 +244,6 @@ export class ProjectionBatch {
       const ids = [...this.deletedMonitors];
       out.push(sql`DELETE FROM pings WHERE monitor_id = ANY(${ids})`, sql`DELETE FROM monitors WHERE id = ANY(${ids})`);
     }
-    upsert('schedules', 'id', this.schedules.values(), SCHEDULE_TYPES);
     if (this.deletedSchedules.size) {
       const ids = [...this.deletedSchedules];
       out.push(...executionsOf(ids), sql`DELETE FROM schedules WHERE id = ANY(${ids})`);
@@ -269,6 +294,13 @@ function executionsOf(sourceIds: string[]): Statement[] {
     sql`DELETE FROM execution_attempts WHERE execution_id = ANY(ARRAY(SELECT id FROM executions WHERE source_id = ANY(${sourceIds})))`,
     sql`DELETE FROM executions WHERE source_id = ANY(${sourceIds})`,
   ];
+}
+
+/** Trigger runs just written whose task or schedule has no row (deleted before the trigger was committed): removed. */
+function orphanRuns(rows: Row[], table: 'tasks' | 'schedules'): Statement[] {
+  if (!rows.length) return [];
+  const ids = rows.map((r) => r.id as string);
+  return [sql`DELETE FROM executions e WHERE e.id = ANY(${ids}) AND NOT EXISTS (SELECT 1 FROM ${sql.table(table)} p WHERE p.id = e.source_id)`];
 }
 
 /** The last attempt these executions' rows hold, as rows of its own (their rows are about to say cancelled). */

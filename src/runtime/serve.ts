@@ -259,7 +259,7 @@ async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () 
     const apiDeps: ApiDeps = { config, db, nats, store, clock, directory, reads, rateLimiter, metrics, endpoints, secrets: secrets!, hooks, health, scripts, live, channelSender, monitorOwners: monitorClient };
     const app = createRequestHandler(apiDeps, log, () => root);
     // Bulk retry jobs advance in an API process (one across the service, by lease): a retry is what the API's retry route runs.
-    const retryJobs = startConsumers({ nats, owner: instanceId, log }, config.retryJobs ? [retryJobWorker(apiDeps, log)] : []);
+    const retryJobs = startConsumers({ nats, owner: instanceId, log }, config.retryJobs ? [retryJobWorker(apiDeps, log, config.jobGroup)] : []);
     stoppers.push(named('retry job worker', () => retryJobs.stop()));
     // Inbound URLs skip express (and pings by token, in `app`): they are the hot path and need neither an API key nor JSON.
     const receiver = createInboundReceiver({ nats, endpoints, hooks, secrets: secrets!, metrics, log, store, reads });

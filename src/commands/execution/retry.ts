@@ -1,4 +1,9 @@
-import { conflict } from '../../lib/errors.ts';
+import { ApiError, conflict } from '../../lib/errors.ts';
+import type { CommandMeta } from '../meta.ts';
+import { decideSchedule } from '../schedule/decide.ts';
+import type { Schedule, ScheduleEvent } from '../schedule/types.ts';
+import { decideTask } from '../task/decide.ts';
+import type { RetryIds, Task, TaskEvent } from '../task/types.ts';
 
 /** What a retry needs of the execution it retries (its read-model row). */
 export interface RetriedExecution {
@@ -44,3 +49,39 @@ export function decideRetry(e: RetriedExecution): RetryCommand {
       throw conflict(`An execution of a ${e.source_type} cannot be retried`, 'source');
   }
 }
+
+/** A source as a bulk job's worker read it: its state (null: deleted, or never of this organization) and the sequence of that state. */
+export interface ReadSource<S> {
+  state: S | null;
+  seq: number;
+}
+
+/**
+ * A bulk job's retry of a task's or schedule's execution, decided on the source as it
+ * was read (`source`), for the job's group commit on the jobs subject: the trigger its
+ * own command decides (`decideTask`, `decideSchedule`: the rule lives there once), under
+ * the ids derived from the job's position and marked with the sequence of the state it
+ * carries (`source_seq`), so the owners and the projector know a later change or delete
+ * of the source wins over it. A source gone is 409 `field: "source"`, as for retry one.
+ */
+export function decideGroupTrigger(
+  command: Extract<RetryCommand, { type: 'TriggerTask' | 'TriggerSchedule' }>,
+  source: ReadSource<Task> | ReadSource<Schedule>,
+  ids: RetryIds,
+  meta: CommandMeta,
+): TaskEvent | ScheduleEvent {
+  const marks = { callbackUrl: command.callbackUrl, retryOf: command.retryOf, ids, sourceSeq: source.seq };
+  try {
+    const [event] = command.type === 'TriggerTask'
+      ? decideTask({ type: 'TriggerTask', ...marks }, source.state as Task | null, meta)
+      : decideSchedule({ type: 'TriggerSchedule', ...marks }, source.state as Schedule | null, meta);
+    if (!event) throw new Error(`${command.type} decided nothing`);
+    return event;
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 404) throw sourceGone(err.message);
+    throw err;
+  }
+}
+
+/** A retry's source no longer exists: 409 naming `source` (the source's own 404, as the retry's caller sees it). */
+export const sourceGone = (why: string) => conflict(`The execution's source is gone: ${why}`, 'source');

@@ -6,7 +6,7 @@ import { flowLimits } from '../flow-control/rules.ts';
 import type { EndpointSnapshot, ForwardPlan, InboundEventEvent } from '../inbound-event/types.ts';
 import { forwardDisabled, type EndpointEvent } from '../endpoint/types.ts';
 import { executionCancelled } from '../execution/ending.ts';
-import { planned } from '../execution/lifecycle.ts';
+import { PARKED, planned } from '../execution/lifecycle.ts';
 import { ExecutionIndex, logOrder, type HeldExecutions, type OwnedExecution, type RetryOf } from './held-executions.ts';
 import { endpointPartition } from './partition-of.ts';
 
@@ -125,9 +125,9 @@ export class EndpointDeliveries {
     if (!event.data.executions.length) return;
     const endpointId = event.data.endpoint.id;
     if (!this.mine(event.org_id, endpointId)) return;
-    // Deleted: its deliveries went with it.
     const endpoint = this.states.get(endpointId);
-    if (!endpoint) return;
+    // Deleted (a replay decided before the delete, committed after it): its deliveries are cancelled unsent.
+    if (!endpoint) return this.cancelUnsent(event, seq, index, traceparent);
     // An idle key is dropped with its limits (see PartitionQueues.take): the endpoint as
     // known gives them again, as a task's create does for its key.
     const key = endpointKey(event.org_id, endpointId);
@@ -143,13 +143,20 @@ export class EndpointDeliveries {
         queues.reschedule(id, Date.parse(origin.plan.scheduled_for), held.order);
         return;
       }
-      const exec: OwnedExecution = {
-        ...planned(forwardJob(event.org_id, origin, 1, origin.plan.scheduled_for)), id, sourceId: endpointId, forward: origin, triggered: false,
-        origin: seq, order: logOrder(seq, index, sub), adopt: null, traceparent,
-      };
-      this.deliveries.add(endpointId, id);
-      this.held.admit(exec, key, Date.parse(origin.plan.scheduled_for));
+      this.hold(event, origin, logOrder(seq, index, sub), seq, traceparent, key, Date.parse(origin.plan.scheduled_for));
     });
+  }
+
+  /** A delivery held from now on, waiting in `key` for `dueAt`. */
+  private hold(event: InboundEventEvent, origin: ForwardOrigin, order: number, seq: number, traceparent: string | undefined, key: string | null, dueAt: number): OwnedExecution {
+    const id = origin.plan.execution_id;
+    const exec: OwnedExecution = {
+      ...planned(forwardJob(event.org_id, origin, 1, origin.plan.scheduled_for)), id, sourceId: event.data.endpoint.id, forward: origin, triggered: false,
+      origin: seq, order, adopt: null, traceparent,
+    };
+    this.deliveries.add(exec.sourceId, id);
+    this.held.admit(exec, key, dueAt);
+    return exec;
   }
 
   /** Whether the delivery goes to a forward URL that destination health disabled. */
@@ -169,6 +176,17 @@ export class EndpointDeliveries {
   /** The delivery is over here. */
   forget(exec: OwnedExecution): void {
     this.deliveries.remove(exec.sourceId, exec.id);
+  }
+
+  /** An event's deliveries to an endpoint known deleted: each held only to record its cancellation. */
+  private cancelUnsent(event: InboundEventEvent, seq: number, index: number, traceparent: string | undefined): void {
+    forwardOrigins(event, seq).forEach((origin, sub) => {
+      // A debounced event's plan names an execution planned before: that one went with the delete.
+      if (origin.plan.replaces || this.held.get(origin.plan.execution_id)) return;
+      const exec = this.hold(event, origin, logOrder(seq, index, sub), seq, traceparent, null, PARKED);
+      const { job } = exec;
+      this.held.cancelWaiting(exec, executionCancelled(job.org_id, { execution_id: exec.id, source: job.source, reason: 'endpoint deleted', lane: job.lane }, Date.parse(event.at)));
+    });
   }
 
   /** Deleted: its waiting deliveries are cancelled; one being sent ends with its attempt (afterAttempt). */

@@ -94,18 +94,25 @@ export class ScheduleRuns {
     if (schedulePartition(event.org_id, schedule.id, this.held.partitions) !== this.held.partition) return;
     // An older event than the state known (a takeover read each schedule's last event
     // first) changes no state, but a tick's or a trigger's execution is planned all the same.
-    this.states.learn(schedule.id, event.type === 'ScheduleDeleted' ? null : schedule, seq);
+    // A trigger decided outside the schedule's subject (a bulk job's) carries the state at `source_seq`.
+    const stateSeq = event.type === 'ScheduleTriggered' ? event.data.source_seq ?? seq : seq;
+    this.states.learn(schedule.id, event.type === 'ScheduleDeleted' ? null : schedule, stateSeq);
     switch (event.type) {
       case 'ScheduleTicked':
       case 'ScheduleTriggered': {
         const run = event.data.execution;
         if (this.held.get(run.id)) return;
+        // The run as decided (the schedule it carries), even if the schedule changed since.
         const exec: OwnedExecution = {
           ...planned(scheduleAttemptJob(schedule, run, 1)), id: run.id, sourceId: schedule.id, forward: null, triggered: event.type === 'ScheduleTriggered',
           origin: seq, order: logOrder(seq, index), adopt: null, traceparent,
         };
         this.runs.add(schedule.id, exec.id);
         this.held.admit(exec, null, Date.parse(run.scheduled_for));
+        // Deleted after the state a trigger was decided on (a bulk job's): never sent, its cancellation recorded.
+        if (!this.states.get(schedule.id)) {
+          this.held.cancelWaiting(exec, executionCancelled(exec.job.org_id, { execution_id: run.id, source: exec.job.source, reason: 'schedule deleted', lane: null }, Date.parse(event.at)));
+        }
         return;
       }
       case 'ScheduleUpdated':

@@ -18,6 +18,7 @@ import { ExecutionIndex, logOrder, type HeldExecutions, type OwnedExecution } fr
 import { EndpointDeliveries, endpointKey } from './owned-endpoints.ts';
 import { ScheduleRuns, type DueTick, type ScheduleStates } from './owned-schedules.ts';
 import { flowKeyPartition, taskPartition } from './partition-of.ts';
+import { TaskFates } from './task-fates.ts';
 import type { HandoffEvent } from './types.ts';
 
 export type { OwnedExecution };
@@ -69,9 +70,14 @@ export interface OwnerStep {
 
 interface OwnedTask {
   task: Task;
+  /** The stream sequence of the state held: a trigger decided on an older one (`source_seq`) does not replace it. */
+  seq: number;
   gone: boolean;
   executions: Set<string>;
 }
+
+/** Why a task's executions are cancelled when it goes. */
+const goneReason = (type: 'TaskDeleted' | 'TaskCancelled') => (type === 'TaskDeleted' ? 'task deleted' : 'task cancelled');
 
 /**
  * Every live execution of one partition, as its owner holds them: built from the log
@@ -97,6 +103,8 @@ export class OwnedTasks {
   private readonly handoffCounts = new Map<string, number>();
   /** The executions handed in, by their task: a delete cancels those still waiting. */
   private readonly handedInBySource = new ExecutionIndex();
+  /** The partition's tasks known deleted or cancelled, for triggers decided outside their task's subject. */
+  private readonly fates: TaskFates;
 
   readonly partition: number;
   readonly partitions: number;
@@ -107,9 +115,11 @@ export class OwnedTasks {
   /** The partition's schedules and their next ticks. */
   readonly schedules: ScheduleStates;
 
-  constructor(partition: number, partitions: number) {
+  /** `readsFrom`: the first EVENTS sequence the owner reads (what it knows of deletes starts there). */
+  constructor(partition: number, partitions: number, readsFrom = 0) {
     this.partition = partition;
     this.partitions = partitions;
+    this.fates = new TaskFates(readsFrom);
     this.held = {
       partition, partitions, queues: this.queues,
       get: (id) => this.executions.get(id),
@@ -192,13 +202,30 @@ export class OwnedTasks {
     return null;
   }
 
+  /**
+   * A trigger of this partition decided outside its task's subject on a state older
+   * than what this owner has read (a takeover): the owner reads the task's last event
+   * first (`learnTask`), so a delete it did not read still wins over the trigger.
+   */
+  needsTask(event: TaskEvent): boolean {
+    if (event.type !== 'TaskTriggered' || event.data.source_seq === undefined) return false;
+    const task = event.data.task;
+    return this.partitionOf(task) === this.partition && this.fates.fate(task.id, event.data.source_seq) === undefined;
+  }
+
+  /** A task's last event as read now (null: none, the task never existed); see `needsTask`. */
+  learnTask(taskId: string, last: TaskEvent | null, seq: number): void {
+    const type = last?.type;
+    this.fates.learned(taskId, !last ? 'task deleted' : type === 'TaskDeleted' || type === 'TaskCancelled' ? goneReason(type) : null, seq);
+  }
+
   /** A task event from the log (any partition's: those of other partitions are ignored). */
   onTaskEvent(event: TaskEvent, seq: number, index: number, traceparent?: string): void {
     const task = event.data.task;
     const owned = this.tasks.get(task.id);
     switch (event.type) {
       case 'TaskCreated':
-      case 'TaskTriggered':
+      case 'TaskTriggered': {
         // A new execution belongs to the partition of the task as it is now; one already held
         // stays with its owner when an update moves the task's lane or key elsewhere. A
         // task's lane or key is in the same partition, so its limits are no one else's.
@@ -207,18 +234,31 @@ export class OwnedTasks {
           if (task.lane && task.flow_control && event.type === 'TaskCreated') this.flowKeyLimits(task, false);
           return;
         }
-        this.keyLimits(task, event.type === 'TaskTriggered');
-        this.plan(task, event.data.execution, seq, logOrder(seq, index), event.type === 'TaskTriggered', traceparent);
+        const triggered = event.type === 'TaskTriggered';
+        // Decided outside the task's subject: on the task's state at `source_seq`.
+        const stateSeq = triggered ? event.data.source_seq ?? seq : seq;
+        this.keyLimits(task, triggered);
+        const exec = this.plan(task, stateSeq, event.data.execution, seq, logOrder(seq, index), triggered, traceparent);
+        // Deleted after the state the trigger was decided on: its run is cancelled, never sent.
+        const gone = exec && triggered && event.data.source_seq !== undefined ? this.fates.fate(task.id, event.data.source_seq) : null;
+        if (exec && gone) {
+          this.tasks.get(task.id)!.gone = true;
+          this.cancelUnsent(exec, gone, Date.parse(event.at));
+        }
         return;
+      }
       case 'TaskUpdated':
         this.keyLimits(task, false);
-        if (owned) this.changed(owned, task);
+        if (owned) this.changed(owned, task, seq);
         return;
       case 'TaskDeleted':
-      case 'TaskCancelled':
-        if (owned) this.gone(owned, event.type === 'TaskDeleted' ? 'task deleted' : 'task cancelled', Date.parse(event.at));
-        else if (this.handedInBySource.has(task.id)) this.handedInGone(task.id, event.type === 'TaskDeleted' ? 'task deleted' : 'task cancelled', Date.parse(event.at));
+      case 'TaskCancelled': {
+        const reason = goneReason(event.type);
+        if (this.partitionOf(task) === this.partition) this.fates.gone(task.id, reason, seq);
+        if (owned) this.gone(owned, reason, Date.parse(event.at));
+        else if (this.handedInBySource.has(task.id)) this.handedInGone(task.id, reason, Date.parse(event.at));
         return;
+      }
     }
   }
 
@@ -429,11 +469,16 @@ export class OwnedTasks {
     return wake === Infinity || wake >= PARKED ? null : wake;
   }
 
-  private plan(task: Task, execution: PlannedExecution, origin: number, order: number, triggered: boolean, traceparent: string | undefined): void {
-    if (this.executions.has(execution.id)) return;
+  /** The execution planned (undefined: held already); `stateSeq` is the sequence of `task`'s state. */
+  private plan(task: Task, stateSeq: number, execution: PlannedExecution, origin: number, order: number, triggered: boolean, traceparent: string | undefined): OwnedExecution | undefined {
+    if (this.executions.has(execution.id)) return undefined;
     let owned = this.tasks.get(task.id);
-    if (!owned) this.tasks.set(task.id, (owned = { task, gone: false, executions: new Set() }));
-    owned.task = task;
+    if (!owned) this.tasks.set(task.id, (owned = { task, seq: stateSeq, gone: false, executions: new Set() }));
+    // A trigger decided on an older state (a bulk job's) runs that state; the task held stays the newer one.
+    if (stateSeq >= owned.seq) {
+      owned.task = task;
+      owned.seq = stateSeq;
+    }
     const exec: OwnedExecution = {
       ...planned(taskAttemptJob(task, execution, 1)), id: execution.id, sourceId: task.id, forward: null, triggered,
       origin, order, adopt: null, traceparent,
@@ -441,6 +486,14 @@ export class OwnedTasks {
     this.track(exec);
     owned.executions.add(exec.id);
     this.queues.enqueue(exec.id, keyOf(task), this.dueOf(exec, task), order, this.gateOf(task));
+    return exec;
+  }
+
+  /** An execution that will not be sent (its source is gone): it waits no more, and its cancellation is recorded. */
+  private cancelUnsent(exec: OwnedExecution, reason: string, atMs: number): void {
+    this.queues.remove(exec.id);
+    const { job } = exec;
+    this.markCancelling(exec, executionCancelled(job.org_id, { execution_id: exec.id, source: job.source, reason, lane: job.lane }, atMs));
   }
 
   /** A lane task's key of this partition: its lane's head waits in it too (PartitionQueues' gate). */
@@ -496,8 +549,9 @@ export class OwnedTasks {
   }
 
   /** The task changed: its waiting executions take the new definition, time and enabled state. */
-  private changed(owned: OwnedTask, task: Task): void {
+  private changed(owned: OwnedTask, task: Task, seq: number): void {
     owned.task = task;
+    owned.seq = seq;
     for (const id of owned.executions) {
       const exec = this.executions.get(id)!;
       if (exec.phase !== 'queued') continue;
@@ -545,10 +599,7 @@ export class OwnedTasks {
   private handedInGone(taskId: string, reason: string, atMs: number): void {
     for (const id of this.handedInBySource.of(taskId)) {
       const exec = this.executions.get(id)!;
-      if (exec.phase !== 'queued') continue;
-      this.queues.remove(exec.id);
-      const { job } = exec;
-      this.markCancelling(exec, executionCancelled(job.org_id, { execution_id: exec.id, source: job.source, reason, lane: job.lane }, atMs));
+      if (exec.phase === 'queued') this.cancelUnsent(exec, reason, atMs);
     }
   }
 
@@ -557,10 +608,7 @@ export class OwnedTasks {
     owned.gone = true;
     for (const id of owned.executions) {
       const exec = this.executions.get(id)!;
-      if (exec.phase !== 'queued') continue;
-      this.queues.remove(exec.id);
-      const { job } = exec;
-      this.markCancelling(exec, executionCancelled(job.org_id, { execution_id: exec.id, source: job.source, reason, lane: job.lane }, atMs));
+      if (exec.phase === 'queued') this.cancelUnsent(exec, reason, atMs);
     }
   }
 

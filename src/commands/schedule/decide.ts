@@ -17,7 +17,8 @@ export type ScheduleCommand =
   | { type: 'CreateSchedule'; orgId: string; plan: Plan; input: ScheduleInput & { url: string; cron: string } }
   | { type: 'UpdateSchedule'; plan: Plan; input: ScheduleInput }
   | { type: 'DeleteSchedule' }
-  | { type: 'TriggerSchedule'; callbackUrl: string | null; retryOf?: string; ids?: RetryIds }
+  /** `ids`, `sourceSeq`: as `TriggerTask`'s (a bulk job's retry, decided for a commit outside the schedule's subject). */
+  | { type: 'TriggerSchedule'; callbackUrl: string | null; retryOf?: string; ids?: RetryIds; sourceSeq?: number }
   /** A tick's timer fired (the scheduler): `tickAt` is the `next_run_at` it was armed for. */
   | { type: 'RecordTick'; tickAt: string }
   /** Destination health: one of its executions ended for good (the counting reader, `src/notifier/health.ts`). */
@@ -207,7 +208,10 @@ export function decideSchedule(command: ScheduleCommand, state: Schedule | null,
         ...(command.ids ? { id: command.ids.eventId } : {}),
         org_id,
         type: 'ScheduleTriggered',
-        data: { schedule: state, execution: { id: command.ids?.executionId ?? meta.newId('exe'), scheduled_for: meta.now, callback_url: callbackUrl }, ...(command.retryOf ? { retry_of: command.retryOf } : {}) },
+        data: {
+          schedule: state, execution: { id: command.ids?.executionId ?? meta.newId('exe'), scheduled_for: meta.now, callback_url: callbackUrl },
+          ...(command.retryOf ? { retry_of: command.retryOf } : {}), ...(command.sourceSeq !== undefined ? { source_seq: command.sourceSeq } : {}),
+        },
       }];
     }
     default:

@@ -7,7 +7,6 @@ import { featuresOf, type PlanLimit } from '../plan-rules.ts';
 import { decideSchedule, evolveSchedule, type ScheduleCommand } from './decide.ts';
 import type { Schedule, ScheduleEvent, ScheduleInput } from './types.ts';
 import type { FinalResult } from '../destination-health.ts';
-import type { RetryIds } from '../task/types.ts';
 
 type Result = Decided<Schedule, ScheduleEvent>;
 
@@ -31,8 +30,8 @@ export function createSchedule(
 export const updateSchedule = (deps: CommandDeps, orgId: string, id: string, input: ScheduleInput, plan: Plan) =>
   run(deps, orgId, id, { type: 'UpdateSchedule', plan, input });
 export const deleteSchedule = (deps: CommandDeps, orgId: string, id: string) => run(deps, orgId, id, { type: 'DeleteSchedule' });
-export const triggerSchedule = (deps: CommandDeps, orgId: string, id: string, callbackUrl: string | null, retryOf?: string, ids?: RetryIds) =>
-  run(deps, orgId, id, { type: 'TriggerSchedule', callbackUrl, ...(retryOf ? { retryOf } : {}), ...(ids ? { ids } : {}) });
+export const triggerSchedule = (deps: CommandDeps, orgId: string, id: string, callbackUrl: string | null, retryOf?: string) =>
+  run(deps, orgId, id, { type: 'TriggerSchedule', callbackUrl, ...(retryOf ? { retryOf } : {}) });
 
 
 /**

@@ -46,7 +46,10 @@ export const SCHEDULE_EVENT_SCHEMAS = {
   ScheduleCreated: Type.Object({ schedule: scheduleSchema }),
   ScheduleUpdated: Type.Object({ schedule: scheduleSchema, changed: Type.Array(Str()) }),
   ScheduleDeleted: Type.Object({ schedule: scheduleSchema }),
-  ScheduleTriggered: Type.Object({ schedule: scheduleSchema, execution: plannedRun, retry_of: Opt(Str('A retry of this execution of the schedule (`POST /executions/{id}/retry`)')) }, { description: 'A run now, besides the ticks; with `retry_of`, a retry of one of its executions' }),
+  ScheduleTriggered: Type.Object({
+    schedule: scheduleSchema, execution: plannedRun, retry_of: Opt(Str('A retry of this execution of the schedule (`POST /executions/{id}/retry`)')),
+    source_seq: Opt(Int('Appended outside the schedule\'s subject (a bulk job\'s group): the stream sequence of the schedule\'s state it carries; a later change or delete of the schedule wins')),
+  }, { description: 'A run now, besides the ticks; with `retry_of`, a retry of one of its executions' }),
   ScheduleTicked: Type.Object({
     schedule: scheduleSchema, execution: plannedRun, next_run_at: Time(),
     missed: Opt(Int('Older ticks skipped before this one (it ran late, after an outage)')),

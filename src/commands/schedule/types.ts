@@ -48,7 +48,8 @@ export type ScheduleEvent =
   | Envelope<'ScheduleCreated', { schedule: Schedule }>
   | Envelope<'ScheduleUpdated', { schedule: Schedule; changed: string[] }>
   | Envelope<'ScheduleDeleted', { schedule: Schedule }>
-  | Envelope<'ScheduleTriggered', { schedule: Schedule; execution: PlannedRun; retry_of?: string }>
+  /** `source_seq`: appended outside the schedule's subject (a bulk job's group), the sequence of the schedule's state it carries (as `TaskTriggered`'s). */
+  | Envelope<'ScheduleTriggered', { schedule: Schedule; execution: PlannedRun; retry_of?: string; source_seq?: number }>
   /**
    * A cron tick fired: one execution; its id is derived from the tick, so two schedulers
    * make one. `missed`: older ticks skipped before it (it ran late, after an outage).

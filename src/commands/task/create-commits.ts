@@ -1,13 +1,13 @@
 import { SUBJECTS } from '../../../streams/subjects.ts';
 import type { EventStore } from '../store.ts';
 import { eventJson } from '../upcast.ts';
+import { COMMIT_MAX_BYTES } from '../commit.ts';
 import { memberId, newId, withSeqHint } from '../../lib/ids.ts';
 import { createTurnGroups } from '../../lib/turn-groups.ts';
 import type { TaskEvent } from './types.ts';
 
-/** A commit closes at this many events or bytes (NATS max_payload is 8 MB here); the next create opens another. */
+/** A commit closes at this many events or at `COMMIT_MAX_BYTES`; the next create opens another. */
 const MAX_EVENTS = 256;
-const MAX_BYTES = 2 * 1024 * 1024;
 
 /**
  * The single creates of one turn of the event loop, per organization, in one commit on
@@ -20,7 +20,7 @@ const MAX_BYTES = 2 * 1024 * 1024;
  */
 export function createCommits(store: EventStore) {
   const groups = createTurnGroups<{ event: TaskEvent; text: string }>(
-    { maxCount: MAX_EVENTS, maxBytes: MAX_BYTES },
+    { maxCount: MAX_EVENTS, maxBytes: COMMIT_MAX_BYTES },
     () => withSeqHint(newId('cmd'), store.knownSeq?.() ?? 0),
     // Many commits share the subject: no expected last sequence (a retried publish is one message by its id).
     (g) => store.appendCommit(SUBJECTS.creates(g.key, g.id), g.items.map((i) => i.event), undefined, g.items.map((i) => i.text)),

@@ -152,7 +152,10 @@ export function decideTask(command: TaskCommand, state: Task | null, meta: Comma
       const callbackUrl = command.callbackUrl || null;
       checkUrl(callbackUrl, 'callback_url');
       const execution = { id: command.ids?.executionId ?? meta.newId('exe'), scheduled_for: meta.now, callback_url: callbackUrl };
-      return [{ ...base, ...(command.ids ? { id: command.ids.eventId } : {}), org_id, type: 'TaskTriggered', data: { task: state, execution, ...(command.retryOf ? { retry_of: command.retryOf } : {}) } }];
+      return [{
+        ...base, ...(command.ids ? { id: command.ids.eventId } : {}), org_id, type: 'TaskTriggered',
+        data: { task: state, execution, ...(command.retryOf ? { retry_of: command.retryOf } : {}), ...(command.sourceSeq !== undefined ? { source_seq: command.sourceSeq } : {}) },
+      }];
     }
     default:
       return unreachable(command);

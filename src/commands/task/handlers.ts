@@ -7,7 +7,7 @@ import type { Plan } from '../organization/types.ts';
 import { decideTask, evolveTask } from './decide.ts';
 import { createdInBatch } from './load.ts';
 import { createCommitsOf } from './create-commits.ts';
-import type { RetryIds, Task, TaskCommand, TaskEvent, TaskInput } from './types.ts';
+import type { Task, TaskCommand, TaskEvent, TaskInput } from './types.ts';
 
 type Result = Decided<Task, TaskEvent>;
 
@@ -63,5 +63,5 @@ export const updateTask = (deps: CommandDeps, orgId: string, id: string, input: 
 export const deleteTask = (deps: CommandDeps, orgId: string, id: string) => run(deps, orgId, id, { type: 'DeleteTask' });
 export const cancelTask = (deps: CommandDeps, orgId: string, id: string, reason: string) =>
   run(deps, orgId, id, { type: 'CancelTask', reason });
-export const triggerTask = (deps: CommandDeps, orgId: string, id: string, callbackUrl: string | null, retryOf?: string, ids?: RetryIds) =>
-  run(deps, orgId, id, { type: 'TriggerTask', callbackUrl, ...(retryOf ? { retryOf } : {}), ...(ids ? { ids } : {}) });
+export const triggerTask = (deps: CommandDeps, orgId: string, id: string, callbackUrl: string | null, retryOf?: string) =>
+  run(deps, orgId, id, { type: 'TriggerTask', callbackUrl, ...(retryOf ? { retryOf } : {}) });

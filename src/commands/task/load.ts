@@ -12,6 +12,11 @@ import type { TaskEvent } from './types.ts';
  * from the sequence its id names (`withSeqHint`) to the message that holds the task.
  */
 export async function createdInBatch(store: EventStore, orgId: string, taskId: string): Promise<TaskCreatedEvent | null> {
+  return (await createdInBatchAt(store, orgId, taskId))?.event ?? null;
+}
+
+/** `createdInBatch`, with the stream sequence of the commit that holds the create. */
+export async function createdInBatchAt(store: EventStore, orgId: string, taskId: string): Promise<{ event: TaskCreatedEvent; seq: number } | null> {
   const batchId = parentOf(taskId, 'cmd');
   if (!batchId) return null;
   const recent = recentBatches(store);
@@ -22,10 +27,10 @@ export async function createdInBatch(store: EventStore, orgId: string, taskId: s
     // Most recently used last.
     recent.delete(key);
     recent.set(key, known);
-    return known.get(taskId) ?? null;
+    return found(known, taskId);
   }
-  // Commands on tasks of one commit at once (a bulk job's 64 retries in flight) read and
-  // decode it once: the first read is shared while it runs.
+  // Commands on tasks of one commit at once (a bulk job's group) read and decode it
+  // once: the first read is shared while it runs.
   const reading = readingOf(store);
   let read = reading.get(key);
   if (!read) {
@@ -35,25 +40,35 @@ export async function createdInBatch(store: EventStore, orgId: string, taskId: s
   let creates = await read;
   // Shared, the read looked for another task of the commit: one it does not hold (an id
   // naming no task) is looked for on its own, as it always was.
-  if (!creates?.has(taskId)) creates = await readCreates(store, orgId, batchId, taskId);
+  if (!creates?.creates.has(taskId)) creates = await readCreates(store, orgId, batchId, taskId);
   if (!creates) return null;
   recent.set(key, creates);
   if (recent.size > RECENT_BATCHES) recent.delete(recent.keys().next().value!);
-  return creates.get(taskId) ?? null;
+  return found(creates, taskId);
 }
 
-async function readCreates(store: EventStore, orgId: string, batchId: string, taskId: string): Promise<Map<string, TaskCreatedEvent> | null> {
+/** A commit's creates by task id, and the commit's stream sequence. */
+interface Creates {
+  seq: number;
+  creates: Map<string, TaskCreatedEvent>;
+}
+
+function found(c: Creates, taskId: string): { event: TaskCreatedEvent; seq: number } | null {
+  const event = c.creates.get(taskId);
+  return event ? { event, seq: c.seq } : null;
+}
+
+async function readCreates(store: EventStore, orgId: string, batchId: string, taskId: string): Promise<Creates | null> {
   const hint = seqHintOf(batchId);
   const stored = hint === null ? await store.lastMessage<TaskEvent>(SUBJECTS.batch(orgId, batchId)) : await findCommit(store, SUBJECTS.creates(orgId, batchId), hint, taskId);
   if (!stored) return null;
   const creates = new Map<string, TaskCreatedEvent>();
   for (const e of stored.events) if (e.type === 'TaskCreated') creates.set(e.data.task.id, e as TaskCreatedEvent);
-  return creates;
+  return { seq: stored.seq, creates };
 }
 
-const readingByStore = new WeakMap<EventStore, Map<string, Promise<Map<string, TaskCreatedEvent> | null>>>();
-function readingOf(of: EventStore): Map<string, Promise<Map<string, TaskCreatedEvent> | null>> {
-  const store = of.wraps ?? of;
+const readingByStore = new WeakMap<EventStore, Map<string, Promise<Creates | null>>>();
+function readingOf(store: EventStore): Map<string, Promise<Creates | null>> {
   let reading = readingByStore.get(store);
   if (!reading) readingByStore.set(store, (reading = new Map()));
   return reading;
@@ -67,7 +82,7 @@ function readingOf(of: EventStore): Map<string, Promise<Map<string, TaskCreatedE
  */
 const MAX_SCAN = 2_000;
 
-async function findCommit(store: EventStore, subject: string, hint: number, taskId: string): Promise<{ events: TaskEvent[] } | null> {
+async function findCommit(store: EventStore, subject: string, hint: number, taskId: string): Promise<{ events: TaskEvent[]; seq: number } | null> {
   if (!store.nextMessage) return null;
   let from = hint + 1;
   for (let scanned = 0; scanned < MAX_SCAN; scanned++) {
@@ -85,9 +100,8 @@ async function findCommit(store: EventStore, subject: string, hint: number, task
  * reads and decodes its commit once, not once per task.
  */
 const RECENT_BATCHES = 16;
-const recentByStore = new WeakMap<EventStore, Map<string, Map<string, TaskCreatedEvent>>>();
-function recentBatches(of: EventStore): Map<string, Map<string, TaskCreatedEvent>> {
-  const store = of.wraps ?? of;
+const recentByStore = new WeakMap<EventStore, Map<string, Creates>>();
+function recentBatches(store: EventStore): Map<string, Creates> {
   let recent = recentByStore.get(store);
   if (!recent) recentByStore.set(store, (recent = new Map()));
   return recent;
@@ -95,6 +109,11 @@ function recentBatches(of: EventStore): Map<string, Map<string, TaskCreatedEvent
 
 /** A task's last event: on its own subject, or (never changed since) its create in its batch's commit. */
 export async function lastTaskEvent(store: EventStore, orgId: string, taskId: string): Promise<TaskEvent | null> {
+  return (await lastTaskEventAt(store, orgId, taskId))?.event ?? null;
+}
+
+/** `lastTaskEvent` with its stream sequence: the state a decision outside the task's subject is made on (`source_seq`). */
+export async function lastTaskEventAt(store: EventStore, orgId: string, taskId: string): Promise<{ event: TaskEvent; seq: number } | null> {
   const last = await store.last<TaskEvent>(SUBJECTS.task(orgId, taskId));
-  return last ? last.event : createdInBatch(store, orgId, taskId);
+  return last ?? createdInBatchAt(store, orgId, taskId);
 }

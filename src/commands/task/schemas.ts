@@ -54,6 +54,9 @@ export const TASK_EVENT_SCHEMAS = {
   TaskUpdated: Type.Object({ task: taskSchema, changed }),
   TaskDeleted: Type.Object({ task: taskSchema }),
   TaskCancelled: Type.Object({ task: taskSchema, reason: Str() }, { description: 'Soft delete by a bulk cancel of its lane: history kept, pending runs cancelled' }),
-  TaskTriggered: Type.Object({ task: taskSchema, execution: plannedExecution, retry_of: Opt(Str('A retry of this execution of the task (`POST /executions/{id}/retry`)')) }, { description: 'A run now, besides the task\'s own; with `retry_of`, a retry of one of its executions' }),
+  TaskTriggered: Type.Object({
+    task: taskSchema, execution: plannedExecution, retry_of: Opt(Str('A retry of this execution of the task (`POST /executions/{id}/retry`)')),
+    source_seq: Opt(Int('Appended outside the task\'s subject (a bulk job\'s group): the stream sequence of the task\'s state it carries; a later change or delete of the task wins')),
+  }, { description: 'A run now, besides the task\'s own; with `retry_of`, a retry of one of its executions' }),
 };
 agree<Disagreeing<typeof TASK_EVENT_SCHEMAS>>();

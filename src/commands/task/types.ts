@@ -57,8 +57,13 @@ export type TaskEvent =
   | Envelope<'TaskDeleted', { task: Task }>
   /** Soft delete by a bulk cancel of its lane: history kept, pending runs cancelled. */
   | Envelope<'TaskCancelled', { task: Task; reason: string }>
-  /** `retry_of`: a retry (`POST /executions/{id}/retry`) of that execution of the task. */
-  | Envelope<'TaskTriggered', { task: Task; execution: PlannedExecution; retry_of?: string }>;
+  /**
+   * `retry_of`: a retry (`POST /executions/{id}/retry`) of that execution of the task.
+   * `source_seq`: appended outside the task's subject (a bulk job's group, on the jobs
+   * subject), the stream sequence of the task's state it carries; a reader that knows a
+   * later change or the task's delete keeps that (`OwnedTasks`, the projector).
+   */
+  | Envelope<'TaskTriggered', { task: Task; execution: PlannedExecution; retry_of?: string; source_seq?: number }>;
 
 /** Every task event type: what a task partition owner hands `OwnedTasks.onTaskEvent`. */
 export const TASK_EVENT_TYPES: ReadonlySet<string> = new Set<TaskEvent['type']>(['TaskCreated', 'TaskUpdated', 'TaskDeleted', 'TaskCancelled', 'TaskTriggered']);
@@ -73,8 +78,12 @@ export type TaskCommand =
   | { type: 'UpdateTask'; plan: Plan; input: TaskInput }
   | { type: 'DeleteTask' }
   | { type: 'CancelTask'; reason: string }
-  /** `ids`: a bulk job's retry names its event and execution (derived from the job), so a successor worker can find it in the log. */
-  | { type: 'TriggerTask'; callbackUrl: string | null; retryOf?: string; ids?: RetryIds };
+  /**
+   * `ids`: a bulk job's retry names its event and execution (derived from the job and
+   * position). `sourceSeq`: decided for a commit outside the task's subject, on the
+   * task's state read at that sequence (see `TaskTriggered`).
+   */
+  | { type: 'TriggerTask'; callbackUrl: string | null; retryOf?: string; ids?: RetryIds; sourceSeq?: number };
 
 export const TASK_DEFAULTS: Omit<TaskSpec, 'name' | 'url'> = {
   method: 'POST',

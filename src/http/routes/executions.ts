@@ -9,9 +9,8 @@ import { PageCache } from '../page-cache.ts';
 import { attemptsOf } from '../../projections/attempt-rows.ts';
 import { PROJECTOR_NAME } from '../../projections/projector.ts';
 import { executionDetail } from '../serializers.ts';
-import { decideRetry, type RetryCommand } from '../../commands/execution/retry.ts';
+import { decideRetry, sourceGone, type RetryCommand } from '../../commands/execution/retry.ts';
 import { triggerTask } from '../../commands/task/handlers.ts';
-import type { RetryIds } from '../../commands/task/types.ts';
 import { triggerSchedule } from '../../commands/schedule/handlers.ts';
 import { ApiError, conflict } from '../../lib/errors.ts';
 import { replayInboundEvent } from '../replay-event.ts';
@@ -21,25 +20,22 @@ async function sourceMustExist<T>(run: () => Promise<T>): Promise<T> {
   try {
     return await run();
   } catch (err) {
-    if (err instanceof ApiError && err.status === 404) throw conflict(`The execution's source is gone: ${err.message}`, 'source');
+    if (err instanceof ApiError && err.status === 404) throw sourceGone(err.message);
     throw err;
   }
 }
 
-/**
- * Runs a retry's command; the new execution's id. `ids`: a bulk job's retry appends under
- * ids derived from the job and position (a replay of a delivery: the event id only).
- */
-export async function runRetry(deps: ApiDeps, orgId: string, command: RetryCommand, ids?: RetryIds): Promise<string> {
+/** Runs a retry's command on its source's subject (`POST /executions/{id}/retry`); the new execution's id. */
+export async function runRetry(deps: ApiDeps, orgId: string, command: RetryCommand): Promise<string> {
   switch (command.type) {
     case 'TriggerTask': {
-      const { events: [event], seq } = await sourceMustExist(() => triggerTask(deps, orgId, command.taskId, command.callbackUrl, command.retryOf, ids));
+      const { events: [event], seq } = await sourceMustExist(() => triggerTask(deps, orgId, command.taskId, command.callbackUrl, command.retryOf));
       await deps.reads.wrote(orgId, seq);
       if (event?.type !== 'TaskTriggered') throw new Error('a trigger decided no TaskTriggered');
       return event.data.execution.id;
     }
     case 'TriggerSchedule': {
-      const { events: [event], seq } = await sourceMustExist(() => triggerSchedule(deps, orgId, command.scheduleId, command.callbackUrl, command.retryOf, ids));
+      const { events: [event], seq } = await sourceMustExist(() => triggerSchedule(deps, orgId, command.scheduleId, command.callbackUrl, command.retryOf));
       await deps.reads.wrote(orgId, seq);
       if (event?.type !== 'ScheduleTriggered') throw new Error('a trigger decided no ScheduleTriggered');
       return event.data.execution.id;
@@ -47,7 +43,7 @@ export async function runRetry(deps: ApiDeps, orgId: string, command: RetryComma
     case 'ReplayDelivery': {
       const row = await deps.db.selectFrom('inbound_events').selectAll().where('id', '=', command.eventId).where('org_id', '=', orgId).executeTakeFirst();
       if (!row) throw conflict('The execution\'s source is gone: its inbound event is no longer stored', 'source');
-      const replayed = await replayInboundEvent(deps, orgId, row, { urls: [command.url], retryOf: () => command.retryOf, ...(ids ? { eventId: ids.eventId } : {}) });
+      const replayed = await replayInboundEvent(deps, orgId, row, { urls: [command.url], retryOf: () => command.retryOf });
       return replayed.ids[0]!;
     }
     default:
