@@ -2,7 +2,7 @@
  * The range reader (a rebuild's and a replay's read of the log): every message of the
  * range once, in order, and nothing past its end; deleted messages passed over, a
  * deleted tail ending the read instead of waiting for it; a consumer lost under it
- * replaced from the next sequence; a follow (the events tap's read) waiting on. And a rebuild and a replay over such a log.
+ * replaced from the next sequence. And a rebuild and a replay over such a log.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -102,35 +102,6 @@ test('a consumer deleted under the reader is replaced from the next sequence: no
   // Its consumers are gone once it has ended.
   let left = 0;
   for await (const _ of await nats.jsm.consumers.list('RC')) left++;
-  assert.equal(left, 0);
-});
-
-test('following (endSeq Infinity): what is stored later comes too, after a pull expired waiting, and its consumer goes with it when the read stops', async () => {
-  await streamOf('RF', 3);
-  const reading = new AbortController();
-  const got: RangeItem[] = [];
-  const logged: string[] = [];
-  const done = (async () => {
-    for await (const batch of readRange(nats, { stream: 'RF', startSeq: 2, endSeq: Infinity, signal: reading.signal, log: (m) => logged.push(m), name: 'test' })) got.push(...batch);
-  })();
-  const waitFor = async (n: number) => {
-    for (const t0 = Date.now(); got.length < n; await new Promise((r) => setTimeout(r, 20))) {
-      if (Date.now() - t0 > 30_000) throw new Error(`${got.length} of ${n} items within 30 s`);
-    }
-  };
-  await waitFor(2);
-  // Past a pull's expiry (5 s) with nothing new: the read sends another and waits on.
-  await new Promise((r) => setTimeout(r, 6_000));
-  for (let i = 3; i < 6; i++) await nats.publish('rf.x', new TextEncoder().encode(String(i)), { msgId: `RF-${i}` });
-  await waitFor(5);
-  assert.deepEqual(seqs(got), range(2, 6));
-  assert.deepEqual(got.map((i) => text.decode(i.data)), ['1', '2', '3', '4', '5']);
-  // An expired pull is not a lost consumer: it never started over.
-  assert.ok(!logged.some((l) => l.includes('reading again')), logged.join('\n'));
-  reading.abort();
-  await done;
-  let left = 0;
-  for await (const _ of await nats.jsm.consumers.list('RF')) left++;
   assert.equal(left, 0);
 });
 

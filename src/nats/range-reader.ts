@@ -14,7 +14,7 @@ export interface RangeItem {
 export interface RangeOptions {
   stream: string;
   startSeq: number;
-  /** The last sequence handed on: the stream's last when the read began, for a rebuild; Infinity: follow the stream as it grows. */
+  /** The last sequence handed on: the stream's last when the read began, for a rebuild. */
   endSeq: number;
   signal: AbortSignal;
   log: (m: string) => void;
@@ -78,9 +78,7 @@ export function deliveryOf(reply: string): { seq: number; cseq: number; pending:
 /**
  * A stream's messages from `startSeq` through `endSeq`, in order, in batches of what has
  * arrived, each message once; ends after `endSeq`, or as soon as the stream holds
- * nothing more (the range's last messages were deleted), or when `signal` aborts. With
- * `endSeq` Infinity it follows the stream: a pull always waits at the server for what
- * comes next, and one that expires is sent again at once.
+ * nothing more (the range's last messages were deleted), or when `signal` aborts.
  *
  * For reading a stored range once (a rebuild, a replay): cheaper per message than an
  * ordered consumer through nats.js's JetStream client. An ephemeral consumer without
@@ -95,7 +93,6 @@ export function deliveryOf(reply: string): { seq: number; cseq: number; pending:
 export async function* readRange(nats: Nats, opts: RangeOptions): AsyncGenerator<RangeItem[]> {
   let next = Math.max(1, opts.startSeq);
   if (next > opts.endSeq) return;
-  const following = opts.endSeq === Infinity;
   const pullMessages = opts.pullMessages ?? PULL_MESSAGES;
   let queue: RangeItem[] = [];
   let queuedBytes = 0;
@@ -166,8 +163,7 @@ export async function* readRange(nats: Nats, opts: RangeOptions): AsyncGenerator
       next = d.seq + 1;
       if (queue.length === 1) notify();
     }
-      // A range ends at its last sequence, or where the stream holds nothing more; a follow never ends.
-    if (d.seq >= opts.endSeq || (d.pending === 0 && !following)) return finish();
+    if (d.seq >= opts.endSeq || d.pending === 0) return finish();
     pull();
   };
 
@@ -185,7 +181,7 @@ export async function* readRange(nats: Nats, opts: RangeOptions): AsyncGenerator
         failures = 0;
         current = c;
         // Nothing stored from here on: the rest of the range was deleted.
-        if (ci.num_pending === 0 && !following) return finish();
+        if (ci.num_pending === 0) return finish();
         if (done || opts.signal.aborted) return drop();
         return pull();
       } catch (err) {
