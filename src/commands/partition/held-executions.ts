@@ -1,7 +1,6 @@
 import type { AttemptJob } from '../execution/job.ts';
 import type { ExecutionState } from '../execution/lifecycle.ts';
 import type { LateResult } from '../execution/late-results.ts';
-import type { ExecutionEvent } from '../execution/types.ts';
 import type { PartitionQueues } from '../flow-control/partition-queues.ts';
 import type { ForwardOrigin } from './owned-endpoints.ts';
 
@@ -41,8 +40,8 @@ export interface HeldExecutions {
   get(executionId: string): OwnedExecution | undefined;
   /** A newly planned execution, waiting in `key` (null: none) for `dueAt`. */
   admit(exec: OwnedExecution, key: string | null, dueAt: number): void;
-  /** One waiting for its time will not run: `event` is to be recorded. */
-  cancelWaiting(exec: OwnedExecution, event: ExecutionEvent): void;
+  /** One waiting for its time will not run (its source is gone): it waits no more, and its `ExecutionCancelled` for `reason` is to be recorded. */
+  cancelWaiting(exec: OwnedExecution, reason: string, atMs: number): void;
 }
 
 /** The next attempt as an execution's source says it now (null: the source is gone). */

@@ -5,7 +5,6 @@ import { LANE_LIMITS, type KeyLimits } from '../flow-control/key-queue.ts';
 import { flowLimits } from '../flow-control/rules.ts';
 import type { EndpointSnapshot, ForwardPlan, InboundEventEvent } from '../inbound-event/types.ts';
 import { forwardDisabled, type EndpointEvent } from '../endpoint/types.ts';
-import { executionCancelled } from '../execution/ending.ts';
 import { PARKED, planned } from '../execution/lifecycle.ts';
 import { ExecutionIndex, logOrder, type HeldExecutions, type OwnedExecution, type RetryOf } from './held-executions.ts';
 import { endpointPartition } from './partition-of.ts';
@@ -184,8 +183,7 @@ export class EndpointDeliveries {
       // A debounced event's plan names an execution planned before: that one went with the delete.
       if (origin.plan.replaces || this.held.get(origin.plan.execution_id)) return;
       const exec = this.hold(event, origin, logOrder(seq, index, sub), seq, traceparent, null, PARKED);
-      const { job } = exec;
-      this.held.cancelWaiting(exec, executionCancelled(job.org_id, { execution_id: exec.id, source: job.source, reason: 'endpoint deleted', lane: job.lane }, Date.parse(event.at)));
+      this.held.cancelWaiting(exec, 'endpoint deleted', Date.parse(event.at));
     });
   }
 
@@ -193,9 +191,7 @@ export class EndpointDeliveries {
   private deleted(endpointId: string, atMs: number): void {
     for (const id of this.deliveries.of(endpointId)) {
       const exec = this.held.get(id)!;
-      if (exec.phase !== 'queued') continue;
-      const { job } = exec;
-      this.held.cancelWaiting(exec, executionCancelled(job.org_id, { execution_id: exec.id, source: job.source, reason: 'endpoint deleted', lane: job.lane }, atMs));
+      if (exec.phase === 'queued') this.held.cancelWaiting(exec, 'endpoint deleted', atMs);
     }
   }
 }

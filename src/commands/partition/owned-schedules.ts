@@ -1,5 +1,4 @@
 import { TimerHeap } from '../../lib/timer-heap.ts';
-import { executionCancelled } from '../execution/ending.ts';
 import { PARKED, planned } from '../execution/lifecycle.ts';
 import { scheduleAttemptJob } from '../execution/schedule-jobs.ts';
 import type { Schedule, ScheduleEvent } from '../schedule/types.ts';
@@ -110,9 +109,7 @@ export class ScheduleRuns {
         this.runs.add(schedule.id, exec.id);
         this.held.admit(exec, null, Date.parse(run.scheduled_for));
         // Deleted after the state a trigger was decided on (a bulk job's): never sent, its cancellation recorded.
-        if (!this.states.get(schedule.id)) {
-          this.held.cancelWaiting(exec, executionCancelled(exec.job.org_id, { execution_id: run.id, source: exec.job.source, reason: 'schedule deleted', lane: null }, Date.parse(event.at)));
-        }
+        if (!this.states.get(schedule.id)) this.held.cancelWaiting(exec, 'schedule deleted', Date.parse(event.at));
         return;
       }
       case 'ScheduleUpdated':
@@ -132,9 +129,7 @@ export class ScheduleRuns {
       case 'ScheduleDeleted':
         for (const id of this.runs.of(schedule.id)) {
           const exec = this.held.get(id)!;
-          if (exec.phase !== 'queued') continue;
-          const { job } = exec;
-          this.held.cancelWaiting(exec, executionCancelled(job.org_id, { execution_id: id, source: job.source, reason: 'schedule deleted', lane: null }, Date.parse(event.at)));
+          if (exec.phase === 'queued') this.held.cancelWaiting(exec, 'schedule deleted', Date.parse(event.at));
         }
         return;
       case 'ScheduleCreated':

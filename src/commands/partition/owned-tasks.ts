@@ -127,9 +127,10 @@ export class OwnedTasks {
         this.track(exec);
         this.queues.enqueue(exec.id, key, dueAt, exec.order);
       },
-      cancelWaiting: (exec, event) => {
+      cancelWaiting: (exec, reason, atMs) => {
         this.queues.remove(exec.id);
-        this.markCancelling(exec, event);
+        const { job } = exec;
+        this.markCancelling(exec, executionCancelled(job.org_id, { execution_id: exec.id, source: job.source, reason, lane: job.lane }, atMs));
       },
     };
     this.endpoints = new EndpointDeliveries(this.held);
@@ -243,7 +244,7 @@ export class OwnedTasks {
         const gone = exec && triggered && event.data.source_seq !== undefined ? this.fates.fate(task.id, event.data.source_seq) : null;
         if (exec && gone) {
           this.tasks.get(task.id)!.gone = true;
-          this.cancelUnsent(exec, gone, Date.parse(event.at));
+          this.held.cancelWaiting(exec, gone, Date.parse(event.at));
         }
         return;
       }
@@ -489,13 +490,6 @@ export class OwnedTasks {
     return exec;
   }
 
-  /** An execution that will not be sent (its source is gone): it waits no more, and its cancellation is recorded. */
-  private cancelUnsent(exec: OwnedExecution, reason: string, atMs: number): void {
-    this.queues.remove(exec.id);
-    const { job } = exec;
-    this.markCancelling(exec, executionCancelled(job.org_id, { execution_id: exec.id, source: job.source, reason, lane: job.lane }, atMs));
-  }
-
   /** A lane task's key of this partition: its lane's head waits in it too (PartitionQueues' gate). */
   private gateOf(task: Task): Gate | undefined {
     const flow = laneKeyOf(task);
@@ -599,7 +593,7 @@ export class OwnedTasks {
   private handedInGone(taskId: string, reason: string, atMs: number): void {
     for (const id of this.handedInBySource.of(taskId)) {
       const exec = this.executions.get(id)!;
-      if (exec.phase === 'queued') this.cancelUnsent(exec, reason, atMs);
+      if (exec.phase === 'queued') this.held.cancelWaiting(exec, reason, atMs);
     }
   }
 
@@ -608,7 +602,7 @@ export class OwnedTasks {
     owned.gone = true;
     for (const id of owned.executions) {
       const exec = this.executions.get(id)!;
-      if (exec.phase === 'queued') this.cancelUnsent(exec, reason, atMs);
+      if (exec.phase === 'queued') this.held.cancelWaiting(exec, reason, atMs);
     }
   }
 
