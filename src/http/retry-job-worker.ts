@@ -3,7 +3,7 @@ import { STREAMS } from '../../streams/definitions.ts';
 import { SUBJECTS } from '../../streams/subjects.ts';
 import { COMMIT_MAX_BYTES } from '../commands/commit.ts';
 import { commandMeta } from '../commands/execute.ts';
-import { decideGroupTrigger, decideRetry, type ReadSource } from '../commands/execution/retry.ts';
+import { decideGroupTrigger, decideRetry, sourceGone, type ReadSource } from '../commands/execution/retry.ts';
 import { decideJobs } from '../commands/job/decide.ts';
 import { loadLatestJob } from '../commands/job/handlers.ts';
 import type { JobStep, RetryJob } from '../commands/job/types.ts';
@@ -160,7 +160,7 @@ export function retryJobWorker(deps: ApiDeps, log: (m: string) => void, groupSiz
         break;
       case 'ReplayDelivery': {
         const inbound = reads.inbound.get(command.eventId);
-        if (!inbound) return { step: skipped(executionId, 'The execution\'s source is gone: its inbound event is no longer stored'), event: null, text: '' };
+        if (!inbound) return { step: skipped(executionId, sourceGone('its inbound event is no longer stored').message), event: null, text: '' };
         event = (await decideInboundReplay(deps, job.org_id, inbound, { urls: [command.url], retryOf: () => command.retryOf, eventId: ids.eventId })).event;
         break;
       }

@@ -1,4 +1,5 @@
-import { conflict, notFound, unprocessable } from '../../lib/errors.ts';
+import { notFound, unprocessable } from '../../lib/errors.ts';
+import { sourceGone } from '../execution/retry.ts';
 import type { EndpointSnapshot, ForwardPlan, InboundEventEvent, InboundEventRecord } from './types.ts';
 
 /** A replay of some forward URLs only, each delivery linked to an earlier one (a retry, a bulk replay). */
@@ -10,7 +11,7 @@ export interface ReplayScope {
 }
 
 /** What cannot be replayed: a retry's or a job's source is gone (409 `field: "source"`); a single replay's is not found. */
-const gone = (scope: ReplayScope | null, why: string) => (scope ? conflict(`The execution's source is gone: ${why}`, 'source') : notFound(why));
+const gone = (scope: ReplayScope | null, why: string) => (scope ? sourceGone(why) : notFound(why));
 
 /**
  * The forward URLs a replay goes to, before its request is read: the endpoint's (a

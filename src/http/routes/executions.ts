@@ -12,7 +12,7 @@ import { executionDetail } from '../serializers.ts';
 import { decideRetry, sourceGone, type RetryCommand } from '../../commands/execution/retry.ts';
 import { triggerTask } from '../../commands/task/handlers.ts';
 import { triggerSchedule } from '../../commands/schedule/handlers.ts';
-import { ApiError, conflict } from '../../lib/errors.ts';
+import { ApiError } from '../../lib/errors.ts';
 import { replayInboundEvent } from '../replay-event.ts';
 
 /** A source's command found no source (deleted since): the retry's 409 `field: "source"`. */
@@ -42,7 +42,7 @@ export async function runRetry(deps: ApiDeps, orgId: string, command: RetryComma
     }
     case 'ReplayDelivery': {
       const row = await deps.db.selectFrom('inbound_events').selectAll().where('id', '=', command.eventId).where('org_id', '=', orgId).executeTakeFirst();
-      if (!row) throw conflict('The execution\'s source is gone: its inbound event is no longer stored', 'source');
+      if (!row) throw sourceGone('its inbound event is no longer stored');
       const replayed = await replayInboundEvent(deps, orgId, row, { urls: [command.url], retryOf: () => command.retryOf });
       return replayed.ids[0]!;
     }
