@@ -2,7 +2,7 @@
  * The range reader (a rebuild's and a replay's read of the log): every message of the
  * range once, in order, and nothing past its end; deleted messages passed over, a
  * deleted tail ending the read instead of waiting for it; a consumer lost under it
- * replaced from the next sequence. And a rebuild and a replay over such a log.
+ * replaced from the next sequence; a follow (the events tap's read) waiting on. And a rebuild and a replay over such a log.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -103,6 +103,75 @@ test('a consumer deleted under the reader is replaced from the next sequence: no
   let left = 0;
   for await (const _ of await nats.jsm.consumers.list('RC')) left++;
   assert.equal(left, 0);
+});
+
+/** A follow (`endSeq` Infinity) of `opts.stream` into `got`, until `reading` aborts; `waitFor(n, what)` waits (at most 30 s) until `what()` (`got`'s length) reaches n. */
+function follow(opts: { stream: string; startSeq: number; pullExpiresMs?: number }) {
+  const reading = new AbortController();
+  const got: RangeItem[] = [];
+  const logged: string[] = [];
+  const done = (async () => {
+    for await (const batch of readRange(nats, { ...opts, endSeq: Infinity, signal: reading.signal, log: (m) => logged.push(m), name: 'test' })) got.push(...batch);
+  })();
+  const waitFor = async (n: number, what: () => number = () => got.length) => {
+    for (const t0 = Date.now(); what() < n; await new Promise((r) => setTimeout(r, 20))) {
+      if (Date.now() - t0 > 30_000) throw new Error(`${what()} of ${n} within 30 s`);
+    }
+  };
+  return { got, logged, reading, done, waitFor };
+}
+
+test('following (endSeq Infinity): what is stored later comes too, after a pull expired waiting, and its consumer goes with it when the read stops', async () => {
+  await streamOf('RF', 3);
+  const { got, logged, reading, done, waitFor } = follow({ stream: 'RF', startSeq: 2 });
+  await waitFor(2);
+  // Past a pull's expiry (5 s) with nothing new: the read sends another and waits on.
+  await new Promise((r) => setTimeout(r, 6_000));
+  for (let i = 3; i < 6; i++) await nats.publish('rf.x', new TextEncoder().encode(String(i)), { msgId: `RF-${i}` });
+  await waitFor(5);
+  assert.deepEqual(seqs(got), range(2, 6));
+  assert.deepEqual(got.map((i) => text.decode(i.data)), ['1', '2', '3', '4', '5']);
+  // An expired pull is not a lost consumer: it never started over.
+  assert.ok(!logged.some((l) => l.includes('reading again')), logged.join('\n'));
+  reading.abort();
+  await done;
+  let left = 0;
+  for await (const _ of await nats.jsm.consumers.list('RF')) left++;
+  assert.equal(left, 0);
+});
+
+test('a pull the server drops without a word (nats-server 2.9 and an expired pull) is sent again once it lapsed, on the same consumer', async () => {
+  await streamOf('RD', 1);
+  // The server's silent drop, as the reader sees it: a pull that is never answered (no
+  // message, no 408, no heartbeat). Here the server never gets it.
+  const publish = nats.nc.publish.bind(nats.nc);
+  let dropNext = false;
+  let dropped = 0;
+  nats.nc.publish = ((subject: string, ...rest: Parameters<typeof publish> extends [string, ...infer R] ? R : never) => {
+    if (dropNext && subject.startsWith('$JS.API.CONSUMER.MSG.NEXT.RD.')) {
+      dropNext = false;
+      dropped++;
+      return;
+    }
+    return publish(subject, ...rest);
+  }) as typeof publish;
+  const { got, logged, reading, done, waitFor } = follow({ stream: 'RD', startSeq: 1, pullExpiresMs: 1_000 });
+  try {
+    await waitFor(1);
+    // The pull in flight expires (408) and the one sent after it is lost.
+    dropNext = true;
+    await waitFor(1, () => dropped);
+    await nats.publish('rd.x', new TextEncoder().encode('after'), { msgId: 'RD-after' });
+    await waitFor(2);
+    assert.deepEqual(got.map((i) => text.decode(i.data)), ['0', 'after']);
+    // Sent again when it lapsed, not found by missed heartbeats (a new consumer).
+    assert.ok(!logged.some((l) => l.includes('stopped answering') || l.includes('reading again')), logged.join('\n'));
+    reading.abort();
+    await done;
+  } finally {
+    nats.nc.publish = publish;
+    reading.abort();
+  }
 });
 
 // ---------------------------------------------------------------- over EVENTS

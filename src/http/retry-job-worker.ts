@@ -1,4 +1,4 @@
-import type { Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import { STREAMS } from '../../streams/definitions.ts';
 import { SUBJECTS } from '../../streams/subjects.ts';
 import { COMMIT_MAX_BYTES } from '../commands/commit.ts';
@@ -72,6 +72,9 @@ interface GroupReads {
   schedule(id: string): Promise<ReadSource<Schedule>>;
 }
 
+/** `column = ANY($1)`: one array parameter for a group's ids, one statement whatever the group's size (`IN` has a parameter per id). */
+const anyOf = (column: 'id' | 'parent_id', ids: readonly string[]) => sql<boolean>`${sql.ref(column)} = ANY(${[...ids]}::text[])`;
+
 const skipped = (executionId: string, reason: string): JobStep => ({ execution_id: executionId, outcome: 'skipped', retry_id: null, reason });
 const retried = (executionId: string, retryId: string | null): JobStep => ({ execution_id: executionId, outcome: 'retried', retry_id: retryId, reason: null });
 const once = <T>(map: Map<string, Promise<T>>, key: string, read: () => Promise<T>): Promise<T> => {
@@ -124,16 +127,16 @@ export function retryJobWorker(deps: ApiDeps, log: (m: string) => void, groupSiz
     if (job.kind === 'retry') {
       const rows = await deps.db.selectFrom('executions')
         .select(['id', 'status', 'source_type', 'source_id', 'url', 'parent_id', 'callback_url', 'retried_by'])
-        .where('org_id', '=', orgId).where('id', 'in', group).execute();
+        .where('org_id', '=', orgId).where(anyOf('id', group)).execute();
       for (const r of rows) reads.rows.set(r.id, r);
     }
     // The inbound events a group replays (a replay job's set, or a retry job's endpoint deliveries'), each read once.
     const eventIds = job.kind === 'replay' ? [...group] : [...new Set([...reads.rows.values()].filter((r) => r.source_type === 'endpoint' && r.parent_id).map((r) => r.parent_id!))];
     if (eventIds.length) {
-      for (const r of await deps.db.selectFrom('inbound_events').selectAll().where('org_id', '=', orgId).where('id', 'in', eventIds).execute()) reads.inbound.set(r.id, r);
+      for (const r of await deps.db.selectFrom('inbound_events').selectAll().where('org_id', '=', orgId).where(anyOf('id', eventIds)).execute()) reads.inbound.set(r.id, r);
     }
     if (job.kind === 'replay') {
-      const earlier = await deps.db.selectFrom('executions').select(['id', 'url', 'parent_id']).where('org_id', '=', orgId).where('parent_id', 'in', group)
+      const earlier = await deps.db.selectFrom('executions').select(['id', 'url', 'parent_id']).where('org_id', '=', orgId).where(anyOf('parent_id', group))
         .orderBy('created_at', 'asc').orderBy('id', 'asc').execute();
       for (const x of earlier) {
         let urls = reads.latest.get(x.parent_id!);

@@ -1,6 +1,8 @@
 import { STREAMS } from '../../streams/definitions.ts';
 import type { Nats } from './connection.ts';
 import { followOrdered, readerTraceparent } from './follow.ts';
+import { readRange } from './range-reader.ts';
+import { tracingOn } from '../telemetry/tracing.ts';
 
 /** One message of EVENTS as the tap hands it to every reader of the process. */
 export interface TapItem {
@@ -23,7 +25,6 @@ const RING_SIZE = 10_000;
 const RING_BYTES = 32 * 1024 * 1024;
 /** A reader this far behind the tap reads on its own until it catches up; the others go on. */
 const LAG_LIMIT = 10_000;
-const PULL_BATCH = 2_000;
 
 interface Reader {
   /** The next sequence this reader needs. */
@@ -217,41 +218,47 @@ function start(nats: Nats, tap: Tap, from: number): void {
   tap.held = 0;
   tap.next = from;
   void (async () => {
-    for await (const m of followOrdered(nats, { stream: STREAMS.events.name, startSeq: from, maxMessages: PULL_BATCH, signal: reading.signal, log: tap.log, name: 'events-tap' })) {
-      if (reading.signal.aborted) break;
-      const item: TapItem = { data: m.data, seq: m.seq, subject: m.subject, traceparent: readerTraceparent(m) };
-      const events = writtenEvents(nats, m.subject, m.data);
-      if (events) item.decoded = events;
-      tap.next = m.seq + 1;
-      // The ring keeps an item of its own, never decoded: the readers' shared decode would
-      // otherwise live as long as the ring (thousands of messages, every event whole),
-      // long enough to be promoted out of V8's young generation and cost its full
-      // collections. A reader that joins from the ring decodes those few again.
-      tap.ring.push({ data: item.data, seq: item.seq, subject: item.subject, traceparent: item.traceparent });
-      tap.held += memoryOf(tap, item);
-      // Trimmed once it holds twice its bounds, not at every item: a splice moves the
-      // whole ring, and one per message made a replay of the log quadratic.
-      if (tap.ring.length >= 2 * tap.ringSize || tap.held >= 2 * tap.ringBytes) trim(tap);
-      let waiting = 0;
-      let shared = 0;
-      for (const r of tap.readers) {
-        if (!r.shared || m.seq < r.next) continue;
-        shared++;
-        r.queue.push(item);
-        r.wake?.();
-        if (r.queue.length >= tap.lagLimit) waiting++;
-      }
-      if (shared > 0 && waiting === shared) {
-        // Everyone who shares the read is full: wait for the first to make room.
-        await new Promise<void>((r) => (tap.room = r));
-        tap.room = undefined;
-      } else if (waiting > 0) {
-        // Some are full and others are not: the full ones go on by themselves.
+    // Our own pulls (`readRange` following EVENTS), not nats.js's consume(): nats-server
+    // 2.9.10 now and then drops an expired pull without a word, and consume() waited for
+    // two missed heartbeats (2 s) with every reader of the process idle (the latency and
+    // schedules benchmarks' stalls); the range reader sends it again as soon as it lapsed.
+    for await (const batch of readRange(nats, { stream: STREAMS.events.name, startSeq: from, endSeq: Infinity, signal: reading.signal, log: tap.log, name: 'events-tap', traceparents: tracingOn() })) {
+      for (const m of batch) {
+        if (reading.signal.aborted) return;
+        const item: TapItem = { data: m.data, seq: m.seq, subject: m.subject, traceparent: m.traceparent };
+        const events = writtenEvents(nats, m.subject, m.data);
+        if (events) item.decoded = events;
+        tap.next = m.seq + 1;
+        // The ring keeps an item of its own, never decoded: the readers' shared decode would
+        // otherwise live as long as the ring (thousands of messages, every event whole),
+        // long enough to be promoted out of V8's young generation and cost its full
+        // collections. A reader that joins from the ring decodes those few again.
+        tap.ring.push({ data: item.data, seq: item.seq, subject: item.subject, traceparent: item.traceparent });
+        tap.held += memoryOf(tap, item);
+        // Trimmed once it holds twice its bounds, not at every item: a splice moves the
+        // whole ring, and one per message made a replay of the log quadratic.
+        if (tap.ring.length >= 2 * tap.ringSize || tap.held >= 2 * tap.ringBytes) trim(tap);
+        let waiting = 0;
+        let shared = 0;
         for (const r of tap.readers) {
-          if (r.shared && r.queue.length >= tap.lagLimit) {
-            r.shared = false;
-            r.queue = [];
-            r.wake?.();
+          if (!r.shared || m.seq < r.next) continue;
+          shared++;
+          r.queue.push(item);
+          r.wake?.();
+          if (r.queue.length >= tap.lagLimit) waiting++;
+        }
+        if (shared > 0 && waiting === shared) {
+          // Everyone who shares the read is full: wait for the first to make room.
+          await new Promise<void>((r) => (tap.room = r));
+          tap.room = undefined;
+        } else if (waiting > 0) {
+          // Some are full and others are not: the full ones go on by themselves.
+          for (const r of tap.readers) {
+            if (r.shared && r.queue.length >= tap.lagLimit) {
+              r.shared = false;
+              r.queue = [];
+              r.wake?.();
+            }
           }
         }
       }

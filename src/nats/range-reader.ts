@@ -14,7 +14,7 @@ export interface RangeItem {
 export interface RangeOptions {
   stream: string;
   startSeq: number;
-  /** The last sequence handed on: the stream's last when the read began, for a rebuild. */
+  /** The last sequence handed on: the stream's last when the read began, for a rebuild; Infinity: follow the stream as it grows. */
   endSeq: number;
   signal: AbortSignal;
   log: (m: string) => void;
@@ -25,6 +25,8 @@ export interface RangeOptions {
   filter?: string | undefined;
   /** Messages a pull asks for (tests: smaller); what waits to be taken is kept under four pulls' worth. */
   pullMessages?: number;
+  /** How long a pull waits at the server (tests: shorter). */
+  pullExpiresMs?: number;
 }
 
 /** Messages one pull asks for, and their bytes at most (above EVENTS' largest message, which a pull must always fit). */
@@ -36,6 +38,14 @@ const QUEUED_BYTES = 64 * 1024 * 1024;
 /** A pull waits this long for messages; the server says it is alive every heartbeat meanwhile. */
 const EXPIRES_MS = 5_000;
 const HEARTBEAT_MS = 1_000;
+/**
+ * A pull still in flight this long after its expiry was dropped by the server without a
+ * word: nats-server 2.9 (before 2.9.16) removes a pull that expired when a message comes
+ * for it before its own timer has answered 408, so neither a 408 nor a heartbeat nor the
+ * message follows. Sent again on the same consumer; a late 408 of the old one is told
+ * apart by its reply subject.
+ */
+const LAPSE_GRACE_MS = 100;
 /**
  * A pull with no message nor status for this many heartbeats: the consumer is lost (a
  * node died; a reconnect lost the pull in flight); read again from a new one.
@@ -50,12 +60,21 @@ const ns = (ms: number) => ms * 1_000_000;
 interface Reading {
   name: string;
   sub: Subscription;
+  /** The subscription's prefix: each pull's reply is `<inbox>.<its number>`, so a status names its pull. */
+  inbox: string;
+  pulls: number;
   /** The last consumer sequence received. */
   cseq: number;
-  /** The pull in flight and the messages it still owes. */
-  pull?: { left: number } | undefined;
+  /** The pull in flight: the messages it still owes, its reply subject, and the timer that sends another once it lapsed. */
+  pull?: { left: number; reply: string; lapse: NodeJS.Timeout } | undefined;
   /** Heartbeats passed without a word from the server while a pull is in flight. */
   beats: number;
+}
+
+/** The pull in flight is over (answered, expired, or lapsed): its lapse timer goes with it. */
+function endPull(c: Reading): void {
+  if (c.pull) clearTimeout(c.pull.lapse);
+  c.pull = undefined;
 }
 
 /**
@@ -78,7 +97,9 @@ export function deliveryOf(reply: string): { seq: number; cseq: number; pending:
 /**
  * A stream's messages from `startSeq` through `endSeq`, in order, in batches of what has
  * arrived, each message once; ends after `endSeq`, or as soon as the stream holds
- * nothing more (the range's last messages were deleted), or when `signal` aborts.
+ * nothing more (the range's last messages were deleted), or when `signal` aborts. With
+ * `endSeq` Infinity it follows the stream: a pull always waits at the server for what
+ * comes next, and one that expires is sent again at once.
  *
  * For reading a stored range once (a rebuild, a replay): cheaper per message than an
  * ordered consumer through nats.js's JetStream client. An ephemeral consumer without
@@ -93,7 +114,9 @@ export function deliveryOf(reply: string): { seq: number; cseq: number; pending:
 export async function* readRange(nats: Nats, opts: RangeOptions): AsyncGenerator<RangeItem[]> {
   let next = Math.max(1, opts.startSeq);
   if (next > opts.endSeq) return;
+  const following = opts.endSeq === Infinity;
   const pullMessages = opts.pullMessages ?? PULL_MESSAGES;
+  const pullExpiresMs = opts.pullExpiresMs ?? EXPIRES_MS;
   let queue: RangeItem[] = [];
   let queuedBytes = 0;
   let done = false;
@@ -114,6 +137,7 @@ export async function* readRange(nats: Nats, opts: RangeOptions): AsyncGenerator
     const c = current;
     current = undefined;
     if (!c) return;
+    endPull(c);
     c.sub.unsubscribe();
     void quickManager(nats).then((jsm) => jsm.consumers.delete(opts.stream, c.name)).catch(() => {});
   };
@@ -134,9 +158,15 @@ export async function* readRange(nats: Nats, opts: RangeOptions): AsyncGenerator
     if (!c || c.pull || done) return;
     const room = Math.min(pullMessages, QUEUED_PULLS * pullMessages - queue.length);
     if (room < pullMessages / 2 || queuedBytes > QUEUED_BYTES - PULL_BYTES) return;
-    c.pull = { left: room };
+    const reply = `${c.inbox}.${++c.pulls}`;
+    const lapse = setTimeout(() => {
+      if (c !== current || c.pull?.reply !== reply) return;
+      c.pull = undefined;
+      pull();
+    }, pullExpiresMs + LAPSE_GRACE_MS);
+    c.pull = { left: room, reply, lapse };
     c.beats = 0;
-    nats.nc.publish(`$JS.API.CONSUMER.MSG.NEXT.${opts.stream}.${c.name}`, JSON.stringify({ batch: room, max_bytes: PULL_BYTES, expires: ns(EXPIRES_MS), idle_heartbeat: ns(HEARTBEAT_MS) }), { reply: c.sub.getSubject() });
+    nats.nc.publish(`$JS.API.CONSUMER.MSG.NEXT.${opts.stream}.${c.name}`, JSON.stringify({ batch: room, max_bytes: PULL_BYTES, expires: ns(pullExpiresMs), idle_heartbeat: ns(Math.min(HEARTBEAT_MS, pullExpiresMs / 2)) }), { reply });
   };
 
   const receive = (c: Reading, m: Msg) => {
@@ -144,18 +174,20 @@ export async function* readRange(nats: Nats, opts: RangeOptions): AsyncGenerator
     c.beats = 0;
     const d = deliveryOf(m.reply ?? '');
     if (!d) {
-      // A status: 100 is a heartbeat, anything else ends the pull (expired, size reached) or the consumer.
+      // A status, on its pull's reply subject: 100 is a heartbeat, anything else ends the
+      // pull (expired, size reached) or the consumer. One of a pull sent again is late.
+      if (m.subject !== c.pull?.reply) return;
       const code = m.headers?.code ?? 0;
       if (code === 100) return;
       if (code === 408 || code === 404 || (code === 409 && /exceeds maxbytes/i.test(m.headers?.description ?? ''))) {
-        c.pull = undefined;
+        endPull(c);
         return pull();
       }
       return restart(`its consumer answered ${code} ${m.headers?.description ?? ''}`.trim());
     }
     if (d.cseq !== c.cseq + 1) return restart(`a gap in its consumer's deliveries (${c.cseq} then ${d.cseq})`);
     c.cseq = d.cseq;
-    if (c.pull && --c.pull.left === 0) c.pull = undefined;
+    if (c.pull && --c.pull.left === 0) endPull(c);
     if (d.seq >= next && d.seq <= opts.endSeq) {
       const data = m.data;
       queue.push({ data, seq: d.seq, subject: m.subject, traceparent: opts.traceparents ? m.headers?.get('traceparent') || undefined : undefined });
@@ -163,7 +195,8 @@ export async function* readRange(nats: Nats, opts: RangeOptions): AsyncGenerator
       next = d.seq + 1;
       if (queue.length === 1) notify();
     }
-    if (d.seq >= opts.endSeq || d.pending === 0) return finish();
+      // A range ends at its last sequence, or where the stream holds nothing more; a follow never ends.
+    if (d.seq >= opts.endSeq || (d.pending === 0 && !following)) return finish();
     pull();
   };
 
@@ -175,13 +208,13 @@ export async function* readRange(nats: Nats, opts: RangeOptions): AsyncGenerator
           ack_policy: AckPolicy.None, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: next,
           mem_storage: true, num_replicas: 1, inactive_threshold: ns(INACTIVE_MS), ...(opts.filter ? { filter_subject: opts.filter } : {}),
         });
-        const c: Reading = { name: ci.name, sub: undefined as unknown as Subscription, cseq: 0, beats: 0 };
-        c.sub = nats.nc.subscribe(createInbox(), { callback: (err, m) => (err ? undefined : receive(c, m)) });
+        const c: Reading = { name: ci.name, sub: undefined as unknown as Subscription, inbox: createInbox(), pulls: 0, cseq: 0, beats: 0 };
+        c.sub = nats.nc.subscribe(`${c.inbox}.*`, { callback: (err, m) => (err ? undefined : receive(c, m)) });
         if (failures) opts.log(`${opts.name}: reading again from seq ${next}`);
         failures = 0;
         current = c;
         // Nothing stored from here on: the rest of the range was deleted.
-        if (ci.num_pending === 0) return finish();
+        if (ci.num_pending === 0 && !following) return finish();
         if (done || opts.signal.aborted) return drop();
         return pull();
       } catch (err) {
