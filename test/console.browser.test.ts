@@ -475,7 +475,8 @@ describe('web console (Chromium)', { skip }, () => {
     // A bad URL: the API's 422 names config.webhook_url and the form shows it on that field.
     await page.getByLabel('webhook_url *').fill('not a url');
     await page.getByRole('button', { name: 'Create channel' }).click();
-    assert.equal(await page.getByLabel('webhook_url *').getAttribute('aria-invalid'), 'true');
+    // Once the 422 has come back (the click does not wait for it).
+    await eventually(async () => (await page.getByLabel('webhook_url *').getAttribute('aria-invalid')) === 'true' || null, WAIT_MS, 50);
     await page.getByLabel('webhook_url *').fill(`${target.url}/chat/${secret}`);
     await page.getByLabel('Every event').uncheck();
     await page.getByLabel('task.recovered', { exact: true }).uncheck();
