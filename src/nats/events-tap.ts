@@ -1,6 +1,6 @@
 import { STREAMS } from '../../streams/definitions.ts';
 import type { Nats } from './connection.ts';
-import { followOrdered, readerTraceparent } from './follow.ts';
+import { followOrdered } from './follow.ts';
 import { readRange } from './range-reader.ts';
 import { tracingOn } from '../telemetry/tracing.ts';
 
@@ -165,7 +165,7 @@ export async function* followEventBatches(nats: Nats, opts: FollowEventsOptions)
         for await (const m of followOrdered(nats, { stream: STREAMS.events.name, startSeq: reader.next, maxMessages: opts.maxMessages, signal: own.signal, log: opts.log, name: opts.name })) {
           if (m.seq < reader.next) continue;
           reader.next = m.seq + 1;
-          yield [{ data: m.data, seq: m.seq, subject: m.subject, traceparent: readerTraceparent(m) }];
+          yield [m];
           if (join(nats, tap, reader)) break;
         }
       } finally {

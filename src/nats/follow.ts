@@ -1,6 +1,7 @@
-import { DeliverPolicy, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
+import type { ConsumerMessages, JsMsg } from '@nats-io/jetstream';
 import type { Nats } from './connection.ts';
 import { quickClient as quick } from './quick-clients.ts';
+import { readRange, type RangeItem } from './range-reader.ts';
 import { tracingOn } from '../telemetry/tracing.ts';
 
 /**
@@ -16,12 +17,6 @@ const EXPIRES_MS = 2_000;
 /** The writer's W3C trace context, when the message carries one (a header is parsed only if there are any). */
 export const traceparentOf = (m: JsMsg): string | undefined => (m.headers ? m.headers.get('traceparent') || undefined : undefined);
 
-/**
- * A log message's writer's trace context for a reader, only when this process traces: a
- * message's headers are parsed when first asked for, and every EVENTS message carries
- * some (its id), so asking with tracing off cost the owners' process ~2% in the lanes run.
- */
-export const readerTraceparent = (m: JsMsg): string | undefined => (tracingOn() ? traceparentOf(m) : undefined);
 const RETRY_MAX_MS = 1_000;
 /** A reader busy this long with the last message handed to it is slow, not the consumer dead. */
 const HANDED_OFF_GRACE_MS = 1_000;
@@ -87,29 +82,16 @@ async function* pullLoop(open: () => Promise<ConsumerMessages>, opts: FollowOpti
 }
 
 /**
- * An ordered read of `stream` (optionally one subject filter, or headers only) from `startSeq`, or —
- * with `lastPerSubject` — the last message of each subject first, then what follows.
- * Yields until `signal` aborts, whatever happens to the consumers underneath.
+ * An ordered read of `stream` (optionally one subject filter, or headers only) from
+ * `startSeq`, yielding until `signal` aborts, whatever happens to the consumers
+ * underneath. Our own pulls (`readRange` with no end), not nats.js's `consume()`:
+ * nats-server 2.9.10 now and then drops an expired pull without a word, which
+ * `consume()` notices only after two missed heartbeats (2 s), the range reader 100 ms
+ * after the pull's expiry (range-reader.ts).
  */
-export function followOrdered(nats: Nats, opts: FollowOptions & { stream: string; startSeq: number; filter?: string; lastPerSubject?: boolean; headersOnly?: boolean | undefined }): AsyncGenerator<JsMsg> {
-  let next = Math.max(1, opts.startSeq);
-  let fresh = true;
-  const open = async () => {
-    // A restart continues after the last message handed on, so nothing is read twice or skipped.
-    const deliver = fresh && opts.lastPerSubject
-      ? { deliver_policy: DeliverPolicy.LastPerSubject }
-      : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: next };
-    const consumer = await quick(nats).consumers.get(opts.stream, { ...deliver, ...(opts.filter ? { filter_subjects: opts.filter } : {}), ...(opts.headersOnly ? { headers_only: true } : {}) });
-    return consumer.consume({ max_messages: opts.maxMessages, expires: EXPIRES_MS });
-  };
-  const messages = pullLoop(open, opts, () => `from seq ${next}`);
-  return (async function* () {
-    for await (const m of messages) {
-      fresh = false;
-      next = m.seq + 1;
-      yield m;
-    }
-  })();
+export async function* followOrdered(nats: Nats, opts: FollowOptions & { stream: string; startSeq: number; filter?: string | undefined; headersOnly?: boolean | undefined; headers?: boolean }): AsyncGenerator<RangeItem> {
+  const { maxMessages, ...rest } = opts;
+  for await (const batch of readRange(nats, { ...rest, endSeq: Infinity, pullMessages: maxMessages, traceparents: tracingOn() })) yield* batch;
 }
 
 /** Pulls from a durable consumer until `signal` aborts, pulling again whenever its leader changes. */

@@ -1,5 +1,5 @@
 import { AckPolicy, DeliverPolicy } from '@nats-io/jetstream';
-import { createInbox, type Msg, type Subscription } from '@nats-io/transport-node';
+import { createInbox, type Msg, type MsgHdrs, type Subscription } from '@nats-io/transport-node';
 import type { Nats } from './connection.ts';
 import { quickManager } from './quick-clients.ts';
 
@@ -9,6 +9,8 @@ export interface RangeItem {
   seq: number;
   subject: string;
   traceparent?: string | undefined;
+  /** Only when asked for (`RangeOptions.headers`). */
+  headers?: MsgHdrs | undefined;
 }
 
 export interface RangeOptions {
@@ -21,6 +23,10 @@ export interface RangeOptions {
   name: string;
   /** Read each message's `traceparent` header (parsing a message's headers costs; off unless someone uses it). */
   traceparents?: boolean;
+  /** Hand on each message's headers (`RangeItem.headers`). */
+  headers?: boolean | undefined;
+  /** The consumer delivers headers alone (`data` empty). */
+  headersOnly?: boolean | undefined;
   /** Only the messages on subjects that match this one filter. */
   filter?: string | undefined;
   /** Messages a pull asks for (tests: smaller); what waits to be taken is kept under four pulls' worth. */
@@ -190,7 +196,7 @@ export async function* readRange(nats: Nats, opts: RangeOptions): AsyncGenerator
     if (c.pull && --c.pull.left === 0) endPull(c);
     if (d.seq >= next && d.seq <= opts.endSeq) {
       const data = m.data;
-      queue.push({ data, seq: d.seq, subject: m.subject, traceparent: opts.traceparents ? m.headers?.get('traceparent') || undefined : undefined });
+      queue.push({ data, seq: d.seq, subject: m.subject, traceparent: opts.traceparents ? m.headers?.get('traceparent') || undefined : undefined, ...(opts.headers ? { headers: m.headers } : {}) });
       queuedBytes += data.byteLength;
       next = d.seq + 1;
       if (queue.length === 1) notify();
@@ -206,7 +212,7 @@ export async function* readRange(nats: Nats, opts: RangeOptions): AsyncGenerator
         const jsm = await quickManager(nats);
         const ci = await jsm.consumers.add(opts.stream, {
           ack_policy: AckPolicy.None, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: next,
-          mem_storage: true, num_replicas: 1, inactive_threshold: ns(INACTIVE_MS), ...(opts.filter ? { filter_subject: opts.filter } : {}),
+          mem_storage: true, num_replicas: 1, inactive_threshold: ns(INACTIVE_MS), ...(opts.filter ? { filter_subject: opts.filter } : {}), ...(opts.headersOnly ? { headers_only: true } : {}),
         });
         const c: Reading = { name: ci.name, sub: undefined as unknown as Subscription, inbox: createInbox(), pulls: 0, cseq: 0, beats: 0 };
         c.sub = nats.nc.subscribe(`${c.inbox}.*`, { callback: (err, m) => (err ? undefined : receive(c, m)) });
