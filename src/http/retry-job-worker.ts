@@ -11,8 +11,6 @@ import type { CommandMeta } from '../commands/meta.ts';
 import { evolveSchedule } from '../commands/schedule/decide.ts';
 import type { Schedule, ScheduleEvent } from '../commands/schedule/types.ts';
 import { ConcurrencyError } from '../commands/store.ts';
-import { evolveTask } from '../commands/task/decide.ts';
-import { lastTaskEventAt } from '../commands/task/load.ts';
 import type { RetryIds, Task } from '../commands/task/types.ts';
 import type { Envelope } from '../commands/envelope.ts';
 import { eventJson } from '../commands/upcast.ts';
@@ -87,8 +85,9 @@ const once = <T>(map: Map<string, Promise<T>>, key: string, read: () => Promise<
  * The worker of bulk retry and replay jobs (one holder across the service: the
  * `retry-jobs` lease). A job's set is in its row (from `RetryJobAccepted`); it is taken
  * in groups of up to `groupSize` positions (`JOB_GROUP` unless configured). A group is
- * decided without appending: each position's source is read (the task or schedule from the log, the endpoint and stored
- * request for a delivery) and its retry decided by the source's own rule (its trigger,
+ * decided without appending: each position's source is read (the group's tasks from
+ * the read models in one query, each schedule's last event from the log, the endpoint
+ * and stored request for a delivery) and its retry decided by the source's own rule (its trigger,
  * or the event's replay), under ids derived from the job and position; a position that
  * no longer qualifies (gone, already retried, its source gone) is skipped. Then the
  * group's retries and its `RetryJobStepped` are ONE commit on the organization's jobs
@@ -107,17 +106,37 @@ export function retryJobWorker(deps: ApiDeps, log: (m: string) => void, groupSiz
     }
   }
 
+  /**
+   * A group's tasks as the read models hold them, in one read, each as of the projector's
+   * position (`source_seq`): its row and that position are one snapshot, so the state
+   * carries every event of the task up to it and none after. A change or delete after it
+   * wins at the owner and the projector, as for any trigger decided outside the task's
+   * subject. One query for the group, where a direct get of each task's last event was
+   * 500 requests and most of the worker's CPU; and a position this recent spares the
+   * owner a read of the task to know whether it was deleted since (`TaskFates`). A task
+   * with no row (deleted) or cancelled has no state: its position is skipped as gone.
+   */
+  async function taskStates(orgId: string, ids: string[]): Promise<Map<string, ReadSource<Task>>> {
+    const { rows } = await sql<{ at: string; id: string | null; doc: Omit<Task, 'org_id' | 'pending_execution'> | null; deleted_at: Date | null }>`
+      SELECT c.seq AS at, t.id, t.doc, t.deleted_at FROM projection_checkpoints c
+      LEFT JOIN tasks t ON t.org_id = ${orgId} AND t.id = ANY(${ids}::text[])
+      WHERE c.name = ${PROJECTOR_NAME}`.execute(deps.db);
+    const at = Number(rows[0]?.at ?? 0);
+    const out = new Map<string, ReadSource<Task>>(ids.map((id) => [id, { state: null, seq: at }]));
+    for (const r of rows) {
+      if (r.id && r.doc && !r.deleted_at) out.set(r.id, { state: { ...r.doc, org_id: orgId, pending_execution: null }, seq: at });
+    }
+    return out;
+  }
+
   async function groupReads(job: RetryJob, group: readonly string[]): Promise<GroupReads> {
     const orgId = job.org_id;
-    const tasks = new Map<string, Promise<ReadSource<Task>>>();
     const schedules = new Map<string, Promise<ReadSource<Schedule>>>();
+    let taskRows = new Map<string, ReadSource<Task>>();
     const reads: GroupReads = {
       rows: new Map(), inbound: new Map(), latest: new Map(),
-      task: (id) => once(tasks, id, async () => {
-        const last = await lastTaskEventAt(deps.store, orgId, id);
-        const state = last && evolveTask(null, last.event);
-        return { state: state?.org_id === orgId ? state : null, seq: last?.seq ?? 0 };
-      }),
+      // Every task of the group's rows was read with them (taskStates).
+      task: async (id) => taskRows.get(id) ?? { state: null, seq: 0 },
       schedule: (id) => once(schedules, id, async () => {
         const last = await deps.store.last<ScheduleEvent>(SUBJECTS.schedule(orgId, id));
         const state = last && evolveSchedule(null, last.event);
@@ -129,6 +148,8 @@ export function retryJobWorker(deps: ApiDeps, log: (m: string) => void, groupSiz
         .select(['id', 'status', 'source_type', 'source_id', 'url', 'parent_id', 'callback_url', 'retried_by'])
         .where('org_id', '=', orgId).where(anyOf('id', group)).execute();
       for (const r of rows) reads.rows.set(r.id, r);
+      const taskIds = [...new Set(rows.filter((r) => r.source_type === 'task').map((r) => r.source_id))];
+      if (taskIds.length) taskRows = await taskStates(orgId, taskIds);
     }
     // The inbound events a group replays (a replay job's set, or a retry job's endpoint deliveries'), each read once.
     const eventIds = job.kind === 'replay' ? [...group] : [...new Set([...reads.rows.values()].filter((r) => r.source_type === 'endpoint' && r.parent_id).map((r) => r.parent_id!))];
