@@ -154,6 +154,40 @@ describe('the notifier state cache', () => {
     assert.ok(sent.every(([, , name]) => name === 'db-backup'));
   });
 
+  test("a task's recovery takes the task as its failure read it: no second read, unless the task changed since", async () => {
+    const { store } = kvLike();
+    const published: NotificationJob[] = [];
+    let reads = 0;
+    let current: NotifySource = { ...task, on_recovery_url: 'https://example.com/first' };
+    const decider = createNotifyDecider({
+      directory: { organization: async () => org } as never, clock: { now: () => Date.parse('2026-01-01T00:00:00Z') } as never,
+      resolvers: { task: async () => (reads++, current) }, emailEnabled: false, log: () => {},
+    }, cachedNotifyState(store), async (job) => void published.push(job));
+    const at = '2026-01-01T00:00:00.000Z';
+    const item = (seq: number, event: unknown) => ({ seq, subject: 'evt.x', event: event as JetcronEvent });
+    const finished = (seq: number, status: 'success' | 'failed') =>
+      item(seq, { type: 'AttemptFinished', id: `e${seq}`, at, org_id: 'org_1', data: { execution_id: `exe_${seq}`, source: { type: 'task', id: 'tsk_1', name: 'n' }, status, status_code: 200, error_message: null, attempt: 1, scheduled_for: at, finished_at: at, next_attempt_at: null, final: true } });
+    const recoveredAt = () => published.filter((j) => j.channel === 'source_webhook').map((j) => j.target);
+    await decider.handle(finished(1, 'failed'));
+    await decider.handle(finished(2, 'success'));
+    assert.equal(reads, 1, 'the recovery read nothing');
+    assert.deepEqual(recoveredAt(), ['https://example.com/first']);
+    // Failing again, then changed: the recovery reads the task as it is now.
+    await decider.handle(finished(3, 'failed'));
+    current = { ...task, on_recovery_url: 'https://example.com/second' };
+    await decider.handle(item(4, { type: 'TaskUpdated', id: 'e4', at, org_id: 'org_1', data: { task: { id: 'tsk_1' }, changed: ['on_recovery_url'] } }));
+    await decider.handle(finished(5, 'success'));
+    assert.equal(reads, 3);
+    assert.deepEqual(recoveredAt(), ['https://example.com/first', 'https://example.com/second']);
+    // Failing again, then deleted: nothing read is used, and the read says it is gone.
+    await decider.handle(finished(6, 'failed'));
+    await decider.handle(item(7, { type: 'TaskDeleted', id: 'e7', at, org_id: 'org_1', data: { task: { id: 'tsk_1' } } }));
+    const before = published.length;
+    current = null as unknown as NotifySource;
+    await decider.handle(finished(8, 'success'));
+    assert.equal(published.length, before, 'a deleted task tells nothing');
+  });
+
   test('bounded: the last `size` sources are kept, older ones dropped and read again from the store', async () => {
     const { calls, store, data } = kvLike();
     const c = cachedNotifyState(store, 2);

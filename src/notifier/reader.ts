@@ -1,3 +1,4 @@
+import { boundedMap } from '../lib/bounded-map.ts';
 import { Kvm, type KV } from '@nats-io/kv';
 import { KV_BUCKETS, KV_CHECKPOINT_READERS, STREAMS } from '../../streams/definitions.ts';
 import { SUBJECTS } from '../../streams/subjects.ts';
@@ -24,6 +25,8 @@ type HealthCounter = ReturnType<typeof createHealthCounter>;
 
 export const CHECKPOINT_KEY: keyof typeof KV_CHECKPOINT_READERS = 'notifier';
 const CHECKPOINT_EVERY_MS = 250;
+/** Failing tasks whose source a recovery takes without a read (`failingTasks`): ~10 MiB at most. */
+const FAILING_TASKS_KEPT = 20_000;
 
 export interface NotifyReaderDeps {
   nats: Nats;
@@ -49,7 +52,7 @@ const IGNORED = [
   'OrganizationCreated', 'OrganizationPlanChanged', 'OrganizationSettingsUpdated', 'WebhookSecretRotated', 'ApiKeyCreated', 'ApiKeyRevoked',
   // Task, schedule: a change or a run is not an outcome (its AttemptFinished is); the
   // source's notification settings are read when a delivery is planned.
-  'TaskUpdated', 'TaskTriggered', 'ScheduleUpdated', 'ScheduleTriggered', 'ScheduleTicked', 'ScheduleTicksMissed',
+  'TaskTriggered', 'ScheduleUpdated', 'ScheduleTriggered', 'ScheduleTicked', 'ScheduleTicksMissed',
   // Execution: only the end of an execution counts; a started or deferred attempt is
   // not one, a cancelled execution is neither a success nor a failure, and a
   // completion callback's deliveries are not the execution's outcome.
@@ -117,6 +120,15 @@ export function createNotifyDecider(
     await Promise.all(jobs.map(publish));
   }
 
+  /**
+   * Failing tasks as their failure's notification read them, for their recovery: a
+   * recovery is then no read of the task (an outage's end recovers thousands at once).
+   * A task's change or delete drops it, in order with its outcomes (its chain); a miss
+   * (a later lease term, many failing at once) reads the task as before.
+   */
+  const failingTasks = boundedMap<NotifySource>(FAILING_TASKS_KEPT);
+  const taskKey = (orgId: string, id: string) => `${orgId}.${id}`;
+
   async function onOutcome(
     orgId: string,
     seq: number,
@@ -134,9 +146,13 @@ export function createNotifyDecider(
     if (!resolve) return;
     const step = nextState(await states.get(orgId, source.id), outcome, { seq, time: at, executionId: execution?.id ?? null });
     if (!step) return;
-    const resolved = carried ?? await resolve(orgId, source.id);
+    const kept = source.type === 'task' ? taskKey(orgId, source.id) : null;
+    const known = kept && step.transition === 'recovered' ? failingTasks.get(kept) : undefined;
+    if (kept) failingTasks.delete(kept);
+    const resolved = carried ?? known ?? await resolve(orgId, source.id);
     // Gone (deleted or cancelled while its last run was in flight): nothing to tell, nothing to keep.
     if (!resolved) return;
+    if (kept && step.transition === 'failed') failingTasks.set(kept, resolved);
     await announce(orgId, at, step.transition, { ...resolved, ...detail }, execution, notificationId);
     // After the jobs: a crash in between decides the same again, and NOTIFY drops the repeats.
     await states.put(orgId, source.id, step.state);
@@ -149,7 +165,10 @@ export function createNotifyDecider(
     states.created?.(orgId, id);
     return Promise.resolve();
   };
-  const taskGone: Step<'TaskDeleted' | 'TaskCancelled'> = (e) => states.forget(e.org_id, e.data.task.id);
+  const taskGone: Step<'TaskDeleted' | 'TaskCancelled'> = (e) => {
+    failingTasks.delete(taskKey(e.org_id, e.data.task.id));
+    return states.forget(e.org_id, e.data.task.id);
+  };
 
   /** What each event means for notifications: an outcome (a transition may follow), a source born or gone, or nothing. */
   const steps: EventHandlers<Promise<void>, [number]> = {
@@ -189,6 +208,8 @@ export function createNotifyDecider(
     ScheduleCreated: (e) => created(e.org_id, e.data.schedule.id),
     MonitorCreated: (e) => created(e.org_id, e.data.monitor.id),
     EndpointCreated: (e) => created(e.org_id, e.data.endpoint.id),
+    // A change may change how the task wants to hear of its recovery: read it then.
+    TaskUpdated: async (e) => failingTasks.delete(taskKey(e.org_id, e.data.task.id)),
     TaskDeleted: taskGone,
     TaskCancelled: taskGone,
     ScheduleDeleted: (e) => states.forget(e.org_id, e.data.schedule.id),
@@ -240,6 +261,7 @@ export function createNotifyDecider(
 const sourceOf: { [T in EventType]: ((e: EventOf<T>) => string) | null } = {
   AttemptFinished: (e) => e.data.source.id,
   TaskCreated: (e) => e.data.task.id,
+  TaskUpdated: (e) => e.data.task.id,
   TaskDeleted: (e) => e.data.task.id,
   TaskCancelled: (e) => e.data.task.id,
   ScheduleCreated: (e) => e.data.schedule.id,
