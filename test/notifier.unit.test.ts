@@ -133,7 +133,8 @@ describe('the notifier state cache', () => {
     const other = item(7, { type: 'AttemptFinished', id: 'e7', at, org_id: 'org_1', data: { execution_id: 'exe_7', source: { type: 'task', id: 'tsk_2', name: 'n' }, status: 'success', next_attempt_at: null, final: true } });
     assert.equal(decider.settle(other), false, 'not cached: read first, on the chain');
     assert.equal(calls.get, 0, 'settle never reads');
-    assert.equal(decider.settle(item(8, { type: 'TaskUpdated', id: 'e8', at, org_id: 'org_1', data: {} })), false, 'anything else: the chain decides');
+    assert.equal(decider.settle(item(8, { type: 'TaskUpdated', id: 'e8', at, org_id: 'org_1', data: { task: { id: 'tsk_1' } } })), true, 'a change: nothing to read or write');
+    assert.equal(decider.settle(item(9, { type: 'TaskTriggered', id: 'e9', at, org_id: 'org_1', data: {} })), false, 'anything else: the chain decides');
   });
 
   test('a monitor going down and recovering is told as its events carry it: no read of the monitor', async () => {

@@ -240,6 +240,7 @@ export function createNotifyDecider(
       case 'ScheduleCreated':
       case 'MonitorCreated':
       case 'EndpointCreated':
+      case 'TaskUpdated':
         void steps[e.type](e as never, seq);
         return true;
       case 'AttemptFinished':
