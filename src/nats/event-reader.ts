@@ -6,9 +6,8 @@ import { decodeJson } from '../lib/json.ts';
 import { isTransient } from '../lib/transient.ts';
 import type { Nats } from './connection.ts';
 import { followEventBatches } from './events-tap.ts';
-import type { JsMsg } from '@nats-io/jetstream';
 import { readRange } from './range-reader.ts';
-import { tracingOn } from '../telemetry/tracing.ts';
+import { followBatches } from './follow.ts';
 import { POISON_AFTER, type FailedEvent, type Supervisor, type Verdict } from './supervisor.ts';
 
 export interface EventReaderOptions<T = unknown> {
@@ -65,7 +64,7 @@ export interface StreamItem<T> {
   traceparent?: string | undefined;
 }
 
-/** A message's headers, as nats.js hands them (`JsMsg.headers`, `StoredMsg.header`). */
+/** A message's headers, as nats.js hands them (a message's `headers`, `StoredMsg.header`). */
 export interface MessageHeaders {
   get(name: string): string;
 }
@@ -100,8 +99,6 @@ function flatten(batch: StreamItem<JetcronEvent[]>[]): StoredEvent<JetcronEvent>
 
 /** What a failure record says of one event of a commit. */
 export const failedEventOf = (e: { index?: number; event: { id: string; type: string } }): FailedEvent => ({ index: e.index ?? 0, id: e.event.id, type: e.event.type });
-
-/** An ordered consumer's messages as the batches a reader takes (one each). */
 
 /**
  * Reads EVENTS: see `readStream`. The handler gets events, not messages: a commit's
@@ -194,10 +191,9 @@ export async function readStream<T>(
   const reading = new AbortController();
   const follow = { stream: opts.stream, startSeq: opts.startSeq, maxMessages: Math.max(100, opts.maxBatch), signal: reading.signal, log: opts.log, name: opts.name, headersOnly: opts.headersOnly, filter: opts.filter };
   // A range is read on its own; else EVENTS is read once per process for all its readers, other streams have one reader each.
-  // A follow of its own is the range reader with no end (see followOrdered), its batches as they come.
   const batches: AsyncIterable<RawItem[]> = opts.through !== undefined
     ? readRange(nats, { ...follow, endSeq: opts.through, traceparents: opts.traceparents })
-    : opts.shared ? followEventBatches(nats, follow) : readRange(nats, { ...follow, endSeq: Infinity, pullMessages: follow.maxMessages, headers: true, traceparents: tracingOn() });
+    : opts.shared ? followEventBatches(nats, follow) : followBatches(nats, { ...follow, headers: true });
   const buffer: RawItem[] = [];
   /** The bytes of the messages in `buffer`: commits can hold hundreds of events each, so a count alone bounds nothing. */
   let bufferedBytes = 0;

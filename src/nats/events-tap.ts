@@ -1,8 +1,6 @@
 import { STREAMS } from '../../streams/definitions.ts';
 import type { Nats } from './connection.ts';
-import { followOrdered } from './follow.ts';
-import { readRange } from './range-reader.ts';
-import { tracingOn } from '../telemetry/tracing.ts';
+import { followBatches, followOrdered } from './follow.ts';
 
 /** One message of EVENTS as the tap hands it to every reader of the process. */
 export interface TapItem {
@@ -25,6 +23,8 @@ const RING_SIZE = 10_000;
 const RING_BYTES = 32 * 1024 * 1024;
 /** A reader this far behind the tap reads on its own until it catches up; the others go on. */
 const LAG_LIMIT = 10_000;
+/** Messages one pull of the tap asks for (the range reader's own default). */
+const PULL_BATCH = 5_000;
 
 interface Reader {
   /** The next sequence this reader needs. */
@@ -218,11 +218,9 @@ function start(nats: Nats, tap: Tap, from: number): void {
   tap.held = 0;
   tap.next = from;
   void (async () => {
-    // Our own pulls (`readRange` following EVENTS), not nats.js's consume(): nats-server
-    // 2.9.10 now and then drops an expired pull without a word, and consume() waited for
-    // two missed heartbeats (2 s) with every reader of the process idle (the latency and
-    // schedules benchmarks' stalls); the range reader sends it again as soon as it lapsed.
-    for await (const batch of readRange(nats, { stream: STREAMS.events.name, startSeq: from, endSeq: Infinity, signal: reading.signal, log: tap.log, name: 'events-tap', traceparents: tracingOn() })) {
+    // Our own pulls (followBatches), not nats.js's consume(), whose stalls on a pull the
+    // server dropped left every reader of the process idle 2 s (follow.ts).
+    for await (const batch of followBatches(nats, { stream: STREAMS.events.name, startSeq: from, maxMessages: PULL_BATCH, signal: reading.signal, log: tap.log, name: 'events-tap' })) {
       for (const m of batch) {
         if (reading.signal.aborted) return;
         const item: TapItem = { data: m.data, seq: m.seq, subject: m.subject, traceparent: m.traceparent };

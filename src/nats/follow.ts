@@ -83,15 +83,20 @@ async function* pullLoop(open: () => Promise<ConsumerMessages>, opts: FollowOpti
 
 /**
  * An ordered read of `stream` (optionally one subject filter, or headers only) from
- * `startSeq`, yielding until `signal` aborts, whatever happens to the consumers
- * underneath. Our own pulls (`readRange` with no end), not nats.js's `consume()`:
- * nats-server 2.9.10 now and then drops an expired pull without a word, which
- * `consume()` notices only after two missed heartbeats (2 s), the range reader 100 ms
- * after the pull's expiry (range-reader.ts).
+ * `startSeq`, in batches of what has arrived, until `signal` aborts, whatever happens to
+ * the consumers underneath. Our own pulls (`readRange` with no end), not nats.js's
+ * `consume()`: nats-server 2.9.10 now and then drops an expired pull without a word,
+ * which `consume()` notices only after two missed heartbeats (2 s), the range reader
+ * 100 ms after the pull's expiry (range-reader.ts).
  */
-export async function* followOrdered(nats: Nats, opts: FollowOptions & { stream: string; startSeq: number; filter?: string | undefined; headersOnly?: boolean | undefined; headers?: boolean }): AsyncGenerator<RangeItem> {
+export function followBatches(nats: Nats, opts: FollowOptions & { stream: string; startSeq: number; filter?: string | undefined; headersOnly?: boolean | undefined; headers?: boolean }): AsyncGenerator<RangeItem[]> {
   const { maxMessages, ...rest } = opts;
-  for await (const batch of readRange(nats, { ...rest, endSeq: Infinity, pullMessages: maxMessages, traceparents: tracingOn() })) yield* batch;
+  return readRange(nats, { ...rest, endSeq: Infinity, pullMessages: maxMessages, traceparents: tracingOn() });
+}
+
+/** `followBatches` one message at a time. */
+export async function* followOrdered(nats: Nats, opts: Parameters<typeof followBatches>[1]): AsyncGenerator<RangeItem> {
+  for await (const batch of followBatches(nats, opts)) yield* batch;
 }
 
 /** Pulls from a durable consumer until `signal` aborts, pulling again whenever its leader changes. */

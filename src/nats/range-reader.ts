@@ -167,7 +167,7 @@ export async function* readRange(nats: Nats, opts: RangeOptions): AsyncGenerator
     const reply = `${c.inbox}.${++c.pulls}`;
     const lapse = setTimeout(() => {
       if (c !== current || c.pull?.reply !== reply) return;
-      c.pull = undefined;
+      endPull(c);
       pull();
     }, pullExpiresMs + LAPSE_GRACE_MS);
     c.pull = { left: room, reply, lapse };
@@ -201,7 +201,7 @@ export async function* readRange(nats: Nats, opts: RangeOptions): AsyncGenerator
       next = d.seq + 1;
       if (queue.length === 1) notify();
     }
-      // A range ends at its last sequence, or where the stream holds nothing more; a follow never ends.
+    // A range ends at its last sequence, or where the stream holds nothing more; a follow never ends.
     if (d.seq >= opts.endSeq || (d.pending === 0 && !following)) return finish();
     pull();
   };
