@@ -71,7 +71,7 @@ interface GroupReads {
 }
 
 /** `column = ANY($1)`: one array parameter for a group's ids, one statement whatever the group's size (`IN` has a parameter per id). */
-const anyOf = (column: 'id' | 'parent_id', ids: readonly string[]) => sql<boolean>`${sql.ref(column)} = ANY(${[...ids]}::text[])`;
+const anyOf = (column: 'id' | 'parent_id' | 't.id', ids: readonly string[]) => sql<boolean>`${sql.ref(column)} = ANY(${[...ids]}::text[])`;
 
 const skipped = (executionId: string, reason: string): JobStep => ({ execution_id: executionId, outcome: 'skipped', retry_id: null, reason });
 const retried = (executionId: string, retryId: string | null): JobStep => ({ execution_id: executionId, outcome: 'retried', retry_id: retryId, reason: null });
@@ -119,7 +119,7 @@ export function retryJobWorker(deps: ApiDeps, log: (m: string) => void, groupSiz
   async function taskStates(orgId: string, ids: string[]): Promise<Map<string, ReadSource<Task>>> {
     const { rows } = await sql<{ at: string; id: string | null; doc: Omit<Task, 'org_id' | 'pending_execution'> | null; deleted_at: Date | null }>`
       SELECT c.seq AS at, t.id, t.doc, t.deleted_at FROM projection_checkpoints c
-      LEFT JOIN tasks t ON t.org_id = ${orgId} AND t.id = ANY(${ids}::text[])
+      LEFT JOIN tasks t ON t.org_id = ${orgId} AND ${anyOf('t.id', ids)}
       WHERE c.name = ${PROJECTOR_NAME}`.execute(deps.db);
     const at = Number(rows[0]?.at ?? 0);
     const out = new Map<string, ReadSource<Task>>(ids.map((id) => [id, { state: null, seq: at }]));
@@ -132,25 +132,21 @@ export function retryJobWorker(deps: ApiDeps, log: (m: string) => void, groupSiz
   async function groupReads(job: RetryJob, group: readonly string[]): Promise<GroupReads> {
     const orgId = job.org_id;
     const schedules = new Map<string, Promise<ReadSource<Schedule>>>();
-    let taskRows = new Map<string, ReadSource<Task>>();
+    const rows = job.kind !== 'retry' ? [] : await deps.db.selectFrom('executions')
+      .select(['id', 'status', 'source_type', 'source_id', 'url', 'parent_id', 'callback_url', 'retried_by'])
+      .where('org_id', '=', orgId).where(anyOf('id', group)).execute();
+    const taskIds = [...new Set(rows.filter((r) => r.source_type === 'task').map((r) => r.source_id))];
+    const tasks = taskIds.length ? await taskStates(orgId, taskIds) : new Map<string, ReadSource<Task>>();
     const reads: GroupReads = {
-      rows: new Map(), inbound: new Map(), latest: new Map(),
-      // Every task of the group's rows was read with them (taskStates).
-      task: async (id) => taskRows.get(id) ?? { state: null, seq: 0 },
+      rows: new Map(rows.map((r) => [r.id, r])), inbound: new Map(), latest: new Map(),
+      // Every task of the group's rows was read with them.
+      task: async (id) => tasks.get(id) ?? { state: null, seq: 0 },
       schedule: (id) => once(schedules, id, async () => {
         const last = await deps.store.last<ScheduleEvent>(SUBJECTS.schedule(orgId, id));
         const state = last && evolveSchedule(null, last.event);
         return { state: state?.org_id === orgId ? state : null, seq: last?.seq ?? 0 };
       }),
     };
-    if (job.kind === 'retry') {
-      const rows = await deps.db.selectFrom('executions')
-        .select(['id', 'status', 'source_type', 'source_id', 'url', 'parent_id', 'callback_url', 'retried_by'])
-        .where('org_id', '=', orgId).where(anyOf('id', group)).execute();
-      for (const r of rows) reads.rows.set(r.id, r);
-      const taskIds = [...new Set(rows.filter((r) => r.source_type === 'task').map((r) => r.source_id))];
-      if (taskIds.length) taskRows = await taskStates(orgId, taskIds);
-    }
     // The inbound events a group replays (a replay job's set, or a retry job's endpoint deliveries'), each read once.
     const eventIds = job.kind === 'replay' ? [...group] : [...new Set([...reads.rows.values()].filter((r) => r.source_type === 'endpoint' && r.parent_id).map((r) => r.parent_id!))];
     if (eventIds.length) {
