@@ -6,7 +6,7 @@ import { decideTask } from '../src/commands/task/decide.ts';
 import type { TaskEvent } from '../src/commands/task/types.ts';
 import { createdInBatch } from '../src/commands/task/load.ts';
 import type { Envelope } from '../src/commands/envelope.ts';
-import { commitMessage, commitText } from '../src/commands/commit.ts';
+import { commitBytes, commitMessage, commitText } from '../src/commands/commit.ts';
 import { eventJson } from '../src/commands/upcast.ts';
 import { ConcurrencyError, type EventStore } from '../src/commands/store.ts';
 import { ID_PATTERN, memberId, parentOf, seqHintOf, withSeqHint } from '../src/lib/ids.ts';
@@ -115,6 +115,20 @@ test('a commit written from its events\' texts (`eventJson`) is the commit encod
   assert.equal(commitText(commit, events.map(eventJson)), JSON.stringify(commit));
   assert.deepEqual(JSON.parse(commitText({ ...commit, from: 7 }, events.map(eventJson))), { ...commit, from: 7 });
   assert.deepEqual(commit.events.map((e) => e.v), [1, 1]);
+});
+
+test('a commit\'s bytes, each text written once into them, are its JSON in UTF-8 (several bytes a character, one event or many)', () => {
+  const events = [
+    { type: 'TaskCreated', id: 'e1', at: '2026-01-01T00:00:00.000Z', org_id: 'o', data: { s: 'é \u2028 \u{1F680} 日本' } },
+    { type: 'TaskCreated', id: 'e2', at: '2026-01-01T00:00:00.000Z', org_id: 'o', data: { s: 'plain' } },
+    { type: 'TaskCreated', id: 'e3', at: '2026-01-01T00:00:00.000Z', org_id: 'o', data: {} },
+  ] as unknown as Envelope[];
+  for (const some of [events.slice(0, 1), events.slice(1, 2), events]) {
+    const { events: stored, ...head } = commitMessage('c\u00e9', some, new Date());
+    const commit = { ...head, from: 3, events: stored };
+    const bytes = commitBytes(commit, some.map(eventJson));
+    assert.ok(bytes.equals(Buffer.from(JSON.stringify(commit), 'utf8')), bytes.toString('utf8'));
+  }
 });
 
 test('creates share a few subjects per organization: each task is found from the sequence its id names, past other commits on its subject', async () => {

@@ -16,7 +16,7 @@ import type { Envelope } from '../commands/envelope.ts';
 import { eventJson } from '../commands/upcast.ts';
 import type { ExecutionsTable, InboundEventsTable } from '../db/schema.ts';
 import { decideInboundReplay } from './replay-event.ts';
-import { derivedId } from '../lib/ids.ts';
+import { derivedId, ID_PATTERN } from '../lib/ids.ts';
 import type { ApiDeps } from './context.ts';
 import { ApiError } from '../lib/errors.ts';
 import type { LeasedConsumer } from '../nats/consumer-kit.ts';
@@ -70,8 +70,14 @@ interface GroupReads {
   schedule(id: string): Promise<ReadSource<Schedule>>;
 }
 
-/** `column = ANY($1)`: one array parameter for a group's ids, one statement whatever the group's size (`IN` has a parameter per id). */
-const anyOf = (column: 'id' | 'parent_id' | 't.id', ids: readonly string[]) => sql<boolean>`${sql.ref(column)} = ANY(${[...ids]}::text[])`;
+/**
+ * `column = ANY($1)`: one array parameter for a group's ids, one statement whatever the
+ * group's size (`IN` has a parameter per id). Ids as this service makes them (`ID_PATTERN`:
+ * nothing to quote or escape, never `NULL`) are written as the array's text at once,
+ * where the driver quotes and escapes each element.
+ */
+const anyOf = (column: 'id' | 'parent_id' | 't.id', ids: readonly string[]) =>
+  sql<boolean>`${sql.ref(column)} = ANY(${ids.every((id) => ID_PATTERN.test(id)) ? `{${ids.join(',')}}` : [...ids]}::text[])`;
 
 const skipped = (executionId: string, reason: string): JobStep => ({ execution_id: executionId, outcome: 'skipped', retry_id: null, reason });
 const retried = (executionId: string, retryId: string | null): JobStep => ({ execution_id: executionId, outcome: 'retried', retry_id: retryId, reason: null });

@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 // Crockford-ish base32 without ambiguous letters; ids sort roughly by creation
 // time because the first 10 characters encode the millisecond clock.
@@ -35,15 +35,24 @@ export function newId(prefix: IdPrefix, nowMs = Date.now()): string {
   return `${prefix}_${encodeTime(nowMs)}${randomToken(12)}`;
 }
 
+/** ALPHABET's character codes, and the body of a derived id after its time, written in place (one string per id). */
+const CODES = Uint8Array.from(ALPHABET, (c) => c.charCodeAt(0));
+const derivedTail = Buffer.alloc(14);
+/** The last time a derived id encoded: a bulk job derives thousands under one time. */
+let lastTime = { ms: Number.NaN, text: '' };
+
 /**
  * An id that the same inputs always give (a re-run after a crash must produce the
- * same ids), still sorting by time and then by `index`.
+ * same ids), still sorting by time and then by `index`. A bulk job derives two per
+ * position: the one-shot hash and the in-place body keep that to a digest and a string.
  */
 export function derivedId(prefix: IdPrefix, nowMs: number, seed: string, index: number): string {
-  const digest = createHash('sha256').update(`${seed}:${index}`).digest();
-  let out = encodeTime(nowMs) + ALPHABET[Math.floor(index / 32) % 32]! + ALPHABET[index % 32]!;
-  for (let i = 0; i < 12; i++) out += ALPHABET[digest[i]! % 32];
-  return `${prefix}_${out}`;
+  const digest = hash('sha256', `${seed}:${index}`, 'buffer');
+  if (lastTime.ms !== nowMs) lastTime = { ms: nowMs, text: encodeTime(nowMs) };
+  derivedTail[0] = CODES[Math.floor(index / 32) % 32]!;
+  derivedTail[1] = CODES[index % 32]!;
+  for (let i = 0; i < 12; i++) derivedTail[2 + i] = CODES[digest[i]! % 32]!;
+  return `${prefix}_${lastTime.text}${derivedTail.toString('latin1', 0, 14)}`;
 }
 
 export const ID_PATTERN = /^[a-z]{2,3}_[0-9a-z]{10,40}$/;

@@ -1,7 +1,7 @@
 import { trace } from '@opentelemetry/api';
 import { STREAMS } from '../../streams/definitions.ts';
 import { SUBJECTS } from '../../streams/subjects.ts';
-import { commitMessage, commitText, eventsOf } from '../commands/commit.ts';
+import { commitBytes, commitMessage, eventsOf } from '../commands/commit.ts';
 import { eventJson } from '../commands/upcast.ts';
 import type { Envelope, StoredEvent } from '../commands/envelope.ts';
 import { ConcurrencyError, type EventStore } from '../commands/store.ts';
@@ -71,7 +71,7 @@ export function createEventStore(nats: Nats): EventStore & { primeKnownSeq(): Pr
       const retrace = !!traceparent && events.some((e) => !e.traceparent);
       const commit = commitMessage(last.id, retrace ? events.map((e) => (e.traceparent ? e : { ...e, traceparent })) : [...events], new Date());
       // Events given as text go in as that text unless traced here: the same JSON as encoding the commit whole.
-      const data = texts && texts.length === events.length && !retrace ? Buffer.from(commitText(commit, texts), 'utf8') : encodeJson(commit);
+      const data = texts && texts.length === events.length && !retrace ? commitBytes(commit, texts) : encodeJson(commit);
       return guarded(subject, data, last, [...new Set(events.map((e) => e.type))].join(','), expectedSeq);
     },
     traceparent: () => currentTraceparent(),
