@@ -25,22 +25,6 @@ const RESTART_DELAYS_MS = [1_000, 2_000, 5_000, 10_000];
 /** A child that ran this long before it died starts again after the shortest delay. */
 const STABLE_AFTER_MS = 60_000;
 
-/**
- * V8 flags a process of these roles starts with. The API process's young generation is
- * fixed at two 64 MiB semi-spaces, the size V8's default grows it to under load: left to
- * grow (from 1 MiB), each burst (a bulk job's groups, a flood of reads or creates) grew
- * it again and promoted short-lived objects into old space, collected only at up to 4×
- * the live heap, and the process's RSS rose 11-25% during a bulk job. Fixed, it is
- * committed once and a burst's objects die young: RSS within 3-5% during a job, reads of
- * 100 rows as fast. Collecting old space sooner instead (`--heap-growing-percent=30`)
- * held the RSS as flat but cost reads of 100 rows a third of their rate (p99 2-3×).
- */
-function roleFlags(roles: readonly Role[]): string[] {
-  // Either semi-space flag of the operator's own (NODE_OPTIONS or the parent's flags) leaves the young generation to them.
-  const own = `${process.env.NODE_OPTIONS ?? ''} ${process.execArgv.join(' ')}`;
-  return roles.includes('api') && !own.includes('semi-space-size') ? ['--min-semi-space-size=64', '--max-semi-space-size=64'] : [];
-}
-
 interface Child {
   roles: Role[];
   proc: ChildProcess | null;
@@ -86,7 +70,7 @@ export async function serveInProcesses(config: Config, log: (m: string) => void)
     const launch = (child: Child): Promise<void> =>
       new Promise((resolve, reject) => {
         const startedAt = Date.now();
-        const proc = spawn(process.execPath, [...roleFlags(child.roles), ...process.execArgv, process.argv[1]!, 'serve', '--data-dir', config.dataDir], {
+        const proc = spawn(process.execPath, [...process.execArgv, process.argv[1]!, 'serve', '--data-dir', config.dataDir], {
           env: { ...env, JETCRON_ROLES: child.roles.join(','), ...metricsPortOf(child) },
           stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
         });
