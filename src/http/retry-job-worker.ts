@@ -73,8 +73,8 @@ interface GroupReads {
 /**
  * `column = ANY($1)`: one array parameter for a group's ids, one statement whatever the
  * group's size (`IN` has a parameter per id). Ids as this service makes them (`ID_PATTERN`:
- * nothing to quote or escape, never `NULL`) are written as the array's text at once,
- * where the driver quotes and escapes each element.
+ * nothing to quote or escape, never `NULL`) are written as the array's text at once; any
+ * other goes through the driver, which quotes and escapes each element.
  */
 const anyOf = (column: 'id' | 'parent_id' | 't.id', ids: readonly string[]) =>
   sql<boolean>`${sql.ref(column)} = ANY(${ids.every((id) => ID_PATTERN.test(id)) ? `{${ids.join(',')}}` : [...ids]}::text[])`;
