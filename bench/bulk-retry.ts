@@ -13,8 +13,8 @@
  * The reference runs before the job and again after it, and the job is set against
  * their mean: a machine whose speed drifts during the run (other work on shared cores)
  * moves both sides, not one. Rounds before them, not counted, warm the new service until
- * its memory has settled, and a smaller job warms the retry path. Every process's memory is sampled during the job: the aim is
- * each one within 10% of its start.
+ * its memory has settled, and a smaller job warms the retry path. Every process's memory
+ * is sampled during the job: the aim is each one within 10% of its start.
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { withStack, troubleNotes, type Benchmark } from './stack.ts';
@@ -30,10 +30,8 @@ const WARM_ROUNDS = 8;
 /** The dead letters a first job, not counted, retries (see where it runs). */
 const WARM_JOB = 2_000;
 
-/** RSS of a process and its descendants, in bytes (Linux /proc). */
-function treeRss(pid: number): number {
-  return [...treeRssByProcess(pid).values()].reduce((a, b) => a + b, 0);
-}
+/** The RSS of all the processes of `treeRssByProcess`, in bytes. */
+const totalRss = (byProcess: Map<string, number>): number => [...byProcess.values()].reduce((a, b) => a + b, 0);
 
 /** RSS of each process of the tree, by `<pid> <its role or command>` (which one grows). */
 function treeRssByProcess(pid: number): Map<string, number> {
@@ -89,17 +87,17 @@ export const bulkRetry: Benchmark = {
       /** A service time (wall clock, ms) on the bench's monotonic clock, by a moment `since` on it: the service runs on this machine. */
       const onBenchClock = (wallMs: number, since: number) => since + (wallMs - (Date.now() - (performance.now() - since)));
       /**
-       * When the last of `N` executions matching `where` finished, on the bench's clock
+       * When the last of `n` executions matching `where` finished, on the bench's clock
        * (`since` is its start there): the service's own `finished_at`, so the poll's
        * interval does not count.
        */
-      const lastFinished = async (where: string, what: string, since: number) => {
+      const lastFinished = async (where: string, what: string, since: number, n = N) => {
         // The target's count first (no load on Postgres): a count of the executions table
         // every 250 ms was a tenth of Postgres's CPU in the job, more than in a fresh round.
-        for (const t0 = performance.now(); (await s.target.stats()).count < N; await new Promise((r) => setTimeout(r, 100))) {
-          if (performance.now() - t0 > 300_000) throw new Error(`${what}: the target did not see ${N} requests within 300 s`);
+        for (const t0 = performance.now(); (await s.target.stats()).count < n; await new Promise((r) => setTimeout(r, 100))) {
+          if (performance.now() - t0 > 300_000) throw new Error(`${what}: the target did not see ${n} requests within 300 s`);
         }
-        await until(`SELECT count(*) AS n FROM executions WHERE ${where} AND finished_at IS NOT NULL`, N, what);
+        await until(`SELECT count(*) AS n FROM executions WHERE ${where} AND finished_at IS NOT NULL`, n, what);
         const row = (await s.db.query<{ ms: string }>(`SELECT extract(epoch FROM max(finished_at)) * 1000 AS ms FROM executions WHERE ${where}`)).rows[0];
         return onBenchClock(Number(row?.ms), since);
       };
@@ -161,11 +159,8 @@ export const bulkRetry: Benchmark = {
       await deadLetters('warm', WARM_JOB);
       await s.target.reset();
       await retryAll({ error: '' });
-      for (const t0 = performance.now(); (await s.target.stats()).count < WARM_JOB; await new Promise((r) => setTimeout(r, 100))) {
-        if (performance.now() - t0 > 300_000) throw new Error(`the warm-up job: the target did not see ${WARM_JOB} requests within 300 s`);
-      }
       await until(`SELECT count(*) AS n FROM jobs WHERE status = 'done' AND total = ${WARM_JOB}`, 1, 'the warm-up job');
-      await until(`SELECT count(*) AS n FROM executions WHERE retry_of IS NOT NULL AND source_name LIKE 'warm-%' AND finished_at IS NOT NULL`, WARM_JOB, 'the warm-up job\'s retries');
+      await lastFinished("retry_of IS NOT NULL AND source_name LIKE 'warm-%'", 'the warm-up job\'s retries', performance.now(), WARM_JOB);
       const freshBefore = await fresh(1);
 
       // The job's set is the dead letters made after this (a failed warm-up retry is one too).
@@ -173,8 +168,8 @@ export const bulkRetry: Benchmark = {
       await deadLetters('dead', N);
 
       await s.target.reset();
-      const rssBefore = treeRss(s.service.pid!);
       const byProcessBefore = treeRssByProcess(s.service.pid!);
+      const rssBefore = totalRss(byProcessBefore);
       const cpuEnd = s.startCpuPhase();
       const accepted = await retryAll({ error: '', finished_after: since });
       const tJob = performance.now() - accepted.ms;
@@ -184,7 +179,7 @@ export const bulkRetry: Benchmark = {
       const byProcessMax = new Map(byProcessBefore);
       const sampler = setInterval(() => {
         const now = treeRssByProcess(s.service.pid!);
-        rssMax = Math.max(rssMax, [...now.values()].reduce((a, b) => a + b, 0));
+        rssMax = Math.max(rssMax, totalRss(now));
         for (const [p, rss] of now) byProcessMax.set(p, Math.max(byProcessMax.get(p) ?? 0, rss));
       }, 500);
       // When the worker has taken the whole set (the job done) beside when the retries have all been sent and finished.
@@ -197,8 +192,8 @@ export const bulkRetry: Benchmark = {
       ]);
       clearInterval(sampler);
       const cpu = cpuEnd();
-      const rssAfter = treeRss(s.service.pid!);
       const byProcessAfter = treeRssByProcess(s.service.pid!);
+      const rssAfter = totalRss(byProcessAfter);
       const mib = (b: number) => fmt.int(b / 2 ** 20);
       const growth = [...byProcessAfter].map(([p, after]) => `${p}: ${mib(byProcessBefore.get(p) ?? 0)} → max ${mib(byProcessMax.get(p) ?? after)} → ${mib(after)} MiB`).join('; ');
       /** The process that grew most during the job, as a share of its RSS at the start. */

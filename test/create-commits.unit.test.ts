@@ -6,11 +6,14 @@ import { decideTask } from '../src/commands/task/decide.ts';
 import type { TaskEvent } from '../src/commands/task/types.ts';
 import { createdInBatch } from '../src/commands/task/load.ts';
 import type { Envelope } from '../src/commands/envelope.ts';
-import { commitBytes, commitMessage, commitText } from '../src/commands/commit.ts';
+import { commitBytes, commitMessage } from '../src/commands/commit.ts';
 import { eventJson } from '../src/commands/upcast.ts';
 import { ConcurrencyError, type EventStore } from '../src/commands/store.ts';
 import { ID_PATTERN, memberId, parentOf, seqHintOf, withSeqHint } from '../src/lib/ids.ts';
 import { meta } from './deciders/spec.ts';
+
+/** A commit's bytes as text. */
+const commitText = (...args: Parameters<typeof commitBytes>) => commitBytes(...args).toString('utf8');
 
 /** A store held in memory that records each message (a commit is one). */
 function memoryStore() {

@@ -32,13 +32,9 @@ export function commitMessage<E extends Envelope>(id: string, events: E[], at: D
   return { type: 'Commit', id, at: at.toISOString(), events: events.map(storedEvent) };
 }
 
-/** A commit's JSON with its events given as their JSON texts: what `JSON.stringify(commit)` gives. */
-export function commitText(commit: CommitMessage, eventTexts: readonly string[]): string {
-  return commitBytes(commit, eventTexts).toString('utf8');
-}
-
 /**
- * `commitText` as UTF-8 bytes, each text written once into the message's buffer: no
+ * A commit's JSON with its events given as their JSON texts (what `JSON.stringify(commit)`
+ * gives), as UTF-8 bytes: each text is written once into the message's buffer, with no
  * joined copy of the whole commit (a bulk job's group is a megabyte of text).
  */
 export function commitBytes(commit: CommitMessage, eventTexts: readonly string[]): Buffer {
