@@ -32,7 +32,7 @@ export interface Config {
    * bounded (`HeldMonitors.restates`; the bound is also at least twice the monitors held).
    */
   monitorRestateAfter: number;
-  /** Whether this API process may take the `retry-jobs` lease and advance bulk retry jobs (JETCRON_RETRY_JOBS=0: never; default yes). */
+  /** Whether this process, with the projector role, may take the `retry-jobs` lease and advance bulk retry and replay jobs (JETCRON_RETRY_JOBS=0: never; default yes). */
   retryJobs: boolean;
   /** The positions of a bulk job one group (one commit) takes at most (JETCRON_JOB_GROUP, 1–500, default 500). */
   jobGroup: number;

@@ -21,7 +21,7 @@ const LAYERS: ReadonlyArray<{ name: string; folders: readonly string[] }> = [
   { name: 'infrastructure', folders: ['config', 'nats', 'db', 'telemetry', 'scripts'] },
   { name: 'inbound pipeline', folders: ['inbound'] },
   { name: 'outbound sending', folders: ['dispatchers'] },
-  { name: 'roles', folders: ['owners', 'projections', 'notifier', 'http', 'live', 'replay'] },
+  { name: 'roles', folders: ['owners', 'projections', 'notifier', 'http', 'jobs', 'live', 'replay'] },
   { name: 'entry points', folders: ['runtime', 'cli'] },
 ];
 const ROLES = new Set(LAYERS.find((l) => l.name === 'roles')!.folders);
@@ -38,6 +38,8 @@ const SEAMS: Readonly<Record<string, readonly string[]>> = {
     // POST /channels/{id}/test sends as the notifier would.
     'src/notifier/channels/send.ts', 'src/notifier/channels/message.ts',
   ],
+  // The bulk jobs' worker waits for the projector's position before it reads the read models.
+  jobs: ['src/projections/projector.ts'],
   replay: ['src/projections/projector.ts'],
 };
 

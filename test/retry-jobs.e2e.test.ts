@@ -321,7 +321,7 @@ describe('a bulk retry job across a kill -9 of the process advancing it', () => 
   let failing = true;
 
   before(async () => {
-    // The test's own API process never takes the job: the children do.
+    // The test's own service never takes the job: the children (each an API and a standby projector, beside which the worker runs) do.
     svc = await startTestService({ JETCRON_RETRY_JOBS: '0' });
     target = await startTarget(() => (failing ? { status: 410, body: 'gone' } : { status: 200, body: 'ok' }));
   });
@@ -346,7 +346,7 @@ describe('a bulk retry job across a kill -9 of the process advancing it', () => 
     assert.equal(cancelled.status, 200, JSON.stringify(cancelled.body));
     assert.deepEqual([cancelled.body.data.status, cancelled.body.data.done, cancelled.body.data.skipped], ['cancelled', 0, 0]);
     assert.ok(cancelled.body.data.finished_at);
-    const first = await spawnJetcron({ roles: 'api', natsUrl: svc.natsUrl, databaseUrl: svc.databaseUrl, label: 'jobs-a', env: SMALL_GROUPS });
+    const first = await spawnJetcron({ roles: 'api,projector', natsUrl: svc.natsUrl, databaseUrl: svc.databaseUrl, label: 'jobs-a', env: SMALL_GROUPS });
     procs.push(first);
     const viaFirst = apiClient(() => first.url!, apiKey);
     const accepted = await viaFirst('POST', '/executions/retry', { filter: {} });
@@ -357,7 +357,7 @@ describe('a bulk retry job across a kill -9 of the process advancing it', () => 
     await eventually(async () => (await api('GET', `/jobs/${jobId}`)).body.data.done > 0, 60_000, 10);
     await first.kill9();
     const atKill = (await api('GET', `/jobs/${jobId}`)).body.data;
-    const second = await spawnJetcron({ roles: 'api', natsUrl: svc.natsUrl, databaseUrl: svc.databaseUrl, label: 'jobs-b', env: SMALL_GROUPS });
+    const second = await spawnJetcron({ roles: 'api,projector', natsUrl: svc.natsUrl, databaseUrl: svc.databaseUrl, label: 'jobs-b', env: SMALL_GROUPS });
     procs.push(second);
     const done = await finishedJob(api, jobId);
     // Every execution counted as retried: those the killed process retried without recording them too.
@@ -375,7 +375,7 @@ describe('a bulk retry job across a kill -9 of the process advancing it', () => 
     failing = true;
     const set = await deadLetters(api, `${target.url}/freeze`, SET, 'freeze');
     failing = false;
-    const frozen = await spawnJetcron({ roles: 'api', natsUrl: svc.natsUrl, databaseUrl: svc.databaseUrl, label: 'jobs-frozen', env: SMALL_GROUPS });
+    const frozen = await spawnJetcron({ roles: 'api,projector', natsUrl: svc.natsUrl, databaseUrl: svc.databaseUrl, label: 'jobs-frozen', env: SMALL_GROUPS });
     procs.push(frozen);
     const accepted = await apiClient(() => frozen.url!, apiKey)('POST', '/executions/retry', { filter: { host: new URL(target.url).hostname } });
     assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
@@ -385,7 +385,7 @@ describe('a bulk retry job across a kill -9 of the process advancing it', () => 
     process.kill(frozen.pid, 'SIGSTOP');
     const atFreeze = (await api('GET', `/jobs/${jobId}`)).body.data;
     // The successor takes the lease once the frozen one's lapses.
-    const successor = await spawnJetcron({ roles: 'api', natsUrl: svc.natsUrl, databaseUrl: svc.databaseUrl, label: 'jobs-successor', env: SMALL_GROUPS });
+    const successor = await spawnJetcron({ roles: 'api,projector', natsUrl: svc.natsUrl, databaseUrl: svc.databaseUrl, label: 'jobs-successor', env: SMALL_GROUPS });
     procs.push(successor);
     let done;
     try {

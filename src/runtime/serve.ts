@@ -15,7 +15,7 @@ import { createOutboundClient } from '../dispatchers/outbound-client.ts';
 import { createRequestHandler } from '../http/app.ts';
 import type { ApiDeps } from '../http/context.ts';
 import { startConsumers } from '../nats/consumer-kit.ts';
-import { retryJobWorker } from '../http/retry-job-worker.ts';
+import { retryJobWorker } from '../jobs/retry-job-worker.ts';
 import { createHealth } from '../http/health.ts';
 import { openFailureLedger } from '../nats/failure-ledger.ts';
 import { createSupervisor } from '../nats/supervisor.ts';
@@ -176,6 +176,16 @@ async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () 
   if (config.roles.has('projector')) {
     const p = startProjector({ nats, db, owner: instanceId, log, supervisor });
     stoppers.push(named('projector', () => p.stop()));
+    // Bulk retry and replay jobs advance beside the projector (one process across the
+    // service, by lease): background work whose allocations stay out of the API's heap.
+    if (config.retryJobs) {
+      const endpoints = createEndpointDirectory(nats, store, db);
+      const retryJobs = startConsumers({ nats, owner: instanceId, log }, [retryJobWorker({ db, nats, store, clock, endpoints, hooks }, log, config.jobGroup)]);
+      stoppers.push(named('retry job worker', async () => {
+        await retryJobs.stop();
+        endpoints.close();
+      }));
+    }
   }
   // The scheduler role: the inbound router (filter, transform and route hooks of endpoints with a script).
   if (config.roles.has('scheduler')) {
@@ -258,9 +268,6 @@ async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () 
     const channelSender = createChannelSender({ outbound: testOutbound, mailer: testMailer, box: secrets!, directory, clock });
     const apiDeps: ApiDeps = { config, db, nats, store, clock, directory, reads, rateLimiter, metrics, endpoints, secrets: secrets!, hooks, health, scripts, live, channelSender, monitorOwners: monitorClient };
     const app = createRequestHandler(apiDeps, log, () => root);
-    // Bulk retry jobs advance in an API process (one across the service, by lease): a retry is what the API's retry route runs.
-    const retryJobs = startConsumers({ nats, owner: instanceId, log }, config.retryJobs ? [retryJobWorker(apiDeps, log, config.jobGroup)] : []);
-    stoppers.push(named('retry job worker', () => retryJobs.stop()));
     // Inbound URLs skip express (and pings by token, in `app`): they are the hot path and need neither an API key nor JSON.
     const receiver = createInboundReceiver({ nats, endpoints, hooks, secrets: secrets!, metrics, log, store, reads });
     const server: Server = createServer((req, res) => {

@@ -15,13 +15,20 @@ import type { RetryIds, Task } from '../commands/task/types.ts';
 import type { Envelope } from '../commands/envelope.ts';
 import { eventJson } from '../commands/upcast.ts';
 import type { ExecutionsTable, InboundEventsTable } from '../db/schema.ts';
-import { decideInboundReplay } from './replay-event.ts';
+import { decideInboundReplay, type ReplayDeps } from '../inbound/replay-decision.ts';
 import { derivedId, ID_PATTERN } from '../lib/ids.ts';
-import type { ApiDeps } from './context.ts';
+import type { Db } from '../db/connect.ts';
+import type { EventStore } from '../commands/store.ts';
 import { ApiError } from '../lib/errors.ts';
 import type { LeasedConsumer } from '../nats/consumer-kit.ts';
 import type { Lease } from '../nats/lease.ts';
 import { PROJECTOR_NAME } from '../projections/projector.ts';
+
+/** What the worker reads and writes: the read models, the log, and what deciding a replay reads. */
+export interface RetryJobDeps extends ReplayDeps {
+  db: Db;
+  store: EventStore;
+}
 
 /** How often an idle worker looks for a running job, and a catching-up one at the projector. */
 const POLL_MS = 200;
@@ -102,8 +109,14 @@ const once = <T>(map: Map<string, Promise<T>>, key: string, read: () => Promise<
  * has committed a group (or a cancel came); a crash before the commit leaves nothing.
  * A new holder first waits until the projector has everything the log held when it
  * took the lease, so an execution retried before shows `retried_by`.
+ *
+ * It runs beside the projector (processes with that role), not in the API: a job's
+ * group allocates about 100 MB through its reads and commits, and in the API process
+ * that burst grew V8's young generation by a quarter of the process's memory and met
+ * the requests' latency; beside the projector and the owners it is a small part of a
+ * heap already sized for their work (docs/failure-recovery.md).
  */
-export function retryJobWorker(deps: ApiDeps, log: (m: string) => void, groupSize = JOB_GROUP): LeasedConsumer {
+export function retryJobWorker(deps: RetryJobDeps, log: (m: string) => void, groupSize = JOB_GROUP): LeasedConsumer {
   async function projectedUpTo(seq: number, signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {
       const row = await deps.db.selectFrom('projection_checkpoints').select('seq').where('name', '=', PROJECTOR_NAME).executeTakeFirst();
@@ -267,7 +280,6 @@ export function retryJobWorker(deps: ApiDeps, log: (m: string) => void, groupSiz
         continue;
       }
       job = stepped.data.job;
-      await deps.reads.wrote(orgId, seq);
     }
   }
 
