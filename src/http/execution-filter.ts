@@ -149,7 +149,7 @@ export function filterConditions(orgId: string, f: ExecutionFilter): RawBuilder<
     ];
     where.push(sql`status_code IS NOT NULL AND (${sql.join(any, sql` OR `)})`);
   }
-  // ILIKE, not strpos: a trigram index (executions_error_trgm) serves it.
+  // ILIKE, not strpos: the dead letters' trigram index (executions_dead_error_trgm) serves it.
   if (f.error) where.push(errorMatches(f.error));
   if (f.finished_after) where.push(sql`finished_at IS NOT NULL AND finished_at >= ${f.finished_after}`);
   if (f.finished_before) where.push(sql`finished_at IS NOT NULL AND finished_at <= ${f.finished_before}`);
