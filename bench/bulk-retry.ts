@@ -10,11 +10,13 @@
  * BENCH_BULK_RETRIES_SUCCEED=1 the outage is over when the job starts and the retries
  * succeed, a user's service back after an outage: each success after a failure is then
  * a recovery the notifier records (KV `notify-state`), which a fresh task is not.
- * The reference runs before the job and again after it, and the job is set against
- * their mean: a machine whose speed drifts during the run (other work on shared cores)
- * moves both sides, not one. Rounds before them, not counted, warm the new service until
- * its memory has settled, and a smaller job warms the retry path. Every process's memory
- * is sampled during the job: the aim is each one within 10% of its start.
+ * Three jobs run, each between two rounds of the reference and set against their mean:
+ * a machine whose speed drifts during the run (other work on shared cores) moves both
+ * sides, not one, and the aim is judged on the median job (one job's figure moved by
+ * ±0.1 between runs of the same code). Rounds before them, not counted, warm the new
+ * service until its memory has settled, and a smaller job warms the retry path. Every
+ * process's memory is sampled during each job: the aim is each one within 10% of its
+ * start, in every job.
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { withStack, troubleNotes, type Benchmark } from './stack.ts';
@@ -29,9 +31,8 @@ const BATCH = 1_000;
 const WARM_ROUNDS = 8;
 /** The dead letters a first job, not counted, retries (see where it runs). */
 const WARM_JOB = 2_000;
-
-/** The RSS of all the processes of `treeRssByProcess`, in bytes. */
-const totalRss = (byProcess: Map<string, number>): number => [...byProcess.values()].reduce((a, b) => a + b, 0);
+/** The jobs measured, each between two fresh rounds; the aim is judged on their median (see where they run). */
+const JOBS = 3;
 
 /** RSS of each process of the tree, by `<pid> <its role or command>` (which one grows). */
 function treeRssByProcess(pid: number): Map<string, number> {
@@ -161,73 +162,84 @@ export const bulkRetry: Benchmark = {
       await retryAll({ error: '' });
       await until(`SELECT count(*) AS n FROM jobs WHERE status = 'done' AND total = ${WARM_JOB}`, 1, 'the warm-up job');
       await lastFinished("retry_of IS NOT NULL AND source_name LIKE 'warm-%'", 'the warm-up job\'s retries', performance.now(), WARM_JOB);
-      const freshBefore = await fresh(1);
+      /** One job of `N` dead letters (their names `prefix-<i>`): what it measured. */
+      const job = async (prefix: string, freshBefore: number, round: number) => {
+        // The job's set is the dead letters made after this (a failed earlier retry is one too).
+        const since = new Date().toISOString();
+        await deadLetters(prefix, N);
+        await s.target.reset();
+        const byProcessBefore = treeRssByProcess(s.service.pid!);
+        const cpuEnd = s.startCpuPhase();
+        const accepted = await retryAll({ error: '', finished_after: since });
+        const tJob = performance.now() - accepted.ms;
+        const { id, total } = (JSON.parse(accepted.text) as { data: { id: string; total: number } }).data;
+        // Each process's own largest RSS: the aim is every process flat, not only their sum.
+        const byProcessMax = new Map(byProcessBefore);
+        const sampler = setInterval(() => {
+          for (const [p, rss] of treeRssByProcess(s.service.pid!)) byProcessMax.set(p, Math.max(byProcessMax.get(p) ?? 0, rss));
+        }, 500);
+        // When the worker has taken the whole set (the job done) beside when the retries have all been sent and finished.
+        const [tStepsEnd, tJobEnd] = await Promise.all([
+          until(`SELECT count(*) AS n FROM jobs WHERE status = 'done' AND id = '${id}'`, 1, 'the job').then(async () => {
+            const row = (await s.db.query<{ ms: string }>(`SELECT extract(epoch FROM finished_at) * 1000 AS ms FROM jobs WHERE id = '${id}'`)).rows[0];
+            return onBenchClock(Number(row?.ms), tJob);
+          }),
+          lastFinished(`retry_of IS NOT NULL AND source_name LIKE '${prefix}-%'`, 'retries', tJob),
+        ]);
+        clearInterval(sampler);
+        const cpu = cpuEnd();
+        const byProcessAfter = treeRssByProcess(s.service.pid!);
+        const mib = (b: number) => fmt.int(b / 2 ** 20);
+        const growth = [...byProcessAfter].map(([p, after]) => `${p}: ${mib(byProcessBefore.get(p) ?? 0)} → max ${mib(byProcessMax.get(p) ?? after)} → ${mib(after)} MiB`).join('; ');
+        /** The process that grew most during the job, as a share of its RSS at the start. */
+        const worst = [...byProcessMax].map(([p, max]) => [p, max / (byProcessBefore.get(p) ?? max) - 1] as const)
+          .reduce((a, b) => (b[1] > a[1] ? b : a), ['none', 0] as const);
+        const retryRate = N / ((tJobEnd - tJob) / 1000);
+        // The reference again, after the job, on the machine as it is then.
+        const freshAfter = await fresh(round);
+        return {
+          acceptedMs: accepted.ms, total, setRate: N / ((tStepsEnd - tJob) / 1000), retryRate, freshAfter,
+          ratio: retryRate / ((freshBefore + freshAfter) / 2), worst, growth, cpu,
+        };
+      };
 
-      // The job's set is the dead letters made after this (a failed warm-up retry is one too).
-      const since = new Date().toISOString();
-      await deadLetters('dead', N);
-
-      await s.target.reset();
-      const byProcessBefore = treeRssByProcess(s.service.pid!);
-      const rssBefore = totalRss(byProcessBefore);
-      const cpuEnd = s.startCpuPhase();
-      const accepted = await retryAll({ error: '', finished_after: since });
-      const tJob = performance.now() - accepted.ms;
-      const job = (JSON.parse(accepted.text) as { data: { id: string; total: number } }).data;
-      let rssMax = rssBefore;
-      // Each process's own largest RSS too: the aim is every process flat, not only their sum.
-      const byProcessMax = new Map(byProcessBefore);
-      const sampler = setInterval(() => {
-        const now = treeRssByProcess(s.service.pid!);
-        rssMax = Math.max(rssMax, totalRss(now));
-        for (const [p, rss] of now) byProcessMax.set(p, Math.max(byProcessMax.get(p) ?? 0, rss));
-      }, 500);
-      // When the worker has taken the whole set (the job done) beside when the retries have all been sent and finished.
-      const [tStepsEnd, tJobEnd] = await Promise.all([
-        until(`SELECT count(*) AS n FROM jobs WHERE status = 'done' AND total = ${N}`, 1, 'the job').then(async () => {
-          const row = (await s.db.query<{ ms: string }>(`SELECT extract(epoch FROM finished_at) * 1000 AS ms FROM jobs WHERE total = ${N}`)).rows[0];
-          return onBenchClock(Number(row?.ms), tJob);
-        }),
-        lastFinished("retry_of IS NOT NULL AND source_name LIKE 'dead-%'", 'retries', tJob),
-      ]);
-      clearInterval(sampler);
-      const cpu = cpuEnd();
-      const byProcessAfter = treeRssByProcess(s.service.pid!);
-      const rssAfter = totalRss(byProcessAfter);
-      const mib = (b: number) => fmt.int(b / 2 ** 20);
-      const growth = [...byProcessAfter].map(([p, after]) => `${p}: ${mib(byProcessBefore.get(p) ?? 0)} → max ${mib(byProcessMax.get(p) ?? after)} → ${mib(after)} MiB`).join('; ');
-      /** The process that grew most during the job, as a share of its RSS at the start. */
-      const [worstProcess, worstGrowth] = [...byProcessMax].map(([p, max]) => [p, max / (byProcessBefore.get(p) ?? max) - 1] as const)
-        .reduce((a, b) => (b[1] > a[1] ? b : a), ['none', 0] as const);
-      const retryRate = N / ((tJobEnd - tJob) / 1000);
-      // The reference again, after the job, on the machine as it is then.
-      const freshAfter = await fresh(2);
-      const freshRate = (freshBefore + freshAfter) / 2;
-      const ratio = retryRate / freshRate;
+      // JOBS jobs, each between two fresh rounds and set against their mean: one job's figure
+      // moved by ±0.1 between runs of the same code (the machine's other work), so the
+      // aim is judged on the median job, and each process's memory in every job.
+      const jobs: Array<Awaited<ReturnType<typeof job>>> = [];
+      const freshRates = [await fresh(1)];
+      for (let k = 1; k <= JOBS; k++) {
+        const run = await job(`dead${k}`, freshRates.at(-1)!, k + 1);
+        jobs.push(run);
+        freshRates.push(run.freshAfter);
+      }
+      const median = [...jobs].sort((a, b) => a.ratio - b.ratio)[Math.floor(JOBS / 2)]!;
+      const slowestAccept = Math.max(...jobs.map((j) => j.acceptedMs));
+      const worst = jobs.map((j) => j.worst).reduce((a, b) => (b[1] > a[1] ? b : a));
+      const each = (f: (j: (typeof jobs)[number]) => string) => jobs.map(f).join(' / ');
       return {
         name: this.name,
         title: this.title,
         metrics: [
-          { label: 'job accepted in (aim ≤ 1 s)', value: fmt.ms(accepted.ms), ok: accepted.ms <= 1000 },
-          { label: 'job set', value: fmt.int(job.total), ok: job.total === N },
-          { label: 'fresh tasks by batches: created to all finished, before the job / after it / mean', value: `${fmt.rate(freshBefore)} / ${fmt.rate(freshAfter)} / ${fmt.rate(freshRate)}` },
-          { label: 'the job: accepted to its set taken (its last group committed)', value: fmt.rate(N / ((tStepsEnd - tJob) / 1000)) },
-          { label: 'retries: accepted to all finished', value: fmt.rate(retryRate) },
-          { label: 'retries ÷ fresh, the mean of before and after (aim ≥ 0.8)', value: ratio.toFixed(2), ok: ratio >= 0.8 },
-          { label: 'retries ÷ fresh before / ÷ fresh after', value: `${(retryRate / freshBefore).toFixed(2)} / ${(retryRate / freshAfter).toFixed(2)}` },
-          { label: 'service RSS: at the start / max during / at the end (aim within 10%)', value: `${fmt.int(rssBefore / 2 ** 20)} / ${fmt.int(rssMax / 2 ** 20)} / ${fmt.int(rssAfter / 2 ** 20)} MiB`, ok: rssMax <= rssBefore * 1.1 },
-          { label: 'the process that grew most: its max during the job over its start (aim every process within 10%)', value: `${worstProcess} +${(worstGrowth * 100).toFixed(1)}%`, ok: worstGrowth <= 0.1 },
+          { label: `job accepted in, each of ${JOBS} jobs (aim ≤ 1 s)`, value: each((j) => fmt.ms(j.acceptedMs)), ok: slowestAccept <= 1000 },
+          { label: 'job set', value: each((j) => fmt.int(j.total)), ok: jobs.every((j) => j.total === N) },
+          { label: 'fresh tasks by batches: created to all finished, each round (before the first job, then after each)', value: freshRates.map(fmt.rate).join(' / ') },
+          { label: 'the job: accepted to its set taken (its last group committed)', value: each((j) => fmt.rate(j.setRate)) },
+          { label: 'retries: accepted to all finished', value: each((j) => fmt.rate(j.retryRate)) },
+          { label: 'retries ÷ fresh, each job against the mean of the rounds before and after it', value: each((j) => j.ratio.toFixed(2)) },
+          { label: 'retries ÷ fresh, the median job (aim ≥ 0.8)', value: median.ratio.toFixed(2), ok: median.ratio >= 0.8 },
+          { label: 'the process that grew most in any job: its max during the job over its start (aim every process within 10%)', value: `${worst[0]} +${(worst[1] * 100).toFixed(1)}%`, ok: worst[1] <= 0.1 },
         ],
         headline: [
-          { label: 'bulk retry accept', value: fmt.ms(accepted.ms) },
-          { label: 'bulk retry ÷ fresh rate', value: ratio.toFixed(2) },
+          { label: 'bulk retry accept', value: fmt.ms(slowestAccept) },
+          { label: 'bulk retry ÷ fresh rate', value: median.ratio.toFixed(2) },
         ],
         tables: [],
-        cpu: { phase: 'the job', report: cpu, units: { count: N, what: 'retry' } },
+        cpu: { phase: 'the median job', report: median.cpu, units: { count: N, what: 'retry' } },
         notes: [
-          `the job takes its set in groups of 500, each group's retries and its RetryJobStepped one commit on the jobs subject; the fresh tasks are 10 batches of 1,000, each under a flow-control key of parallelism 1,000, run before the job and again after it, after ${warmRounds} rounds that are not counted (a new service's warm-up, until no process grew by more than 2% in a round) and a job of ${fmt.int(WARM_JOB)} dead letters, not counted either (the retry path's warm-up); ${retriesSucceed ? "the retries succeed (BENCH_BULK_RETRIES_SUCCEED=1: the target's outage is over)" : 'the retries fail again (the target\'s outage lasts)'}.`,
-          `RSS by process, the job's start → its max during the job → the end: ${growth}.`,
-          `CPU ms per fresh task, ${freshCpu.join('; ')}; per retry (the job): ${perTask(cpu)}.`,
+          `each job takes its set in groups of 500, each group's retries and its RetryJobStepped one commit on the jobs subject; the fresh tasks are 10 batches of 1,000, each under a flow-control key of parallelism 1,000, run before the first job and after each, after ${warmRounds} rounds that are not counted (a new service's warm-up, until no process grew by more than 2% in a round) and a job of ${fmt.int(WARM_JOB)} dead letters, not counted either (the retry path's warm-up); ${retriesSucceed ? "the retries succeed (BENCH_BULK_RETRIES_SUCCEED=1: the target's outage is over)" : 'the retries fail again (the target\'s outage lasts)'}.`,
+          ...jobs.map((j, i) => `job ${i + 1}: RSS by process, the job's start → its max during the job → the end: ${j.growth}.`),
+          `CPU ms per fresh task, ${freshCpu.join('; ')}; per retry, ${jobs.map((j, i) => `job ${i + 1}: ${perTask(j.cpu)}`).join('; ')}.`,
           ...troubleNotes(s.service),
         ],
       };
