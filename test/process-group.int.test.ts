@@ -76,6 +76,22 @@ test('serve splits its roles over processes; a killed role process comes back; a
   };
   await runTask('first');
 
+  // A bulk retry job advances in the projector's process, never in the API's: a dead letter
+  // (its body is not what the task expects) retried by a job, and the line of the process
+  // that took the jobs' lease names its roles.
+  const dead = await api('POST', '/tasks', { url: `${target.url}/dead`, retry_attempts: 0, expected_body_pattern: 'never in any body' });
+  assert.equal(dead.status, 201);
+  await until('the dead letter failed', async () => (await api('GET', `/executions/${dead.body.data.last_execution_id}`)).body.data?.status === 'failed');
+  const job = await api('POST', '/executions/retry', { filter: { task_id: dead.body.data.id } });
+  assert.equal(job.status, 202, JSON.stringify(job.body));
+  const finished = await until('the job is done', async () => {
+    const j = (await api('GET', `/jobs/${job.body.data.id}`)).body.data;
+    return j?.status === 'done' ? j : undefined;
+  });
+  assert.deepEqual([finished.total, finished.done, finished.skipped], [1, 1, 0]);
+  const holders = output.split('\n').filter((l) => l.includes('bulk jobs: this process holds their lease')).map((l) => (JSON.parse(l) as { role: string }).role);
+  assert.deepEqual(holders, ['projector,scheduler,notifier']);
+
   // /healthz in the API process reports the consumers the other processes run.
   // The task partition owners too (the dispatcher process's), each with its lag on EVENTS.
   const reported = ['projector', 'inbound-router', 'notifier', 'owner.0', 'owner.7'];
@@ -100,7 +116,8 @@ test('serve splits its roles over processes; a killed role process comes back; a
   process.kill(pids.dispatcher!, 'SIGKILL');
   await until('the dispatcher process is started again', () => /the dispatcher process runs again/.test(output));
   await runTask('after-restart');
-  assert.equal(target.received.length, 2);
+  // The dead letter and its retry, then the two tasks.
+  assert.deepEqual(target.received.map((r) => r.path), ['/first', '/dead', '/dead', '/after-restart']);
 
   const nats = JSON.parse(readFileSync(path.join(dataDir, 'nats-server.process.json'), 'utf8')).pid as number;
   const children = Object.values(pids).filter((p) => p !== pids.dispatcher);

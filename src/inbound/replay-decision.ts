@@ -55,4 +55,3 @@ export async function decideInboundReplay(deps: ReplayDeps, orgId: string, row: 
   });
   return { event, ids: event.data.executions.map((x) => x.execution_id), outcome: delivery.outcome, paused: endpoint.paused };
 }
-

@@ -89,9 +89,9 @@ const anyOf = (column: 'id' | 'parent_id' | 't.id', ids: readonly string[]) =>
 /**
  * A group's rows are looked up by key alone, and the organization is checked on the rows
  * read: with `org_id = $1` beside the ids the planner took the organization's
- * (org_id, scheduled_for, id) index and walked its whole range for the ids (10 ms a
- * group of 500 at 100,000 executions, against 1–2 ms by the primary key), a plan it
- * prefers whenever its statistics take the organization for a small one (a new one).
+ * (org_id, scheduled_for, id) index and walked its whole range for the ids (22 µs a
+ * row at 100,000 executions, against 4–9 µs by the primary key: pg_stat_statements), a
+ * plan it prefers whenever its statistics take the organization for a small one (a new one).
  */
 const ofOrg = <T extends { org_id: string }>(rows: readonly T[], orgId: string): T[] => rows.filter((r) => r.org_id === orgId);
 
