@@ -148,10 +148,17 @@ export const bulkRetry: Benchmark = {
         await until(`SELECT count(*) AS n FROM executions WHERE source_name LIKE '${prefix}-%' AND status = 'failed' AND retried_by IS NULL`, n, `${prefix} dead letters`);
         if (retriesSucceed) await s.target.outage(false);
       };
+      /** A bulk retry of `filter`, accepted: its answer's time and its job. */
       const retryAll = async (filter: Record<string, string>) => {
         const accepted = await client.send('POST', '/api/v1/executions/retry', { body: JSON.stringify({ filter }) });
         if (accepted.status !== 202) throw new Error(`bulk retry: ${accepted.status} ${accepted.text.slice(0, 300)}`);
-        return accepted;
+        return { ms: accepted.ms, ...(JSON.parse(accepted.text) as { data: { id: string; total: number } }).data };
+      };
+      /** When job `id` was done (its last group committed), on the bench's clock from `since`. */
+      const jobDone = async (id: string, since: number) => {
+        await until(`SELECT count(*) AS n FROM jobs WHERE status = 'done' AND id = '${id}'`, 1, `job ${id}`);
+        const row = (await s.db.query<{ ms: string }>(`SELECT extract(epoch FROM finished_at) * 1000 AS ms FROM jobs WHERE id = '${id}'`)).rows[0];
+        return onBenchClock(Number(row?.ms), since);
       };
 
       // A smaller job first, not counted, in the same mode: the fresh path has run many rounds
@@ -159,8 +166,7 @@ export const bulkRetry: Benchmark = {
       // the projector's retry links) set against it measured the JIT's warm-up more than the job.
       await deadLetters('warm', WARM_JOB);
       await s.target.reset();
-      await retryAll({ error: '' });
-      await until(`SELECT count(*) AS n FROM jobs WHERE status = 'done' AND total = ${WARM_JOB}`, 1, 'the warm-up job');
+      await jobDone((await retryAll({ error: '' })).id, performance.now());
       await lastFinished("retry_of IS NOT NULL AND source_name LIKE 'warm-%'", 'the warm-up job\'s retries', performance.now(), WARM_JOB);
       /** One job of `N` dead letters (their names `prefix-<i>`): what it measured. */
       const job = async (prefix: string, freshBefore: number, round: number) => {
@@ -172,7 +178,6 @@ export const bulkRetry: Benchmark = {
         const cpuEnd = s.startCpuPhase();
         const accepted = await retryAll({ error: '', finished_after: since });
         const tJob = performance.now() - accepted.ms;
-        const { id, total } = (JSON.parse(accepted.text) as { data: { id: string; total: number } }).data;
         // Each process's own largest RSS: the aim is every process flat, not only their sum.
         const byProcessMax = new Map(byProcessBefore);
         const sampler = setInterval(() => {
@@ -180,10 +185,7 @@ export const bulkRetry: Benchmark = {
         }, 500);
         // When the worker has taken the whole set (the job done) beside when the retries have all been sent and finished.
         const [tStepsEnd, tJobEnd] = await Promise.all([
-          until(`SELECT count(*) AS n FROM jobs WHERE status = 'done' AND id = '${id}'`, 1, 'the job').then(async () => {
-            const row = (await s.db.query<{ ms: string }>(`SELECT extract(epoch FROM finished_at) * 1000 AS ms FROM jobs WHERE id = '${id}'`)).rows[0];
-            return onBenchClock(Number(row?.ms), tJob);
-          }),
+          jobDone(accepted.id, tJob),
           lastFinished(`retry_of IS NOT NULL AND source_name LIKE '${prefix}-%'`, 'retries', tJob),
         ]);
         clearInterval(sampler);
@@ -198,7 +200,7 @@ export const bulkRetry: Benchmark = {
         // The reference again, after the job, on the machine as it is then.
         const freshAfter = await fresh(round);
         return {
-          acceptedMs: accepted.ms, total, setRate: N / ((tStepsEnd - tJob) / 1000), retryRate, freshAfter,
+          acceptedMs: accepted.ms, total: accepted.total, setRate: N / ((tStepsEnd - tJob) / 1000), retryRate, freshAfter,
           ratio: retryRate / ((freshBefore + freshAfter) / 2), worst, growth, cpu,
         };
       };

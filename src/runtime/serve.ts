@@ -21,7 +21,7 @@ import { openFailureLedger } from '../nats/failure-ledger.ts';
 import { createSupervisor } from '../nats/supervisor.ts';
 import { createInboundReceiver } from '../http/inbound-receiver.ts';
 import { closableServer } from '../http/server-close.ts';
-import { createEndpointDirectory } from '../inbound/endpoint-directory.ts';
+import { createEndpointDirectory, type EndpointDirectory } from '../inbound/endpoint-directory.ts';
 import { scriptHooks } from '../inbound/pipeline.ts';
 import { openSecretBox } from '../nats/secret-box.ts';
 import { createRateLimiter } from '../http/rate-limit.ts';
@@ -173,28 +173,31 @@ async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () 
   });
   stoppers.push(named('script engine', () => scripts.close()));
   const hooks = scriptHooks(scripts);
+  // Endpoints as the API, the inbound router and the bulk jobs' worker read them: one
+  // directory (one subscription to the endpoint subjects, one cache) for all of this
+  // process's roles, made by the first that needs it and closed after the last has stopped.
+  let endpointDirectory: EndpointDirectory | undefined;
+  const endpoints = (): EndpointDirectory => {
+    if (!endpointDirectory) {
+      const made = (endpointDirectory = createEndpointDirectory(nats, store, db));
+      stoppers.push(named('endpoint directory', async () => made.close()));
+    }
+    return endpointDirectory;
+  };
   if (config.roles.has('projector')) {
     const p = startProjector({ nats, db, owner: instanceId, log, supervisor });
     stoppers.push(named('projector', () => p.stop()));
     // Bulk retry and replay jobs advance beside the projector (one process across the
     // service, by lease): background work whose allocations stay out of the API's heap.
     if (config.retryJobs) {
-      const endpoints = createEndpointDirectory(nats, store, db);
-      const retryJobs = startConsumers({ nats, owner: instanceId, log }, [retryJobWorker({ db, nats, store, clock, endpoints, hooks }, log, config.jobGroup)]);
-      stoppers.push(named('retry job worker', async () => {
-        await retryJobs.stop();
-        endpoints.close();
-      }));
+      const retryJobs = startConsumers({ nats, owner: instanceId, log }, [retryJobWorker({ db, nats, store, clock, endpoints: endpoints(), hooks }, log, config.jobGroup)]);
+      stoppers.push(named('retry job worker', () => retryJobs.stop()));
     }
   }
   // The scheduler role: the inbound router (filter, transform and route hooks of endpoints with a script).
   if (config.roles.has('scheduler')) {
-    const endpoints = createEndpointDirectory(nats, store, null);
-    const router = startInboundRouter({ nats, store, clock, owner: instanceId, log, supervisor, endpoints, hooks });
-    stoppers.push(named('inbound router', async () => {
-      await router.stop();
-      endpoints.close();
-    }));
+    const router = startInboundRouter({ nats, store, clock, owner: instanceId, log, supervisor, endpoints: endpoints(), hooks });
+    stoppers.push(named('inbound router', () => router.stop()));
   }
   if (config.roles.has('dispatcher')) {
     const outbound = createOutboundClient({ allowPrivateTargets: config.allowPrivateTargets });
@@ -242,8 +245,7 @@ async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () 
     stoppers.push(async () => rateLimiter.close());
     metrics.projectionSeq.readFrom(() => watermark.seq);
     metrics.apiProcesses.readFrom(() => rateLimiter.processCount());
-    const endpoints = createEndpointDirectory(nats, store, db);
-    stoppers.push(async () => endpoints.close());
+    const apiEndpoints = endpoints();
     const board = openProgressBoard(nats, supervisor, config.processGroup, instanceId);
     stoppers.push(async () => board.close());
     const streams = createStreamInfo(nats);
@@ -266,10 +268,10 @@ async function start(config: Config, log: Log, stoppers: Stopper[], stopAll: () 
     const testMailer = config.smtpUrl ? createMailer(parseSmtpUrl(config.smtpUrl)) : null;
     stoppers.push(async () => testMailer?.close());
     const channelSender = createChannelSender({ outbound: testOutbound, mailer: testMailer, box: secrets!, directory, clock });
-    const apiDeps: ApiDeps = { config, db, nats, store, clock, directory, reads, rateLimiter, metrics, endpoints, secrets: secrets!, hooks, health, scripts, live, channelSender, monitorOwners: monitorClient };
+    const apiDeps: ApiDeps = { config, db, nats, store, clock, directory, reads, rateLimiter, metrics, endpoints: apiEndpoints, secrets: secrets!, hooks, health, scripts, live, channelSender, monitorOwners: monitorClient };
     const app = createRequestHandler(apiDeps, log, () => root);
     // Inbound URLs skip express (and pings by token, in `app`): they are the hot path and need neither an API key nor JSON.
-    const receiver = createInboundReceiver({ nats, endpoints, hooks, secrets: secrets!, metrics, log, store, reads });
+    const receiver = createInboundReceiver({ nats, endpoints: apiEndpoints, hooks, secrets: secrets!, metrics, log, store, reads });
     const server: Server = createServer((req, res) => {
       if (!receiver.handle(req, res)) app(req, res);
     });
