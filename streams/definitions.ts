@@ -38,6 +38,22 @@ export const STREAMS = {
     max_msg_size: 4 * 1024 * 1024,
   },
   /**
+   * The notifier's journal of failure/recovery transitions (`notifier.state`): one
+   * message per batch of a loop turn's transitions, read whole when a notifier takes the
+   * lease and purged once a compaction has written its entries to KV `notify-state`
+   * (src/notifier/state-journal.ts).
+   */
+  notifyState: {
+    name: 'NOTIFY_STATE',
+    subjects: ['notifier.state'],
+    retention: RetentionPolicy.Limits,
+    storage: StorageType.File,
+    discard: DiscardPolicy.Old,
+    max_age: 0,
+    duplicate_window: 2 * MINUTE_NS,
+    max_msg_size: 4 * 1024 * 1024,
+  },
+  /**
    * Inbound webhook requests exactly as received (`inbound.<org>.<endpoint>`): a JSON
    * line of metadata, a newline, then the raw body bytes; a group of
    * one loop turn's requests per message, their routes in a header the router reads
@@ -76,7 +92,8 @@ export const KV_BUCKETS = {
   hostBlocks: { name: 'host-blocks', ttlMs: 24 * 3_600_000 },
   /**
    * Notifier: per source (`<org>.<source id>`), whether it is failing and the EVENTS
-   * sequence of the last transition (src/notifier/state.ts). Absent = not failing.
+   * sequence of the last transition (src/notifier/state.ts), as of the last compaction of
+   * stream NOTIFY_STATE (the journal holds what is newer). Absent = not failing.
    */
   notifyState: { name: 'notify-state', ttlMs: 0 },
   /**

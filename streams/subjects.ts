@@ -23,6 +23,8 @@ export const SUBJECTS = {
   partition: (partition: number) => `evt.partition.${partition}`,
   /** One notification's delivery records (`NotificationSent` / `NotificationFailed`). */
   notification: (org: string, id: string) => `evt.${org}.notify.${id}`,
+  /** The notifier's journal of failure/recovery transitions (NOTIFY_STATE stream). */
+  notifyStateJournal: 'notifier.state',
   /** A notification delivery that is due (NOTIFY stream). */
   notify: (org: string) => `notify.${org}.send`,
   endpoint: (org: string, id: string) => `evt.${org}.endpoint.${id}`,

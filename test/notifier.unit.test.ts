@@ -6,7 +6,52 @@ import { emailMessage, summaryLine, webhookPayload, type ExecutionSummary, type 
 import { notificationIdFor, notifies, planNotifications, type NotificationJob } from '../src/notifier/plan.ts';
 import { createNotifyDecider } from '../src/notifier/reader.ts';
 import type { JetcronEvent } from '../src/commands/events.ts';
-import { cachedNotifyState, nextState, type NotifyStateStore, type Outcome, type SourceState } from '../src/notifier/state.ts';
+import { nextState, type NotifyStateStore, type Outcome, type SourceState } from '../src/notifier/state.ts';
+import { journaledNotifyState, type JournalEntry, type JournaledStateOptions, type StateJournal } from '../src/notifier/state-journal.ts';
+
+/** A journal in memory: batches as stored, positions counted. */
+function memoryJournal() {
+  const batches: Array<{ position: number; entries: JournalEntry[] }> = [];
+  let position = 0;
+  const calls = { append: 0, truncate: 0 };
+  let failing = false;
+  const journal: StateJournal = {
+    async append(entries) {
+      if (failing) throw new Error('journal unavailable');
+      calls.append++;
+      batches.push({ position: ++position, entries: structuredClone(entries) });
+      return position;
+    },
+    async load() {
+      return { batches: batches.map((b) => structuredClone(b.entries)), last: position };
+    },
+    async truncate(through) {
+      calls.truncate++;
+      while (batches.length && batches[0]!.position <= through) batches.shift();
+    },
+  };
+  return { journal, batches, calls, fail: (on: boolean) => void (failing = on) };
+}
+
+/** A per-key store stand-in that counts calls: memory's promise is fewer reads and writes, never other answers. */
+function kvLike() {
+  const data = new Map<string, SourceState>();
+  const calls = { get: 0, put: 0, forget: 0 };
+  const store: NotifyStateStore = {
+    async get(o, s) { calls.get++; return data.get(`${o}.${s}`) ?? null; },
+    async put(o, s, st) { calls.put++; data.set(`${o}.${s}`, st); },
+    async forget(o, s) { calls.forget++; data.delete(`${o}.${s}`); },
+  };
+  return { data, calls, store };
+}
+
+/** A term's state over `store`, with a journal of its own unless given. */
+function termState(store: NotifyStateStore, opts: Partial<JournaledStateOptions> & { journal?: StateJournal } = {}) {
+  const { journal = memoryJournal().journal, ...rest } = opts;
+  return journaledNotifyState(store, journal, {
+    cacheSize: 50_000, pendingMax: 50_000, journalMax: 200_000, batchMax: 2_000, log: () => {}, signal: new AbortController().signal, ...rest,
+  });
+}
 
 const task: NotifySource = {
   type: 'task',
@@ -68,37 +113,27 @@ describe('failure/recovery state machine', () => {
 });
 
 describe('the notifier state cache', () => {
-  // A KV stand-in that counts reads: the cache's promise is fewer reads, never other answers.
-  const kvLike = () => {
-    const data = new Map<string, SourceState>();
-    const calls = { get: 0, put: 0, forget: 0 };
-    const store: NotifyStateStore = {
-      async get(o, s) { calls.get++; return data.get(`${o}.${s}`) ?? null; },
-      async put(o, s, st) { calls.put++; data.set(`${o}.${s}`, st); },
-      async forget(o, s) { calls.forget++; data.delete(`${o}.${s}`); },
-    };
-    return { data, calls, store };
-  };
   const failing: SourceState = { failing: true, seq: 7, since: '2026-01-01T00:00:00.000Z', execution_id: 'exe_1' };
 
-  test('a source read once is answered from memory after; writes go through and are remembered', async () => {
+  test('a source read once is answered from memory after; a transition goes to the journal, not the per-key store', async () => {
     const { calls, store } = kvLike();
-    const c = cachedNotifyState(store);
+    const j = memoryJournal();
+    const c = termState(store, { journal: j.journal });
     assert.equal(await c.get('org_1', 'tsk_1'), null);
     assert.equal(await c.get('org_1', 'tsk_1'), null);
     assert.equal(calls.get, 1);
     await c.put('org_1', 'tsk_1', failing);
     assert.deepEqual(await c.get('org_1', 'tsk_1'), failing);
     assert.equal(calls.get, 1);
-    assert.equal(calls.put, 1);
+    assert.deepEqual([calls.put, j.calls.append], [0, 1]);
     await c.forget('org_1', 'tsk_1');
     assert.equal(await c.get('org_1', 'tsk_1'), null);
-    assert.deepEqual([calls.get, calls.forget], [1, 1]);
+    assert.deepEqual([calls.get, calls.forget, j.calls.append], [1, 0, 2]);
   });
 
   test('a created source costs no read; created never hides a state already known', async () => {
     const { calls, store, data } = kvLike();
-    const c = cachedNotifyState(store);
+    const c = termState(store);
     c.created('org_1', 'tsk_new');
     assert.equal(await c.get('org_1', 'tsk_new'), null);
     assert.equal(calls.get, 0);
@@ -110,7 +145,7 @@ describe('the notifier state cache', () => {
 
   test('settled at once: a source born, a result that is no transition; a transition or an unknown state goes to the chain', async () => {
     const { calls, store, data } = kvLike();
-    const c = cachedNotifyState(store);
+    const c = termState(store);
     const published: NotificationJob[] = [];
     const decider = createNotifyDecider({
       directory: { organization: async () => org } as never, clock: { now: () => Date.parse('2026-01-01T00:00:00Z') } as never,
@@ -121,6 +156,7 @@ describe('the notifier state cache', () => {
     const created = item(1, { type: 'TaskCreated', id: 'e1', at, org_id: 'org_1', data: { task: { id: 'tsk_1' }, execution: { id: 'exe_1' } } });
     const finished = (seq: number, status: 'success' | 'failed', next: string | null = null) =>
       item(seq, { type: 'AttemptFinished', id: `e${seq}`, at, org_id: 'org_1', data: { execution_id: `exe_${seq}`, source: { type: 'task', id: 'tsk_1', name: 'n' }, status, status_code: 200, error_message: null, attempt: 1, scheduled_for: at, finished_at: at, next_attempt_at: next, final: next === null } });
+    await c.ready;
     assert.equal(decider.settle(created), true);
     assert.equal(decider.settle(finished(2, 'success')), true, 'a success of a source known not failing');
     assert.equal(decider.settle(finished(3, 'failed', at)), true, 'a retry follows: not the end');
@@ -143,7 +179,7 @@ describe('the notifier state cache', () => {
     const decider = createNotifyDecider({
       directory: { organization: async () => org } as never, clock: { now: () => Date.parse('2026-01-01T00:00:00Z') } as never,
       resolvers: { monitor: async () => assert.fail('the monitor is read') }, emailEnabled: false, log: () => {},
-    }, cachedNotifyState(store), async (job) => void published.push(job));
+    }, termState(store), async (job) => void published.push(job));
     const at = '2026-01-01T00:00:00.000Z';
     const monitor = { id: 'mon_1', org_id: 'org_1', name: 'db-backup', status: 'down', notify_on_failure: null, notify_on_recovery: true, on_failure_url: 'https://example.com/down', on_recovery_url: null };
     const item = (seq: number, event: unknown) => ({ seq, subject: 'evt.monitor-partition.0', event: event as JetcronEvent });
@@ -163,7 +199,7 @@ describe('the notifier state cache', () => {
     const decider = createNotifyDecider({
       directory: { organization: async () => org } as never, clock: { now: () => Date.parse('2026-01-01T00:00:00Z') } as never,
       resolvers: { task: async () => (reads++, current) }, emailEnabled: false, log: () => {},
-    }, cachedNotifyState(store), async (job) => void published.push(job));
+    }, termState(store), async (job) => void published.push(job));
     const at = '2026-01-01T00:00:00.000Z';
     const item = (seq: number, event: unknown) => ({ seq, subject: 'evt.x', event: event as JetcronEvent });
     const finished = (seq: number, status: 'success' | 'failed') =>
@@ -191,7 +227,7 @@ describe('the notifier state cache', () => {
 
   test('bounded: the last `size` sources are kept, older ones dropped and read again from the store', async () => {
     const { calls, store, data } = kvLike();
-    const c = cachedNotifyState(store, 2);
+    const c = termState(store, { cacheSize: 2 });
     data.set('org_1.a', failing);
     for (const id of ['a', 'b', 'c', 'd']) await c.get('org_1', id);
     assert.equal(calls.get, 4);
@@ -207,6 +243,118 @@ describe('the notifier state cache', () => {
     assert.equal(calls.get, 8);
     await c.get('org_1', 'g');
     assert.equal(calls.get, 8);
+  });
+});
+
+describe('the notifier state journal', () => {
+  const at = '2026-01-01T00:00:00.000Z';
+  const state = (failing: boolean, seq: number): SourceState => ({ failing, seq, since: at, execution_id: `exe_${seq}` });
+
+  test("one loop turn's transitions share one batch; a put resolves once it is stored, and only then is it known", async () => {
+    const { store } = kvLike();
+    const j = memoryJournal();
+    const c = termState(store, { journal: j.journal });
+    await c.ready;
+    for (let i = 0; i < 100; i++) c.created('org_1', `tsk_${i}`);
+    const puts = Array.from({ length: 100 }, (_, i) => c.put('org_1', `tsk_${i}`, state(true, i + 1)));
+    assert.equal(c.peek('org_1', 'tsk_0'), null, 'not stored yet: still the state before');
+    await Promise.all(puts);
+    assert.equal(j.calls.append, 1);
+    assert.equal(j.batches[0]!.entries.length, 100);
+    assert.deepEqual(c.peek('org_1', 'tsk_0'), state(true, 1));
+  });
+
+  test('a batch that cannot be stored fails its puts and changes nothing known', async () => {
+    const { store } = kvLike();
+    const j = memoryJournal();
+    const c = termState(store, { journal: j.journal });
+    c.created('org_1', 'tsk_1');
+    await c.put('org_1', 'tsk_1', state(true, 1));
+    j.fail(true);
+    await assert.rejects(c.put('org_1', 'tsk_1', state(false, 2)), /journal unavailable/);
+    assert.deepEqual(c.peek('org_1', 'tsk_1'), state(true, 1), 'the recovery is decided again when the event is retried');
+    j.fail(false);
+    await c.put('org_1', 'tsk_1', state(false, 2));
+    assert.deepEqual(c.peek('org_1', 'tsk_1'), state(false, 2));
+  });
+
+  test('the next term knows what the journal holds, without reading the per-key store', async () => {
+    const { calls, store } = kvLike();
+    const j = memoryJournal();
+    const first = termState(store, { journal: j.journal });
+    first.created('org_1', 'tsk_a');
+    first.created('org_1', 'tsk_b');
+    await first.put('org_1', 'tsk_a', state(true, 1));
+    await first.put('org_1', 'tsk_b', state(true, 2));
+    await first.put('org_1', 'tsk_b', state(false, 3));
+    await first.forget('org_1', 'tsk_a');
+    await first.put('org_1', 'tsk_c', state(true, 4)); // never seen created: the store may hold it
+    const next = termState(store, { journal: j.journal });
+    assert.equal(next.peek('org_1', 'tsk_b'), undefined, 'nothing known before the journal is read');
+    await next.ready;
+    assert.equal(await next.get('org_1', 'tsk_a'), null);
+    assert.deepEqual(await next.get('org_1', 'tsk_b'), state(false, 3));
+    assert.deepEqual(await next.get('org_1', 'tsk_c'), state(true, 4));
+    assert.equal(calls.get, 0, 'the next term read nothing from the per-key store');
+    // A frozen holder's late batch with an older transition does not undo a newer one.
+    await j.journal.append([{ k: 'org_1.tsk_b', s: state(true, 2), b: false }]);
+    const third = termState(store, { journal: j.journal });
+    assert.deepEqual(await third.get('org_1', 'tsk_b'), state(false, 3));
+  });
+
+  test('a compaction writes what the per-key store must hold, then truncates the journal; a source that failed and recovered in view costs no write', async () => {
+    const { calls, data, store } = kvLike();
+    const j = memoryJournal();
+    data.set('org_1.tsk_old', state(true, 1));
+    const c = termState(store, { journal: j.journal });
+    assert.deepEqual(await c.get('org_1', 'tsk_old'), state(true, 1));
+    await c.put('org_1', 'tsk_old', state(false, 10)); // the store holds it failing: must be written
+    for (const id of ['tsk_1', 'tsk_2']) {
+      c.created('org_1', id);
+      await c.put('org_1', id, state(true, 11)); // failing: must be written
+    }
+    c.created('org_1', 'tsk_3');
+    await c.put('org_1', 'tsk_3', state(true, 12));
+    await c.put('org_1', 'tsk_3', state(false, 13)); // failed and recovered in view: nothing to write
+    assert.equal(c.pending, 3);
+    assert.deepEqual([calls.put, c.compaction()], [0, undefined], 'below its limits: no compaction');
+    await c.compactNow();
+    assert.equal(c.compaction(), undefined);
+    assert.deepEqual([calls.put, calls.forget], [3, 0]);
+    assert.deepEqual(data.get('org_1.tsk_old'), state(false, 10));
+    assert.deepEqual(data.get('org_1.tsk_1'), state(true, 11));
+    assert.equal(data.has('org_1.tsk_3'), false);
+    assert.equal(c.pending, 0);
+    assert.equal(j.batches.length, 0, 'every batch stored before the compaction is dropped');
+    // The next term reads the written ones from the per-key store.
+    const next = termState(store, { journal: j.journal });
+    assert.deepEqual(await next.get('org_1', 'tsk_1'), state(true, 11));
+    assert.equal(await next.get('org_1', 'tsk_3'), null);
+  });
+
+  test('a compaction starts by itself past its limit of entries waiting', async () => {
+    const { calls, store } = kvLike();
+    const c = termState(store, { pendingMax: 2 });
+    for (const id of ['tsk_1', 'tsk_2']) {
+      c.created('org_1', id);
+      await c.put('org_1', id, state(true, 1));
+    }
+    assert.notEqual(c.compaction(), undefined);
+    await c.compaction();
+    assert.deepEqual([calls.put, c.pending], [2, 0]);
+  });
+
+  test('a term that ended starts no compaction', async () => {
+    const { calls, store } = kvLike();
+    const j = memoryJournal();
+    const ended = new AbortController();
+    const c = termState(store, { journal: j.journal, pendingMax: 1, signal: ended.signal });
+    ended.abort();
+    c.created('org_1', 'tsk_1');
+    await c.put('org_1', 'tsk_1', state(true, 1));
+    assert.equal(c.compaction(), undefined);
+    assert.equal(calls.put, 0);
+    assert.equal(j.batches.length, 1);
   });
 });
 

@@ -76,7 +76,8 @@ export interface KeyedEventConsumer<R> {
   checkpointEveryMs: number;
   span: string;
   open?: () => Promise<R>;
-  handlers: (opened: R) => KeyedHandlers;
+  /** `signal`: the term's end. */
+  handlers: (opened: R, signal: AbortSignal) => KeyedHandlers;
 }
 
 export function keyedEventConsumer<R>(host: ConsumerHost, spec: KeyedEventConsumer<R>): LeasedConsumer<{ kv: KV; opened: R }> {
@@ -87,7 +88,7 @@ export function keyedEventConsumer<R>(host: ConsumerHost, spec: KeyedEventConsum
       opened: spec.open ? await spec.open() : (undefined as R),
     }),
     term: (signal, { kv, opened }) => {
-      const h = spec.handlers(opened);
+      const h = spec.handlers(opened, signal);
       return readEventsKeyed({
         nats: host.nats,
         kv,

@@ -16,7 +16,8 @@ import { notificationIdFor, notifies, notifyMsgId, organizationWants, planNotifi
 import { forwardSource, monitorSource, scheduleSource, type SourceResolver } from './sources.ts';
 import { createHealthCounter } from './health.ts';
 import type { EventStore } from '../commands/store.ts';
-import { cachedNotifyState, nextState, openNotifyState, type CachedNotifyState, type NotifyStateStore, type Outcome, type Transition } from './state.ts';
+import { nextState, openNotifyState, type CachedNotifyState, type NotifyStateStore, type Outcome, type Transition } from './state.ts';
+import { JOURNAL_DEFAULTS, journaledNotifyState, openStateJournal } from './state-journal.ts';
 import { isWrongLastSequence } from '../nats/jetstream-errors.ts';
 import type { Supervisor } from '../nats/supervisor.ts';
 import { untilStarted } from '../lib/startup-retry.ts';
@@ -81,7 +82,7 @@ export async function publishJob(nats: Nats, job: NotificationJob): Promise<void
 
 /**
  * Decides notifications from events, in order per source: the failure/recovery state
- * machine (`nextState`, kept in KV `notify-state`), then the deliveries the transition
+ * machine (`nextState`, kept by `journaledNotifyState`), then the deliveries the transition
  * makes (`planNotifications`), published to NOTIFY before the new state is stored.
  * Nothing here waits for a delivery.
  */
@@ -319,10 +320,11 @@ export function startNotifyReader(deps: NotifyReaderDeps) {
     // An outcome's notification continues the outcome's trace (its EVENTS message header).
     span: 'notify-decide',
     open: () => openNotifyState(deps.nats),
-    handlers: (store) => {
-      // A fresh cache per lease term: another holder may have written meanwhile.
+    handlers: (store, signal) => {
+      // A fresh state per lease term, from the journal: another holder may have written meanwhile.
+      const states = journaledNotifyState(store, openStateJournal(deps.nats, deps.log), { ...JOURNAL_DEFAULTS, log: deps.log, signal });
       const health = deps.store ? createHealthCounter({ store: deps.store, clock: deps.clock, directory: deps.directory }) : undefined;
-      const decider = createNotifyDecider(deps, cachedNotifyState(store), (job) => publishJob(deps.nats, job), health);
+      const decider = createNotifyDecider(deps, states, (job) => publishJob(deps.nats, job), health);
       return {
         keyOf: (e) => notifyChainKey(e.event, e.subject),
         skip: (e) => IGNORED_TYPES.has(e.event.type),

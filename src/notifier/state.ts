@@ -1,4 +1,3 @@
-import { generationalMap } from '../lib/bounded-map.ts';
 import { Kvm, type KV } from '@nats-io/kv';
 import { KV_BUCKETS } from '../../streams/definitions.ts';
 import { decodeJson, encodeJson } from '../lib/json.ts';
@@ -57,13 +56,13 @@ export interface NotifyStateStore {
   forget(orgId: string, sourceId: string): Promise<void>;
 }
 
-/** Sources the cache keeps at least (at most twice); an evicted one costs one KV read when it next matters. */
+/** Sources a term's state keeps in memory at least (at most twice); an evicted one costs one KV read when it next matters. */
 export const STATE_CACHE_SIZE = 50_000;
 
 /**
- * The KV store behind a cache the notifier reader owns for one lease term: the reader
- * is the bucket's only writer, so what it wrote or read stays true while it holds the
- * lease. `created` records that a source was just created (its create event, read on
+ * The store a lease term's decider uses (`journaledNotifyState`): the reader is the
+ * only writer while it holds the lease, so what it wrote or read stays true for the
+ * term. `created` records that a source was just created (its create event, read on
  * the source's own chain): no state exists for it, so its first outcome costs no read.
  * That hint is wrong only for a create read again after a restart, whose later events
  * were already handled: they are then decided again from no state, the same
@@ -72,44 +71,14 @@ export const STATE_CACHE_SIZE = 50_000;
  */
 export interface CachedNotifyState extends NotifyStateStore {
   created(orgId: string, sourceId: string): void;
-  /** The state as cached, without a read: undefined when not cached (null: none). */
+  /** The state as known, without a read: undefined when not known (null: none). */
   peek(orgId: string, sourceId: string): SourceState | null | undefined;
-}
-
-export function cachedNotifyState(store: NotifyStateStore, size = STATE_CACHE_SIZE): CachedNotifyState {
-  // Two generations, not an LRU of deletes and re-inserts: see `generationalMap`.
-  const cache = generationalMap<SourceState | null>(size);
-  const remember = (key: string, state: SourceState | null) => cache.set(key, state);
-  return {
-    async get(orgId, sourceId) {
-      const key = stateKey(orgId, sourceId);
-      const known = cache.get(key);
-      if (known !== undefined) return known;
-      const state = await store.get(orgId, sourceId);
-      remember(key, state);
-      return state;
-    },
-    async put(orgId, sourceId, state) {
-      await store.put(orgId, sourceId, state);
-      remember(stateKey(orgId, sourceId), state);
-    },
-    async forget(orgId, sourceId) {
-      await store.forget(orgId, sourceId);
-      remember(stateKey(orgId, sourceId), null);
-    },
-    created(orgId, sourceId) {
-      const key = stateKey(orgId, sourceId);
-      if (!cache.has(key)) remember(key, null);
-    },
-    peek(orgId, sourceId) {
-      return cache.get(stateKey(orgId, sourceId));
-    },
-  };
 }
 
 /** The subjects of the bucket's keys (a bucket of this NATS account, no mirror or domain). */
 const KV_PREFIX = `$KV.${KV_BUCKETS.notifyState.name}.`;
 
+/** The per-key store under the journal (`journaledNotifyState`): what compactions write. */
 export async function openNotifyState(nats: Nats): Promise<NotifyStateStore> {
   const kv: KV = await new Kvm(nats.nc).open(KV_BUCKETS.notifyState.name);
   return {
