@@ -239,7 +239,7 @@ export const bulkRetry: Benchmark = {
         tables: [],
         cpu: { phase: 'the median job', report: median.cpu, units: { count: N, what: 'retry' } },
         notes: [
-          `each job takes its set in groups of 500, each group's retries and its RetryJobStepped one commit on the jobs subject; the fresh tasks are 10 batches of 1,000, each under a flow-control key of parallelism 1,000, run before the first job and after each, after ${warmRounds} rounds that are not counted (a new service's warm-up, until no process grew by more than 2% in a round) and a job of ${fmt.int(WARM_JOB)} dead letters, not counted either (the retry path's warm-up); ${retriesSucceed ? "the retries succeed (BENCH_BULK_RETRIES_SUCCEED=1: the target's outage is over)" : 'the retries fail again (the target\'s outage lasts)'}.`,
+          `each job takes its set in groups of 1,000, each group's retries and its RetryJobStepped one commit on the jobs subject; the fresh tasks are 10 batches of 1,000, each under a flow-control key of parallelism 1,000, run before the first job and after each, after ${warmRounds} rounds that are not counted (a new service's warm-up, until no process grew by more than 2% in a round) and a job of ${fmt.int(WARM_JOB)} dead letters, not counted either (the retry path's warm-up); ${retriesSucceed ? "the retries succeed (BENCH_BULK_RETRIES_SUCCEED=1: the target's outage is over)" : 'the retries fail again (the target\'s outage lasts)'}.`,
           ...jobs.map((j, i) => `job ${i + 1}: RSS by process, the job's start → its max during the job → the end: ${j.growth}.`),
           `CPU ms per fresh task, ${freshCpu.join('; ')}; per retry, ${jobs.map((j, i) => `job ${i + 1}: ${perTask(j.cpu)}`).join('; ')}.`,
           ...troubleNotes(s.service),

@@ -34,7 +34,7 @@ export interface Config {
   monitorRestateAfter: number;
   /** Whether this process, with the projector role, may take the `retry-jobs` lease and advance bulk retry and replay jobs (JETCRON_RETRY_JOBS=0: never; default yes). */
   retryJobs: boolean;
-  /** The positions of a bulk job one group (one commit) takes at most (JETCRON_JOB_GROUP, 1–500, default 500). */
+  /** The positions of a bulk job one group (one commit) takes at most (JETCRON_JOB_GROUP, 1–1000, default 1000). */
   jobGroup: number;
   /** Test-only (JETCRON_EMBEDDED_PDEATHSIG=0): false lets the embedded servers outlive a killed service. */
   embeddedDieWithParent: boolean;
@@ -127,7 +127,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, opts: { roles?: string; proce
     scriptTimeoutMs: num(env, 'JETCRON_SCRIPT_TIMEOUT_MS', 100, (n) => Number.isInteger(n) && n >= 10 && n <= 60_000),
     allowPrivateTargets: env.JETCRON_ALLOW_PRIVATE_TARGETS === '1' || env.JETCRON_ALLOW_PRIVATE_TARGETS === 'true',
     retryJobs: env.JETCRON_RETRY_JOBS !== '0' && env.JETCRON_RETRY_JOBS !== 'false',
-    jobGroup: num(env, 'JETCRON_JOB_GROUP', 500, (n) => Number.isInteger(n) && n >= 1 && n <= 500),
+    jobGroup: num(env, 'JETCRON_JOB_GROUP', 1000, (n) => Number.isInteger(n) && n >= 1 && n <= 1000),
     streamReplicas: env.JETCRON_STREAM_REPLICAS ? num(env, 'JETCRON_STREAM_REPLICAS', 1, (n) => [1, 3, 5].includes(n)) : undefined,
     rateLimitFree: num(env, 'JETCRON_RATE_LIMIT_FREE', 20, (n) => n >= 0),
     rateLimitPro: num(env, 'JETCRON_RATE_LIMIT_PRO', 200, (n) => n >= 0),

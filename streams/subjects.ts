@@ -38,6 +38,12 @@ export const SUBJECTS = {
   jobs: (org: string) => `evt.${org}.jobs`,
   /** Every organization's jobs subject: the retry-job worker finds running jobs by their last events. */
   allJobs: 'evt.*.jobs',
+  /**
+   * Core NATS (not stored), `<org> <seq>`: an API process accepted a bulk job at that
+   * sequence. The jobs' worker looks for it as soon as the projector has it, not at its
+   * next poll (`src/jobs/job-wakeups.ts`).
+   */
+  jobAccepted: 'jetcron.jobs.accepted',
   /** Every organization's channels subject: the notifier's channel directory follows them. */
   allChannels: 'evt.*.channels',
   /** Every monitor's subject: a monitor owner taking over reads the last of each. */

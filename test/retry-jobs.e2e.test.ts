@@ -19,8 +19,8 @@ import { derivedId } from '../src/lib/ids.ts';
 import { taskPartition } from '../src/commands/partition/partition-of.ts';
 
 /**
- * Groups of 5 in the crash tests: a group of 500 is one commit, and the 600 of a set
- * would be taken in two before the test could kill or freeze the process mid-job.
+ * Groups of 5 in the crash tests: a group of 1,000 is one commit, and the 600 of a set
+ * would be taken in one before the test could kill or freeze the process mid-job.
  */
 const SMALL_GROUPS = { JETCRON_JOB_GROUP: '5' };
 /** The test service's task partitions (`JETCRON_PARTITIONS` unset). */
@@ -28,7 +28,7 @@ const PARTITIONS = 8;
 import { createClock } from '../src/lib/clock.ts';
 
 const FINAL = ['success', 'failed', 'timeout', 'cancelled'];
-/** A set of more than one group (JOB_GROUP). */
+/** A set of many groups of 5 (`SMALL_GROUPS`). */
 const SET = 600;
 
 /** Every execution of the organization (all pages). */
@@ -333,7 +333,7 @@ describe('a bulk retry job across a kill -9 of the process advancing it', () => 
 
   test('one running job per organization, a cancel; killed part-way, a job finishes in another process and no execution of its set is retried twice', async () => {
     const { api, apiKey } = await svc.createOrg('pro');
-    // More than one group (JOB_GROUP, 500): the kill can land inside a group or between two.
+    // Many groups (of 5, `SMALL_GROUPS`): the kill can land inside a group or between two.
     const set = await deadLetters(api, `${target.url}/crash`, SET, 'crash');
     failing = false;
     // No process advances jobs yet: one accepted now stays running.

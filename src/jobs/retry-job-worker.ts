@@ -23,6 +23,7 @@ import { ApiError } from '../lib/errors.ts';
 import type { LeasedConsumer } from '../nats/consumer-kit.ts';
 import type { Lease } from '../nats/lease.ts';
 import { PROJECTOR_NAME } from '../projections/projector.ts';
+import { jobWakeups } from './job-wakeups.ts';
 
 /** What the worker reads and writes: the read models, the log, and what deciding a replay reads. */
 export interface RetryJobDeps extends ReplayDeps {
@@ -30,15 +31,15 @@ export interface RetryJobDeps extends ReplayDeps {
   store: EventStore;
 }
 
-/** How often an idle worker looks for a running job, and a catching-up one at the projector. */
+/** How often an idle worker looks for a running job (an accepted one wakes it sooner: `jobWakeups`), and a catching-up one at the projector. */
 const POLL_MS = 200;
 /** The positions of a job's set one group takes at most by default: one commit on the jobs subject (`JETCRON_JOB_GROUP`). */
-export const JOB_GROUP = 500;
+export const JOB_GROUP = 1000;
 /**
  * Bytes a group's `RetryJobStepped` takes beside its triggers and its steps' reasons
- * (counted with them): 500 steps' ids and outcomes, and the job.
+ * (counted with them): 1,000 steps' ids and outcomes, and the job.
  */
-const STEPS_ROOM = 256 * 1024;
+const STEPS_ROOM = 512 * 1024;
 
 const pause = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
@@ -296,18 +297,23 @@ export function retryJobWorker(deps: RetryJobDeps, log: (m: string) => void, gro
     lease: 'retry-jobs',
     async term(signal, _opened, lease: Lease) {
       log('bulk jobs: this process holds their lease and advances them');
+      const wakeups = jobWakeups(deps.nats, POLL_MS);
       const mayWrite = () => !signal.aborted && lease.held();
-      await projectedUpTo((await deps.nats.jsm.streams.info(STREAMS.events.name)).state.last_seq, signal);
-      while (mayWrite()) {
-        const running = await deps.db.selectFrom('jobs').select(['id', 'org_id']).where('status', '=', 'running').orderBy('created_at').execute();
-        for (const j of running) {
-          try {
-            await advance(j.id, j.org_id, mayWrite);
-          } catch (err) {
-            log(`retry job ${j.id}: ${(err as Error).message}; taken up again in a moment`);
+      try {
+        await projectedUpTo((await deps.nats.jsm.streams.info(STREAMS.events.name)).state.last_seq, signal);
+        while (mayWrite()) {
+          const running = await deps.db.selectFrom('jobs').select(['id', 'org_id']).where('status', '=', 'running').orderBy('created_at').execute();
+          for (const j of running) {
+            try {
+              await advance(j.id, j.org_id, mayWrite);
+            } catch (err) {
+              log(`retry job ${j.id}: ${(err as Error).message}; taken up again in a moment`);
+            }
           }
+          await wakeups.idle(signal);
         }
-        await pause(POLL_MS, signal);
+      } finally {
+        wakeups.close();
       }
       // The log line avoids the word "retry": a bench counts such lines as trouble.
       if (!lease.held()) log('bulk jobs: their lease is no longer held; this holder has stopped');

@@ -1,4 +1,5 @@
 import { Router } from 'express';
+import { SUBJECTS } from '../../../streams/subjects.ts';
 import { sql, type RawBuilder, type Selectable } from 'kysely';
 import { acceptRetryJob, cancelJob } from '../../commands/job/handlers.ts';
 import { MAX_JOB_SET, type RetryJob } from '../../commands/job/types.ts';
@@ -106,6 +107,7 @@ export function jobRoutes(deps: ApiDeps, rootUrl: () => string): Router {
     }
     const jobId = onceId(res, 'rjb') ?? newId('rjb');
     const { state, seq } = await acceptRetryJob(deps, req.orgId, jobId, accepted, rows.map((x) => x.id));
+    announce(req.orgId, seq);
     await deps.reads.wrote(req.orgId, seq);
     res.status(202).json({ data: jobResource(state!), message: `Retry job accepted: ${state!.total} execution(s)` });
   }));
@@ -136,6 +138,11 @@ export function jobRoutes(deps: ApiDeps, rootUrl: () => string): Router {
    * MAX_JOB_SET of them (more: 422 naming `filter`), accepted on the organization's jobs
    * aggregate; answered once the read models hold it.
    */
+  /** The jobs' worker starts on an accepted job at once, not at its next poll (`SUBJECTS.jobAccepted`). */
+  function announce(orgId: string, seq: number): void {
+    deps.nats.nc.publish(SUBJECTS.jobAccepted, `${orgId} ${seq}`);
+  }
+
   async function acceptReplay(orgId: string, jobId: string, where: RawBuilder<unknown>, filter: JobFilter, replay: { endpointId: string; forwardUrls: string[] | null }) {
     const { rows } = await sql<{ id: string }>`SELECT e.id FROM inbound_events e WHERE ${where}
       ORDER BY e.received_at ASC, e.inbound_seq ASC, e.id ASC LIMIT ${MAX_JOB_SET + 1}`.execute(deps.db);
@@ -144,6 +151,7 @@ export function jobRoutes(deps: ApiDeps, rootUrl: () => string): Router {
       throw unprocessable(`filter matches ${Number(counted!.count)} inbound events; a job takes at most ${MAX_JOB_SET.toLocaleString('en')}: narrow it`, 'filter');
     }
     const { state, seq } = await acceptRetryJob(deps, orgId, jobId, filter, rows.map((x) => x.id), replay);
+    announce(orgId, seq);
     await deps.reads.wrote(orgId, seq);
     return jobResource(state!);
   }
