@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { Kvm } from '@nats-io/kv';
-import { KV_BUCKETS } from '../streams/definitions.ts';
+import { KV_BUCKETS, STREAMS } from '../streams/definitions.ts';
 import { commitMessage, eventsOf } from '../src/commands/commit.ts';
 import type { Envelope, StoredEvent } from '../src/commands/envelope.ts';
 import type { JetcronEvent } from '../src/commands/events.ts';
@@ -20,6 +20,7 @@ import { failureKey, type FailureRecord } from '../src/nats/failure-ledger.ts';
 import { openSupervisor } from '../src/nats/supervisor.ts';
 import { createKeyedPipeline } from '../src/nats/keyed-pipeline.ts';
 import { startNatsWithStreams } from './support/nats.ts';
+import { eventually } from './support/service.ts';
 
 const ev = (n: number): Envelope => ({ type: 'Probe', id: `probe-${n}`, at: new Date(0).toISOString(), org_id: 'org_x', data: { n } });
 
@@ -162,6 +163,41 @@ test('a keyed reader runs every event of a commit and checkpoints past it only w
   abort.abort();
   await reading;
   assert.equal(await checkpoint(), 3);
+});
+
+test('a keyed reader waits for what settle left to do before its checkpoint passes it; a settled write that fails is handled afresh', async () => {
+  const supervisor = await openSupervisor(nats, () => {});
+  after(() => supervisor.close());
+  const kv = await new Kvm(nats.js).open(KV_BUCKETS.checkpoints.name);
+  const key = `commit-settle-${Date.now()}`;
+  const abort = new AbortController();
+  const handled: string[] = [];
+  let finishWrite!: () => void;
+  const write = new Promise<void>((r) => (finishWrite = r));
+  let sawRest!: () => void;
+  const rest = new Promise<void>((r) => (sawRest = r));
+  const reading = readEventsKeyed({
+    nats, kv, name: 'commit-settle', checkpointKey: key, checkpointEveryMs: 20, signal: abort.signal, log: () => {}, supervisor,
+    keyOf: (e) => e.event.id,
+    settle: (e) => (e.event.id === 'probe-1' ? write : e.event.id === 'probe-5' ? Promise.reject(new Error('the write was lost')) : false),
+    handle: async (e) => {
+      handled.push(e.event.id);
+      if (handled.length === 4) sawRest();
+    },
+  });
+  const checkpoint = async () => Number(new TextDecoder().decode((await kv.get(key))?.value ?? new Uint8Array()) || 0);
+  await rest;
+  assert.deepEqual([...handled].sort(), ['probe-2', 'probe-3', 'probe-4', 'probe-5'], 'probe-1 settled; probe-5 handled after its write failed');
+  // One-sided: a slow machine may tick fewer times, never make a wrong checkpoint right.
+  await new Promise((r) => setTimeout(r, 100));
+  assert.equal(await checkpoint(), 0, 'the checkpoint waits for probe-1\'s write');
+  finishWrite();
+  const last = (await nats.jsm.streams.info(STREAMS.events.name)).state.last_seq;
+  await eventually(async () => (await checkpoint()) >= last, 60_000);
+  abort.abort();
+  await reading;
+  assert.equal(await checkpoint(), last);
+  assert.equal(handled.includes('probe-1'), false);
 });
 
 test('a keyed reader records an event of a commit that keeps failing by sequence and index, goes on, and a retry runs that event alone', async () => {

@@ -6,6 +6,7 @@ import { emailMessage, summaryLine, webhookPayload, type ExecutionSummary, type 
 import { notificationIdFor, notifies, planNotifications, type NotificationJob } from '../src/notifier/plan.ts';
 import { createNotifyDecider } from '../src/notifier/reader.ts';
 import type { JetcronEvent } from '../src/commands/events.ts';
+import type { Channel } from '../src/commands/channel/types.ts';
 import { nextState, type NotifyStateStore, type Outcome, type SourceState } from '../src/notifier/state.ts';
 import { journaledNotifyState, type JournalEntry, type JournaledStateOptions, type StateJournal } from '../src/notifier/state-journal.ts';
 
@@ -148,7 +149,7 @@ describe('the notifier state cache', () => {
     const c = termState(store);
     const published: NotificationJob[] = [];
     const decider = createNotifyDecider({
-      directory: { organization: async () => org } as never, clock: { now: () => Date.parse('2026-01-01T00:00:00Z') } as never,
+      directory: { organization: async () => org, known: () => org } as never, clock: { now: () => Date.parse('2026-01-01T00:00:00Z') } as never,
       resolvers: { task: async () => task }, emailEnabled: false, log: () => {},
     }, c, async (job) => void published.push(job));
     const at = '2026-01-01T00:00:00.000Z';
@@ -173,11 +174,52 @@ describe('the notifier state cache', () => {
     assert.equal(decider.settle(item(9, { type: 'TaskTriggered', id: 'e9', at, org_id: 'org_1', data: {} })), false, 'anything else: the chain decides');
   });
 
+  test('a recovery nobody hears of is settled at once, its state on its way to the journal; one somebody hears goes to the chain', async () => {
+    const { store } = kvLike();
+    const at = '2026-01-01T00:00:00.000Z';
+    const item = (seq: number, event: unknown) => ({ seq, subject: 'evt.x', event: event as JetcronEvent });
+    const finished = (seq: number, task: string, status: 'success' | 'failed') =>
+      item(seq, { type: 'AttemptFinished', id: `e${seq}`, at, org_id: 'org_1', data: { execution_id: `exe_${seq}`, source: { type: 'task', id: task, name: 'n' }, status, status_code: 200, error_message: null, attempt: 1, scheduled_for: at, finished_at: at, next_attempt_at: null, final: true } });
+    const created = (seq: number, task: string) => item(seq, { type: 'TaskCreated', id: `e${seq}`, at, org_id: 'org_1', data: { task: { id: task }, execution: { id: `exe_${seq}` } } });
+    const deciderFor = (o: Organization, knownChannels: (orgId: string) => Channel[] | undefined) => {
+      const states = termState(store);
+      const published: NotificationJob[] = [];
+      const decider = createNotifyDecider({
+        directory: { organization: async () => o, known: () => o } as never, clock: { now: () => Date.parse(at) } as never,
+        resolvers: { task: async () => task }, emailEnabled: false, log: () => {}, channels: async () => knownChannels('org_1') ?? [], knownChannels,
+      }, states, async (job) => void published.push(job));
+      return { states, published, decider };
+    };
+    // The organization does not want recoveries: no URL of the task's, nothing to send.
+    const quiet = deciderFor({ ...org, notify_on_recovery: false }, () => []);
+    await quiet.states.ready;
+    assert.equal(quiet.decider.settle(created(1, 'tsk_1')), true);
+    await quiet.decider.handle(finished(2, 'tsk_1', 'failed'));
+    const failures = quiet.published.length;
+    const settled = quiet.decider.settle(finished(3, 'tsk_1', 'success'));
+    assert.ok(settled instanceof Promise, 'settled, with a write on its way');
+    await settled;
+    assert.equal(quiet.states.peek('org_1', 'tsk_1')?.failing, false);
+    assert.equal(quiet.published.length, failures, 'nothing announced');
+    // It wants them and has a webhook: the chain announces it.
+    const heard = deciderFor(org, () => []);
+    await heard.states.ready;
+    heard.decider.settle(created(1, 'tsk_1'));
+    await heard.decider.handle(finished(2, 'tsk_1', 'failed'));
+    assert.equal(heard.decider.settle(finished(3, 'tsk_1', 'success')), false);
+    // It wants them, no webhook or email, and its channels are not read yet: the chain reads them.
+    const unread = deciderFor({ ...org, notification_webhook_url: null, notification_email: null }, () => undefined);
+    await unread.states.ready;
+    unread.decider.settle(created(1, 'tsk_1'));
+    await unread.decider.handle(finished(2, 'tsk_1', 'failed'));
+    assert.equal(unread.decider.settle(finished(3, 'tsk_1', 'success')), false);
+  });
+
   test('a monitor going down and recovering is told as its events carry it: no read of the monitor', async () => {
     const { store } = kvLike();
     const published: NotificationJob[] = [];
     const decider = createNotifyDecider({
-      directory: { organization: async () => org } as never, clock: { now: () => Date.parse('2026-01-01T00:00:00Z') } as never,
+      directory: { organization: async () => org, known: () => org } as never, clock: { now: () => Date.parse('2026-01-01T00:00:00Z') } as never,
       resolvers: { monitor: async () => assert.fail('the monitor is read') }, emailEnabled: false, log: () => {},
     }, termState(store), async (job) => void published.push(job));
     const at = '2026-01-01T00:00:00.000Z';
@@ -197,7 +239,7 @@ describe('the notifier state cache', () => {
     let reads = 0;
     let current: NotifySource = { ...task, on_recovery_url: 'https://example.com/first' };
     const decider = createNotifyDecider({
-      directory: { organization: async () => org } as never, clock: { now: () => Date.parse('2026-01-01T00:00:00Z') } as never,
+      directory: { organization: async () => org, known: () => org } as never, clock: { now: () => Date.parse('2026-01-01T00:00:00Z') } as never,
       resolvers: { task: async () => (reads++, current) }, emailEnabled: false, log: () => {},
     }, termState(store), async (job) => void published.push(job));
     const at = '2026-01-01T00:00:00.000Z';

@@ -59,10 +59,11 @@ export interface KeyedHandlers {
   skip?: (e: StoredEvent<JetcronEvent>) => boolean;
   /**
    * Decides an event at once when nothing of its key is in flight (so what it reads is
-   * current), without a chain, a promise or a span: true when that was all there was to
-   * do; false sends it down its key's chain to `handle`. Must not throw.
+   * current), without a span: true when that was all there was to do; false sends it
+   * down its key's chain to `handle`; a promise is what is left to do (a write), which
+   * the key's chain waits for, and which `handle` replaces if it fails. Must not throw.
    */
-  settle?: (e: StoredEvent<JetcronEvent>) => boolean;
+  settle?: (e: StoredEvent<JetcronEvent>) => boolean | Promise<void>;
 }
 
 /**

@@ -33,8 +33,8 @@ interface KeyedReadOptions<I> {
   handle: (e: I) => Promise<void>;
   /** Events this reader has nothing to do with: passed in order, without a chain (the notifier's `IGNORED_TYPES`). */
   skip?: (e: I) => boolean;
-  /** Decides an event at once when its key is idle; true: done (see `KeyedHandlers.settle`). */
-  settle?: (e: I) => boolean;
+  /** Decides an event at once when its key is idle; true: done; a promise: done once it resolves (see `KeyedHandlers.settle`). */
+  settle?: (e: I) => boolean | Promise<void>;
 }
 
 type Reader<I> = (
@@ -69,14 +69,22 @@ async function readKeyed<I extends { seq: number; subject: string; index?: numbe
           continue;
         }
         const key = opts.keyOf(e);
-        if (opts.settle && pipeline.idle(key) && opts.settle(e)) {
+        const settled = opts.settle && pipeline.idle(key) ? opts.settle(e) : false;
+        if (settled === true) {
           pipeline.pass(e.seq);
           continue;
         }
         // An event of a commit of several fails on its own: its record names it, and a retry runs it alone.
         const inCommit = (e.index ?? 0) > 0 || events[i + 1]?.seq === e.seq;
         const item = { stream: 'EVENTS', seq: e.seq, subject: e.subject, ...(inCommit ? { event: failedEventOf(e) } : {}) };
-        await pipeline.push(key, e.seq, () => runItem(item, () => opts.handle(e)), stopped);
+        // Settled with a write on its way: the chain waits for it; a failed one is handled afresh.
+        let pending = settled || undefined;
+        const work = () => {
+          const left = pending ?? opts.handle(e);
+          pending = undefined;
+          return left;
+        };
+        await pipeline.push(key, e.seq, () => runItem(item, work), stopped);
       }
       pipeline.release();
       await advance();

@@ -51,6 +51,10 @@ export function createDirectory(nats: Nats, store: EventStore) {
     organizationOfPingKey(pingKey: string): string | undefined {
       return pingKeys.get(pingKey);
     },
+    /** The organization as this process holds it, without a read (undefined: not held). */
+    known(orgId: string): Organization | undefined {
+      return orgs.get(orgId);
+    },
     async organization(orgId: string): Promise<Organization | null> {
       const cached = orgs.get(orgId);
       if (cached) return cached;

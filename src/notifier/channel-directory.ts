@@ -29,6 +29,10 @@ export function createChannelDirectory(nats: Nats, store: EventStore) {
   });
   onConnectionGap(nats, () => sets.clear());
   return {
+    /** The organization's channels as held, without a read (undefined: not read yet). */
+    known(orgId: string): Channel[] | undefined {
+      return sets.has(orgId) ? (sets.get(orgId)?.channels ?? []) : undefined;
+    },
     async channels(orgId: string): Promise<Channel[]> {
       if (!sets.has(orgId)) keep(orgId, await loadChannels(store, orgId));
       return sets.get(orgId)?.channels ?? [];

@@ -59,6 +59,7 @@ export async function startNotifier(deps: NotifierDeps) {
     resolvers: defaultResolvers(deps.store),
     emailEnabled: mailer !== null,
     channels: (orgId) => channels.channels(orgId),
+    knownChannels: (orgId) => channels.known(orgId),
     rootUrl: deps.rootUrl,
     store: deps.store,
   });

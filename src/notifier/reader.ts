@@ -41,6 +41,8 @@ export interface NotifyReaderDeps {
   emailEnabled: boolean;
   /** The organization's notification channels (`ChannelDirectory`); none when absent. */
   channels?: (orgId: string) => Promise<Channel[]>;
+  /** The channels as held, without a read (undefined: not read yet): a recovery nobody hears is then settled at once. */
+  knownChannels?: (orgId: string) => Channel[] | undefined;
   /** `{root_url}`, what channel messages link to. */
   rootUrl?: () => string;
   /** Where destination health's counts are appended (`createHealthCounter`); none: results are not counted. */
@@ -87,7 +89,7 @@ export async function publishJob(nats: Nats, job: NotificationJob): Promise<void
  * Nothing here waits for a delivery.
  */
 export function createNotifyDecider(
-  deps: Pick<NotifyReaderDeps, 'directory' | 'clock' | 'resolvers' | 'emailEnabled' | 'log' | 'channels' | 'rootUrl'>,
+  deps: Pick<NotifyReaderDeps, 'directory' | 'clock' | 'resolvers' | 'emailEnabled' | 'log' | 'channels' | 'knownChannels' | 'rootUrl'>,
   states: NotifyStateStore & Partial<Pick<CachedNotifyState, 'created' | 'peek'>>,
   publish: (job: NotificationJob) => Promise<void>,
   /** Destination health's counting of final results (`src/notifier/health.ts`); none: not counted here. */
@@ -231,11 +233,36 @@ export function createNotifyDecider(
   };
 
   /**
-   * What is decided at once, with nothing to read or write (the keyed reader calls this
-   * only while nothing of the source is in flight, so the cache is current): a source
-   * born, an outcome that is no transition. Most events of a healthy deployment end here.
+   * A task's recovery that nobody hears of (no own URL; the organization's channels do not
+   * want it, or have nowhere to send it), known without a read: decided at once, its new
+   * state on its way to the journal. An outage's end recovers thousands of tasks at once,
+   * and each went down the chain (a span, the source, the organization and its channels
+   * asked, the state read and written: 0.07 of the bulk-retry rate, docs/failure-recovery.md).
+   * Null: the chain decides it (`onOutcome`).
    */
-  function settle({ event: e, seq }: StoredEvent<JetcronEvent>): boolean {
+  function quietRecovery(e: EventOf<'AttemptFinished'>, seq: number): Promise<void> | null {
+    const d = e.data;
+    if (d.source.type !== 'task' || d.status !== 'success' || !states.peek) return null;
+    const prev = states.peek(e.org_id, d.source.id);
+    const step = prev ? nextState(prev, 'success', { seq, time: e.at, executionId: d.execution_id }) : null;
+    if (!step) return null;
+    const kept = taskKey(e.org_id, d.source.id);
+    const source = failingTasks.get(kept);
+    const org = deps.directory.known(e.org_id);
+    if (!source || !org) return null;
+    const channels = organizationWants(source, org, 'recovered') ? deps.knownChannels?.(e.org_id) ?? (deps.channels ? undefined : []) : [];
+    if (!channels || notifies(source, org, 'recovered', deps.emailEnabled, channels)) return null;
+    failingTasks.delete(kept);
+    return states.put(e.org_id, d.source.id, step.state);
+  }
+
+  /**
+   * What is decided at once, with nothing to read (the keyed reader calls this only while
+   * nothing of the source is in flight, so the cache is current): a source born, an
+   * outcome that is no transition (true: done). Most events of a healthy deployment end
+   * here. A recovery nobody hears of is decided here too; its promise is the state's write.
+   */
+  function settle({ event: e, seq }: StoredEvent<JetcronEvent>): boolean | Promise<void> {
     switch (e.type) {
       case 'TaskCreated':
       case 'ScheduleCreated':
@@ -245,8 +272,9 @@ export function createNotifyDecider(
         void steps[e.type](e as never, seq);
         return true;
       case 'AttemptFinished':
-        return (!e.data.final || e.data.late === true || unchanged(e.org_id, e.data.source.id, e.data.status === 'success' ? 'success' : 'failure', seq, e.at))
-          && (health?.settled(e) ?? true);
+        if (!(health?.settled(e) ?? true)) return false;
+        if (!e.data.final || e.data.late === true || unchanged(e.org_id, e.data.source.id, e.data.status === 'success' ? 'success' : 'failure', seq, e.at)) return true;
+        return quietRecovery(e, seq) ?? false;
       case 'MonitorPinged':
         return e.data.previous_status !== 'down' || e.data.monitor.status !== 'up' || unchanged(e.org_id, e.data.monitor.id, 'success', seq, e.at);
       case 'MonitorWentDown':
