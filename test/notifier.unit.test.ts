@@ -344,6 +344,16 @@ describe('the notifier state journal', () => {
     assert.deepEqual(await third.get('org_1', 'tsk_b'), state(false, 3));
   });
 
+  test('a journal that cannot be read yet is read again: nothing is decided before it is', async () => {
+    const { store } = kvLike();
+    const j = memoryJournal();
+    await j.journal.append([{ k: 'org_1.tsk_1', s: state(true, 5), b: false }]);
+    let failures = 1;
+    const flaky: StateJournal = { ...j.journal, load: async (signal) => (failures-- > 0 ? Promise.reject(new Error('no route')) : j.journal.load(signal)) };
+    const c = termState(store, { journal: flaky });
+    assert.deepEqual(await c.get('org_1', 'tsk_1'), state(true, 5));
+  });
+
   test('a compaction writes what the per-key store must hold, then truncates the journal; a source that failed and recovered in view costs no write', async () => {
     const { calls, data, store } = kvLike();
     const j = memoryJournal();

@@ -42,6 +42,8 @@ export interface JournaledStateOptions {
   signal: AbortSignal;
 }
 
+const LOAD_RETRY_MS = 500;
+
 export const JOURNAL_DEFAULTS = { cacheSize: STATE_CACHE_SIZE, pendingMax: 50_000, journalMax: 200_000, batchMax: 2_000 } as const;
 
 /**
@@ -90,8 +92,20 @@ export function journaledNotifyState(base: NotifyStateStore, journal: StateJourn
     else unwritten.delete(e.k);
   };
 
+  /** The journal as stored; a failed read is tried again (every event waits: deciding without it would announce again). */
+  const loadJournal = async () => {
+    for (let tries = 1; ; tries++) {
+      try {
+        return await journal.load(opts.signal);
+      } catch (err) {
+        if (opts.signal.aborted) throw err;
+        if (tries === 1) opts.log(`notifier state: cannot read the journal (${(err as Error).message}); trying again`);
+        await new Promise((r) => setTimeout(r, LOAD_RETRY_MS));
+      }
+    }
+  };
   const ready = (async () => {
-    const { batches, last } = await journal.load(opts.signal);
+    const { batches, last } = await loadJournal();
     for (const batch of batches) {
       for (const e of batch) {
         const prev = known(e.k)?.s;
@@ -105,7 +119,7 @@ export function journaledNotifyState(base: NotifyStateStore, journal: StateJourn
     loaded = true;
     maybeCompact();
   })();
-  // Reads wait for it and fail with it; the process-level retry runs the term again.
+  // Fails only when the term ends; reads then fail with it.
   ready.catch(() => {});
 
   let queued: JournalEntry[] = [];
