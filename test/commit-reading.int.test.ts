@@ -128,12 +128,22 @@ test('the event store loads a commit subject\'s last event and a commit\'s first
   assert.equal((await store.at(2))?.event.id, 'probe-2');
 });
 
-test('a keyed reader runs every event of a commit and checkpoints past it only when all have finished', async () => {
+/** A keyed reader of the test stream under its own checkpoint `name`: its run, its stop, and where its checkpoint stands. */
+async function keyedReading(name: string, handlers: Pick<Parameters<typeof readEventsKeyed>[0], 'handle' | 'settle'>) {
   const supervisor = await openSupervisor(nats, () => {});
   after(() => supervisor.close());
   const kv = await new Kvm(nats.js).open(KV_BUCKETS.checkpoints.name);
-  const key = `commit-test-${Date.now()}`;
   const abort = new AbortController();
+  const reading = readEventsKeyed({
+    nats, kv, name, checkpointKey: name, checkpointEveryMs: 20, signal: abort.signal, log: () => {}, supervisor,
+    keyOf: (e) => e.event.id,
+    ...handlers,
+  });
+  const checkpoint = async () => Number(new TextDecoder().decode((await kv.get(name))?.value ?? new Uint8Array()) || 0);
+  return { checkpoint, stop: async () => { abort.abort(); await reading; } };
+}
+
+test('a keyed reader runs every event of a commit and checkpoints past it only when all have finished', async () => {
   const handled: string[] = [];
   let releaseSlow!: () => void;
   const slow = new Promise<void>((r) => (releaseSlow = r));
@@ -141,9 +151,7 @@ test('a keyed reader runs every event of a commit and checkpoints past it only w
   const all = new Promise<void>((r) => (sawAll = r));
   let sawFour!: () => void;
   const four = new Promise<void>((r) => (sawFour = r));
-  const reading = readEventsKeyed({
-    nats, kv, name: 'commit-keyed', checkpointKey: key, checkpointEveryMs: 20, signal: abort.signal, log: () => {}, supervisor,
-    keyOf: (e) => e.event.id,
+  const { checkpoint, stop } = await keyedReading(`commit-test-${Date.now()}`, {
     handle: async (e) => {
       if (e.event.id === 'probe-3') await slow;
       handled.push(e.event.id);
@@ -152,7 +160,6 @@ test('a keyed reader runs every event of a commit and checkpoints past it only w
     },
   });
   // Every other event finishes; probe-3 (the commit's middle one) holds the commit back.
-  const checkpoint = async () => Number(new TextDecoder().decode((await kv.get(key))?.value ?? new Uint8Array()) || 0);
   await four;
   assert.deepEqual([...handled].sort(), ['probe-1', 'probe-2', 'probe-4', 'probe-5']);
   // One-sided: a slow machine may tick fewer times, never make a wrong checkpoint right.
@@ -160,32 +167,23 @@ test('a keyed reader runs every event of a commit and checkpoints past it only w
   assert.ok((await checkpoint()) <= 1, `checkpoint ${await checkpoint()} passed an unfinished commit`);
   releaseSlow();
   await all;
-  abort.abort();
-  await reading;
+  await stop();
   assert.equal(await checkpoint(), 3);
 });
 
 test('a keyed reader waits for what settle left to do before its checkpoint passes it; a settled write that fails is handled afresh', async () => {
-  const supervisor = await openSupervisor(nats, () => {});
-  after(() => supervisor.close());
-  const kv = await new Kvm(nats.js).open(KV_BUCKETS.checkpoints.name);
-  const key = `commit-settle-${Date.now()}`;
-  const abort = new AbortController();
   const handled: string[] = [];
   let finishWrite!: () => void;
   const write = new Promise<void>((r) => (finishWrite = r));
   let sawRest!: () => void;
   const rest = new Promise<void>((r) => (sawRest = r));
-  const reading = readEventsKeyed({
-    nats, kv, name: 'commit-settle', checkpointKey: key, checkpointEveryMs: 20, signal: abort.signal, log: () => {}, supervisor,
-    keyOf: (e) => e.event.id,
+  const { checkpoint, stop } = await keyedReading(`commit-settle-${Date.now()}`, {
     settle: (e) => (e.event.id === 'probe-1' ? write : e.event.id === 'probe-5' ? Promise.reject(new Error('the write was lost')) : false),
     handle: async (e) => {
       handled.push(e.event.id);
       if (handled.length === 4) sawRest();
     },
   });
-  const checkpoint = async () => Number(new TextDecoder().decode((await kv.get(key))?.value ?? new Uint8Array()) || 0);
   await rest;
   assert.deepEqual([...handled].sort(), ['probe-2', 'probe-3', 'probe-4', 'probe-5'], 'probe-1 settled; probe-5 handled after its write failed');
   // One-sided: a slow machine may tick fewer times, never make a wrong checkpoint right.
@@ -194,24 +192,17 @@ test('a keyed reader waits for what settle left to do before its checkpoint pass
   finishWrite();
   const last = (await nats.jsm.streams.info(STREAMS.events.name)).state.last_seq;
   await eventually(async () => (await checkpoint()) >= last, 60_000);
-  abort.abort();
-  await reading;
+  await stop();
   assert.equal(await checkpoint(), last);
   assert.equal(handled.includes('probe-1'), false);
 });
 
 test('a keyed reader records an event of a commit that keeps failing by sequence and index, goes on, and a retry runs that event alone', async () => {
-  const supervisor = await openSupervisor(nats, () => {});
-  after(() => supervisor.close());
-  const kv = await new Kvm(nats.js).open(KV_BUCKETS.checkpoints.name);
   const failures = await new Kvm(nats.js).open(KV_BUCKETS.failures.name);
   const name = `commit-poison-${Date.now()}`;
-  const abort = new AbortController();
   const handled: string[] = [];
   let broken = true;
-  const reading = readEventsKeyed({
-    nats, kv, name, checkpointKey: name, checkpointEveryMs: 20, signal: abort.signal, log: () => {}, supervisor,
-    keyOf: (e) => e.event.id,
+  const { stop } = await keyedReading(name, {
     handle: async (e) => {
       if (e.event.id === 'probe-3' && broken) throw new Error('probe-3 is poison');
       handled.push(e.event.id);
@@ -236,8 +227,7 @@ test('a keyed reader records an event of a commit that keeps failing by sequence
     await waitFor(async () => (await recorded()) === null);
     assert.deepEqual(handled.slice(4), ['probe-3'], 'the retry ran that event, not its commit');
   } finally {
-    abort.abort();
-    await reading;
+    await stop();
   }
 });
 

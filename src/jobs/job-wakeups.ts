@@ -55,3 +55,5 @@ export function jobWakeups(nats: Nats, pollMs: number) {
     },
   };
 }
+
+export type JobWakeups = ReturnType<typeof jobWakeups>;

@@ -23,7 +23,7 @@ import { ApiError } from '../lib/errors.ts';
 import type { LeasedConsumer } from '../nats/consumer-kit.ts';
 import type { Lease } from '../nats/lease.ts';
 import { PROJECTOR_NAME } from '../projections/projector.ts';
-import { jobWakeups } from './job-wakeups.ts';
+import { jobWakeups, type JobWakeups } from './job-wakeups.ts';
 
 /** What the worker reads and writes: the read models, the log, and what deciding a replay reads. */
 export interface RetryJobDeps extends ReplayDeps {
@@ -40,18 +40,6 @@ export const JOB_GROUP = 1000;
  * (counted with them): 1,000 steps' ids and outcomes, and the job.
  */
 const STEPS_ROOM = 512 * 1024;
-
-const pause = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
 
 /** The ids a retry of a job's position is decided under: the same whoever decides it. */
 export const retryIdsOf = (job: RetryJob, position: number): RetryIds => ({
@@ -127,11 +115,11 @@ const once = <T>(map: Map<string, Promise<T>>, key: string, read: () => Promise<
  * heap already sized for their work (docs/failure-recovery.md).
  */
 export function retryJobWorker(deps: RetryJobDeps, log: (m: string) => void, groupSize = JOB_GROUP): LeasedConsumer {
-  async function projectedUpTo(seq: number, signal: AbortSignal): Promise<void> {
+  async function projectedUpTo(seq: number, signal: AbortSignal, wakeups: JobWakeups): Promise<void> {
     while (!signal.aborted) {
       const row = await deps.db.selectFrom('projection_checkpoints').select('seq').where('name', '=', PROJECTOR_NAME).executeTakeFirst();
       if (Number(row?.seq ?? 0) >= seq) return;
-      await pause(POLL_MS, signal);
+      await wakeups.idle(signal);
     }
   }
 
@@ -300,7 +288,7 @@ export function retryJobWorker(deps: RetryJobDeps, log: (m: string) => void, gro
       const wakeups = jobWakeups(deps.nats, POLL_MS);
       const mayWrite = () => !signal.aborted && lease.held();
       try {
-        await projectedUpTo((await deps.nats.jsm.streams.info(STREAMS.events.name)).state.last_seq, signal);
+        await projectedUpTo((await deps.nats.jsm.streams.info(STREAMS.events.name)).state.last_seq, signal, wakeups);
         while (mayWrite()) {
           const running = await deps.db.selectFrom('jobs').select(['id', 'org_id']).where('status', '=', 'running').orderBy('created_at').execute();
           for (const j of running) {

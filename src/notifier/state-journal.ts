@@ -1,6 +1,8 @@
 import { STREAMS } from '../../streams/definitions.ts';
 import { SUBJECTS } from '../../streams/subjects.ts';
 import { generationalMap } from '../lib/bounded-map.ts';
+import { readUntilDone } from '../lib/read-until-done.ts';
+import { createTurnGroups } from '../lib/turn-groups.ts';
 import { decodeJson, encodeJson } from '../lib/json.ts';
 import type { Nats } from '../nats/connection.ts';
 import { readRange } from '../nats/range-reader.ts';
@@ -41,8 +43,6 @@ export interface JournaledStateOptions {
   /** The lease term's end: no compaction starts or truncates after it. */
   signal: AbortSignal;
 }
-
-const LOAD_RETRY_MS = 500;
 
 export const JOURNAL_DEFAULTS = { cacheSize: STATE_CACHE_SIZE, pendingMax: 50_000, journalMax: 200_000, batchMax: 2_000 } as const;
 
@@ -92,20 +92,9 @@ export function journaledNotifyState(base: NotifyStateStore, journal: StateJourn
     else unwritten.delete(e.k);
   };
 
-  /** The journal as stored; a failed read is tried again (every event waits: deciding without it would announce again). */
-  const loadJournal = async () => {
-    for (let tries = 1; ; tries++) {
-      try {
-        return await journal.load(opts.signal);
-      } catch (err) {
-        if (opts.signal.aborted) throw err;
-        if (tries === 1) opts.log(`notifier state: cannot read the journal (${(err as Error).message}); trying again`);
-        await new Promise((r) => setTimeout(r, LOAD_RETRY_MS));
-      }
-    }
-  };
   const ready = (async () => {
-    const { batches, last } = await loadJournal();
+    // Tried again until it answers: every event waits, as deciding without it would announce again.
+    const { batches, last } = await readUntilDone('the journal', () => journal.load(opts.signal), opts.signal, (m) => opts.log(`notifier state: ${m}`));
     for (const batch of batches) {
       for (const e of batch) {
         const prev = known(e.k)?.s;
@@ -122,38 +111,21 @@ export function journaledNotifyState(base: NotifyStateStore, journal: StateJourn
   // Fails only when the term ends; reads then fail with it.
   ready.catch(() => {});
 
-  let queued: JournalEntry[] = [];
-  let waiters: Array<{ resolve: () => void; reject: (err: unknown) => void }> = [];
-  let flushing = false;
-  const flush = () => {
-    flushing = false;
-    const entries = queued;
-    const waiting = waiters;
-    queued = [];
-    waiters = [];
-    journal.append(entries).then((position) => {
-      lastStored = Math.max(lastStored, position);
-      for (const e of entries) apply(e);
-      journalEntries += entries.length;
-      for (const w of waiting) w.resolve();
-      maybeCompact();
-    }, (err: unknown) => {
-      for (const w of waiting) w.reject(err);
-    });
-  };
-  const record = (entry: JournalEntry) => new Promise<void>((resolve, reject) => {
-    queued.push(entry);
-    waiters.push({ resolve, reject });
-    if (queued.length >= opts.batchMax) return flush();
-    if (!flushing) {
-      flushing = true;
-      // The transitions of this loop turn go in one batch.
-      setImmediate(() => {
-        if (queued.length) flush();
-        else flushing = false;
-      });
-    }
+  // The transitions of one loop turn, one batch: known once it is stored, then their puts resolve.
+  const turns = createTurnGroups<JournalEntry>({ maxCount: opts.batchMax, maxBytes: Infinity }, () => '', async (batch) => {
+    const position = await journal.append(batch.items);
+    lastStored = Math.max(lastStored, position);
+    for (const e of batch.items) apply(e);
+    journalEntries += batch.items.length;
+    maybeCompact();
+    return position;
   });
+  const record = async (entry: JournalEntry) => {
+    const batch = turns.join('');
+    batch.items.push(entry);
+    batch.count++;
+    await batch.stored;
+  };
 
   function maybeCompact(): void {
     if (unwritten.size >= opts.pendingMax || journalEntries >= opts.journalMax) startCompaction();

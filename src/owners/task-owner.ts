@@ -34,6 +34,7 @@ import { lastPerSubject } from '../nats/last-per-subject.ts';
 import { endpointPartition } from '../commands/partition/partition-of.ts';
 import { STREAMS } from '../../streams/definitions.ts';
 import type { HandoffEvent } from '../commands/partition/types.ts';
+import { readUntilDone } from '../lib/read-until-done.ts';
 
 export interface TaskOwnerDeps {
   nats: Nats;
@@ -358,17 +359,8 @@ export async function ownTaskPartition(
   };
 
   /** A read the owner cannot go on without: tried again until it answers (or the owner stops). */
-  const readUntilDone = async (what: string, read: () => Promise<void>) => {
-    for (let tries = 1; ; tries++) {
-      try {
-        return await read();
-      } catch (err) {
-        if (stop.signal.aborted) throw err;
-        if (tries === 1) deps.log(`owner of partition ${partition}: cannot read ${what} (${(err as Error).message}); trying again`);
-        await new Promise((r) => setTimeout(r, 500));
-      }
-    }
-  };
+  const readSource = (what: string, read: () => Promise<void>) =>
+    readUntilDone(what, read, stop.signal, (m) => deps.log(`owner of partition ${partition}: ${m}`));
 
   /**
    * The sources of a batch's executions this owner does not know enough of, read before
@@ -393,13 +385,13 @@ export async function ownTaskPartition(
       }
     }
     for (const { orgId, endpointId } of endpoints.values()) {
-      await readUntilDone(`endpoint ${endpointId}`, async () => {
+      await readSource(`endpoint ${endpointId}`, async () => {
         const last = await deps.store.last<EndpointEvent>(SUBJECTS.endpoint(orgId, endpointId));
         state.learnEndpoint(orgId, endpointId, last ? evolveEndpoint(null, last.event) : null, last?.seq ?? 0, deps.clock.now());
       });
     }
     // At once: a bulk job's group after a restart may name hundreds of tasks read before this owner's start.
-    await Promise.all([...tasks.values()].map(({ orgId, taskId }) => readUntilDone(`task ${taskId}`, async () => {
+    await Promise.all([...tasks.values()].map(({ orgId, taskId }) => readSource(`task ${taskId}`, async () => {
       const last = await lastTaskEventAt(deps.store, orgId, taskId);
       state.learnTask(taskId, last?.event ?? null, last?.seq ?? 0);
     })));

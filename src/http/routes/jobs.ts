@@ -133,16 +133,16 @@ export function jobRoutes(deps: ApiDeps, rootUrl: () => string): Router {
     res.status(202).json({ data: job, message: `Replay job accepted: ${job.total} event(s)` });
   }));
 
-  /**
-   * A replay job of the inbound events `where` names (as `e`), oldest first, at most
-   * MAX_JOB_SET of them (more: 422 naming `filter`), accepted on the organization's jobs
-   * aggregate; answered once the read models hold it.
-   */
   /** The jobs' worker starts on an accepted job at once, not at its next poll (`SUBJECTS.jobAccepted`). */
   function announce(orgId: string, seq: number): void {
     deps.nats.nc.publish(SUBJECTS.jobAccepted, `${orgId} ${seq}`);
   }
 
+  /**
+   * A replay job of the inbound events `where` names (as `e`), oldest first, at most
+   * MAX_JOB_SET of them (more: 422 naming `filter`), accepted on the organization's jobs
+   * aggregate; answered once the read models hold it.
+   */
   async function acceptReplay(orgId: string, jobId: string, where: RawBuilder<unknown>, filter: JobFilter, replay: { endpointId: string; forwardUrls: string[] | null }) {
     const { rows } = await sql<{ id: string }>`SELECT e.id FROM inbound_events e WHERE ${where}
       ORDER BY e.received_at ASC, e.inbound_seq ASC, e.id ASC LIMIT ${MAX_JOB_SET + 1}`.execute(deps.db);
