@@ -170,6 +170,16 @@ describe('projector specs: events in, rows out', () => {
       await write([gone.created, deleted], [trigger(gone, `late${tag}`), executionCancelled(ORG, { execution_id: `exe_late${tag}`, source: { type: 'task', id: gone.task.id, name: gone.task.name }, reason: 'task deleted', lane: null }, NOW_MS + 20)]);
       assert.equal(await db.selectFrom('executions').select('id').where('id', '=', `exe_late${tag}`).executeTakeFirst(), undefined, 'no row for a run of a deleted task');
       assert.equal(await db.selectFrom('tasks').select('id').where('id', '=', gone.task.id).executeTakeFirst(), undefined, 'the task is not brought back');
+
+      // One batch: a run of a task the batch writes (its row takes the run), one of a task
+      // written before, one of a task deleted before; only the last has no row.
+      const [mixedNew, mixedOld, mixedGone] = ['new', 'old', 'gone'].map((n) => createdTask(`mixed${n}${tag}`)) as [ReturnType<typeof createdTask>, ReturnType<typeof createdTask>, ReturnType<typeof createdTask>];
+      await write([mixedOld.created, mixedGone.created, decideTask({ type: 'DeleteTask' }, mixedGone.task, meta())[0]!]);
+      await write([mixedNew.created, trigger(mixedNew, `mn${tag}`), trigger(mixedOld, `mo${tag}`), trigger(mixedGone, `mg${tag}`)]);
+      const runs = await db.selectFrom('executions').select('id').where('id', 'in', [`exe_mn${tag}`, `exe_mo${tag}`, `exe_mg${tag}`]).orderBy('id').execute();
+      assert.deepEqual(runs.map((r) => r.id), [`exe_mn${tag}`, `exe_mo${tag}`]);
+      const lasts = await db.selectFrom('tasks').select(['id', 'last_execution_id']).where('id', 'in', [mixedNew.task.id, mixedOld.task.id]).orderBy('id').execute();
+      assert.deepEqual(new Set(lasts.map((r) => r.last_execution_id)), new Set([`exe_mn${tag}`, `exe_mo${tag}`]));
     });
   }
 

@@ -16,7 +16,7 @@ import type { Envelope } from '../commands/envelope.ts';
 import { eventJson } from '../commands/upcast.ts';
 import type { ExecutionsTable, InboundEventsTable } from '../db/schema.ts';
 import { decideInboundReplay, type ReplayDeps } from '../inbound/replay-decision.ts';
-import { derivedId, ID_PATTERN } from '../lib/ids.ts';
+import { derivedIdPair, ID_PATTERN } from '../lib/ids.ts';
 import type { Db } from '../db/connect.ts';
 import type { EventStore } from '../commands/store.ts';
 import { ApiError } from '../lib/errors.ts';
@@ -42,10 +42,10 @@ export const JOB_GROUP = 1000;
 const STEPS_ROOM = 512 * 1024;
 
 /** The ids a retry of a job's position is decided under: the same whoever decides it. */
-export const retryIdsOf = (job: RetryJob, position: number): RetryIds => ({
-  eventId: derivedId('evt', Date.parse(job.created_at), job.id, position),
-  executionId: derivedId('exe', Date.parse(job.created_at), `${job.id}:exe`, position),
-});
+export const retryIdsOf = (job: RetryJob, position: number): RetryIds => {
+  const [eventId, executionId] = derivedIdPair(['evt', 'exe'], Date.parse(job.created_at), job.id, position);
+  return { eventId, executionId };
+};
 
 type SetRow = Pick<Selectable<ExecutionsTable>, 'id' | 'org_id' | 'status' | 'source_type' | 'source_id' | 'url' | 'parent_id' | 'callback_url' | 'retried_by'>;
 

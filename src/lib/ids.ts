@@ -47,11 +47,24 @@ let lastTime = { ms: Number.NaN, text: '' };
  * position: the one-shot hash and the in-place body keep that to a digest and a string.
  */
 export function derivedId(prefix: IdPrefix, nowMs: number, seed: string, index: number): string {
+  return idOfDigest(prefix, nowMs, index, hash('sha256', `${seed}:${index}`, 'buffer'), 0);
+}
+
+/**
+ * Two ids of the same inputs, as `derivedId` gives one, from one digest (its first and
+ * second 12 bytes): a bulk job's position names its event and its execution so, at half
+ * the hashing.
+ */
+export function derivedIdPair(prefixes: readonly [IdPrefix, IdPrefix], nowMs: number, seed: string, index: number): [string, string] {
   const digest = hash('sha256', `${seed}:${index}`, 'buffer');
+  return [idOfDigest(prefixes[0], nowMs, index, digest, 0), idOfDigest(prefixes[1], nowMs, index, digest, 12)];
+}
+
+function idOfDigest(prefix: IdPrefix, nowMs: number, index: number, digest: Buffer, from: number): string {
   if (lastTime.ms !== nowMs) lastTime = { ms: nowMs, text: encodeTime(nowMs) };
   derivedTail[0] = CODES[Math.floor(index / 32) % 32]!;
   derivedTail[1] = CODES[index % 32]!;
-  for (let i = 0; i < 12; i++) derivedTail[2 + i] = CODES[digest[i]! % 32]!;
+  for (let i = 0; i < 12; i++) derivedTail[2 + i] = CODES[digest[from + i]! % 32]!;
   return `${prefix}_${lastTime.text}${derivedTail.toString('latin1', 0, 14)}`;
 }
 

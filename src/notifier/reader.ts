@@ -16,7 +16,7 @@ import { notificationIdFor, notifies, notifyMsgId, organizationWants, planNotifi
 import { forwardSource, monitorSource, scheduleSource, type SourceResolver } from './sources.ts';
 import { createHealthCounter } from './health.ts';
 import type { EventStore } from '../commands/store.ts';
-import { nextState, openNotifyState, type CachedNotifyState, type NotifyStateStore, type Outcome, type Transition } from './state.ts';
+import { nextState, openNotifyState, type CachedNotifyState, type NotifyStateStore, type Outcome, type SourceState, type Transition } from './state.ts';
 import { JOURNAL_DEFAULTS, journaledNotifyState, openStateJournal } from './state-journal.ts';
 import { isWrongLastSequence } from '../nats/jetstream-errors.ts';
 import type { Supervisor } from '../nats/supervisor.ts';
@@ -226,11 +226,9 @@ export function createNotifyDecider(
     await handleEvent(steps, event, seq);
   }
 
-  /** The cached state says this outcome changes nothing (no transition, no write). */
-  const unchanged = (orgId: string, sourceId: string, outcome: Outcome, seq: number, at: string) => {
-    const known = states.peek?.(orgId, sourceId);
-    return known !== undefined && nextState(known, outcome, { seq, time: at, executionId: null }) === null;
-  };
+  /** The cached state (`known`, else peeked) says this outcome changes nothing (no transition, no write). */
+  const unchanged = (orgId: string, sourceId: string, outcome: Outcome, seq: number, at: string, known = states.peek?.(orgId, sourceId)) =>
+    known !== undefined && nextState(known, outcome, { seq, time: at, executionId: null }) === null;
 
   /**
    * A task's recovery that nobody hears of (no own URL; the organization's channels do not
@@ -240,10 +238,9 @@ export function createNotifyDecider(
    * asked, the state read and written: 0.07 of the bulk-retry rate, docs/failure-recovery.md).
    * Null: the chain decides it (`onOutcome`).
    */
-  function quietRecovery(e: EventOf<'AttemptFinished'>, seq: number): Promise<void> | null {
+  function quietRecovery(e: EventOf<'AttemptFinished'>, seq: number, prev: SourceState | null | undefined): Promise<void> | null {
     const d = e.data;
-    if (d.source.type !== 'task' || d.status !== 'success' || !states.peek) return null;
-    const prev = states.peek(e.org_id, d.source.id);
+    if (d.source.type !== 'task' || d.status !== 'success') return null;
     const step = prev ? nextState(prev, 'success', { seq, time: e.at, executionId: d.execution_id }) : null;
     if (!step) return null;
     const kept = taskKey(e.org_id, d.source.id);
@@ -271,10 +268,14 @@ export function createNotifyDecider(
       case 'TaskUpdated':
         void steps[e.type](e as never, seq);
         return true;
-      case 'AttemptFinished':
+      case 'AttemptFinished': {
         if (!(health?.settled(e) ?? true)) return false;
-        if (!e.data.final || e.data.late === true || unchanged(e.org_id, e.data.source.id, e.data.status === 'success' ? 'success' : 'failure', seq, e.at)) return true;
-        return quietRecovery(e, seq) ?? false;
+        if (!e.data.final || e.data.late === true) return true;
+        // Peeked once: each look-up in the notifier's large maps costs about a microsecond.
+        const known = states.peek?.(e.org_id, e.data.source.id);
+        if (unchanged(e.org_id, e.data.source.id, e.data.status === 'success' ? 'success' : 'failure', seq, e.at, known)) return true;
+        return quietRecovery(e, seq, known) ?? false;
+      }
       case 'MonitorPinged':
         return e.data.previous_status !== 'down' || e.data.monitor.status !== 'up' || unchanged(e.org_id, e.data.monitor.id, 'success', seq, e.at);
       case 'MonitorWentDown':

@@ -85,7 +85,8 @@ export function journaledNotifyState(base: NotifyStateStore, journal: StateJourn
   let loaded = false;
 
   const needsWrite = (e: JournalEntry) => e.b || (e.s?.failing ?? false);
-  const known = (key: string) => unwritten.get(key) ?? cache.get(key);
+  // The cache first: it holds every entry `unwritten` does unless evicted, never an older one.
+  const known = (key: string) => cache.get(key) ?? unwritten.get(key);
   const apply = (e: JournalEntry) => {
     cache.set(e.k, e);
     if (needsWrite(e)) unwritten.set(e.k, e);
@@ -179,6 +180,9 @@ export function journaledNotifyState(base: NotifyStateStore, journal: StateJourn
       const k = known(key);
       if (k) return k.s;
       const state = await base.get(orgId, sourceId);
+      // An entry that came meanwhile is newer than the store's copy.
+      const meanwhile = known(key);
+      if (meanwhile) return meanwhile.s;
       cache.set(key, { k: key, s: state, b: state !== null });
       return state;
     },

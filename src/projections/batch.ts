@@ -1,4 +1,4 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { isUniqueViolation, updateRows, upsertRows, type ColumnTypes, type Parent, type Row } from './bulk-write.ts';
 import { ATTEMPT_ENDINGS } from './attempt-rows.ts';
@@ -210,9 +210,8 @@ export class ProjectionBatch {
     upsert('executions', 'id', created.filter(ofEndpoint), EXECUTION_TYPES, { table: 'endpoints', column: 'source_id' });
     const runsOf = (type: string) => created.filter((r) => triggered(r) && r.source_type === type);
     if (opts.copyCreated) {
-      // By COPY as the other new rows (half an upsert's cost), then those whose source has no row are removed.
+      // By COPY as the other new rows (half an upsert's cost); those whose source has no row go with the sources' last runs below.
       write('executions', 'id', created.filter((r) => !ofEndpoint(r)), EXECUTION_TYPES, () => true);
-      out.push(...orphanRuns(runsOf('task'), 'tasks'), ...orphanRuns(runsOf('schedule'), 'schedules'));
     } else {
       write('executions', 'id', created.filter((r) => !ofEndpoint(r) && !triggered(r)), EXECUTION_TYPES, () => true);
       upsert('executions', 'id', runsOf('task'), EXECUTION_TYPES, { table: 'tasks', column: 'source_id' });
@@ -220,7 +219,11 @@ export class ProjectionBatch {
     }
     const lastRuns = (table: 'tasks' | 'schedules', types: ColumnTypes) => {
       const rows = [...this.lastRuns[table]].map(([id, run]) => ({ id, last_execution_id: run }));
-      if (rows.length) out.push(...updateRows(table, 'id', rows, types));
+      if (!rows.length) return;
+      // A source this batch writes holds its run in its own row, and has one.
+      const unchecked = opts.copyCreated ? runsOf(table === 'tasks' ? 'task' : 'schedule').filter((r) => !this[table].has(r.source_id as string)) : [];
+      if (unchecked.length) out.push(...updateRows(table, 'id', rows, types, true).map((found) => orphanRuns(unchecked, found)));
+      else out.push(...updateRows(table, 'id', rows, types));
     };
     lastRuns('tasks', TASK_TYPES);
     lastRuns('schedules', SCHEDULE_TYPES);
@@ -296,11 +299,18 @@ function executionsOf(sourceIds: string[]): Statement[] {
   ];
 }
 
-/** Trigger runs just written whose task or schedule has no row (deleted before the trigger was committed): removed. */
-function orphanRuns(rows: Row[], table: 'tasks' | 'schedules'): Statement[] {
-  if (!rows.length) return [];
+/**
+ * Trigger runs just written whose task or schedule has no row (deleted before the trigger
+ * was committed) removed, in one statement with `found`, the update of their sources'
+ * `last_execution_id` that answers the sources it found: no source is looked up twice.
+ */
+function orphanRuns(rows: Row[], found: RawBuilder<unknown>): Statement {
   const ids = rows.map((r) => r.id as string);
-  return [sql`DELETE FROM executions e WHERE e.id = ANY(${ids}) AND NOT EXISTS (SELECT 1 FROM ${sql.table(table)} p WHERE p.id = e.source_id)`];
+  const sources = rows.map((r) => r.source_id as string);
+  return sql`WITH found AS (${found})
+    DELETE FROM executions WHERE id = ANY(ARRAY(
+      SELECT x.id FROM unnest(${ids}::text[], ${sources}::text[]) AS x(id, source_id)
+      WHERE NOT EXISTS (SELECT 1 FROM found f WHERE f.id = x.source_id)))`;
 }
 
 /** The last attempt these executions' rows hold, as rows of its own (their rows are about to say cancelled). */

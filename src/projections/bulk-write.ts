@@ -110,8 +110,8 @@ export function upsertRows(table: string, key: string | string[], rows: Row[], t
   });
 }
 
-/** One UPDATE … FROM per column set; rows whose key is absent are skipped. */
-export function updateRows(table: string, key: string, rows: Row[], types: ColumnTypes): RawBuilder<unknown>[] {
+/** One UPDATE … FROM per column set; rows whose key is absent are skipped. With `returning`, each answers the keys it found. */
+export function updateRows(table: string, key: string, rows: Row[], types: ColumnTypes, returning = false): RawBuilder<unknown>[] {
   return [...byColumns(rows).values()].flatMap((group) => {
     const columns = Object.keys(group[0]!);
     const updates = columns.filter((c) => c !== key);
@@ -120,6 +120,7 @@ export function updateRows(table: string, key: string, rows: Row[], types: Colum
       UPDATE ${sql.table(table)} AS t SET ${sql.join(updates.map((c) => sql`${sql.ref(c)} = y.${sql.ref(c)}`))}
       FROM (SELECT ${typed(columns, types)} FROM ${rowsFrom(group, columns, types)}) AS y
       WHERE t.${sql.ref(key)} = y.${sql.ref(key)}
+      ${returning ? sql`RETURNING t.${sql.ref(key)}` : sql``}
     `];
   });
 }
