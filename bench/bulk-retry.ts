@@ -18,10 +18,12 @@
  * process's memory is sampled during each job: the aim is each one within 10% of its
  * start, in every job.
  */
-import { readFileSync, readdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { withStack, troubleNotes, type Benchmark } from './stack.ts';
 import { fmt } from './stats.ts';
 import { cpuPhase, type CpuReport } from './harness.ts';
+import { perItem, pgStatements, type StatementCost } from './pg-statements.ts';
 
 const N = 10_000;
 /** The retries succeed (the target's outage is over when the job starts); else they fail again. */
@@ -32,7 +34,7 @@ const WARM_ROUNDS = 8;
 /** The dead letters a first job, not counted, retries (see where it runs). */
 const WARM_JOB = 2_000;
 /** The jobs measured, each between two fresh rounds; the aim is judged on their median (see where they run). */
-const JOBS = 3;
+const JOBS = 5;
 
 /** RSS of each process of the tree, by `<pid> <its role or command>` (which one grows). */
 function treeRssByProcess(pid: number): Map<string, number> {
@@ -105,9 +107,29 @@ export const bulkRetry: Benchmark = {
 
       // The reference: fresh tasks by batches, all sent and finished (`round` names them apart).
       const freshCpu: string[] = [];
+      // BENCH_PG_STATEMENTS=1: each phase's statements, per task or retry (`statements`, in the notes).
+      const pgs = await pgStatements(s.db);
+      const statements = new Map<string, StatementCost[]>();
+      /**
+       * A phase's window: with `--cpu-prof`, `phase-<name>.json` for `bench/profile-phase.ts`
+       * (the service's profiles cover the whole run); with BENCH_PG_STATEMENTS=1, its statements.
+       */
+      const phaseWindow = async (name: string) => {
+        await pgs?.start();
+        const fromUs = Number(process.hrtime.bigint() / 1000n);
+        return async () => {
+          const toUs = Number(process.hrtime.bigint() / 1000n);
+          if (pgs) statements.set(name, await pgs.read());
+          if (!ctx.cpuProfDir) return;
+          const dir = path.join(ctx.cpuProfDir, 'bulk-retry');
+          mkdirSync(dir, { recursive: true });
+          writeFileSync(path.join(dir, `phase-${name}.json`), JSON.stringify({ fromUs, toUs }));
+        };
+      };
       const fresh = async (round: number) => {
         await s.target.reset();
         const cpuEnd = cpuPhase(s.cpuGroups);
+        const windowEnd = await phaseWindow(`fresh${round}`);
         const t0 = performance.now();
         for (let b = 0; b < N / BATCH; b++) {
           const r = await client.send('POST', '/api/v1/tasks/batch', {
@@ -117,6 +139,7 @@ export const bulkRetry: Benchmark = {
         }
         const t1 = await lastFinished(`source_name LIKE 'fresh${round}-%'`, `fresh tasks, round ${round}`, t0);
         freshCpu.push(`round ${round}: ${perTask(cpuEnd())}`);
+        await windowEnd();
         return N / ((t1 - t0) / 1000);
       };
       // Rounds that warm the service, not counted (they drop out of the notes' CPU list): a
@@ -176,6 +199,7 @@ export const bulkRetry: Benchmark = {
         await s.target.reset();
         const byProcessBefore = treeRssByProcess(s.service.pid!);
         const cpuEnd = s.startCpuPhase();
+        const windowEnd = await phaseWindow(`job${round - 1}`);
         const accepted = await retryAll({ error: '', finished_after: since });
         const tJob = performance.now() - accepted.ms;
         // Each process's own largest RSS: the aim is every process flat, not only their sum.
@@ -190,6 +214,7 @@ export const bulkRetry: Benchmark = {
         ]);
         clearInterval(sampler);
         const cpu = cpuEnd();
+        await windowEnd();
         const byProcessAfter = treeRssByProcess(s.service.pid!);
         const mib = (b: number) => fmt.int(b / 2 ** 20);
         const growth = [...byProcessAfter].map(([p, after]) => `${p}: ${mib(byProcessBefore.get(p) ?? 0)} → max ${mib(byProcessMax.get(p) ?? after)} → ${mib(after)} MiB`).join('; ');
@@ -200,14 +225,15 @@ export const bulkRetry: Benchmark = {
         // The reference again, after the job, on the machine as it is then.
         const freshAfter = await fresh(round);
         return {
-          acceptedMs: accepted.ms, total: accepted.total, setRate: N / ((tStepsEnd - tJob) / 1000), retryRate, freshAfter,
+          k: round - 1, acceptedMs: accepted.ms, total: accepted.total, setRate: N / ((tStepsEnd - tJob) / 1000), retryRate, freshAfter,
           ratio: retryRate / ((freshBefore + freshAfter) / 2), worst, growth, cpu,
         };
       };
 
       // JOBS jobs, each between two fresh rounds and set against their mean: one job's figure
-      // moved by ±0.1 between runs of the same code (the machine's other work), so the
-      // aim is judged on the median job, and each process's memory in every job.
+      // moved by ±0.15 within a run and between runs of the same code (the machine's other
+      // work: the jobs of one run spread from 0.65 to 0.98), so the aim is judged on the
+      // median of five jobs, and each process's memory in every job.
       const jobs: Array<Awaited<ReturnType<typeof job>>> = [];
       const freshRates = [await fresh(1)];
       for (let k = 1; k <= JOBS; k++) {
@@ -242,6 +268,7 @@ export const bulkRetry: Benchmark = {
           `each job takes its set in groups of 1,000, each group's retries and its RetryJobStepped one commit on the jobs subject; the fresh tasks are 10 batches of 1,000, each under a flow-control key of parallelism 1,000, run before the first job and after each, after ${warmRounds} rounds that are not counted (a new service's warm-up, until no process grew by more than 2% in a round) and a job of ${fmt.int(WARM_JOB)} dead letters, not counted either (the retry path's warm-up); ${retriesSucceed ? "the retries succeed (BENCH_BULK_RETRIES_SUCCEED=1: the target's outage is over)" : 'the retries fail again (the target\'s outage lasts)'}.`,
           ...jobs.map((j, i) => `job ${i + 1}: RSS by process, the job's start → its max during the job → the end: ${j.growth}.`),
           `CPU ms per fresh task, ${freshCpu.join('; ')}; per retry, ${jobs.map((j, i) => `job ${i + 1}: ${perTask(j.cpu)}`).join('; ')}.`,
+          ...(pgs ? [`Postgres statements (BENCH_PG_STATEMENTS=1), per retry of the median job (job ${median.k}): ${perItem(statements.get(`job${median.k}`) ?? [], N)}. Per fresh task of the round after it: ${perItem(statements.get(`fresh${median.k + 1}`) ?? [], N)}.`] : []),
           ...troubleNotes(s.service),
         ],
       };

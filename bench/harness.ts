@@ -115,7 +115,8 @@ export async function startSharedPostgres(): Promise<SharedPostgres> {
   const { dir } = tempDir('pg');
   // As root, Postgres runs as `postgres`, which must be able to enter the directory.
   execFileSync('chmod', ['0755', dir]);
-  const server = await startEmbeddedPostgres({ dataDir: dir });
+  // BENCH_PG_STATEMENTS=1: what each statement cost, for a benchmark that reads pg_stat_statements (`pgStatements`).
+  const server = await startEmbeddedPostgres({ dataDir: dir, settings: process.env.BENCH_PG_STATEMENTS === '1' ? ['shared_preload_libraries=pg_stat_statements'] : [] });
   const pidFile = path.join(dir, 'postgres', 'postmaster.pid');
   // At exit: fast shutdown and wait for it, before the data dir is removed (cleanups run newest first).
   onCleanup('postgres', () => server.stop(), () => {

