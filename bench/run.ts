@@ -47,7 +47,10 @@ if (argv.includes('--help') || argv.includes('-h')) {
 
   no names     run every benchmark but the opt-in ones (${OPT_IN.map((b) => b.name).join(', ')}), which run only when named
   --cpu-prof   run the service under node --cpu-prof and print where its CPU time went
-               (profiles in bench/results/profiles/)`);
+               (profiles in bench/results/profiles/; bench/profile-phase.ts cuts them to a phase)
+
+  BENCH_PG_STATEMENTS=1  Postgres with pg_stat_statements: a benchmark that reads it (bulk-retry)
+                         notes each statement's time, blocks and WAL per item`);
   process.exit(0);
 }
 const cpuProf = argv.includes('--cpu-prof');
