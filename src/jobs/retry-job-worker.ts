@@ -259,16 +259,20 @@ export function retryJobWorker(deps: RetryJobDeps, log: (m: string) => void, gro
     return out;
   }
 
-  async function advance(jobId: string, orgId: string, mayWrite: () => boolean): Promise<void> {
+  /**
+   * Takes job `jobId`'s groups while this holder may write. True once the log says the job
+   * runs no more (done, cancelled, or not the organization's latest job).
+   */
+  async function advance(jobId: string, orgId: string, mayWrite: () => boolean): Promise<boolean> {
     let { job, seq } = await loadLatestJob(deps.store, orgId);
-    if (!job || job.id !== jobId || job.status !== 'running') return;
+    if (!job || job.id !== jobId || job.status !== 'running') return true;
     const row = await deps.db.selectFrom('jobs').select(['execution_ids']).where('id', '=', jobId).executeTakeFirst();
     const ids = (row?.execution_ids ?? []) as string[];
     if (ids.length !== job.total) throw new Error(`job ${jobId}: its row holds ${ids.length} of ${job.total} executions`);
     while (job && job.id === jobId && job.status === 'running' && mayWrite()) {
       const { steps, events, texts } = await decideGroup(job, ids);
       const [stepped] = decideJobs({ type: 'RecordJobSteps', jobId, position: job.position, steps }, job, commandMeta(deps.clock));
-      if (!stepped || !mayWrite()) return;
+      if (!stepped || !mayWrite()) return false;
       try {
         seq = await deps.store.appendCommit(SUBJECTS.jobs(orgId), [...events, stepped], seq, [...texts, eventJson(stepped)]);
       } catch (err) {
@@ -279,6 +283,7 @@ export function retryJobWorker(deps: RetryJobDeps, log: (m: string) => void, gro
       }
       job = stepped.data.job;
     }
+    return !job || job.id !== jobId || job.status !== 'running';
   }
 
   return {
@@ -287,13 +292,19 @@ export function retryJobWorker(deps: RetryJobDeps, log: (m: string) => void, gro
       log('bulk jobs: this process holds their lease and advances them');
       const wakeups = jobWakeups(deps.nats, POLL_MS);
       const mayWrite = () => !signal.aborted && lease.held();
+      // Jobs the log says have ended while their rows, not projected yet, say running: not
+      // read again until the rows catch up (each read decodes the jobs subject's last
+      // commit, ~1 MB, on the owners' thread while the job's last retries are sent).
+      const ended = new Set<string>();
       try {
         await projectedUpTo((await deps.nats.jsm.streams.info(STREAMS.events.name)).state.last_seq, signal, wakeups);
         while (mayWrite()) {
           const running = await deps.db.selectFrom('jobs').select(['id', 'org_id']).where('status', '=', 'running').orderBy('created_at').execute();
+          for (const id of ended) if (!running.some((j) => j.id === id)) ended.delete(id);
           for (const j of running) {
+            if (ended.has(j.id)) continue;
             try {
-              await advance(j.id, j.org_id, mayWrite);
+              if (await advance(j.id, j.org_id, mayWrite)) ended.add(j.id);
             } catch (err) {
               log(`retry job ${j.id}: ${(err as Error).message}; taken up again in a moment`);
             }
