@@ -23,7 +23,7 @@ import path from 'node:path';
 import { withStack, troubleNotes, type Benchmark } from './stack.ts';
 import { fmt } from './stats.ts';
 import { cpuPhase, type CpuReport } from './harness.ts';
-import { perItem, pgStatements, type StatementCost } from './pg-statements.ts';
+import { openStatementCosts, perItem, pgStatementsAsked, type StatementCost } from './pg-statements.ts';
 
 const N = 10_000;
 /** The retries succeed (the target's outage is over when the job starts); else they fail again. */
@@ -108,7 +108,7 @@ export const bulkRetry: Benchmark = {
       // The reference: fresh tasks by batches, all sent and finished (`round` names them apart).
       const freshCpu: string[] = [];
       // BENCH_PG_STATEMENTS=1: each phase's statements, per task or retry (`statements`, in the notes).
-      const pgs = await pgStatements(s.db);
+      const pgs = pgStatementsAsked() ? await openStatementCosts(s.db) : null;
       const statements = new Map<string, StatementCost[]>();
       /**
        * A phase's window: with `--cpu-prof`, `phase-<name>.json` for `bench/profile-phase.ts`

@@ -16,6 +16,7 @@ import pg from 'pg';
 import { request } from 'undici';
 import { startEmbeddedNats } from '../src/runtime/embedded-nats.ts';
 import { startEmbeddedPostgres } from '../src/runtime/embedded-postgres.ts';
+import { PG_STATEMENTS_SETTINGS, pgStatementsAsked } from './pg-statements.ts';
 import type { LaneRecord, SchedRecord, TargetCommand, TargetStats } from './target-server.ts';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -115,8 +116,8 @@ export async function startSharedPostgres(): Promise<SharedPostgres> {
   const { dir } = tempDir('pg');
   // As root, Postgres runs as `postgres`, which must be able to enter the directory.
   execFileSync('chmod', ['0755', dir]);
-  // BENCH_PG_STATEMENTS=1: what each statement cost, for a benchmark that reads pg_stat_statements (`pgStatements`).
-  const server = await startEmbeddedPostgres({ dataDir: dir, settings: process.env.BENCH_PG_STATEMENTS === '1' ? ['shared_preload_libraries=pg_stat_statements'] : [] });
+  // BENCH_PG_STATEMENTS=1: what each statement cost, for a benchmark that reads pg_stat_statements (bench/pg-statements.ts).
+  const server = await startEmbeddedPostgres({ dataDir: dir, settings: pgStatementsAsked() ? PG_STATEMENTS_SETTINGS : [] });
   const pidFile = path.join(dir, 'postgres', 'postmaster.pid');
   // At exit: fast shutdown and wait for it, before the data dir is removed (cleanups run newest first).
   onCleanup('postgres', () => server.stop(), () => {

@@ -12,7 +12,7 @@
  *   PB_SCHEMA=1 …    experiments on the tables
  *   PB_PROFILE=1 …   the live projector's shapes once each, with what Postgres did per job:
  *                    rows inserted / updated (HOT), index pages, WAL, and the statements
- *                    by time (pg_stat_statements, loaded by a restart of this Postgres)
+ *                    by time (pg_stat_statements, loaded at this Postgres's start)
  */
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -28,6 +28,7 @@ import { applyEvent } from '../src/projections/apply-event.ts';
 import { ProjectionBatch } from '../src/projections/batch.ts';
 import { startEmbeddedPostgres } from '../src/runtime/embedded-postgres.ts';
 import { activityPerJob, pgActivity } from './pg-activity.ts';
+import { openStatementCosts, PG_STATEMENTS_SETTINGS, type StatementCost } from './pg-statements.ts';
 
 const JOBS = 10_000;
 const fixture = JSON.parse(readFileSync(new URL('./fixtures/lane-job-events.json', import.meta.url), 'utf8')) as { created: TaskEvent; finished: ExecutionEvent };
@@ -78,31 +79,17 @@ async function run(db: Db, size: number, together: boolean, round: string, copy 
   return { cpuMs: (await backendCpuMs(db)) - before, transactions };
 }
 
-/** Postgres with pg_stat_statements loaded: set, then a restart (it must be preloaded). */
-async function withStatements(dir: string): Promise<Awaited<ReturnType<typeof startEmbeddedPostgres>>> {
-  const first = await startEmbeddedPostgres({ dataDir: dir });
-  const { db, pool } = connectDb(first.url, 1);
-  await sql`ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'`.execute(db);
-  await db.destroy();
-  await pool.end().catch(() => {});
-  await first.stop();
-  return startEmbeddedPostgres({ dataDir: dir });
-}
-
 /** The statements of the phase by time, per job (each statement's time is its backend's, alone here). */
-async function statementsPerJob(db: Db): Promise<string[]> {
-  const { rows } = await sql<{ query: string; calls: string; ms: string; rows: string; blks: string; wal: string }>`
-    SELECT query, calls, total_exec_time AS ms, rows, shared_blks_hit + shared_blks_read + shared_blks_dirtied AS blks, wal_bytes AS wal
-    FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) ORDER BY total_exec_time DESC LIMIT 12`.execute(db);
-  return rows.map((r) => `${((Number(r.ms) * 1000) / JOBS).toFixed(1).padStart(6)} µs, ${(Number(r.calls) / JOBS).toFixed(3)} calls, ${(Number(r.rows) / JOBS).toFixed(2)} rows, ${(Number(r.blks) / JOBS).toFixed(1)} blocks, ${(Number(r.wal) / JOBS).toFixed(0)} WAL bytes: ${r.query.replace(/\s+/g, ' ').slice(0, 150)}`);
+function statementsPerJob(costs: StatementCost[]): string[] {
+  return costs.map((r) => `${((r.ms * 1000) / JOBS).toFixed(1).padStart(6)} µs, ${(r.calls / JOBS).toFixed(3)} calls, ${(r.rows / JOBS).toFixed(2)} rows, ${((r.blocks + r.dirtied) / JOBS).toFixed(1)} blocks, ${(r.walBytes / JOBS).toFixed(0)} WAL bytes: ${r.query.slice(0, 150)}`);
 }
 
 /** Each live shape once, with what Postgres did per job. */
 async function profile(db: Db, pool: import('pg').Pool, variants: Array<{ size: number; together: boolean; copy?: boolean; setup?: string; undo?: string; label?: string }>): Promise<void> {
-  await sql`CREATE EXTENSION IF NOT EXISTS pg_stat_statements`.execute(db);
+  const statements = await openStatementCosts(pool);
   for (const v of variants) {
     if (v.setup) await sql.raw(v.setup).execute(db);
-    await sql`SELECT pg_stat_statements_reset()`.execute(db);
+    await statements.start();
     const before = await pgActivity(pool);
     const out = await run(db, v.size, v.together, `p${variants.indexOf(v)}`, v.copy);
     await sql`SELECT pg_stat_force_next_flush()`.execute(db);
@@ -112,7 +99,7 @@ async function profile(db: Db, pool: import('pg').Pool, variants: Array<{ size: 
     for (const line of activityPerJob(before, after, JOBS)) console.log(`  ${line}`);
     const size = await sql<{ heap: string; idx: string }>`SELECT pg_relation_size('executions') AS heap, pg_indexes_size('executions') AS idx`.execute(db);
     console.log(`  executions: heap ${(Number(size.rows[0]!.heap) / JOBS).toFixed(0)} bytes per job, indexes ${(Number(size.rows[0]!.idx) / JOBS).toFixed(0)}`);
-    for (const line of await statementsPerJob(db)) console.log(`  ${line}`);
+    for (const line of statementsPerJob(await statements.read(12))) console.log(`  ${line}`);
     if (v.undo) await sql.raw(v.undo).execute(db);
     await sql`TRUNCATE tasks, executions, execution_attempts`.execute(db);
   }
@@ -120,7 +107,7 @@ async function profile(db: Db, pool: import('pg').Pool, variants: Array<{ size: 
 
 const rounds = Number(process.argv[2] ?? 3);
 const dir = await mkdtemp(path.join(tmpdir(), 'jetcron-pb-'));
-const pg = process.env.PB_PROFILE ? await withStatements(dir) : await startEmbeddedPostgres({ dataDir: dir });
+const pg = await startEmbeddedPostgres({ dataDir: dir, settings: process.env.PB_PROFILE ? PG_STATEMENTS_SETTINGS : [] });
 try {
   const { db, pool } = connectDb(pg.url, 1);
   await migrate(db);

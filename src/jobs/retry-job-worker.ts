@@ -264,12 +264,13 @@ export function retryJobWorker(deps: RetryJobDeps, log: (m: string) => void, gro
    * runs no more (done, cancelled, or not the organization's latest job).
    */
   async function advance(jobId: string, orgId: string, mayWrite: () => boolean): Promise<boolean> {
+    const runs = (j: RetryJob | null): j is RetryJob => !!j && j.id === jobId && j.status === 'running';
     let { job, seq } = await loadLatestJob(deps.store, orgId);
-    if (!job || job.id !== jobId || job.status !== 'running') return true;
+    if (!runs(job)) return true;
     const row = await deps.db.selectFrom('jobs').select(['execution_ids']).where('id', '=', jobId).executeTakeFirst();
     const ids = (row?.execution_ids ?? []) as string[];
     if (ids.length !== job.total) throw new Error(`job ${jobId}: its row holds ${ids.length} of ${job.total} executions`);
-    while (job && job.id === jobId && job.status === 'running' && mayWrite()) {
+    while (runs(job) && mayWrite()) {
       const { steps, events, texts } = await decideGroup(job, ids);
       const [stepped] = decideJobs({ type: 'RecordJobSteps', jobId, position: job.position, steps }, job, commandMeta(deps.clock));
       if (!stepped || !mayWrite()) return false;
@@ -283,7 +284,7 @@ export function retryJobWorker(deps: RetryJobDeps, log: (m: string) => void, gro
       }
       job = stepped.data.job;
     }
-    return !job || job.id !== jobId || job.status !== 'running';
+    return !runs(job);
   }
 
   return {

@@ -226,8 +226,8 @@ export function createNotifyDecider(
     await handleEvent(steps, event, seq);
   }
 
-  /** The cached state (`known`, else peeked) says this outcome changes nothing (no transition, no write). */
-  const unchanged = (orgId: string, sourceId: string, outcome: Outcome, seq: number, at: string, known = states.peek?.(orgId, sourceId)) =>
+  /** The cached state `known` (undefined: not known) says this outcome changes nothing (no transition, no write). */
+  const unchanged = (known: SourceState | null | undefined, outcome: Outcome, seq: number, at: string) =>
     known !== undefined && nextState(known, outcome, { seq, time: at, executionId: null }) === null;
 
   /**
@@ -273,13 +273,13 @@ export function createNotifyDecider(
         if (!e.data.final || e.data.late === true) return true;
         // Peeked once: each look-up in the notifier's large maps costs about a microsecond.
         const known = states.peek?.(e.org_id, e.data.source.id);
-        if (unchanged(e.org_id, e.data.source.id, e.data.status === 'success' ? 'success' : 'failure', seq, e.at, known)) return true;
+        if (unchanged(known, e.data.status === 'success' ? 'success' : 'failure', seq, e.at)) return true;
         return quietRecovery(e, seq, known) ?? false;
       }
       case 'MonitorPinged':
-        return e.data.previous_status !== 'down' || e.data.monitor.status !== 'up' || unchanged(e.org_id, e.data.monitor.id, 'success', seq, e.at);
+        return e.data.previous_status !== 'down' || e.data.monitor.status !== 'up' || unchanged(states.peek?.(e.org_id, e.data.monitor.id), 'success', seq, e.at);
       case 'MonitorWentDown':
-        return unchanged(e.org_id, e.data.monitor.id, 'failure', seq, e.at);
+        return unchanged(states.peek?.(e.org_id, e.data.monitor.id), 'failure', seq, e.at);
       default:
         return false;
     }

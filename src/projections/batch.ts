@@ -222,7 +222,10 @@ export class ProjectionBatch {
       if (!rows.length) return;
       // A source this batch writes holds its run in its own row, and has one.
       const unchecked = opts.copyCreated ? runsOf(table === 'tasks' ? 'task' : 'schedule').filter((r) => !this[table].has(r.source_id as string)) : [];
-      if (!unchecked.length) return void out.push(...updateRows(table, 'id', rows, types));
+      if (!unchecked.length) {
+        out.push(...updateRows(table, 'id', rows, types));
+        return;
+      }
       // One column set, so one statement: its RETURNING names every source it found.
       const [found] = updateRows(table, 'id', rows, types, true);
       out.push(orphanRuns(unchecked, found!));
